@@ -1,0 +1,16 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   install everything, then run simroute in front of a real MCP server
+#   make test   install everything, then run the test suite
+.PHONY: setup demo test bench
+
+setup:
+	./scripts/setup.sh
+
+demo: setup
+	.venv/bin/simroute demo
+
+test: setup
+	.venv/bin/python -m pytest
+
+bench: setup
+	.venv/bin/python benchmarks/mcp_proxy_overhead.py

@@ -1,0 +1,56 @@
+"""Value patterns used by rules: globs, `re:` regular expressions, literals,
+and dotted paths into nested arguments."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable
+from typing import Any
+
+Matcher = Callable[[Any], bool]
+
+_MISSING = object()
+
+
+def compile_pattern(pattern: Any) -> Matcher:
+    """Turn one pattern from a config file into a predicate over a value.
+
+    - `"re:<regex>"`: the regex is searched in the value's text (anchor with ^ and $);
+    - any other string: a glob over the value's text (`*`, `?`, `[abc]`);
+    - anything else (number, bool, null, list, mapping): equality.
+
+    Raises ValueError for an invalid regex, naming it.
+    """
+    if isinstance(pattern, str):
+        if pattern.startswith("re:"):
+            source = pattern[3:]
+            try:
+                regex = re.compile(source)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {source!r}: {exc}") from exc
+            return lambda value: value is not _MISSING and regex.search(_as_text(value)) is not None
+        if not any(ch in pattern for ch in "*?["):
+            return lambda value: value is not _MISSING and _as_text(value) == pattern
+        return lambda value: value is not _MISSING and fnmatch.fnmatchcase(_as_text(value), pattern)
+    return lambda value: value is not _MISSING and value == pattern
+
+
+def lookup(data: Any, dotted_path: str) -> Any:
+    """Follow `a.b.0.c` into nested mappings and lists; a missing step yields a
+    sentinel that no pattern matches."""
+    current = data
+    for part in dotted_path.split("."):
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return _MISSING
+    return current
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,127 @@
+"""The `simroute` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from router.config import Config, ConfigError, load_config
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="simroute: route an agent's tool calls to real or simulated environments.")
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="YAML config file (default: ./simroute.yaml if present)."),
+]
+
+
+def _load(path: Path | None) -> Config:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        typer.echo(f"simroute: config error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _log_to_stderr(verbose: bool) -> None:
+    # stdout may be the MCP protocol channel: logs always go to stderr.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _parse_host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise typer.BadParameter(f"expected HOST:PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+@app.command()
+def mcp(
+    config: ConfigOption = None,
+    http: Annotated[str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Serve simroute as an MCP server (stdio by default) in front of the configured servers."""
+    _log_to_stderr(verbose)
+    cfg = _load(config)
+    if not cfg.upstreams:
+        typer.echo("simroute: config error: no MCP servers configured (mcpServers)", err=True)
+        raise typer.Exit(2)
+    from router.app import Runtime
+    from router.mcp.server import build_server
+
+    runtime = Runtime(cfg)
+    if http:
+        host, port = _parse_host_port(http)
+        server = build_server(runtime, session_based=True)
+        server.run(transport="http", host=host, port=port, show_banner=False, log_level="WARNING")
+    else:
+        server = build_server(runtime)
+        server.run(show_banner=False, log_level="WARNING")
+
+
+@app.command()
+def records(
+    config: ConfigOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the newest N records.")] = None,
+    session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
+) -> None:
+    """Print the records of routed calls, oldest first."""
+    from shadow.sqlite_store import SQLiteStore, StoreError
+
+    cfg = _load(config)
+    if not cfg.store_path.exists():
+        typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
+        raise typer.Exit(1)
+    store = SQLiteStore(cfg.store_path)
+    try:
+        rows = store.recent(limit=limit, session=session)
+    except StoreError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    finally:
+        store.close()
+    for row in rows:
+        if as_json:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        else:
+            typer.echo(
+                f"{row['id'][:12]}  {row['session'][:14]:14} #{row['step']:<3} {row['server']}.{row['tool']:<22} "
+                f"{row['route']:7} {row['provenance']:7} {row['latency_ms']:9.2f} ms  {row['policy']}"
+            )
+
+
+@app.command("check-config")
+def check_config(config: ConfigOption = None) -> None:
+    """Validate a config file and print what it configures."""
+    cfg = _load(config)
+    typer.echo(f"{cfg.source}: ok — mode {cfg.mode}, {len(cfg.upstreams)} server(s), {len(cfg.rules)} rule(s), store {cfg.store_path}")
+
+
+@app.command()
+def demo(
+    workdir: Annotated[Path, typer.Option(help="Where the demo writes its config and records.")] = Path(".simroute-demo"),
+) -> None:
+    """Run simroute in front of a real MCP server and show real and replayed calls."""
+    from router.demo import run_demo
+
+    raise typer.Exit(asyncio.run(run_demo(workdir)))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""The configuration file: one YAML document, validated before anything starts.
+
+Errors name the file, the line and the key, e.g.
+`simroute.yaml:12: rules[0].route: 'simulate' is not one of real, sim, ...`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, PositiveFloat, PositiveInt, ValidationError, model_validator
+
+from policies.rules import Rule, parse_rule
+from router.types import Route
+
+DEFAULT_CONFIG_NAME = "simroute.yaml"
+
+
+class ConfigError(ValueError):
+    """The configuration is missing, malformed or invalid. The message is for the user."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class StdioServer(_Strict):
+    command: str = Field(min_length=1)
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    timeout: PositiveFloat | None = None  # per-call deadline (s); default: call_timeout_s
+    type: Literal["stdio"] | None = None  # VS Code's form names the transport
+
+
+class RemoteServer(_Strict):
+    url: str = Field(min_length=1)
+    headers: dict[str, str] = {}
+    timeout: PositiveFloat | None = None
+    type: Literal["http", "streamable-http", "sse"] | None = None
+
+
+def _server_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        if "url" in value or value.get("type") in ("http", "streamable-http", "sse"):
+            return "remote"
+        return "stdio"
+    return "remote" if isinstance(value, RemoteServer) else "stdio"
+
+
+# A server entry is stdio (`command`) or remote (`url`), as in Claude Desktop,
+# Cursor and VS Code configs.
+ServerSpec = Annotated[
+    Annotated[StdioServer, Tag("stdio")] | Annotated[RemoteServer, Tag("remote")],
+    Discriminator(_server_kind),
+]
+
+
+class ReplayConfig(_Strict):
+    on_miss: Literal["real", "sim", "error"] = "real"
+    # Dotted argument paths left out of the replay key (request ids, timestamps).
+    ignore_arguments: list[str] = []
+
+
+class StoreConfig(_Strict):
+    kind: Literal["sqlite"] = "sqlite"
+    # Relative paths are relative to the config file's folder.
+    path: str = ".simroute/records.db"
+    # normal: a committed record survives a crash of simroute; full: also power loss.
+    synchronous: Literal["normal", "full"] = "normal"
+
+
+class SessionsConfig(_Strict):
+    idle_ttl_s: PositiveFloat = 1800.0
+    max_open: PositiveInt = 256
+
+
+class Config(_Strict):
+    mode: Route = Route.REAL
+    mcp_servers: dict[str, ServerSpec] = Field(default={}, alias="mcpServers")
+    servers: dict[str, ServerSpec] = {}  # VS Code's spelling of mcpServers
+    rules: list[Any] = []
+    replay: ReplayConfig = ReplayConfig()
+    store: StoreConfig = StoreConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    call_timeout_s: PositiveFloat = 60.0
+
+    # Set by the loader, not the file.
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    source: str = Field(default="<defaults>", exclude=True)
+
+    @model_validator(mode="after")
+    def _one_server_table(self) -> Config:
+        clash = set(self.mcp_servers) & set(self.servers)
+        if clash:
+            raise ValueError(f"server {sorted(clash)[0]!r} is defined in both mcpServers and servers")
+        return self
+
+    @property
+    def upstreams(self) -> dict[str, ServerSpec]:
+        return {**self.mcp_servers, **self.servers}
+
+    @property
+    def store_path(self) -> Path:
+        path = Path(self.store.path).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def parsed_rules(self) -> list[Rule]:
+        return [parse_rule(rule, index=i) for i, rule in enumerate(self.rules)]
+
+    def timeout_for(self, server: str) -> float:
+        spec = self.upstreams.get(server)
+        return (spec.timeout if spec is not None and spec.timeout else None) or self.call_timeout_s
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Load and validate a config file. With no path, `./simroute.yaml` if it
+    exists, else the defaults. Raises ConfigError naming file, line and key."""
+    if path is None:
+        default = Path.cwd() / DEFAULT_CONFIG_NAME
+        if not default.exists():
+            return Config()
+        path = default
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from exc
+    return parse_config(text, source=str(path), base_dir=path.resolve().parent)
+
+
+def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None = None) -> Config:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}:1: the config must be a mapping of keys (mode, mcpServers, rules, ...)")
+    lines = _line_index(root)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError("\n".join(_describe(err, source, lines) for err in exc.errors())) from exc
+    config.base_dir = base_dir or Path.cwd()
+    config.source = source
+    for i, rule in enumerate(config.rules):
+        try:
+            parse_rule(rule, index=i)
+        except ValueError as exc:
+            key, _, problem = str(exc).partition(": ")
+            loc: tuple[Any, ...] = ("rules", i, *_split_key(key)) if problem else ("rules", i)
+            line = _line_for(loc, lines)
+            raise ConfigError(f"{source}:{line}: {_format_loc(loc)}: {problem or exc}") from exc
+    return config
+
+
+def _split_key(key: str) -> tuple[str, ...]:
+    # "match.arguments.a.b" -> ("match", "arguments", "a.b"): argument paths stay whole.
+    parts = key.split(".")
+    if parts[:2] == ["match", "arguments"] and len(parts) > 2:
+        return ("match", "arguments", ".".join(parts[2:]))
+    return tuple(parts)
+
+
+def _line_index(node: yaml.Node | None, loc: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], int]:
+    """Map every key path in the document to its 1-based line."""
+    lines: dict[tuple[Any, ...], int] = {}
+    if node is None:
+        return lines
+    lines[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            child = (*loc, key_node.value)
+            lines.update(_line_index(value_node, child))
+            lines[child] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines.update(_line_index(item, (*loc, i)))
+    return lines
+
+
+def _line_for(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _describe(error: Any, source: str, lines: dict[tuple[Any, ...], int]) -> str:
+    # pydantic adds union member names ("StdioServer") to the location; drop them.
+    loc = tuple(p for p in error["loc"] if p not in _UNION_TAGS)
+    if loc and loc[0] == "mcp_servers":
+        loc = ("mcpServers", *loc[1:])
+    line = _line_for(loc, lines)
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = "unknown key"
+    return f"{source}:{line}: {_format_loc(loc)}: {message}"
+
+
+_UNION_TAGS = {"stdio", "remote"}

@@ -1,0 +1,95 @@
+"""The demo: simroute launched as a user launches it, in front of a real MCP
+server (mcp-server-time), over stdio, with real and replayed calls."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+DEMO_CONFIG = """\
+# simroute demo: the reference time server, routed per call.
+mode: real
+mcpServers:
+  time:
+    command: {python}
+    args: ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+rules:
+  - name: replay-clock
+    match: {{tool: get_current_time}}
+    route: replay
+replay:
+  on_miss: real
+store:
+  path: records.db
+"""
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("get_current_time", {"timezone": "Asia/Tokyo"}),
+    ("convert_time", {"source_timezone": "Europe/Paris", "time": "09:30", "target_timezone": "America/New_York"}),
+    ("get_current_time", {"timezone": "Europe/Paris"}),
+    ("get_current_time", {"timezone": "Asia/Tokyo"}),
+]
+
+
+def simroute_command() -> list[str]:
+    return [sys.executable, "-m", "router.cli"]
+
+
+async def run_agent_session(config_path: Path, label: str) -> list[dict[str, Any]]:
+    command = simroute_command()
+    transport = StdioTransport(command=command[0], args=[*command[1:], "mcp", "--config", str(config_path)], keep_alive=False)
+    rows = []
+    async with Client(transport) as client:
+        tools = await client.list_tools()
+        print(f"\n[{label}] tools through simroute: {', '.join(t.name for t in tools)}")
+        for tool, arguments in CALLS:
+            result = await client.call_tool(tool, arguments, raise_on_error=False)
+            meta = (result.meta or {}).get("simroute", {})
+            answer = result.structured_content or {"text": (result.content[0].text if result.content else "")}
+            rows.append({"tool": tool, "arguments": arguments, "answer": answer, **meta})
+    return rows
+
+
+def print_rows(rows: list[dict[str, Any]], latency_by_record: dict[str, float]) -> None:
+    print(f"{'tool':18} {'arguments':28} {'route':7} {'provenance':10} {'latency':>10}  {'policy':22} answer")
+    for row in rows:
+        args = ",".join(str(v) for v in row["arguments"].values())[:28]
+        answer = json.dumps(row["answer"], ensure_ascii=False)[:60]
+        latency = latency_by_record.get(row.get("record_id", ""), float("nan"))
+        print(f"{row['tool']:18} {args:28} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  {row['policy']:22} {answer}")
+        if row.get("note"):
+            print(f"{'':18} note: {row['note']}")
+
+
+async def run_demo(workdir: Path) -> int:
+    from shadow.sqlite_store import SQLiteStore
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_path = workdir / "simroute.yaml"
+    config_path.write_text(DEMO_CONFIG.format(python=json.dumps(sys.executable)))
+    (workdir / "records.db").unlink(missing_ok=True)
+    print(f"simroute demo — config {config_path}")
+
+    first = await run_agent_session(config_path, "session 1: records real observations")
+    second = await run_agent_session(config_path, "session 2: replays session 1")
+
+    store = SQLiteStore(workdir / "records.db")
+    latencies = {r["id"]: r["latency_ms"] for r in store.recent()}
+    total = store.count()
+    store.close()
+    print("\n== session 1 ==")
+    print_rows(first, latencies)
+    print("\n== session 2 ==")
+    print_rows(second, latencies)
+    print(f"\n{total} records in {workdir / 'records.db'}  (simroute records --config {config_path})")
+
+    replayed = [r for r in second if r["provenance"] == "replay"]
+    same = all(a["answer"] == b["answer"] for a, b in zip(first, second) if b["provenance"] == "replay")
+    ok = len(replayed) == 3 and same and all(r["provenance"] == "real" for r in first)
+    print("demo:", "ok" if ok else "UNEXPECTED ROUTES")
+    return 0 if ok else 1

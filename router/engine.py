@@ -1,0 +1,127 @@
+"""The engine: a `Call` goes through the policies, the decision runs against
+the backends, and the record is written before the agent sees the result."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import anyio
+
+from backends.replay import ReplayBackend
+from policies.base import Policy, decide
+from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Turn
+from shadow.canonical import call_key
+from shadow.records import Record
+from shadow.spool import SpoolingWriter
+
+log = logging.getLogger("simroute.engine")
+
+_FALLBACK = Decision(Route.REAL, "default", "no policy answered")
+
+
+class Simulator(Protocol):
+    """The simulated side: predicts an observation for a call in its session."""
+
+    async def simulate(self, call: Call, session: Session, *, deadline_s: float) -> Observation: ...
+
+
+@dataclass(slots=True)
+class Outcome:
+    observation: Observation
+    record: Record
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        policies: Sequence[Policy],
+        records: SpoolingWriter,
+        replay: ReplayBackend,
+        replay_on_miss: str = "real",
+        simulator: Simulator | None = None,
+        deadline_for: Callable[[Call], float] = lambda call: 60.0,
+    ) -> None:
+        if replay_on_miss not in ("real", "sim", "error"):
+            raise ValueError(f"replay_on_miss must be real, sim or error, got {replay_on_miss!r}")
+        self.policies = list(policies)
+        self.records = records
+        self.replay = replay
+        self.replay_on_miss = replay_on_miss
+        self.simulator = simulator
+        self.deadline_for = deadline_for
+
+    @staticmethod
+    def exact_key(call: Call) -> str:
+        return call_key(call.channel, call.server, call.tool, call.arguments)
+
+    async def handle(self, call: Call, session: Session, real: CallNext) -> Outcome:
+        replay_key = self.replay.key(call)
+        occurrence = session.occurrences[replay_key] = session.occurrences.get(replay_key, 0) + 1
+        decision = decide(self.policies, call, session, fallback=_FALLBACK)
+        observation, note = await self._execute(decision, call, session, occurrence, real)
+        return self._finish(call, session, decision, observation, note)
+
+    def reject(self, call: Call, session: Session, *, policy: str, reason: str) -> Outcome:
+        """Record a call refused before routing (e.g. arguments failing the tool's schema)."""
+        decision = Decision(Route.DENY, policy, reason)
+        return self._finish(call, session, decision, Observation.error(reason), "")
+
+    def _finish(self, call: Call, session: Session, decision: Decision, observation: Observation, note: str) -> Outcome:
+        record = Record(call=call, decision=decision, served=observation, step=session.step, call_key=self.exact_key(call), note=note)
+        self.records.write(record)  # durable (or spooled) before the agent sees the result
+        session.history.append(Turn(call, observation))
+        session.touch()
+        return Outcome(observation, record)
+
+    async def _execute(
+        self, decision: Decision, call: Call, session: Session, occurrence: int, real: CallNext
+    ) -> tuple[Observation, str]:
+        route = decision.route
+        if route is Route.REAL:
+            return await self._real(call, real), ""
+        if route is Route.SHADOW:
+            # The simulated side of a shadowed call needs a world model; until one is
+            # configured the agent is served real and the record says so.
+            return await self._real(call, real), "shadow: no world model configured, served real only"
+        if route is Route.SIM:
+            return await self._sim(call, session), ""
+        if route is Route.DENY:
+            return Observation.error(f"simroute denied this call ({decision.policy}): {decision.reason}"), ""
+        assert route is Route.REPLAY
+        hit = self.replay.lookup(call, occurrence=occurrence)
+        if hit is not None:
+            observation, source_id = hit
+            return observation, f"replayed record {source_id} (occurrence {occurrence})"
+        miss = f"replay miss (occurrence {occurrence} of this call has no recorded real observation)"
+        if self.replay_on_miss == "real":
+            return await self._real(call, real), f"{miss}; served real"
+        if self.replay_on_miss == "sim":
+            return await self._sim(call, session), f"{miss}; served sim"
+        return Observation.error(f"simroute: {miss} and replay.on_miss is 'error'"), miss
+
+    async def _real(self, call: Call, real: CallNext) -> Observation:
+        deadline = self.deadline_for(call)
+        started = time.perf_counter()
+        try:
+            with anyio.fail_after(deadline):
+                observation = await real(call)
+        except TimeoutError:
+            return Observation.error(
+                f"simroute: upstream {call.server!r} did not answer {call.tool!r} within its {deadline:g}s deadline",
+                Provenance.REAL,
+                time.perf_counter() - started,
+            )
+        return observation
+
+    async def _sim(self, call: Call, session: Session) -> Observation:
+        if self.simulator is None:
+            return Observation.error(
+                "simroute: the sim route needs a world model, and none is configured (see the world_model section)",
+                Provenance.SIM,
+            )
+        return await self.simulator.simulate(call, session, deadline_s=self.deadline_for(call))

@@ -1,0 +1,46 @@
+"""Between MCP tool results and simroute observations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastmcp.tools.base import ToolResult
+from mcp_types import ContentBlock
+from pydantic import TypeAdapter
+
+from router.types import Observation, Provenance
+from shadow.records import Record
+
+_CONTENT = TypeAdapter(list[ContentBlock])
+
+
+def observation_from_result(result: ToolResult, *, latency_s: float) -> Observation:
+    return Observation(
+        content=[block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content],
+        structured=result.structured_content,
+        is_error=bool(getattr(result, "is_error", False)),
+        provenance=Provenance.REAL,
+        latency_s=latency_s,
+    )
+
+
+def simroute_meta(record: Record) -> dict[str, Any]:
+    """What every tool result carries under `_meta.simroute`."""
+    return {
+        "provenance": str(record.served.provenance),
+        "route": str(record.decision.route),
+        "policy": record.decision.policy,
+        "reason": record.decision.reason,
+        "record_id": record.id,
+        **({"note": record.note} if record.note else {}),
+    }
+
+
+def result_from_observation(observation: Observation, record: Record, *, upstream_meta: dict[str, Any] | None = None) -> ToolResult:
+    content = _CONTENT.validate_python(observation.content or [{"type": "text", "text": ""}])
+    return ToolResult(
+        content=content,
+        structured_content=observation.structured,
+        meta={**(upstream_meta or {}), "simroute": simroute_meta(record)},
+        is_error=observation.is_error,
+    )

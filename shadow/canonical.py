@@ -1,0 +1,46 @@
+"""Canonical forms of calls: the key that replay matches on.
+
+Two calls that differ only in key order or in configured ignored argument
+paths have the same key.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+
+def drop_paths(arguments: dict[str, Any], ignored: Iterable[str]) -> dict[str, Any]:
+    """A copy of `arguments` without the dotted paths in `ignored`."""
+    ignored = list(ignored)
+    if not ignored:
+        return arguments
+    result = copy.deepcopy(arguments)
+    for path in ignored:
+        *parents, leaf = path.split(".")
+        node: Any = result
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                break
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return result
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def call_key(channel: str, server: str, tool: str, arguments: dict[str, Any], ignored: Iterable[str] = ()) -> str:
+    """A stable digest of (channel, server, tool, canonical arguments)."""
+    body = canonical_json([channel, server, tool, drop_paths(arguments, ignored)])
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
+def tool_key(channel: str, server: str, tool: str) -> str:
+    """A stable digest of (channel, server, tool): all calls of one tool."""
+    return hashlib.sha256(canonical_json([channel, server, tool]).encode()).hexdigest()[:32]

@@ -1,0 +1,64 @@
+"""Shared fixtures: configs, and simroute launched the way a user launches it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kit import free_port, simroute_executable, write_config
+
+
+@pytest.fixture
+def make_config(tmp_path: Path):
+    def make(**sections) -> Path:
+        return write_config(tmp_path, **sections)
+
+    return make
+
+
+class HttpSimroute:
+    def __init__(self, process: subprocess.Popen, url: str, log: Path) -> None:
+        self.process, self.url, self.log = process, url, log
+
+
+@pytest.fixture
+def simroute_http(tmp_path: Path) -> Iterator:
+    """Start `simroute mcp --http` on a free loopback port; stopped at teardown."""
+    started: list[HttpSimroute] = []
+
+    def start(config: Path) -> HttpSimroute:
+        port = free_port()
+        log = tmp_path / f"simroute-http-{port}.log"
+        process = subprocess.Popen(
+            [simroute_executable(), "mcp", "--config", str(config), "--http", f"127.0.0.1:{port}"],
+            stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"simroute exited early:\n{log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            process.kill()
+            raise RuntimeError(f"simroute did not listen within 30s:\n{log.read_text()}")
+        server = HttpSimroute(process, f"http://127.0.0.1:{port}/mcp", log)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.process.terminate()
+        try:
+            server.process.wait(10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()

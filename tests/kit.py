@@ -1,0 +1,62 @@
+"""The test kit: launch simroute as a user does, build configs, call tools."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLBOX = ROOT / "tests" / "servers" / "toolbox.py"
+
+
+def simroute_executable() -> str:
+    """The console script the set-up installed beside this interpreter."""
+    candidate = Path(sys.executable).parent / "simroute"
+    found = str(candidate) if candidate.exists() else shutil.which("simroute")
+    if not found:
+        raise RuntimeError("the `simroute` console script is not installed: run scripts/setup.sh")
+    return found
+
+
+def time_server(count_file: Path | None = None) -> dict:
+    """The reference time server from PyPI; with `count_file`, every start of it
+    appends a line there (one line = one upstream session)."""
+    server = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    if count_file is None:
+        return {"command": server[0], "args": server[1:]}
+    script = f'echo started >> "{count_file}"; exec "$@"'
+    return {"command": "/bin/sh", "args": ["-c", script, "sh", *server]}
+
+
+def toolbox_server() -> dict:
+    return {"command": sys.executable, "args": [str(TOOLBOX)]}
+
+
+def write_config(directory: Path, **sections) -> Path:
+    config = {"store": {"path": str(directory / "records.db")}, **sections}
+    path = directory / "simroute.yaml"
+    # JSON is YAML: no quoting surprises for paths and patterns.
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def stdio_client(config: Path, **client_kwargs) -> Client:
+    """A real MCP client that launches `simroute mcp --config` over stdio."""
+    transport = StdioTransport(command=simroute_executable(), args=["mcp", "--config", str(config)], keep_alive=False)
+    return Client(transport, **client_kwargs)
+
+
+def meta_of(result) -> dict:
+    return (result.meta or {}).get("simroute", {})
