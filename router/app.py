@@ -21,7 +21,7 @@ class Runtime:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.store = SQLiteStore(config.store_path, synchronous=config.store.synchronous)
-        self.upstreams = UpstreamPool(config.upstreams)
+        self.upstreams = UpstreamPool(config.upstreams, connect_timeout_s=config.startup_timeout_s)
         self.sessions = SessionRegistry(
             idle_ttl_s=config.sessions.idle_ttl_s,
             max_open=config.sessions.max_open,

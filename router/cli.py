@@ -60,14 +60,14 @@ def mcp(
     from router.app import Runtime
     from router.mcp.server import build_server
 
-    runtime = Runtime(cfg)
+    server = build_server(Runtime(cfg))
     if http:
         host, port = _parse_host_port(http)
-        server = build_server(runtime, session_based=True)
         server.run(transport="http", host=host, port=port, show_banner=False, log_level="WARNING")
     else:
-        server = build_server(runtime)
-        server.run(show_banner=False, log_level="WARNING")
+        from router.mcp.stdio import serve_stdio
+
+        asyncio.run(serve_stdio(server))
 
 
 @app.command()

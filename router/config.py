@@ -86,6 +86,7 @@ class Config(_Strict):
     store: StoreConfig = StoreConfig()
     sessions: SessionsConfig = SessionsConfig()
     call_timeout_s: PositiveFloat = 60.0
+    startup_timeout_s: PositiveFloat = 30.0  # an upstream that has not finished its handshake by then failed
 
     # Set by the loader, not the file.
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)

@@ -11,7 +11,8 @@ import mcp_types
 from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
 from fastmcp.server.providers.proxy import ProxyProvider
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND
 
 from router.app import Runtime
 from router.mcp.identity import agent_session_id
@@ -23,9 +24,11 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(runtime: Runtime, *, session_based: bool = False) -> FastMCP:
-    """`session_based=True` (the HTTP front) keeps clients on the handshake era, whose
-    `Mcp-Session-Id` identifies the agent session; stateless 2026 clients fall back to it."""
+def build_server(runtime: Runtime) -> FastMCP:
+    """simroute speaks the session-based (handshake) protocol era on every transport:
+    an agent session is an MCP session (`Mcp-Session-Id` over HTTP), and the upstream's
+    server-to-client requests (sampling, elicitation, roots) need the session's
+    back-channel. Clients negotiating automatically fall back to it."""
 
     @asynccontextmanager
     async def lifespan(server: FastMCP) -> AsyncIterator[dict[str, Any]]:
@@ -43,8 +46,7 @@ def build_server(runtime: Runtime, *, session_based: bool = False) -> FastMCP:
             namespace=upstream if names.prefixed else "",
         )
     server.add_middleware(RoutingMiddleware(runtime, names))
-    if session_based:
-        _advertise_handshake_era_only(server)
+    _advertise_handshake_era_only(server)
     return server
 
 
@@ -56,15 +58,11 @@ def _upstream_client_factory(runtime: Runtime, upstream: str):
 
 
 def _advertise_handshake_era_only(server: FastMCP) -> None:
-    # A `server/discover` answer naming no modern version is how a stateful server
-    # tells an auto-negotiating client to use the initialize handshake instead.
-    low_level = server._mcp_server
+    # Refusing `server/discover` is how a session-based server tells an
+    # auto-negotiating client to use the initialize handshake instead. An answer,
+    # even one naming only handshake versions, would lock a stdio connection to
+    # the stateless era.
+    async def discover(ctx: Any, params: Any) -> Any:
+        raise MCPError(METHOD_NOT_FOUND, "simroute serves the session-based protocol era: use initialize")
 
-    async def discover(ctx: Any, params: Any) -> mcp_types.DiscoverResult:
-        return mcp_types.DiscoverResult(
-            supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
-            capabilities=low_level.get_capabilities(protocol_version=ctx.protocol_version),
-            instructions=low_level.instructions,
-        )
-
-    low_level.add_request_handler("server/discover", mcp_types.RequestParams, discover)
+    server._mcp_server.add_request_handler("server/discover", mcp_types.RequestParams, discover)
