@@ -19,6 +19,8 @@ say() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
 DEBS=(redis-server chromium debootstrap)
 missing=()
 for pkg in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg"); done
+# A Compose tool validates docker-compose.yml; either spelling will do.
+if ! command -v docker-compose >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1; then missing+=(docker-compose); fi
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   say "installing Debian packages: ${missing[*]}"
