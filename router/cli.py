@@ -5,13 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
+# fastmcp's rich tracebacks render every frame's locals: seconds per error on a
+# busy router (and they block the event loop). Plain logging, set before fastmcp loads.
+os.environ.setdefault("FASTMCP_ENABLE_RICH_LOGGING", "false")
+os.environ.setdefault("FASTMCP_ENABLE_RICH_TRACEBACKS", "false")
 
-from router.config import Config, ConfigError, load_config
+import typer  # noqa: E402
+
+from router.config import Config, ConfigError, load_config  # noqa: E402
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="simroute: route an agent's tool calls to real or simulated environments.")
 

@@ -59,12 +59,14 @@ class Engine:
     def exact_key(call: Call) -> str:
         return call_key(call.channel, call.server, call.tool, call.arguments)
 
-    async def handle(self, call: Call, session: Session, real: CallNext) -> Outcome:
+    async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "") -> Outcome:
+        """Decide, execute, record. `note` is added to the record (the front door's
+        remarks, e.g. a changed tool schema)."""
         replay_key = self.replay.key(call)
         occurrence = session.occurrences[replay_key] = session.occurrences.get(replay_key, 0) + 1
         decision = decide(self.policies, call, session, fallback=_FALLBACK)
-        observation, note = await self._execute(decision, call, session, occurrence, real)
-        return self._finish(call, session, decision, observation, note)
+        observation, route_note = await self._execute(decision, call, session, occurrence, real)
+        return self._finish(call, session, decision, observation, "; ".join(n for n in (route_note, note) if n))
 
     def reject(self, call: Call, session: Session, *, policy: str, reason: str) -> Outcome:
         """Record a call refused before routing (e.g. arguments failing the tool's schema)."""

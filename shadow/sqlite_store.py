@@ -6,8 +6,10 @@ record is committed before the agent sees the result it describes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,12 @@ CREATE INDEX IF NOT EXISTS records_by_key ON records (call_key, provenance, sess
 CREATE INDEX IF NOT EXISTS records_by_tool ON records (tool_key, provenance, ts);
 CREATE INDEX IF NOT EXISTS records_by_session ON records (session, step);
 CREATE INDEX IF NOT EXISTS records_by_status ON records (status);
+CREATE TABLE IF NOT EXISTS tool_snapshots (
+    server TEXT PRIMARY KEY,
+    digest TEXT NOT NULL,
+    ts REAL NOT NULL,
+    tools TEXT NOT NULL
+);
 """
 
 
@@ -141,6 +149,27 @@ class SQLiteStore:
             params.append(limit)
         rows = self.db.execute(sql, params).fetchall()
         return [json.loads(body) for (body,) in reversed(rows)]
+
+    def save_tool_snapshot(self, server: str, tools: list[dict[str, Any]]) -> str | None:
+        """Store an upstream's tool definitions; returns the previous digest when
+        they changed, else None."""
+        body = json.dumps(tools, sort_keys=True, ensure_ascii=False, default=str)
+        digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+        try:
+            row = self.db.execute("SELECT digest FROM tool_snapshots WHERE server = ?", (server,)).fetchone()
+            if row is not None and row[0] == digest:
+                return None
+            self.db.execute(
+                "INSERT OR REPLACE INTO tool_snapshots (server, digest, ts, tools) VALUES (?,?,?,?)",
+                (server, digest, time.time(), body),
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot store the tool snapshot of {server!r} in {self.path}: {exc}") from exc
+        return row[0] if row is not None else None
+
+    def load_tool_snapshot(self, server: str) -> list[dict[str, Any]] | None:
+        row = self.db.execute("SELECT tools FROM tool_snapshots WHERE server = ?", (server,)).fetchone()
+        return json.loads(row[0]) if row else None
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM records").fetchone()[0]

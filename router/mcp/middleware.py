@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastmcp.exceptions import NotFoundError
@@ -22,6 +22,7 @@ from mcp_types import TextContent
 from backends.mcp_upstream import UpstreamError
 from router.app import Runtime
 from router.mcp.identity import agent_session_id
+from router.mcp.provider import SnapshotProxyProvider
 from router.mcp.results import observation_from_result, result_from_observation
 from router.sessions import SessionLimitError
 from router.types import Call, Observation, Provenance
@@ -49,9 +50,10 @@ class ToolNames:
 
 
 class RoutingMiddleware(Middleware):
-    def __init__(self, runtime: Runtime, names: ToolNames) -> None:
+    def __init__(self, runtime: Runtime, names: ToolNames, providers: Mapping[str, SnapshotProxyProvider]) -> None:
         self.runtime = runtime
         self.names = names
+        self.providers = providers
         self._validators: dict[tuple[str, int], Draft202012Validator | None] = {}
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult]) -> ToolResult:
@@ -83,12 +85,12 @@ class RoutingMiddleware(Middleware):
             started = time.perf_counter()
             try:
                 result = await call_next(context)
-            except UpstreamError as exc:
-                return Observation.error(f"simroute: {exc}", Provenance.NONE, time.perf_counter() - started)
-            except MCPError as exc:
-                # The upstream answered with a protocol error (e.g. invalid params).
-                return Observation.error(f"upstream {server!r} error: {exc}", Provenance.REAL, time.perf_counter() - started)
-            except Exception as exc:  # the upstream broke mid-call: report it, start a new one next time
+            except Exception as exc:
+                if (start_failure := _cause_of_type(exc, UpstreamError)) is not None:
+                    return Observation.error(f"simroute: {start_failure}", Provenance.NONE, time.perf_counter() - started)
+                if isinstance(exc, MCPError):  # the upstream answered with a protocol error (e.g. invalid params)
+                    return Observation.error(f"upstream {server!r} error: {exc}", Provenance.REAL, time.perf_counter() - started)
+                # The upstream broke mid-call: report it, start a new one next time.
                 log.warning("upstream %r failed on %r: %r", server, upstream_tool, exc)
                 await self.runtime.upstreams.discard(session.id, server)
                 return Observation.error(
@@ -99,8 +101,14 @@ class RoutingMiddleware(Middleware):
             upstream_meta.update(result.meta or {})
             return observation_from_result(result, latency_s=time.perf_counter() - started)
 
-        outcome = await self.runtime.engine.handle(call, session, real)
+        outcome = await self.runtime.engine.handle(call, session, real, note=self._schema_change_note(server))
         return result_from_observation(outcome.observation, outcome.record, upstream_meta=upstream_meta)
+
+    def _schema_change_note(self, server: str) -> str:
+        """Said once, on the first call after an upstream's tool definitions changed."""
+        provider = self.providers[server]
+        previous, provider.schema_changed_from = provider.schema_changed_from, None
+        return f"tool definitions of {server!r} changed since the last snapshot (was {previous})" if previous else ""
 
     def _schema_problem(self, name: str, tool: Tool, arguments: dict[str, Any]) -> str | None:
         """Why `arguments` fail the tool's input schema, or None. Checked here so that
@@ -122,6 +130,17 @@ class RoutingMiddleware(Middleware):
             return None
         where = "/".join(str(p) for p in error.absolute_path) or "arguments"
         return f"invalid arguments for tool {name!r}: {where}: {error.message}"
+
+
+def _cause_of_type[E: BaseException](exc: BaseException, kind: type[E]) -> E | None:
+    """`exc` or the first exception in its cause chain that is a `kind`
+    (fastmcp wraps a provider's failure in a ToolError)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _refusal(reason: str) -> ToolResult:

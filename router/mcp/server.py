@@ -10,13 +10,13 @@ from typing import Any
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
-from fastmcp.server.providers.proxy import ProxyProvider
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND
 
 from router.app import Runtime
 from router.mcp.identity import agent_session_id
 from router.mcp.middleware import RoutingMiddleware, ToolNames
+from router.mcp.provider import SnapshotProxyProvider
 
 INSTRUCTIONS = (
     "simroute routes each tool call to the real server, a world model, or recorded replays. "
@@ -40,12 +40,13 @@ def build_server(runtime: Runtime) -> FastMCP:
 
     server = FastMCP("simroute", instructions=INSTRUCTIONS, lifespan=lifespan)
     names = ToolNames(list(runtime.config.upstreams))
-    for upstream in names.servers:
-        server.add_provider(
-            ProxyProvider(_upstream_client_factory(runtime, upstream)),
-            namespace=upstream if names.prefixed else "",
-        )
-    server.add_middleware(RoutingMiddleware(runtime, names))
+    providers = {
+        upstream: SnapshotProxyProvider(_upstream_client_factory(runtime, upstream), server=upstream, store=runtime.store)
+        for upstream in names.servers
+    }
+    for upstream, provider in providers.items():
+        server.add_provider(provider, namespace=upstream if names.prefixed else "")
+    server.add_middleware(RoutingMiddleware(runtime, names, providers))
     _advertise_handshake_era_only(server)
     return server
 

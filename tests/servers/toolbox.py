@@ -53,6 +53,14 @@ def fail(message: str) -> str:
     raise ValueError(message)
 
 
+if os.environ.get("TOOLBOX_EXTRA_TOOL"):
+
+    @mcp.tool
+    def extra(value: int) -> int:
+        """A tool that exists only when TOOLBOX_EXTRA_TOOL is set (a changed schema)."""
+        return value
+
+
 @mcp.resource("note://greeting")
 def greeting() -> str:
     return "hello from a resource"
