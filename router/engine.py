@@ -4,29 +4,24 @@ the backends, and the record is written before the agent sees the result."""
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import anyio
 
 from backends.replay import ReplayBackend
 from policies.base import Policy, decide
-from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Turn
+from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
 from shadow.canonical import call_key
 from shadow.records import Record
+from shadow.runner import ShadowRunner
 from shadow.spool import SpoolingWriter
 
 log = logging.getLogger("simroute.engine")
 
 _FALLBACK = Decision(Route.REAL, "default", "no policy answered")
-
-
-class Simulator(Protocol):
-    """The simulated side: predicts an observation for a call in its session."""
-
-    async def simulate(self, call: Call, session: Session, *, deadline_s: float) -> Observation: ...
 
 
 @dataclass(slots=True)
@@ -44,7 +39,10 @@ class Engine:
         replay: ReplayBackend,
         replay_on_miss: str = "real",
         simulator: Simulator | None = None,
+        shadow: ShadowRunner | None = None,
+        shadow_rate: float = 0.0,
         deadline_for: Callable[[Call], float] = lambda call: 60.0,
+        rng: random.Random | None = None,
     ) -> None:
         if replay_on_miss not in ("real", "sim", "error"):
             raise ValueError(f"replay_on_miss must be real, sim or error, got {replay_on_miss!r}")
@@ -53,7 +51,10 @@ class Engine:
         self.replay = replay
         self.replay_on_miss = replay_on_miss
         self.simulator = simulator
+        self.shadow = shadow
+        self.shadow_rate = shadow_rate
         self.deadline_for = deadline_for
+        self.rng = rng or random.Random()
 
     @staticmethod
     def exact_key(call: Call) -> str:
@@ -66,15 +67,39 @@ class Engine:
         occurrence = session.occurrences[replay_key] = session.occurrences.get(replay_key, 0) + 1
         decision = decide(self.policies, call, session, fallback=_FALLBACK)
         observation, route_note = await self._execute(decision, call, session, occurrence, real)
-        return self._finish(call, session, decision, observation, "; ".join(n for n in (route_note, note) if n))
+        shadowed = self._shadows(decision, observation)
+        if shadowed and decision.route is Route.REAL:
+            route_note = f"sampled for shadow (shadow.rate {self.shadow_rate:g})"
+        history = list(session.history) if shadowed else []
+        outcome = self._finish(
+            call, session, decision, observation, "; ".join(n for n in (route_note, note) if n), pending=shadowed
+        )
+        if shadowed:
+            assert self.shadow is not None
+            self.shadow.submit(outcome.record, history)
+        return outcome
+
+    def _shadows(self, decision: Decision, observation: Observation) -> bool:
+        """Whether the simulated side runs off-path for this call: always for the shadow
+        route, for a `shadow_rate` sample of real calls; only when real answered."""
+        if self.shadow is None or observation.provenance is not Provenance.REAL:
+            return False
+        if decision.route is Route.SHADOW:
+            return True
+        return decision.route is Route.REAL and self.shadow_rate > 0 and self.rng.random() < self.shadow_rate
 
     def reject(self, call: Call, session: Session, *, policy: str, reason: str) -> Outcome:
         """Record a call refused before routing (e.g. arguments failing the tool's schema)."""
         decision = Decision(Route.DENY, policy, reason)
         return self._finish(call, session, decision, Observation.error(reason), "")
 
-    def _finish(self, call: Call, session: Session, decision: Decision, observation: Observation, note: str) -> Outcome:
-        record = Record(call=call, decision=decision, served=observation, step=session.step, call_key=self.exact_key(call), note=note)
+    def _finish(
+        self, call: Call, session: Session, decision: Decision, observation: Observation, note: str, *, pending: bool = False
+    ) -> Outcome:
+        record = Record(
+            call=call, decision=decision, served=observation, step=session.step, call_key=self.exact_key(call), note=note,
+            status="pending" if pending else "complete",
+        )
         self.records.write(record)  # durable (or spooled) before the agent sees the result
         session.history.append(Turn(call, observation))
         session.touch()
@@ -87,9 +112,8 @@ class Engine:
         if route is Route.REAL:
             return await self._real(call, real), ""
         if route is Route.SHADOW:
-            # The simulated side of a shadowed call needs a world model; until one is
-            # configured the agent is served real and the record says so.
-            return await self._real(call, real), "shadow: no world model configured, served real only"
+            note = "" if self.shadow is not None else "shadow: no world model configured, served real only"
+            return await self._real(call, real), note
         if route is Route.SIM:
             return await self._sim(call, session), ""
         if route is Route.DENY:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 
 class Route(StrEnum):
@@ -126,3 +126,10 @@ class Session:
 
 # The real side of a call, handed to the engine by the front door that owns it.
 CallNext = Callable[[Call], Awaitable[Observation]]
+
+
+class Simulator(Protocol):
+    """The simulated side: predicts the observation of a call in its session.
+    Never raises for a model failure: it answers with an error observation."""
+
+    async def simulate(self, call: Call, session: Session, *, deadline_s: float) -> Observation: ...

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.types import Call, Decision, Observation
+from router.types import Call, Decision, Observation, Route
 
 
 def new_record_id() -> str:
@@ -57,3 +57,19 @@ class Record:
 
     def to_line(self) -> str:
         return json.dumps(self.to_json(), ensure_ascii=False, default=str)
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Record:
+        return cls(
+            call=Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"]),
+            decision=Decision(Route(row["route"]), row["policy"], row["reason"]),
+            served=Observation.from_json(row["observation"]),
+            step=row["step"],
+            call_key=row["call_key"],
+            id=row["id"],
+            ts=row["ts"],
+            note=row.get("note", ""),
+            shadow=Observation.from_json(row["shadow"]) if row.get("shadow") else None,
+            divergence=row.get("divergence"),
+            status=row.get("status", "complete"),
+        )

@@ -171,6 +171,18 @@ class SQLiteStore:
         row = self.db.execute("SELECT tools FROM tool_snapshots WHERE server = ?", (server,)).fetchone()
         return json.loads(row[0]) if row else None
 
+    def pending(self) -> list[Record]:
+        """Records whose off-path shadow work has not finished, oldest first."""
+        rows = self.db.execute("SELECT body FROM records WHERE status = 'pending' ORDER BY ts").fetchall()
+        return [Record.from_json(json.loads(body)) for (body,) in rows]
+
+    def session_records(self, session: str, *, before_step: int) -> list[Record]:
+        """A session's records before `before_step`, in order: its history as the agent saw it."""
+        rows = self.db.execute(
+            "SELECT body FROM records WHERE session = ? AND step < ? ORDER BY step", (session, before_step)
+        ).fetchall()
+        return [Record.from_json(json.loads(body)) for (body,) in rows]
+
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
 

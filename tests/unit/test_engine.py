@@ -113,3 +113,69 @@ async def test_store_failure_spools_and_flushes(tmp_path):
     await engine.handle(c("a", n=2), Session("a"), FakeReal())
     assert not spool.exists()
     assert [r["arguments"]["n"] for r in store.recent()] == [1, 2]
+
+
+class FakeSimulator:
+    def __init__(self, text="sim says hi", delay=0.0):
+        self.text, self.delay, self.seen_history = text, delay, []
+
+    async def simulate(self, call, session, *, deadline_s):
+        self.seen_history.append([t.call.arguments for t in session.history])
+        await asyncio.sleep(self.delay)
+        return Observation([{"type": "text", "text": self.text}], Provenance.SIM, latency_s=self.delay)
+
+
+def with_shadow(engine, store, simulator, rate=0.0):
+    from shadow.runner import ShadowRunner
+
+    engine.simulator = simulator
+    engine.shadow = ShadowRunner(simulator=simulator, store=store, deadline_for=lambda call: 5.0)
+    engine.shadow_rate = rate
+    return engine.shadow
+
+
+async def test_shadow_serves_real_then_completes_the_record_off_path(tmp_path):
+    engine, store = make_engine(tmp_path, mode=Route.SHADOW)
+    simulator = FakeSimulator(delay=0.05)
+    runner = with_shadow(engine, store, simulator)
+    session = Session("a")
+    await engine.handle(c("a", n=0), session, FakeReal())
+    outcome = await engine.handle(c("a", n=1), session, FakeReal())
+    assert outcome.observation.provenance is Provenance.REAL
+    assert store.recent()[-1]["status"] == "pending"  # durable before the agent sees the result
+    await runner.wait(5)
+    row = store.recent()[-1]
+    assert row["status"] == "complete" and row["shadow"]["provenance"] == "sim"
+    assert 0 < row["divergence"] <= 1
+    assert simulator.seen_history[-1] == [{"n": 0}]  # the history before the shadowed call
+
+
+async def test_shadow_rate_samples_real_calls(tmp_path):
+    import random
+
+    engine, store = make_engine(tmp_path)
+    runner = with_shadow(engine, store, FakeSimulator(), rate=0.5)
+    engine.rng = random.Random(7)
+    session = Session("a")
+    for n in range(40):
+        await engine.handle(c("a", n=n), session, FakeReal())
+    await runner.wait(5)
+    shadowed = [r for r in store.recent() if r["shadow"]]
+    assert 10 < len(shadowed) < 30
+    assert all("sampled for shadow" in r["note"] and r["route"] == "real" for r in shadowed)
+
+
+async def test_drain_completes_pending_records_after_a_stop(tmp_path):
+    engine, store = make_engine(tmp_path, mode=Route.SHADOW)
+    runner = with_shadow(engine, store, FakeSimulator(delay=10))
+    session = Session("a")
+    await engine.handle(c("a", n=0), session, FakeReal())
+    await runner.aclose(grace_s=0.01)  # stopped with work in flight
+    assert [r["status"] for r in store.recent()] == ["pending"]
+
+    from shadow.runner import ShadowRunner
+
+    simulator = FakeSimulator()
+    drained = await ShadowRunner(simulator=simulator, store=store, deadline_for=lambda call: 5).drain()
+    assert drained == 1
+    assert [r["status"] for r in store.recent()] == ["complete"]
