@@ -13,4 +13,5 @@ test: setup
 	.venv/bin/python -m pytest
 
 bench: setup
-	.venv/bin/python benchmarks/mcp_proxy_overhead.py
+	.venv/bin/python benchmarks/decision_latency.py
+	.venv/bin/python benchmarks/mcp_overhead.py

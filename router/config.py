@@ -72,6 +72,43 @@ class StoreConfig(_Strict):
     synchronous: Literal["normal", "full"] = "normal"
 
 
+DEFAULT_MODEL_PATH = "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class WorldModelConfig(_Strict):
+    """The simulated side. `llama`: a GGUF model in-process; `openai`: any
+    OpenAI-compatible server (llama-server, vLLM, SGLang)."""
+
+    engine: Literal["llama", "openai"] = "llama"
+    model_path: str = DEFAULT_MODEL_PATH  # llama; relative to the config file's folder
+    url: str | None = None  # openai: base URL, e.g. http://127.0.0.1:8080/v1
+    model: str = "default"  # openai: the served model's name
+    api_key_env: str | None = None  # openai: environment variable holding the API key
+    context_tokens: PositiveInt = 4096
+    max_tokens: PositiveInt = 256
+    deadline_s: PositiveFloat = 60.0  # per simulated call; model loading is not charged to it
+    temperature: float = Field(default=0.6, ge=0)
+    top_p: float = Field(default=0.95, gt=0, le=1)
+    top_k: int = Field(default=20, ge=0)
+    seed: int = 0
+    threads: PositiveInt | None = None  # llama: CPU threads (default: all cores)
+    cached_sessions: PositiveInt = 8  # llama: agent sessions whose prompt prefix state is kept
+    demonstrations: int = Field(default=2, ge=0)  # recorded real examples of the same tool per prompt
+    initial_state: dict[str, str] = {}  # per server: what the simulated environment contains
+    simulation_instruction: dict[str, str] = {}  # per server: controls, e.g. "fail every third call"
+
+    @model_validator(mode="after")
+    def _endpoint_needs_url(self) -> WorldModelConfig:
+        if self.engine == "openai" and not self.url:
+            raise ValueError("engine 'openai' needs url (the server's base URL, e.g. http://127.0.0.1:8080/v1)")
+        return self
+
+
+class ShadowConfig(_Strict):
+    rate: float = Field(default=0.0, ge=0.0, le=1.0)  # fraction of real-route calls also simulated off-path
+    drain_on_start: bool = True  # complete shadow work left pending by an earlier stop
+
+
 class SessionsConfig(_Strict):
     idle_ttl_s: PositiveFloat = 1800.0
     max_open: PositiveInt = 256
@@ -85,6 +122,8 @@ class Config(_Strict):
     replay: ReplayConfig = ReplayConfig()
     store: StoreConfig = StoreConfig()
     sessions: SessionsConfig = SessionsConfig()
+    world_model: WorldModelConfig = WorldModelConfig()
+    shadow: ShadowConfig = ShadowConfig()
     call_timeout_s: PositiveFloat = 60.0
     startup_timeout_s: PositiveFloat = 30.0  # an upstream that has not finished its handshake by then failed
 
@@ -107,6 +146,21 @@ class Config(_Strict):
     def store_path(self) -> Path:
         path = Path(self.store.path).expanduser()
         return path if path.is_absolute() else self.base_dir / path
+
+    @property
+    def model_path(self) -> Path:
+        path = Path(self.world_model.model_path).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def may_simulate(self) -> bool:
+        """Whether any route of this config can reach the world model."""
+        simulating = {Route.SIM, Route.SHADOW}
+        return (
+            self.mode in simulating
+            or any(rule.route in simulating for rule in self.parsed_rules())
+            or self.replay.on_miss == "sim"
+            or self.shadow.rate > 0
+        )
 
     def parsed_rules(self) -> list[Rule]:
         return [parse_rule(rule, index=i) for i, rule in enumerate(self.rules)]

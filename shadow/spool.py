@@ -27,6 +27,8 @@ class SpoolingWriter:
         self.store = store
         self.spool_path = Path(spool_path)
         self.errors = errors
+        # Known to be empty after a flush: no file check per record on the hot path.
+        self._maybe_spooled = True
 
     def write(self, record: Record) -> bool:
         """Store the record, or spool it. True when it reached the store."""
@@ -36,6 +38,7 @@ class SpoolingWriter:
             return True
         except self.errors as exc:
             log.error("record store failed (%s); spooling record %s to %s", exc, record.id, self.spool_path)
+            self._maybe_spooled = True
             self.spool_path.parent.mkdir(parents=True, exist_ok=True)
             with self.spool_path.open("a", encoding="utf-8") as spool:
                 spool.write(record.to_line() + "\n")
@@ -45,12 +48,16 @@ class SpoolingWriter:
 
     def flush(self) -> int:
         """Move spooled records into the store; returns how many moved."""
+        if not self._maybe_spooled:
+            return 0
         if not self.spool_path.exists():
+            self._maybe_spooled = False
             return 0
         lines = self.spool_path.read_text(encoding="utf-8").splitlines()
         for line in lines:
             if line.strip():
                 self.store.append_raw(json.loads(line))
         self.spool_path.unlink()
+        self._maybe_spooled = False
         log.info("flushed %d spooled records into the store", len(lines))
         return len(lines)

@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_by_key ON records (call_key, provenance, session, step);
 CREATE INDEX IF NOT EXISTS records_by_tool ON records (tool_key, provenance, ts);
 CREATE INDEX IF NOT EXISTS records_by_session ON records (session, step);
-CREATE INDEX IF NOT EXISTS records_by_status ON records (status);
+CREATE INDEX IF NOT EXISTS records_pending ON records (status) WHERE status = 'pending';
 CREATE TABLE IF NOT EXISTS tool_snapshots (
     server TEXT PRIMARY KEY,
     digest TEXT NOT NULL,
@@ -67,6 +67,8 @@ class SQLiteStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self.synchronous}")
             db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+            # Checkpoint the WAL less often: fewer long commits on the agent's path.
+            db.execute("PRAGMA wal_autocheckpoint=4000")
             db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open record store {self.path}: {exc}") from exc

@@ -62,7 +62,7 @@ class RoutingMiddleware(Middleware):
         name = context.message.name
         arguments = dict(context.message.arguments or {})
         target = self.names.split(name)
-        tool = await ctx.fastmcp.get_tool(name) if target else None
+        tool = await self._tool(ctx, name, target)
         if target is None or tool is None:
             raise NotFoundError(f"Unknown tool: {name!r}")
         server, upstream_tool = target
@@ -79,7 +79,7 @@ class RoutingMiddleware(Middleware):
             outcome = self.runtime.engine.reject(call, session, policy="input-schema", reason=problem)
             return result_from_observation(outcome.observation, outcome.record)
 
-        upstream_meta: dict[str, Any] = {}
+        upstream: list[ToolResult] = []  # the real result, relayed as-is when it is what the agent gets
 
         async def real(call: Call) -> Observation:
             started = time.perf_counter()
@@ -98,11 +98,19 @@ class RoutingMiddleware(Middleware):
                     Provenance.NONE,
                     time.perf_counter() - started,
                 )
-            upstream_meta.update(result.meta or {})
+            upstream.append(result)
             return observation_from_result(result, latency_s=time.perf_counter() - started)
 
         outcome = await self.runtime.engine.handle(call, session, real, note=self._schema_change_note(server))
-        return result_from_observation(outcome.observation, outcome.record, upstream_meta=upstream_meta)
+        return result_from_observation(outcome.observation, outcome.record, upstream=upstream[0] if upstream else None)
+
+    async def _tool(self, ctx: Any, name: str, target: tuple[str, str] | None) -> Tool | None:
+        """The tool's definition, from the proxy provider's listing cache when it is
+        fresh (no provider-chain walk on the hot path), else through fastmcp."""
+        if target is None:
+            return None
+        cached = self.providers[target[0]].cached_tool(target[1])
+        return cached if cached is not None else await ctx.fastmcp.get_tool(name)
 
     def _schema_change_note(self, server: str) -> str:
         """Said once, on the first call after an upstream's tool definitions changed."""

@@ -27,6 +27,7 @@ class SnapshotProxyProvider(ProxyProvider):
         self.server = server
         self.store = store
         self.schema_changed_from: str | None = None  # the previous snapshot's digest, once
+        self._tools_by_name: tuple[object, dict[str, Tool]] = (None, {})
 
     async def _list_tools(self) -> Sequence[Tool]:
         try:
@@ -48,6 +49,15 @@ class SnapshotProxyProvider(ProxyProvider):
             if previous is not None:
                 self.schema_changed_from = previous
         return tools
+
+    def cached_tool(self, name: str) -> Tool | None:
+        """The upstream tool `name` from a fresh listing cache, or None."""
+        cache = self._tools_cache
+        if cache is None or not cache.is_fresh(self._cache_ttl):
+            return None
+        if self._tools_by_name[0] is not cache:
+            self._tools_by_name = (cache, {tool.name: tool for tool in cache.items})
+        return self._tools_by_name[1].get(name)
 
     def snapshot(self) -> list[dict]:
         """The upstream's tool definitions as last seen (for prompts and records)."""

@@ -36,11 +36,25 @@ def simroute_meta(record: Record) -> dict[str, Any]:
     }
 
 
-def result_from_observation(observation: Observation, record: Record, *, upstream_meta: dict[str, Any] | None = None) -> ToolResult:
+def result_from_observation(observation: Observation, record: Record, *, upstream: ToolResult | None = None) -> ToolResult:
+    """The agent's result. When the agent is served the real upstream result, its
+    content objects and `_meta` are relayed as they came (no re-validation)."""
+    if upstream is not None and observation.provenance is Provenance.REAL and observation.content and not _replaced(observation, upstream):
+        return ToolResult(
+            content=upstream.content,
+            structured_content=upstream.structured_content,
+            meta={**(upstream.meta or {}), "simroute": simroute_meta(record)},
+            is_error=observation.is_error,
+        )
     content = _CONTENT.validate_python(observation.content or [{"type": "text", "text": ""}])
     return ToolResult(
         content=content,
         structured_content=observation.structured,
-        meta={**(upstream_meta or {}), "simroute": simroute_meta(record)},
+        meta={"simroute": simroute_meta(record)},
         is_error=observation.is_error,
     )
+
+
+def _replaced(observation: Observation, upstream: ToolResult) -> bool:
+    # A deadline error replaces the upstream's answer even though both are "real".
+    return observation.is_error != bool(getattr(upstream, "is_error", False))

@@ -1,0 +1,162 @@
+"""Per-call cost of simroute's MCP front door against baselines, same run, same machine.
+
+500 sequential `get_current_time` calls to the real `mcp-server-time`:
+  A        client straight to the upstream over stdio
+  B        a minimal fastmcp proxy: `create_proxy(config).run()`
+  B-warm   the same proxy given one connected client (one warm upstream session)
+  C        simroute, real route: decision, record and _meta included
+B, B-warm and C are measured with the agent side on stdio and on streamable HTTP.
+Rounds interleave the variants (rotating order); the figure is the median over
+rounds of each round's mean ms/call.
+
+Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+
+HERE = Path(__file__).resolve().parent
+BASELINE = HERE / "_baseline_proxy.py"
+SIMROUTE = str(Path(sys.executable).parent / "simroute")
+UPSTREAM = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+ARGS = {"timezone": "Asia/Tokyo"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listened on port {port} within {timeout}s")
+
+
+@asynccontextmanager
+async def http_server(command: list[str]):
+    """Run a server process listening on a free port; yields its MCP URL."""
+    port = free_port()
+    process = subprocess.Popen([*command, "--http", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def variants(config: Path) -> dict[str, list[str]]:
+    """Each variant's server command (stdio form; `--http` is appended for HTTP)."""
+    return {
+        "B": [sys.executable, str(BASELINE), "--mode", "config"],
+        "B-warm": [sys.executable, str(BASELINE), "--mode", "warm"],
+        "C": [SIMROUTE, "mcp", "--config", str(config)],
+    }
+
+
+async def time_calls(client: Client, calls: int) -> list[float]:
+    await client.list_tools()
+    for _ in range(20):  # warm-up: upstream started, caches filled
+        await client.call_tool("get_current_time", ARGS)
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        await client.call_tool("get_current_time", ARGS)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+async def run_variant(name: str, transport: str, command: list[str] | None, calls: int) -> list[float]:
+    if name == "A":
+        client = Client(StdioTransport(UPSTREAM[0], UPSTREAM[1:], keep_alive=False))
+        async with client:
+            return await time_calls(client, calls)
+    assert command is not None
+    if transport == "stdio":
+        async with Client(StdioTransport(command[0], command[1:], keep_alive=False)) as client:
+            return await time_calls(client, calls)
+    async with http_server(command) as url:
+        async with Client(StreamableHttpTransport(url)) as client:
+            return await time_calls(client, calls)
+
+
+def summarize(samples_by_round: list[list[float]]) -> dict[str, float]:
+    everything = [s for samples in samples_by_round for s in samples]
+    return {
+        "median_ms": statistics.median(statistics.fmean(samples) for samples in samples_by_round),
+        "p50_ms": statistics.median(everything),
+        "p95_ms": statistics.quantiles(everything, n=20)[18],
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    options = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="simroute-bench-"))
+    store = workdir / "records.db"
+    config = workdir / "simroute.yaml"
+    config.write_text(json.dumps({"mode": "real", "mcpServers": {"time": {"command": UPSTREAM[0], "args": UPSTREAM[1:]}}, "store": {"path": str(store)}}))
+
+    commands = variants(config)
+    plan = [("A", "stdio")] + [(name, transport) for transport in ("stdio", "http") for name in commands]
+    samples: dict[tuple[str, str], list[list[float]]] = {key: [] for key in plan}
+    for round_index in range(options.rounds):
+        shift = round_index % len(plan)
+        for name, transport in plan[shift:] + plan[:shift]:
+            samples[(name, transport)].append(await run_variant(name, transport, commands.get(name), options.calls))
+        print(f"round {round_index + 1}/{options.rounds} done", file=sys.stderr)
+
+    results = {f"{name}/{transport}": summarize(rounds) for (name, transport), rounds in samples.items()}
+    with sqlite3.connect(store) as db:
+        recorded = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    expected = 2 * options.rounds * (options.calls + 20)
+
+    print(f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, mcp-server-time over stdio upstream\n")
+    print(f"{'variant':16} {'median ms/call':>15} {'p50':>8} {'p95':>8}")
+    for key, row in results.items():
+        print(f"{key:16} {row['median_ms']:15.3f} {row['p50_ms']:8.3f} {row['p95_ms']:8.3f}")
+    print()
+    for transport in ("stdio", "http"):
+        c = results[f"C/{transport}"]["median_ms"]
+        print(
+            f"{transport:5}: C/B = {c / results[f'B/{transport}']['median_ms']:.3f}   "
+            f"C/B-warm = {c / results[f'B-warm/{transport}']['median_ms']:.3f}   (target C/B <= 1.1)"
+        )
+    print(f"\nsimroute recorded {recorded} calls (expected {expected})")
+    if options.json:
+        options.json.write_text(json.dumps({"results": results, "recorded": recorded, "expected": expected}, indent=2))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
