@@ -6,6 +6,9 @@ them in `aclose()`.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 from backends.mcp_upstream import UpstreamPool
 from backends.replay import ReplayBackend
 from policies import default_policies
@@ -13,8 +16,12 @@ from router.config import Config
 from router.engine import Engine
 from router.sessions import SessionRegistry
 from router.types import Call
+from router.world import build_engine, build_simulator
+from shadow.runner import ShadowRunner
 from shadow.spool import SpoolingWriter
 from shadow.sqlite_store import SQLiteStore, StoreError
+
+log = logging.getLogger("simroute.runtime")
 
 
 class Runtime:
@@ -27,25 +34,63 @@ class Runtime:
             max_open=config.sessions.max_open,
             on_close=self.upstreams.close_session,
         )
+        # The world model loads on first use (or in the background at start when a
+        # route can reach it); loading is never charged to a call's deadline.
+        self.world_model = build_engine(config)
+        self.simulator = build_simulator(config, self.store, self.world_model)
+        self.shadow = ShadowRunner(simulator=self.simulator, store=self.store, deadline_for=self._sim_deadline_for)
+        self._background: set[asyncio.Task[None]] = set()
         self.engine = Engine(
             policies=default_policies(rules=config.parsed_rules(), mode=config.mode),
             records=SpoolingWriter(self.store, config.store_path.with_suffix(".spool.jsonl"), errors=(StoreError,)),
             replay=ReplayBackend(self.store, ignore_arguments=config.replay.ignore_arguments),
             replay_on_miss=config.replay.on_miss,
+            simulator=self.simulator,
+            shadow=self.shadow,
+            shadow_rate=config.shadow.rate,
             deadline_for=self._deadline_for,
+            sim_deadline_for=self._sim_deadline_for,
         )
 
     def _deadline_for(self, call: Call) -> float:
         return self.config.timeout_for(call.server)
 
+    def _sim_deadline_for(self, call: Call) -> float:
+        return self.config.sim_timeout_for(call.server)
+
     async def start(self) -> Runtime:
         self.store.open()
         self.sessions.start()
+        if self.config.may_simulate():
+            self._in_background(self._preload_world_model(), "simroute-world-model-load")
+        if self.config.shadow.drain_on_start and self.store.pending():
+            self._in_background(self._drain(), "simroute-shadow-drain")
         return self
 
+    def _in_background(self, work, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _preload_world_model(self) -> None:
+        try:
+            await self.world_model.start()
+        except Exception as exc:  # reported again, per call, as a sim error observation
+            log.error("world model not loaded: %s", exc)
+
+    async def _drain(self) -> None:
+        completed = await self.shadow.drain()
+        log.info("completed %d shadow records left pending by an earlier stop", completed)
+
     async def aclose(self) -> None:
+        # Shadow work gets a short grace; what does not finish stays pending in the store.
+        await self.shadow.aclose(grace_s=1.0)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         await self.sessions.aclose()
         await self.upstreams.aclose()
+        await self.world_model.aclose()
         await self.store.aclose()
 
     async def __aenter__(self) -> Runtime:

@@ -108,6 +108,29 @@ def records(
             )
 
 
+@app.command()
+def drain(
+    config: ConfigOption = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Complete shadow work left pending by a stopped simroute (simulate, compare, store)."""
+    _log_to_stderr(verbose)
+    cfg = _load(config)
+    from router.app import Runtime
+
+    async def run() -> int:
+        runtime = Runtime(cfg)
+        runtime.store.open()
+        try:
+            return await runtime.shadow.drain()
+        finally:
+            await runtime.world_model.aclose()
+            runtime.store.close()
+
+    completed = asyncio.run(run())
+    typer.echo(f"simroute: completed {completed} pending shadow record(s)")
+
+
 @app.command("check-config")
 def check_config(config: ConfigOption = None) -> None:
     """Validate a config file and print what it configures."""

@@ -31,7 +31,8 @@ class StdioServer(_Strict):
     args: list[str] = []
     env: dict[str, str] = {}
     cwd: str | None = None
-    timeout: PositiveFloat | None = None  # per-call deadline (s); default: call_timeout_s
+    timeout: PositiveFloat | None = None  # real-call deadline (s); default: call_timeout_s
+    sim_timeout: PositiveFloat | None = None  # simulated-call deadline (s); default: world_model.deadline_s
     type: Literal["stdio"] | None = None  # VS Code's form names the transport
 
 
@@ -39,6 +40,7 @@ class RemoteServer(_Strict):
     url: str = Field(min_length=1)
     headers: dict[str, str] = {}
     timeout: PositiveFloat | None = None
+    sim_timeout: PositiveFloat | None = None
     type: Literal["http", "streamable-http", "sse"] | None = None
 
 
@@ -92,7 +94,10 @@ class WorldModelConfig(_Strict):
     top_k: int = Field(default=20, ge=0)
     seed: int = 0
     threads: PositiveInt | None = None  # llama: CPU threads (default: all cores)
-    cached_sessions: PositiveInt = 8  # llama: agent sessions whose prompt prefix state is kept
+    cached_sessions: PositiveInt = 4  # llama: model contexts, each keeping one session's prompt prefix
+    # llama: start the answer with the observation marker, so small models that do
+    # not think answer with the observation itself. Turn off for thinking models.
+    prefill_observation: bool = True
     demonstrations: int = Field(default=2, ge=0)  # recorded real examples of the same tool per prompt
     initial_state: dict[str, str] = {}  # per server: what the simulated environment contains
     simulation_instruction: dict[str, str] = {}  # per server: controls, e.g. "fail every third call"
@@ -164,6 +169,10 @@ class Config(_Strict):
 
     def parsed_rules(self) -> list[Rule]:
         return [parse_rule(rule, index=i) for i, rule in enumerate(self.rules)]
+
+    def sim_timeout_for(self, server: str) -> float:
+        spec = self.upstreams.get(server)
+        return (spec.sim_timeout if spec is not None and spec.sim_timeout else None) or self.world_model.deadline_s
 
     def timeout_for(self, server: str) -> float:
         spec = self.upstreams.get(server)

@@ -42,6 +42,7 @@ class Engine:
         shadow: ShadowRunner | None = None,
         shadow_rate: float = 0.0,
         deadline_for: Callable[[Call], float] = lambda call: 60.0,
+        sim_deadline_for: Callable[[Call], float] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         if replay_on_miss not in ("real", "sim", "error"):
@@ -54,6 +55,7 @@ class Engine:
         self.shadow = shadow
         self.shadow_rate = shadow_rate
         self.deadline_for = deadline_for
+        self.sim_deadline_for = sim_deadline_for or deadline_for
         self.rng = rng or random.Random()
 
     @staticmethod
@@ -150,4 +152,4 @@ class Engine:
                 "simroute: the sim route needs a world model, and none is configured (see the world_model section)",
                 Provenance.SIM,
             )
-        return await self.simulator.simulate(call, session, deadline_s=self.deadline_for(call))
+        return await self.simulator.simulate(call, session, deadline_s=self.sim_deadline_for(call))

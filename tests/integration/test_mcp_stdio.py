@@ -108,17 +108,17 @@ async def test_rules_route_by_tool_and_argument_patterns(make_config):
     }
     assert "no Asia today" in denied.content[0].text
     assert meta_of(allowed)["route"] == "real" and meta_of(allowed)["provenance"] == "real"
-    # No world model is configured yet: the sim route answers with a clear error, tagged sim.
-    assert simulated.is_error and meta_of(simulated)["route"] == "sim" and meta_of(simulated)["provenance"] == "sim"
-    assert "world model" in simulated.content[0].text
+    assert meta_of(simulated)["route"] == "sim" and meta_of(simulated)["provenance"] == "sim"
 
 
-async def test_shadow_without_world_model_serves_real_and_says_so(make_config):
-    config = make_config(mcpServers={"time": time_server()}, mode="shadow")
+async def test_missing_world_model_is_a_clear_sim_error(make_config, tmp_path):
+    missing = tmp_path / "no-such-model.gguf"
+    config = make_config(mcpServers={"time": time_server()}, mode="sim", world_model={"model_path": str(missing)})
     async with stdio_client(config) as client:
-        result = await client.call_tool("get_current_time", TOKYO)
-    meta = meta_of(result)
-    assert meta["route"] == "shadow" and meta["provenance"] == "real" and "no world model" in meta["note"]
+        simulated = await client.call_tool("get_current_time", TOKYO, raise_on_error=False)
+        await client.call_tool("get_current_time", TOKYO, raise_on_error=False)  # the router keeps serving
+    assert simulated.is_error and meta_of(simulated)["provenance"] == "sim"
+    assert f"world model file not found: {missing}" in simulated.content[0].text
 
 
 async def test_several_upstreams_are_prefixed(make_config):

@@ -1,0 +1,241 @@
+"""A GGUF world model run in-process with llama-cpp-python.
+
+- One `Llama` object never serves two calls at once: each has a lock, and its
+  work runs in a worker thread.
+- Deadlines stop work: the prompt is evaluated in batches with a deadline check
+  between them, and a stopping criterion ends generation at the deadline, so the
+  object is free for the next call right after.
+- Per-session prefix reuse: a small pool of contexts (weights are memory-mapped
+  and shared); an agent session keeps using the context that holds its prefix, so
+  step N evaluates only the tokens added since step N-1, even with other sessions
+  interleaved. A new session takes the least recently used context, whose cached
+  system prompt it usually shares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from backends.world_model.engine import Completion, ContextOverflow, ModelUnavailable, WorldModelTimeout
+
+
+@dataclass
+class _Context:
+    llama: Any
+    formatter: Any
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    session_id: str | None = None
+    last_used: float = 0.0
+
+
+class LlamaCppEngine:
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        seed: int = 0,
+        temperature: float = 0.6,
+        top_p: float = 0.95,
+        top_k: int = 20,
+        cached_sessions: int = 4,
+        n_batch: int = 256,
+        prefill: str = "",
+    ) -> None:
+        self.model_path = Path(model_path).expanduser()
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 2
+        self.seed = seed
+        self.temperature = temperature
+        self.top_p = top_p
+        self.top_k = top_k
+        self.cached_sessions = max(1, cached_sessions)
+        self.n_batch = n_batch
+        # Text the answer starts with (e.g. the observation marker): small models
+        # that do not think then continue with the observation itself.
+        self.prefill = prefill
+        self._contexts: list[_Context] = []
+        self._by_session: OrderedDict[str, _Context] = OrderedDict()
+        self._start_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        async with self._start_lock:
+            if self._contexts:
+                return
+            if not self.model_path.is_file():
+                raise ModelUnavailable(f"world model file not found: {self.model_path} (scripts/setup.sh installs the default model)")
+            first = await anyio.to_thread.run_sync(self._load)
+            self._contexts.append(first)
+
+    def _load(self) -> _Context:
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        try:
+            llama = Llama(
+                model_path=str(self.model_path),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                n_batch=self.n_batch,
+                seed=self.seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelUnavailable(f"cannot load world model {self.model_path}: {exc}") from exc
+        template = llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelUnavailable(f"{self.model_path} has no chat template in its metadata")
+        eos = llama.detokenize([llama.token_eos()], special=True).decode(errors="ignore")
+        bos = llama.detokenize([llama.token_bos()], special=True).decode(errors="ignore")
+        return _Context(llama=llama, formatter=Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos))
+
+    def count_tokens(self, text: str) -> int:
+        if not self._contexts:
+            return len(text) // 3
+        return len(self._contexts[0].llama.tokenize(text.encode(), add_bos=False, special=True))
+
+    async def _context_for(self, session_id: str) -> _Context:
+        """The context holding this session's prefix, or a fresh/LRU one for it."""
+        context = self._by_session.get(session_id)
+        if context is not None and context.session_id == session_id:
+            self._by_session.move_to_end(session_id)
+            return context
+        if len(self._contexts) < self.cached_sessions:
+            context = await anyio.to_thread.run_sync(self._load)
+            self._contexts.append(context)
+        else:
+            context = min(self._contexts, key=lambda c: c.last_used)
+        if context.session_id is not None:
+            self._by_session.pop(context.session_id, None)
+        context.session_id = session_id
+        self._by_session[session_id] = context
+        return context
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        session_id: str,
+        deadline_s: float,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        await self.start()  # model loading is not charged to the deadline
+        started = time.monotonic()
+        deadline = started + deadline_s
+        context = await self._context_for(session_id)
+        try:
+            with anyio.fail_after(max(0.0, deadline - time.monotonic())):
+                await context.lock.acquire()
+        except TimeoutError as exc:
+            raise WorldModelTimeout(f"world model busy: no free context within the {deadline_s:g}s deadline") from exc
+        try:
+            context.last_used = time.monotonic()
+            # Not cancellable: the thread stops itself at the deadline, and the lock
+            # must stay held until it has.
+            return await anyio.to_thread.run_sync(self._complete_sync, context, messages, deadline, deadline_s, max_tokens, json_schema)
+        finally:
+            context.last_used = time.monotonic()
+            context.lock.release()
+
+    def _complete_sync(
+        self,
+        context: _Context,
+        messages: list[dict[str, Any]],
+        deadline: float,
+        deadline_s: float,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None,
+    ) -> Completion:
+        from llama_cpp import StoppingCriteriaList
+
+        started = time.monotonic()
+        llama = context.llama
+        formatted = context.formatter(messages=messages)
+        tokens = llama.tokenize((formatted.prompt + self.prefill).encode(), add_bos=False, special=True)
+        if len(tokens) + max_tokens > self.n_ctx:
+            raise ContextOverflow(
+                f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds the world model's context of {self.n_ctx}"
+            )
+        evaluated = self._prefill(llama, tokens, deadline, deadline_s)
+        timed_out = threading.Event()
+
+        def past_deadline(input_ids: Any, logits: Any) -> bool:
+            if time.monotonic() >= deadline:
+                timed_out.set()
+                return True
+            return False
+
+        grammar = None
+        if json_schema is not None:
+            grammar = _grammar_for(json.dumps(json_schema, sort_keys=True))
+        stop = [s for s in ([formatted.stop] if isinstance(formatted.stop, str) else (formatted.stop or []))]
+        result = llama.create_completion(
+            prompt=tokens,
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            seed=self.seed,
+            stop=stop or None,
+            grammar=grammar,
+            stopping_criteria=StoppingCriteriaList([past_deadline]),
+        )
+        if timed_out.is_set():
+            raise WorldModelTimeout(f"world model did not finish within its {deadline_s:g}s deadline (generation stopped)")
+        choice = result["choices"][0]
+        usage = result.get("usage", {})
+        return Completion(
+            text=choice["text"],
+            prompt_tokens=len(tokens),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            evaluated_tokens=evaluated,
+            latency_s=time.monotonic() - started,
+            finish_reason=str(choice.get("finish_reason")),
+        )
+
+    def _prefill(self, llama: Any, tokens: list[int], deadline: float, deadline_s: float) -> int:
+        """Evaluate the prompt past the cached prefix, in batches, checking the
+        deadline between them. Leaves the last token for generation (which needs
+        fresh logits). Returns how many prompt tokens were evaluated."""
+        cached = llama.input_ids[: llama.n_tokens].tolist()
+        prefix = 0
+        for a, b in zip(cached, tokens):
+            if a != b:
+                break
+            prefix += 1
+        prefix = min(prefix, len(tokens) - 1)
+        llama.n_tokens = prefix  # eval() drops the KV cells past n_tokens
+        pending = tokens[prefix:-1]
+        for start in range(0, len(pending), self.n_batch):
+            if time.monotonic() >= deadline:
+                raise WorldModelTimeout(f"world model did not finish reading the prompt within its {deadline_s:g}s deadline")
+            llama.eval(pending[start : start + self.n_batch])
+        return len(tokens) - prefix
+
+    async def aclose(self) -> None:
+        contexts, self._contexts = self._contexts, []
+        self._by_session.clear()
+        for context in contexts:
+            async with context.lock:
+                context.llama.close()
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar_for(schema_json: str) -> Any:
+    """Compiling a schema's grammar takes milliseconds; a tool's schema rarely changes."""
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_json_schema(schema_json, verbose=False)
