@@ -60,3 +60,14 @@ def stdio_client(config: Path, **client_kwargs) -> Client:
 
 def meta_of(result) -> dict:
     return (result.meta or {}).get("simroute", {})
+
+
+def model_path() -> Path:
+    """The bundled GGUF world model (installed by scripts/setup.sh). A missing file
+    fails the tests that need it: it is part of the set-up, not optional."""
+    import os
+
+    path = Path(os.environ.get("SIMROUTE_TEST_MODEL", "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf")).expanduser()
+    if not path.is_file():
+        raise RuntimeError(f"world model {path} is missing: run scripts/setup.sh")
+    return path

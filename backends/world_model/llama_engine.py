@@ -51,7 +51,7 @@ class LlamaCppEngine:
         top_p: float = 0.95,
         top_k: int = 20,
         cached_sessions: int = 4,
-        n_batch: int = 256,
+        n_batch: int = 128,  # the deadline is checked between batches of prompt evaluation
         prefill: str = "",
     ) -> None:
         self.model_path = Path(model_path).expanduser()

@@ -1,0 +1,81 @@
+"""The MCP-domain messages, pinned exactly for a 3-step session."""
+
+import json
+from pathlib import Path
+
+from backends.world_model.mcp_prompt import OMITTED, build_mcp_messages, select_demonstrations
+
+GOLDEN = Path(__file__).parent / "golden" / "mcp_three_step_session.json"
+TOOLS = [
+    {"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+    {"name": "list_dir", "description": "List a folder", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+]
+
+
+def three_step_messages(**overrides):
+    arguments = dict(
+        server="files",
+        tools=TOOLS,
+        history=[
+            ({"name": "list_dir", "arguments": {"path": "/app"}}, "README.md\nsrc/"),
+            ({"name": "read_file", "arguments": {"path": "/app/README.md"}}, "# App\nRun it with make."),
+        ],
+        action={"name": "read_file", "arguments": {"path": "/app/src/main.py"}},
+        demonstrations=[
+            ({"name": "read_file", "arguments": {"path": "/srv/b.py"}}, "import os"),
+            ({"name": "read_file", "arguments": {"path": "/app/src/util.py"}}, "def helper():\n    return 1"),
+        ],
+        initial_state="A Python project in /app.",
+        simulation_instruction="Files are small.",
+    )
+    arguments.update(overrides)
+    return build_mcp_messages(**arguments)
+
+
+def test_three_step_session_matches_golden():
+    # To change the wording on purpose: regenerate the file, read it, commit it.
+    assert three_step_messages() == json.loads(GOLDEN.read_text())
+
+
+def test_layout_properties():
+    messages = three_step_messages()
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    system = messages[0]["content"]
+    assert '"name": "read_file"' in system and "## Initial state" in system and "## Simulation instruction" in system
+    assert messages[2]["content"] == "**Environment Observation:**\nREADME.md\nsrc/"
+    final = messages[-1]["content"]
+    # The best demonstration comes last, right before the current action.
+    assert final.index("util.py") < final.index("### Turn 3") and final.index("b.py") < final.index("util.py")
+    assert final.endswith("inside <predicted_observation></predicted_observation>, in the server's native format.")
+
+
+def test_prefix_is_stable_from_step_to_step():
+    step2 = three_step_messages()
+    step3 = three_step_messages(
+        history=[
+            ({"name": "list_dir", "arguments": {"path": "/app"}}, "README.md\nsrc/"),
+            ({"name": "read_file", "arguments": {"path": "/app/README.md"}}, "# App\nRun it with make."),
+            ({"name": "read_file", "arguments": {"path": "/app/src/main.py"}}, "print('hi')"),
+        ],
+        action={"name": "list_dir", "arguments": {"path": "/app/src"}},
+    )
+    assert step3[: len(step2) - 1] == step2[:-1]
+
+
+def test_trimming_drops_other_tools_first_then_oldest_turns_with_a_marker():
+    history = [({"name": "read_file", "arguments": {"path": f"/f{i}"}}, "x" * 300) for i in range(10)]
+    messages = three_step_messages(history=history, budget_tokens=600, count_tokens=lambda t: len(t) // 4)
+    assert '"list_dir"' not in messages[0]["content"] and '"read_file"' in messages[0]["content"]
+    assert messages[1]["content"].startswith(OMITTED.format(count=len(history) - (len(messages) - 2) // 2))
+    assert sum(len(m["content"]) // 4 + 8 for m in messages) <= 600
+
+
+def test_select_demonstrations_best_last():
+    rows = [
+        {"tool": "read_file", "arguments": {"path": "/a"}, "observation": {"content": [{"type": "text", "text": "A"}], "is_error": False}},
+        {"tool": "read_file", "arguments": {"path": "/b"}, "observation": {"content": [{"type": "text", "text": "B"}], "is_error": False}},
+        {"tool": "read_file", "arguments": {"path": "/b"}, "observation": {"content": [{"type": "text", "text": "E"}], "is_error": True}},
+        {"tool": "list_dir", "arguments": {"path": "/b"}, "observation": {"content": [{"type": "text", "text": "L"}], "is_error": False}},
+    ]
+    chosen = select_demonstrations(rows, "read_file", {"path": "/b"}, 2)
+    assert [text for _, text in chosen] == ["A", "B"]
