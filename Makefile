@@ -15,3 +15,4 @@ test: setup
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py
 	.venv/bin/python benchmarks/mcp_overhead.py
+	.venv/bin/python benchmarks/sim_step_latency.py

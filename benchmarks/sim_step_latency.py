@@ -1,0 +1,136 @@
+"""Simulated step latency and prompt tokens evaluated per step, as a session grows.
+
+One agent session of 20 `get_current_time` steps through the in-process GGUF
+world model, then 4 sessions interleaved round-robin. Reports steps 1, 10 and 20
+(interleaved: the mean over the 4 sessions). Without per-session prefix reuse,
+step 20 would re-evaluate the whole history; the target is step 20 <= 1.5x step 1.
+
+Usage: python benchmarks/sim_step_latency.py [--steps 20] [--sessions 4] [--model PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from pathlib import Path
+
+from backends.world_model.llama_engine import LlamaCppEngine
+from backends.world_model.simulator import WorldModelSimulator
+from router.types import Call, Observation, Provenance, Session, Turn
+
+DEFAULT_MODEL = "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "timezone": {"type": "string"},
+        "datetime": {"type": "string"},
+        "day_of_week": {"type": "string"},
+        "is_dst": {"type": "boolean"},
+    },
+    "required": ["timezone", "datetime", "day_of_week", "is_dst"],
+}
+TOOLS = [
+    {
+        "name": "get_current_time",
+        "description": "Get current time in a specific timezone",
+        "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string", "description": "IANA timezone name"}}, "required": ["timezone"]},
+        "outputSchema": OUTPUT_SCHEMA,
+    },
+    {
+        "name": "convert_time",
+        "description": "Convert time between timezones",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}},
+            "required": ["source_timezone", "time", "target_timezone"],
+        },
+    },
+]
+ZONES = ["Europe/Paris", "Asia/Tokyo", "America/Lima", "Africa/Cairo", "Australia/Perth"]
+DEMO = '{"timezone": "Asia/Tokyo", "datetime": "2026-11-22T18:05:30+09:00", "day_of_week": "Sunday", "is_dst": false}'
+
+
+class MeasuredEngine:
+    """Passes through to the engine, keeping each completion's figures."""
+
+    def __init__(self, engine: LlamaCppEngine) -> None:
+        self.engine = engine
+        self.last = None
+
+    async def start(self) -> None:
+        await self.engine.start()
+
+    def count_tokens(self, text: str) -> int:
+        return self.engine.count_tokens(text)
+
+    async def complete(self, messages, **kwargs):
+        self.last = await self.engine.complete(messages, **kwargs)
+        return self.last
+
+    async def aclose(self) -> None:
+        await self.engine.aclose()
+
+
+async def step(simulator: WorldModelSimulator, measured: MeasuredEngine, session: Session, index: int) -> tuple[float, int, int]:
+    call = Call("mcp", "time", "get_current_time", {"timezone": ZONES[index % len(ZONES)]}, session.id)
+    started = time.perf_counter()
+    observation = await simulator.simulate(call, session, deadline_s=120)
+    latency = time.perf_counter() - started
+    if observation.is_error:
+        raise RuntimeError(f"simulation failed at step {index + 1}: {observation.text}")
+    # The agent saw this observation: it becomes history for the next step.
+    session.history.append(Turn(call, Observation(observation.content, Provenance.SIM, structured=observation.structured)))
+    return latency, measured.last.evaluated_tokens, measured.last.prompt_tokens
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    options = parser.parse_args()
+
+    engine = LlamaCppEngine(Path(options.model), n_ctx=8192, cached_sessions=options.sessions, temperature=0.0)
+    measured = MeasuredEngine(engine)
+    simulator = WorldModelSimulator(
+        measured,
+        tools_for=lambda server: TOOLS,
+        demonstrations_for=lambda call: [({"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}, DEMO)],
+        output_schema_for=lambda server, tool: OUTPUT_SCHEMA if tool == "get_current_time" else None,
+        max_tokens=96,
+        context_tokens=8192,
+    )
+    await measured.start()  # loading is not part of any step
+    report_steps = [s for s in (1, 10, 20) if s <= options.steps]
+
+    single = Session("single")
+    single_rows = [await step(simulator, measured, single, i) for i in range(options.steps)]
+
+    sessions = [Session(f"interleaved-{n}") for n in range(options.sessions)]
+    interleaved_rows: list[list[tuple[float, int, int]]] = [[] for _ in sessions]
+    for i in range(options.steps):
+        for n, session in enumerate(sessions):
+            interleaved_rows[n].append(await step(simulator, measured, session, i))
+    await measured.aclose()
+
+    print(f"\nSmolLM2-135M GGUF in-process, get_current_time, {options.steps} steps\n")
+    print(f"{'case':28} {'step':>5} {'latency s':>10} {'evaluated':>10} {'prompt':>8}")
+    ratios = {}
+    for label, rows_per_session in (("one session", [single_rows]), (f"{options.sessions} sessions interleaved", interleaved_rows)):
+        for s in report_steps:
+            latency = statistics.fmean(rows[s - 1][0] for rows in rows_per_session)
+            evaluated = statistics.fmean(rows[s - 1][1] for rows in rows_per_session)
+            prompt = statistics.fmean(rows[s - 1][2] for rows in rows_per_session)
+            print(f"{label:28} {s:5d} {latency:10.3f} {evaluated:10.0f} {prompt:8.0f}")
+        first = statistics.fmean(rows[0][0] for rows in rows_per_session)
+        last = statistics.fmean(rows[report_steps[-1] - 1][0] for rows in rows_per_session)
+        ratios[label] = last / first
+    print()
+    for label, ratio in ratios.items():
+        print(f"{label}: step {report_steps[-1]} / step 1 latency = {ratio:.2f}  (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
