@@ -1,9 +1,11 @@
 """The demo: simroute launched as a user launches it, in front of a real MCP
-server (mcp-server-time), over stdio, with real and replayed calls."""
+server (mcp-server-time), over stdio: real, replayed, simulated and shadowed
+calls, and the divergences the shadowed ones measured."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,11 +21,19 @@ mcpServers:
     command: {python}
     args: ["-m", "mcp_server_time", "--local-timezone", "UTC"]
 rules:
+  - name: simulate-americas
+    match: {{tool: get_current_time, arguments: {{timezone: "America/*"}}}}
+    route: sim
   - name: replay-clock
     match: {{tool: get_current_time}}
     route: replay
+  - name: shadow-conversions
+    match: {{tool: convert_time}}
+    route: shadow
 replay:
   on_miss: real
+world_model:            # the bundled SmolLM2-135M GGUF, in-process
+  max_tokens: 256
 store:
   path: records.db
 """
@@ -33,6 +43,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("convert_time", {"source_timezone": "Europe/Paris", "time": "09:30", "target_timezone": "America/New_York"}),
     ("get_current_time", {"timezone": "Europe/Paris"}),
     ("get_current_time", {"timezone": "Asia/Tokyo"}),
+    ("get_current_time", {"timezone": "America/Lima"}),
 ]
 
 
@@ -77,19 +88,29 @@ async def run_demo(workdir: Path) -> int:
 
     first = await run_agent_session(config_path, "session 1: records real observations")
     second = await run_agent_session(config_path, "session 2: replays session 1")
+    # Shadow work still in flight when a session closed stays pending; drain completes it.
+    drain = subprocess.run([*simroute_command(), "drain", "--config", str(config_path)], capture_output=True, text=True)
+    print(f"\n{drain.stdout.strip()}")
 
     store = SQLiteStore(workdir / "records.db")
-    latencies = {r["id"]: r["latency_ms"] for r in store.recent()}
-    total = store.count()
+    records = store.recent()
     store.close()
+    latencies = {r["id"]: r["latency_ms"] for r in records}
     print("\n== session 1 ==")
     print_rows(first, latencies)
     print("\n== session 2 ==")
     print_rows(second, latencies)
-    print(f"\n{total} records in {workdir / 'records.db'}  (simroute records --config {config_path})")
+    shadowed = [r for r in records if r["route"] == "shadow"]
+    print("\n== shadowed calls: real served, simulated off the agent's path ==")
+    for record in shadowed:
+        simulated = json.dumps((record["shadow"] or {}).get("structured") or (record["shadow"] or {}).get("content"), ensure_ascii=False)[:70]
+        print(f"{record['tool']:14} status {record['status']:8} divergence {record['divergence']!s:6}  simulated: {simulated}")
+    print(f"\n{len(records)} records in {workdir / 'records.db'}  (simroute records --config {config_path})")
 
     replayed = [r for r in second if r["provenance"] == "replay"]
     same = all(a["answer"] == b["answer"] for a, b in zip(first, second) if b["provenance"] == "replay")
-    ok = len(replayed) == 3 and same and all(r["provenance"] == "real" for r in first)
+    simulated_ok = all(r["provenance"] == "sim" for r in first + second if r["tool"] == "get_current_time" and "America" in str(r["arguments"]))
+    shadow_ok = len(shadowed) == 2 and all(r["status"] == "complete" and r["divergence"] is not None for r in shadowed)
+    ok = len(replayed) == 3 and same and simulated_ok and shadow_ok
     print("demo:", "ok" if ok else "UNEXPECTED ROUTES")
     return 0 if ok else 1

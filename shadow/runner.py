@@ -20,6 +20,12 @@ from shadow.sqlite_store import SQLiteStore, StoreError
 log = logging.getLogger("simroute.shadow")
 
 
+def shadow_session_id(record: Record) -> str:
+    # Its own engine session: shadow work never holds the model context (and the
+    # cached prefix) of the agent's own simulated calls.
+    return f"{record.call.session_id}#shadow"
+
+
 class ShadowRunner:
     def __init__(self, *, simulator: Simulator, store: SQLiteStore, deadline_for: Callable[[Call], float]) -> None:
         self.simulator = simulator
@@ -33,7 +39,7 @@ class ShadowRunner:
 
     def submit(self, record: Record, history: list[Turn]) -> None:
         """Simulate `record`'s call given the history before it; update the record when done."""
-        session = Session(id=record.call.session_id, history=list(history))
+        session = Session(id=shadow_session_id(record), history=list(history))
         task = asyncio.get_running_loop().create_task(self.complete(record, session), name=f"shadow-{record.id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -53,7 +59,7 @@ class ShadowRunner:
         pending = self.store.pending()
         for record in pending:
             history = [Turn(r.call, r.served) for r in self.store.session_records(record.call.session_id, before_step=record.step)]
-            await self.complete(record, Session(id=record.call.session_id, history=history))
+            await self.complete(record, Session(id=shadow_session_id(record), history=history))
         return len(pending)
 
     async def wait(self, timeout_s: float) -> None:

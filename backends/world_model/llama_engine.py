@@ -69,6 +69,9 @@ class LlamaCppEngine:
         self._contexts: list[_Context] = []
         self._by_session: OrderedDict[str, _Context] = OrderedDict()
         self._start_lock = asyncio.Lock()
+        # One computation at a time across contexts: each already uses every core,
+        # and llama.cpp's threads spin, so two at once are slower than two in turn.
+        self._compute = asyncio.Lock()
 
     async def start(self) -> None:
         async with self._start_lock:
@@ -139,15 +142,21 @@ class LlamaCppEngine:
         try:
             with anyio.fail_after(max(0.0, deadline - time.monotonic())):
                 await context.lock.acquire()
+                try:
+                    await self._compute.acquire()
+                except BaseException:
+                    context.lock.release()
+                    raise
         except TimeoutError as exc:
-            raise WorldModelTimeout(f"world model busy: no free context within the {deadline_s:g}s deadline") from exc
+            raise WorldModelTimeout(f"world model busy: not free within the {deadline_s:g}s deadline") from exc
         try:
             context.last_used = time.monotonic()
-            # Not cancellable: the thread stops itself at the deadline, and the lock
+            # Not cancellable: the thread stops itself at the deadline, and the locks
             # must stay held until it has.
             return await anyio.to_thread.run_sync(self._complete_sync, context, messages, deadline, deadline_s, max_tokens, json_schema)
         finally:
             context.last_used = time.monotonic()
+            self._compute.release()
             context.lock.release()
 
     def _complete_sync(

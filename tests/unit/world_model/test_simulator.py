@@ -1,0 +1,86 @@
+"""WorldModelSimulator with a scripted engine: every model failure becomes a
+clear error observation tagged sim, never an exception or an empty success."""
+
+import pytest
+
+from backends.world_model.engine import Completion, ContextOverflow, ModelUnavailable, WorldModelTimeout
+from backends.world_model.simulator import WorldModelSimulator
+from router.types import Call, Observation, Provenance, Session, Turn
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+class ScriptedEngine:
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.seen = []
+
+    async def start(self):
+        pass
+
+    def count_tokens(self, text):
+        return len(text) // 4
+
+    async def complete(self, messages, **kwargs):
+        self.seen.append((messages, kwargs))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return Completion(answer, 100, 10, 100, 0.01, "stop")
+
+    async def aclose(self):
+        pass
+
+
+def simulator(engine, *, schema=None, constrained=True):
+    return WorldModelSimulator(
+        engine,
+        tools_for=lambda server: [{"name": "t", "description": "a tool"}],
+        demonstrations_for=lambda call: [],
+        output_schema_for=lambda server, tool: schema,
+        constrained_output=constrained,
+    )
+
+
+CALL = Call("mcp", "srv", "t", {"x": 1}, "s")
+
+
+async def test_text_prediction_and_history_of_this_server_only():
+    engine = ScriptedEngine("<predicted_observation>hello</predicted_observation>")
+    session = Session("s", history=[
+        Turn(Call("mcp", "srv", "t", {"x": 0}, "s"), Observation([{"type": "text", "text": "seen"}], Provenance.REAL)),
+        Turn(Call("mcp", "other", "t", {"x": 0}, "s"), Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL)),
+    ])
+    observation = await simulator(engine).simulate(CALL, session, deadline_s=5)
+    assert observation.text == "hello" and observation.provenance is Provenance.SIM and not observation.is_error
+    messages = engine.seen[0][0]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert "seen" in messages[2]["content"] and all("elsewhere" not in m["content"] for m in messages)
+    assert engine.seen[0][1]["session_id"] == "s"
+
+
+async def test_structured_prediction_is_schema_valid():
+    observation = await simulator(ScriptedEngine('{"n": 3}'), schema=SCHEMA).simulate(CALL, Session("s"), deadline_s=5)
+    assert observation.structured == {"n": 3} and '"n": 3' in observation.text
+
+
+async def test_unconstrained_engines_get_one_retry_then_a_clear_error():
+    retried = await simulator(ScriptedEngine('{"n": "x"}', '{"n": 4}'), schema=SCHEMA, constrained=False).simulate(CALL, Session("s"), deadline_s=5)
+    assert retried.structured == {"n": 4}
+    failed = await simulator(ScriptedEngine('{"n": "x"}', "nope"), schema=SCHEMA, constrained=False).simulate(CALL, Session("s"), deadline_s=5)
+    assert failed.is_error and "not a JSON object" in failed.text
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (WorldModelTimeout("did not finish within its 1s deadline"), "deadline"),
+        (ContextOverflow("prompt of 5000 tokens"), "5000 tokens"),
+        (ModelUnavailable("world model file not found: /x.gguf"), "/x.gguf"),
+        ("<think>only thinking", "held no observation"),
+    ],
+)
+async def test_model_failures_become_error_observations(answer, message):
+    observation = await simulator(ScriptedEngine(answer)).simulate(CALL, Session("s"), deadline_s=5)
+    assert observation.is_error and observation.provenance is Provenance.SIM
+    assert observation.text.startswith("simroute: world model failed:") and message in observation.text
