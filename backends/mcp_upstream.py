@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import anyio
+from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransport, StreamableHttpTransport
 from fastmcp.server.providers.proxy import StatefulProxyClient
 
@@ -35,6 +37,24 @@ def make_transport(spec: ServerSpec) -> ClientTransport:
     return StreamableHttpTransport(spec.url, headers=dict(spec.headers) or None)
 
 
+class ListChangedRelay(MessageHandler):
+    """Relays an upstream's list-changed notifications to the agent session that
+    owns the upstream session (fastmcp's proxy relays progress, logs and
+    server-to-client requests, but not these)."""
+
+    def __init__(self, pool: UpstreamPool, session_id: str, server: str) -> None:
+        self.pool, self.session_id, self.server = pool, session_id, server
+
+    async def on_tool_list_changed(self, message: object) -> None:
+        await self.pool.list_changed(self.session_id, self.server, "tools")
+
+    async def on_resource_list_changed(self, message: object) -> None:
+        await self.pool.list_changed(self.session_id, self.server, "resources")
+
+    async def on_prompt_list_changed(self, message: object) -> None:
+        await self.pool.list_changed(self.session_id, self.server, "prompts")
+
+
 class UpstreamPool:
     """Opens upstream sessions on first use and keeps them until the agent
     session closes. A dead upstream is dropped so the next call starts a new one."""
@@ -44,9 +64,26 @@ class UpstreamPool:
         self.connect_timeout_s = connect_timeout_s
         self._clients: dict[tuple[str, str], StatefulProxyClient] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # The agent's side of each session (an MCP server session), for notifications.
+        self._fronts: dict[str, Any] = {}
+        # Called with (server, kind) when an upstream's tools/resources/prompts change.
+        self.on_list_changed: list[Callable[[str, str], None]] = []
         self.sessions_opened = 0  # upstream handshakes, for tests and metrics
 
-    async def client_for(self, session_id: str, server: str) -> StatefulProxyClient:
+    async def list_changed(self, session_id: str, server: str, kind: str) -> None:
+        for hook in self.on_list_changed:
+            hook(server, kind)
+        front = self._fronts.get(session_id)
+        if front is None:
+            return
+        try:
+            await getattr(front, f"send_{kind[:-1]}_list_changed")()
+        except Exception as exc:  # the agent went away: nothing to tell
+            log.debug("could not relay %s list change to session %s: %s", kind, session_id, exc)
+
+    async def client_for(self, session_id: str, server: str, *, front: Any = None) -> StatefulProxyClient:
+        if front is not None:
+            self._fronts[session_id] = front
         key = (session_id, server)
         client = self._clients.get(key)
         if client is not None and client.is_connected():
@@ -59,16 +96,18 @@ class UpstreamPool:
             if client is not None:  # it died: the upstream crashed or hung up
                 log.warning("upstream %r for session %s is gone; starting a new one", server, session_id)
                 await self._close_client(client)
-            client = await self._connect(server)
+            client = await self._connect(server, session_id)
             self._clients[key] = client
             return client
 
-    async def _connect(self, server: str) -> StatefulProxyClient:
+    async def _connect(self, server: str, session_id: str) -> StatefulProxyClient:
         spec = self.specs.get(server)
         if spec is None:
             raise UpstreamError(f"no upstream server named {server!r} is configured")
         # Inbound HTTP headers (the agent's own) are not forwarded: upstream credentials come from the config.
-        client = StatefulProxyClient(make_transport(spec), forward_incoming_headers=False)
+        client = StatefulProxyClient(
+            make_transport(spec), forward_incoming_headers=False, message_handler=ListChangedRelay(self, session_id, server)
+        )
         try:
             with anyio.fail_after(self.connect_timeout_s):
                 await client.__aenter__()
@@ -88,6 +127,7 @@ class UpstreamPool:
             await self._close_client(client)
 
     async def close_session(self, session_id: str) -> None:
+        self._fronts.pop(session_id, None)
         for key in [k for k in self._clients if k[0] == session_id]:
             await self._close_client(self._clients.pop(key))
             self._locks.pop(key, None)

@@ -92,7 +92,7 @@ async def main() -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL)
     options = parser.parse_args()
 
-    engine = LlamaCppEngine(Path(options.model), n_ctx=8192, cached_sessions=options.sessions, temperature=0.0)
+    engine = LlamaCppEngine(Path(options.model), n_ctx=4096, cached_sessions=options.sessions, temperature=0.0)
     measured = MeasuredEngine(engine)
     simulator = WorldModelSimulator(
         measured,
@@ -100,7 +100,7 @@ async def main() -> None:
         demonstrations_for=lambda call: [({"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}, DEMO)],
         output_schema_for=lambda server, tool: OUTPUT_SCHEMA if tool == "get_current_time" else None,
         max_tokens=96,
-        context_tokens=8192,
+        context_tokens=4096,
     )
     await measured.start()  # loading is not part of any step
     report_steps = [s for s in (1, 10, 20) if s <= options.steps]

@@ -3,6 +3,7 @@ the backends, and the record is written before the agent sees the result."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -68,7 +69,12 @@ class Engine:
         replay_key = self.replay.key(call)
         occurrence = session.occurrences[replay_key] = session.occurrences.get(replay_key, 0) + 1
         decision = decide(self.policies, call, session, fallback=_FALLBACK)
-        observation, route_note = await self._execute(decision, call, session, occurrence, real)
+        try:
+            observation, route_note = await self._execute(decision, call, session, occurrence, real)
+        except asyncio.CancelledError:
+            # The agent cancelled (or hung up): the call is still recorded, as cancelled.
+            self._finish(call, session, decision, Observation.error("cancelled by the agent before an answer"), "cancelled")
+            raise
         shadowed = self._shadows(decision, observation)
         if shadowed and decision.route is Route.REAL:
             route_note = f"sampled for shadow (shadow.rate {self.shadow_rate:g})"

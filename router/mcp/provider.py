@@ -59,6 +59,12 @@ class SnapshotProxyProvider(ProxyProvider):
             self._tools_by_name = (cache, {tool.name: tool for tool in cache.items})
         return self._tools_by_name[1].get(name)
 
+    def forget(self, kind: str) -> None:
+        """Drop a cached listing after the upstream said it changed."""
+        attribute = {"tools": "_tools_cache", "resources": "_resources_cache", "prompts": "_prompts_cache"}.get(kind)
+        if attribute:
+            setattr(self, attribute, None)
+
     def snapshot(self) -> list[dict]:
         """The upstream's tool definitions as last seen (for prompts and records)."""
         return self.store.load_tool_snapshot(self.server) or []

@@ -46,6 +46,7 @@ def build_server(runtime: Runtime) -> FastMCP:
     }
     for upstream, provider in providers.items():
         server.add_provider(provider, namespace=upstream if names.prefixed else "")
+    runtime.upstreams.on_list_changed.append(lambda upstream, kind: providers[upstream].forget(kind))
     server.add_middleware(RoutingMiddleware(runtime, names, providers))
     _advertise_handshake_era_only(server)
     return server
@@ -53,7 +54,8 @@ def build_server(runtime: Runtime) -> FastMCP:
 
 def _upstream_client_factory(runtime: Runtime, upstream: str):
     async def client_for_current_session():
-        return await runtime.upstreams.client_for(agent_session_id(get_context()), upstream)
+        ctx = get_context()
+        return await runtime.upstreams.client_for(agent_session_id(ctx), upstream, front=ctx.session)
 
     return client_for_current_session
 

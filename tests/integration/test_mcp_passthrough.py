@@ -1,11 +1,16 @@
 """What simroute does not route passes through to the real server unchanged:
-resources, prompts, progress notifications, server-to-client requests."""
+resources, prompts, progress and list-changed notifications, cancellation,
+server-to-client requests (elicitation, sampling, roots)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import subprocess
+
 import pytest
 
-from kit import meta_of, stdio_client, toolbox_server
+from kit import meta_of, simroute_executable, stdio_client, toolbox_server
 
 pytestmark = pytest.mark.integration
 
@@ -49,3 +54,56 @@ async def test_elicitation_from_the_server_reaches_the_agent(make_config, mode):
         result = await client.call_tool("ask_name", {})
     assert asked == ["What is your name?"]
     assert result.content[0].text == "hello Ada (accept)"
+
+
+async def test_sampling_request_from_the_server_reaches_the_agent(make_config):
+    asked: list[str] = []
+
+    async def on_sample(messages, params, context):
+        asked.append(messages[0].content.text)
+        return "forty-two"
+
+    config = make_config(mcpServers={"toolbox": toolbox_server()})
+    async with stdio_client(config, sampling_handler=on_sample) as client:
+        result = await client.call_tool("ask_model", {"question": "meaning of life?"})
+    assert asked == ["meaning of life?"]
+    assert result.content[0].text == "model said: forty-two"
+
+
+async def test_roots_request_from_the_server_reaches_the_agent(make_config):
+    config = make_config(mcpServers={"toolbox": toolbox_server()})
+    async with stdio_client(config, roots=["file:///work/project"]) as client:
+        result = await client.call_tool("roots", {})
+    assert result.content[0].text == "file:///work/project"
+
+
+async def test_tool_list_changed_notification_reaches_the_agent(make_config):
+    received = asyncio.Event()
+
+    async def on_message(message):
+        if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
+            received.set()
+
+    config = make_config(mcpServers={"toolbox": toolbox_server()})
+    async with stdio_client(config, message_handler=on_message) as client:
+        await client.call_tool("announce_tools_changed", {})
+        await asyncio.wait_for(received.wait(), 10)
+
+
+async def test_agent_cancellation_reaches_the_upstream(make_config, tmp_path):
+    marker = tmp_path / "cancelled.txt"
+    config = make_config(mcpServers={"toolbox": toolbox_server()})
+    async with stdio_client(config) as client:
+        await client.call_tool("echo", {"text": "upstream started"})
+        with pytest.raises(Exception, match="timed out"):
+            await client.call_tool("wait_for_cancel", {"marker": str(marker)}, timeout=1.0)
+        for _ in range(50):
+            if marker.exists():
+                break
+            await asyncio.sleep(0.1)
+        after = await client.call_tool("echo", {"text": "still served"})
+    assert marker.read_text() == "cancelled"
+    assert after.content[0].text == "still served"
+    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config)], capture_output=True, text=True, check=True)
+    notes = [json.loads(line)["note"] for line in out.stdout.splitlines()]
+    assert notes == ["", "cancelled", ""]

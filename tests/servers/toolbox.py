@@ -27,6 +27,18 @@ async def sleep(seconds: float) -> str:
 
 
 @mcp.tool
+async def wait_for_cancel(marker: str) -> str:
+    """Sleep until cancelled; a cancellation is written to the `marker` file."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        with open(marker, "w") as out:
+            out.write("cancelled")
+        raise
+    return "not cancelled"
+
+
+@mcp.tool
 def crash() -> str:
     """Kill this server process."""
     os._exit(3)
@@ -45,6 +57,31 @@ async def ask_name(ctx: Context) -> str:
     """Ask the client for a name (elicitation)."""
     result = await ctx.elicit("What is your name?", response_type=str)
     return f"hello {getattr(result, 'data', None)} ({result.action})"
+
+
+@mcp.tool
+async def ask_model(question: str, ctx: Context) -> str:
+    """Ask the client's model (sampling)."""
+    from mcp_types import SamplingMessage, TextContent
+
+    result = await ctx.session.create_message(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=question))], max_tokens=20
+    )
+    return f"model said: {result.content.text}"
+
+
+@mcp.tool
+async def roots(ctx: Context) -> str:
+    """List the client's roots."""
+    listed = await ctx.session.list_roots()
+    return ",".join(str(root.uri) for root in listed.roots)
+
+
+@mcp.tool
+async def announce_tools_changed(ctx: Context) -> str:
+    """Send notifications/tools/list_changed."""
+    await ctx.session.send_tool_list_changed()
+    return "announced"
 
 
 @mcp.tool
