@@ -9,7 +9,12 @@ B, B-warm and C are measured with the agent side on stdio and on streamable HTTP
 Rounds interleave the variants (rotating order); the figure is the median over
 rounds of each round's mean ms/call.
 
-Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--json out.json]
+By default clients negotiate the protocol era automatically: A and B then speak
+the stateless 2026-07-28 era, while simroute keeps agents on the session-based
+handshake era. `--client-mode legacy` puts every row on the handshake era, for a
+same-protocol comparison.
+
+Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--client-mode auto|legacy] [--json out.json]
 """
 
 from __future__ import annotations
@@ -93,17 +98,17 @@ async def time_calls(client: Client, calls: int) -> list[float]:
     return samples
 
 
-async def run_variant(name: str, transport: str, command: list[str] | None, calls: int) -> list[float]:
+async def run_variant(name: str, transport: str, command: list[str] | None, calls: int, mode: str) -> list[float]:
     if name == "A":
-        client = Client(StdioTransport(UPSTREAM[0], UPSTREAM[1:], keep_alive=False))
+        client = Client(StdioTransport(UPSTREAM[0], UPSTREAM[1:], keep_alive=False), mode=mode)
         async with client:
             return await time_calls(client, calls)
     assert command is not None
     if transport == "stdio":
-        async with Client(StdioTransport(command[0], command[1:], keep_alive=False)) as client:
+        async with Client(StdioTransport(command[0], command[1:], keep_alive=False), mode=mode) as client:
             return await time_calls(client, calls)
     async with http_server(command) as url:
-        async with Client(StreamableHttpTransport(url)) as client:
+        async with Client(StreamableHttpTransport(url), mode=mode) as client:
             return await time_calls(client, calls)
 
 
@@ -120,6 +125,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--client-mode", choices=["auto", "legacy"], default="auto")
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
 
@@ -134,7 +140,7 @@ async def main() -> None:
     for round_index in range(options.rounds):
         shift = round_index % len(plan)
         for name, transport in plan[shift:] + plan[:shift]:
-            samples[(name, transport)].append(await run_variant(name, transport, commands.get(name), options.calls))
+            samples[(name, transport)].append(await run_variant(name, transport, commands.get(name), options.calls, options.client_mode))
         print(f"round {round_index + 1}/{options.rounds} done", file=sys.stderr)
 
     results = {f"{name}/{transport}": summarize(rounds) for (name, transport), rounds in samples.items()}
@@ -142,7 +148,7 @@ async def main() -> None:
         recorded = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
     expected = 2 * options.rounds * (options.calls + 20)
 
-    print(f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, mcp-server-time over stdio upstream\n")
+    print(f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, mcp-server-time over stdio upstream, client mode {options.client_mode}\n")
     print(f"{'variant':16} {'median ms/call':>15} {'p50':>8} {'p95':>8}")
     for key, row in results.items():
         print(f"{key:16} {row['median_ms']:15.3f} {row['p50_ms']:8.3f} {row['p95_ms']:8.3f}")

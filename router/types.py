@@ -130,6 +130,7 @@ CallNext = Callable[[Call], Awaitable[Observation]]
 
 class Simulator(Protocol):
     """The simulated side: predicts the observation of a call in its session.
-    Never raises for a model failure: it answers with an error observation."""
+    Never raises for a model failure: it answers with an error observation.
+    `background` work (shadowing) yields to the agent's own simulated calls."""
 
-    async def simulate(self, call: Call, session: Session, *, deadline_s: float) -> Observation: ...
+    async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation: ...

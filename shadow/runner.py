@@ -45,7 +45,7 @@ class ShadowRunner:
         task.add_done_callback(self._tasks.discard)
 
     async def complete(self, record: Record, session: Session) -> None:
-        simulated = await self.simulator.simulate(record.call, session, deadline_s=self.deadline_for(record.call))
+        simulated = await self.simulator.simulate(record.call, session, deadline_s=self.deadline_for(record.call), background=True)
         record.shadow = simulated
         record.divergence = divergence(record.served, simulated)
         record.status = "complete"

@@ -44,6 +44,7 @@ class WorldModelEngine(Protocol):
         deadline_s: float,
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
+        background: bool = False,  # shadow work: the agent's own calls go first
     ) -> Completion: ...
 
     def count_tokens(self, text: str) -> int: ...

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import heapq
+import itertools
 import json
 import os
 import threading
@@ -71,7 +73,8 @@ class LlamaCppEngine:
         self._start_lock = asyncio.Lock()
         # One computation at a time across contexts: each already uses every core,
         # and llama.cpp's threads spin, so two at once are slower than two in turn.
-        self._compute = asyncio.Lock()
+        # The agent's own calls go before background (shadow) work.
+        self._compute = _PriorityLock()
 
     async def start(self) -> None:
         async with self._start_lock:
@@ -115,7 +118,10 @@ class LlamaCppEngine:
         if context is not None and context.session_id == session_id:
             self._by_session.move_to_end(session_id)
             return context
-        if len(self._contexts) < self.cached_sessions:
+        unbound = [c for c in self._contexts if c.session_id is None]
+        if unbound:
+            context = unbound[0]
+        elif len(self._contexts) < self.cached_sessions:
             context = await anyio.to_thread.run_sync(self._load)
             self._contexts.append(context)
         else:
@@ -134,6 +140,7 @@ class LlamaCppEngine:
         deadline_s: float,
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
+        background: bool = False,
     ) -> Completion:
         await self.start()  # model loading is not charged to the deadline
         started = time.monotonic()
@@ -143,7 +150,7 @@ class LlamaCppEngine:
             with anyio.fail_after(max(0.0, deadline - time.monotonic())):
                 await context.lock.acquire()
                 try:
-                    await self._compute.acquire()
+                    await self._compute.acquire(priority=1 if background else 0)
                 except BaseException:
                     context.lock.release()
                     raise
@@ -248,3 +255,33 @@ def _grammar_for(schema_json: str) -> Any:
     from llama_cpp import LlamaGrammar
 
     return LlamaGrammar.from_json_schema(schema_json, verbose=False)
+
+
+class _PriorityLock:
+    """A lock whose waiters are served lowest priority number first, then in order."""
+
+    def __init__(self) -> None:
+        self._busy = False
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    async def acquire(self, *, priority: int = 0) -> None:
+        if not self._busy and not self._waiters:
+            self._busy = True
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._order), granted))
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self.release()  # granted just as we were cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, granted = heapq.heappop(self._waiters)
+            if not granted.done():
+                granted.set_result(None)  # ownership passes on; stays busy
+                return
+        self._busy = False

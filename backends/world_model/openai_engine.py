@@ -52,6 +52,7 @@ class OpenAICompatibleEngine:
         deadline_s: float,
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
+        background: bool = False,  # the server schedules its own batches
     ) -> Completion:
         import httpx2
 

@@ -65,7 +65,7 @@ class WorldModelSimulator:
             count_tokens=self.engine.count_tokens,
         )
 
-    async def simulate(self, call: Call, session: Session, *, deadline_s: float) -> Observation:
+    async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
         started = time.monotonic()
         schema = self.output_schema_for(call.server, call.tool)
         attempts = 1 if schema is None or self.constrained_output else 2
@@ -75,7 +75,12 @@ class WorldModelSimulator:
             for attempt in range(attempts):
                 remaining = deadline_s - (time.monotonic() - started)
                 completion = await self.engine.complete(
-                    messages, session_id=session.id, deadline_s=remaining, max_tokens=self.max_tokens, json_schema=schema
+                    messages,
+                    session_id=session.id,
+                    deadline_s=remaining,
+                    max_tokens=self.max_tokens,
+                    json_schema=schema,
+                    background=background,
                 )
                 try:
                     return self._observation(completion.text, schema, time.monotonic() - started)

@@ -6,7 +6,6 @@ import json
 import subprocess
 
 import pytest
-from fastmcp.exceptions import ToolError
 
 from kit import meta_of, simroute_executable, stdio_client, time_server, toolbox_server
 

@@ -14,7 +14,7 @@ from kit import meta_of, simroute_executable, stdio_client, time_server
 pytestmark = pytest.mark.integration
 
 # Small budgets keep the suite fast; the model is real.
-WORLD_MODEL = {"max_tokens": 96, "deadline_s": 60}
+WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}
 
 
 def records_of(config) -> list[dict]:

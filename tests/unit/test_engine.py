@@ -2,7 +2,6 @@
 
 import asyncio
 
-import pytest
 
 from backends.replay import ReplayBackend
 from policies import default_policies, parse_rule
@@ -119,7 +118,7 @@ class FakeSimulator:
     def __init__(self, text="sim says hi", delay=0.0):
         self.text, self.delay, self.seen_history = text, delay, []
 
-    async def simulate(self, call, session, *, deadline_s):
+    async def simulate(self, call, session, *, deadline_s, background=False):
         self.seen_history.append([t.call.arguments for t in session.history])
         await asyncio.sleep(self.delay)
         return Observation([{"type": "text", "text": self.text}], Provenance.SIM, latency_s=self.delay)

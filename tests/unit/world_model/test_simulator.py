@@ -84,3 +84,26 @@ async def test_model_failures_become_error_observations(answer, message):
     observation = await simulator(ScriptedEngine(answer)).simulate(CALL, Session("s"), deadline_s=5)
     assert observation.is_error and observation.provenance is Provenance.SIM
     assert observation.text.startswith("simroute: world model failed:") and message in observation.text
+
+
+async def test_priority_lock_serves_the_agent_before_background_work():
+    import asyncio
+
+    from backends.world_model.llama_engine import _PriorityLock
+
+    lock = _PriorityLock()
+    order = []
+    await lock.acquire()
+
+    async def worker(name, priority):
+        await lock.acquire(priority=priority)
+        order.append(name)
+        lock.release()
+
+    tasks = [asyncio.create_task(worker("shadow-1", 1)), asyncio.create_task(worker("shadow-2", 1))]
+    await asyncio.sleep(0)
+    tasks.append(asyncio.create_task(worker("agent", 0)))
+    await asyncio.sleep(0)
+    lock.release()
+    await asyncio.gather(*tasks)
+    assert order == ["agent", "shadow-1", "shadow-2"]
