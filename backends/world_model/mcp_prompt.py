@@ -105,14 +105,41 @@ def build_mcp_messages(
         messages = _assemble(system, turns, action, demonstrations, omitted=0)
         if budget_tokens is None or _size(messages, count_tokens) <= budget_tokens:
             return messages
-    omitted = 0
-    while turns:
-        turns.pop(0)
-        omitted += 1
-        messages = _assemble(system, turns, action, demonstrations, omitted=omitted)
-        if _size(messages, count_tokens) <= budget_tokens:
-            return messages
+    # Oldest turns go in chunks, not one per step: a window sliding by one turn
+    # would change the first history message at every step, and the engine would
+    # re-read the whole history each time. Omitting a multiple of a chunk keeps the
+    # prefix byte-identical until the next chunk has to go.
+    needed = next((k for k in range(1, len(turns) + 1) if _fits(system, turns[k:], action, demonstrations, k, budget_tokens, count_tokens)), len(turns))
+    chunk = _chunk(len(turns) - needed)
+    omitted = min(len(turns), -(-needed // chunk) * chunk)
+    kept = turns[omitted:]
+    messages = _assemble(system, kept, action, demonstrations, omitted=omitted)
+    if _size(messages, count_tokens) <= budget_tokens:
+        return messages
+    # Even with no history it does not fit: fewer demonstrations (the best, last,
+    # stays), then the best one cut short.
+    examples = list(demonstrations)
+    while len(examples) > 1 and _size(messages, count_tokens) > budget_tokens:
+        examples.pop(0)
+        messages = _assemble(system, kept, action, examples, omitted=omitted)
+    if examples and _size(messages, count_tokens) > budget_tokens:
+        example_action, text = examples[-1]
+        excess = _size(messages, count_tokens) - budget_tokens
+        keep = max(0, len(text) - int(excess * len(text) / max(1, count_tokens(text))) - 64)
+        examples[-1] = (example_action, text[:keep] + f"\n[{len(text) - keep} characters cut]")
+        messages = _assemble(system, kept, action, examples, omitted=omitted)
     return messages  # the engine reports the overflow if even this does not fit
+
+
+def _fits(system: str, turns: Sequence[Example], action: Action, demonstrations: Sequence[Example], omitted: int, budget: int, count_tokens: Callable[[str], int]) -> bool:
+    return _size(_assemble(system, turns, action, demonstrations, omitted=omitted), count_tokens) <= budget
+
+
+def _chunk(kept_turns: int) -> int:
+    """Turns dropped at once: half of what fits or a little less (a power of two,
+    so it stays the same from step to step while turn sizes wobble)."""
+    half = max(1, kept_turns // 2)
+    return 1 << (half.bit_length() - 1)
 
 
 def _assemble(system: str, turns: Sequence[Example], action: Action, demonstrations: Sequence[Example], *, omitted: int) -> list[dict[str, str]]:

@@ -3,12 +3,20 @@
 
 Thinking that a server's reasoning parser returns separately
 (`reasoning_content`) is never part of the prediction.
+
+The deadline covers the whole exchange (httpx's timeout is per read, so a server
+that trickles its answer would otherwise hold a call far past it). Output schemas
+go as `response_format` type `json_schema` (vLLM, SGLang, llama-server); a server
+that only knows `json_object` with a `schema` (llama-cpp-python's) gets that form
+from then on.
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
+
+import anyio
 
 from backends.world_model.engine import Completion, ModelUnavailable, WorldModelError, WorldModelTimeout
 
@@ -33,6 +41,7 @@ class OpenAICompatibleEngine:
         self.seed = seed
         self.extra_body = dict(extra_body or {})
         self._client: Any = None
+        self._schema_as_json_object = False  # learnt from a server that rejects type json_schema
 
     async def start(self) -> None:
         if self._client is None:
@@ -66,13 +75,15 @@ class OpenAICompatibleEngine:
             **({"seed": self.seed} if self.seed is not None else {}),
             **self.extra_body,
         }
-        if json_schema is not None:
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "observation", "schema": json_schema}}
         url = f"{self.base_url}/chat/completions"
         started = time.monotonic()
         try:
-            response = await self._client.post(url, json=body, timeout=deadline_s)
-        except httpx2.TimeoutException as exc:
+            with anyio.fail_after(deadline_s):
+                response = await self._post(url, body, json_schema, deadline_s)
+                if json_schema is not None and not self._schema_as_json_object and _rejects_json_schema(response):
+                    self._schema_as_json_object = True
+                    response = await self._post(url, body, json_schema, deadline_s - (time.monotonic() - started))
+        except (TimeoutError, httpx2.TimeoutException) as exc:
             raise WorldModelTimeout(f"world model at {url} did not answer within its {deadline_s:g}s deadline") from exc
         except httpx2.TransportError as exc:
             raise ModelUnavailable(f"world model server {url} is unreachable: {type(exc).__name__}: {exc}") from exc
@@ -81,9 +92,15 @@ class OpenAICompatibleEngine:
         try:
             data = response.json()
             choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
+            message = choice["message"]
+            text = message.get("content") or ""
+            reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise WorldModelError(f"world model server {url} sent an unexpected answer: {response.text[:300]}") from exc
+        if not text.strip() and "<predicted_observation>" in reasoning:
+            # A reasoning parser that never saw the end of the thinking puts the whole
+            # answer, prediction included, in reasoning_content: the tag is the answer.
+            text = reasoning[reasoning.rindex("<predicted_observation>") :]
         usage = data.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
@@ -96,7 +113,21 @@ class OpenAICompatibleEngine:
             finish_reason=str(choice.get("finish_reason")),
         )
 
+    async def _post(self, url: str, body: dict[str, Any], json_schema: dict[str, Any] | None, timeout_s: float) -> Any:
+        if json_schema is not None:
+            if self._schema_as_json_object:
+                body = {**body, "response_format": {"type": "json_object", "schema": json_schema}}
+            else:
+                body = {**body, "response_format": {"type": "json_schema", "json_schema": {"name": "observation", "schema": json_schema}}}
+        return await self._client.post(url, json=body, timeout=max(timeout_s, 0.001))
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _rejects_json_schema(response: Any) -> bool:
+    """llama-cpp-python's server validates response_format.type against text|json_object
+    (HTTP 422, or 500 wrapping the validation error)."""
+    return response.status_code in (400, 422, 500) and "json_object" in response.text and "response_format" in response.text

@@ -3,6 +3,7 @@ by llama-cpp-python's OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -58,13 +59,51 @@ async def test_deadline_stops_generation_and_the_next_call_succeeds(llama):
     assert after.completion_tokens > 0
 
 
+async def test_a_deadline_stops_even_a_long_prompt_mid_batch(llama):
+    # llama.cpp's abort callback ends a decode between graph nodes, so a prompt batch
+    # that alone outlasts the deadline (a big model, a loaded machine) is cut too.
+    long_prompt = messages(12)  # ~1,700 tokens: seconds to read on 2 cores
+    started = time.monotonic()
+    with pytest.raises(WorldModelTimeout, match="deadline"):
+        await llama.complete(long_prompt, session_id="long", deadline_s=0.3, max_tokens=8)
+    assert time.monotonic() - started < 0.3 + 1.0
+    after = await llama.complete(messages(0), session_id="long", deadline_s=60, max_tokens=4)
+    assert after.completion_tokens > 0
+
+
 async def test_interleaved_sessions_keep_their_own_prefix(llama):
     first_a = await llama.complete(messages(4, "Europe/Oslo"), session_id="a", deadline_s=60, max_tokens=4)
     await llama.complete(messages(9, "America/Lima"), session_id="b", deadline_s=60, max_tokens=4)
     second_a = await llama.complete(messages(5, "Europe/Oslo"), session_id="a", deadline_s=60, max_tokens=4)
     # Step 2 of session "a" evaluates the new turn and the final turn, not its whole prefix.
     assert second_a.prompt_tokens > first_a.prompt_tokens
-    assert second_a.evaluated_tokens < 0.5 * second_a.prompt_tokens
+    assert second_a.evaluated_tokens < 0.5 * first_a.prompt_tokens
+
+
+async def test_a_cancelled_call_frees_the_model_only_once_its_thread_stopped(llama):
+    # A plain task.cancel() (shadow work at shutdown) is not held back by anyio's thread
+    # shielding: the engine must keep the context until the generation has stopped, or
+    # the next call (or aclose) runs a second thread in the same Llama object.
+    import asyncio
+
+    story = [{"role": "user", "content": "Write a very long story about a cat."}]
+    task = asyncio.create_task(llama.complete(story, session_id="cancelled", deadline_s=60, max_tokens=1000))
+    await asyncio.sleep(1.0)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 2.0  # stopped at its next token, not at max_tokens
+    after = await llama.complete(story, session_id="cancelled", deadline_s=60, max_tokens=4)
+    assert after.completion_tokens > 0
+
+
+async def test_an_output_schema_without_a_grammar_is_a_clear_error(llama):
+    from backends.world_model.engine import WorldModelError
+
+    schema = {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}
+    with pytest.raises(WorldModelError, match="cannot be turned into a generation grammar"):
+        await llama.complete(messages(0), session_id="plain", deadline_s=60, max_tokens=8, json_schema=schema)
 
 
 async def test_context_overflow_is_reported_before_generating(llama):
@@ -108,6 +147,10 @@ async def test_openai_engine_against_a_real_server(llama_server):
     try:
         done = await engine.complete(messages(1), session_id="s", deadline_s=60, max_tokens=16)
         assert done.text and done.prompt_tokens > 100 and done.completion_tokens > 0
+        # This server knows response_format json_object + schema, not json_schema: the engine adapts.
+        schema = {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}
+        structured = await engine.complete(messages(1), session_id="s", deadline_s=60, max_tokens=32, json_schema=schema)
+        assert isinstance(json.loads(structured.text)["timezone"], str)
         with pytest.raises(WorldModelTimeout, match="did not answer within"):
             await engine.complete(messages(1), session_id="s", deadline_s=0.01, max_tokens=500)
     finally:

@@ -79,3 +79,29 @@ def test_select_demonstrations_best_last():
     ]
     chosen = select_demonstrations(rows, "read_file", {"path": "/b"}, 2)
     assert [text for _, text in chosen] == ["A", "B"]
+
+
+def test_trimmed_history_keeps_its_prefix_for_several_steps():
+    # A window sliding one turn per step would change the first history message at
+    # every step (and the engine would re-read the whole history each time).
+    def step(n):
+        history = [({"name": "read_file", "arguments": {"path": f"/f{i}"}}, "y" * 200) for i in range(n)]
+        messages = three_step_messages(history=history, demonstrations=[], budget_tokens=1500, count_tokens=lambda t: len(t) // 4)
+        return json.dumps(messages[:-1])  # everything before the final turn
+
+    prefixes = [step(n) for n in range(30, 50)]
+    stable = sum(1 for a, b in zip(prefixes, prefixes[1:]) if b.startswith(a[:-1]))
+    assert stable >= 12  # of 19 step-to-step transitions (sliding one turn at a time: 0)
+
+
+def test_an_oversized_demonstration_is_cut_to_fit():
+    big = "z" * 20_000
+    messages = three_step_messages(
+        history=[],
+        demonstrations=[({"name": "read_file", "arguments": {"path": "/a"}}, "small"), ({"name": "read_file", "arguments": {"path": "/b"}}, big)],
+        budget_tokens=2000,
+        count_tokens=lambda t: len(t) // 4,
+    )
+    final = messages[-1]["content"]
+    assert sum(len(m["content"]) // 4 + 8 for m in messages) <= 2000
+    assert "characters cut]" in final and '"/b"' in final and "small" not in final  # the best one stays
