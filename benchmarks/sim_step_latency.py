@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from backends.world_model.llama_engine import LlamaCppEngine
+from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
 from router.types import Call, Observation, Provenance, Session, Turn
 
@@ -94,14 +95,12 @@ async def main() -> None:
 
     engine = LlamaCppEngine(Path(options.model), n_ctx=4096, cached_sessions=options.sessions, temperature=0.0)
     measured = MeasuredEngine(engine)
-    simulator = WorldModelSimulator(
-        measured,
+    domain = McpDomain(
         tools_for=lambda server: TOOLS,
         demonstrations_for=lambda call: [({"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}, DEMO)],
         output_schema_for=lambda server, tool: OUTPUT_SCHEMA if tool == "get_current_time" else None,
-        max_tokens=96,
-        context_tokens=4096,
     )
+    simulator = WorldModelSimulator(measured, domains={"mcp": domain}, max_tokens=96, context_tokens=4096)
     await measured.start()  # loading is not part of any step
     report_steps = [s for s in (1, 10, 20) if s <= options.steps]
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -57,16 +58,17 @@ def mcp(
     http: Annotated[str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Serve simroute as an MCP server (stdio by default) in front of the configured servers."""
+    """Serve simroute as an MCP server (stdio by default): the configured servers' tools and simroute's own (shell_exec)."""
     _log_to_stderr(verbose)
     cfg = _load(config)
-    if not cfg.upstreams:
-        typer.echo("simroute: config error: no MCP servers configured (mcpServers)", err=True)
+    if not cfg.upstreams and not cfg.local_channels():
+        typer.echo("simroute: config error: nothing to serve: no MCP servers configured (mcpServers) and simroute's own tools are disabled", err=True)
         raise typer.Exit(2)
     from router.app import Runtime
     from router.mcp.server import build_server
 
     server = build_server(Runtime(cfg))
+    _stop_cleanly_on_sigterm()
     if http:
         host, port = _parse_host_port(http)
         server.run(transport="http", host=host, port=port, show_banner=False, log_level="WARNING")
@@ -74,6 +76,18 @@ def mcp(
         from router.mcp.stdio import serve_stdio
 
         asyncio.run(serve_stdio(server))
+
+
+def _stop_cleanly_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C, so the runtime closes: sandboxes and browsers
+    are removed, pending records flushed. (uvicorn re-raises the signal after its
+    own graceful shutdown; the default action would kill the process before the
+    server's lifespan closes.)"""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 @app.command()

@@ -114,6 +114,59 @@ class ShadowConfig(_Strict):
     drain_on_start: bool = True  # complete shadow work left pending by an earlier stop
 
 
+class ShellLimits(_Strict):
+    memory: str = "512m"  # Docker memory limit (swap included)
+    cpus: PositiveFloat = 1.0
+    pids: PositiveInt = 256  # stops fork bombs inside the sandbox
+    workspace_size: str = "512m"  # tmpfs over /workspace
+    tmp_size: str = "128m"  # tmpfs over /tmp
+
+
+class ShellConfig(_Strict):
+    """The shell channel: `shell_exec` on simroute's MCP endpoint, backed by a
+    hardened Docker sandbox per agent session (real) or the Terminal world model (sim)."""
+
+    enabled: bool = True
+    image: str = "simroute-sandbox:latest"  # built by scripts/build-images.sh
+    workspace: str | None = None  # folder copied into /workspace at session start; relative to the config file
+    network: bool = False  # opt in: the sandbox gets Docker's default bridge network
+    pool_size: int = Field(default=2, ge=0)  # pre-started sandboxes: a new session starts without `docker run`
+    default_timeout_s: PositiveFloat = 30.0  # per command, when the agent gives none
+    max_timeout_s: PositiveFloat = 600.0  # cap on the agent's timeout_s
+    screen_lines: PositiveInt = 200  # output kept per command: first and last lines, with a marker between
+    screen_chars: PositiveInt = 16000
+    limits: ShellLimits = ShellLimits()
+    hostname: str = "sandbox"
+
+    def command_timeout(self, requested: Any) -> float:
+        """The deadline of one command: the agent's timeout_s, capped; else the default."""
+        if isinstance(requested, (int, float)) and not isinstance(requested, bool) and requested > 0:
+            return min(float(requested), self.max_timeout_s)
+        return self.default_timeout_s
+
+
+class BrowserConfig(_Strict):
+    """The browser channel: playwright-mcp's browser tools on simroute's MCP endpoint,
+    backed by Chromium (one context per agent session, real) or the Web world model (sim)."""
+
+    enabled: bool = True
+    executable_path: str = "/usr/bin/chromium"  # Debian's Chromium; Playwright's download is not used
+    headless: bool = True
+    navigation_timeout_s: PositiveFloat = 15.0  # per navigation; the page is shown as loaded so far
+    action_timeout_s: PositiveFloat = 5.0  # per click, type, key press, snapshot
+    snapshot_max_chars: PositiveInt = 20000  # longer snapshots are cut with a marker
+    allowed_domains: list[str] | None = None  # hosts the browser may load (and their subdomains); None: any
+    proxy: str | None = None  # HTTP proxy for all the browser's traffic, e.g. simroute's HTTP channel
+    ignore_https_errors: bool = False  # e.g. behind an intercepting proxy whose CA Chromium does not trust
+    args: list[str] = []  # extra Chromium command-line switches
+
+    @model_validator(mode="after")
+    def _proxy_is_a_url(self) -> BrowserConfig:
+        if self.proxy is not None and "://" not in self.proxy:
+            raise ValueError(f"proxy must be a URL such as http://127.0.0.1:8081, got {self.proxy!r}")
+        return self
+
+
 class SessionsConfig(_Strict):
     idle_ttl_s: PositiveFloat = 1800.0
     max_open: PositiveInt = 256
@@ -129,6 +182,8 @@ class Config(_Strict):
     sessions: SessionsConfig = SessionsConfig()
     world_model: WorldModelConfig = WorldModelConfig()
     shadow: ShadowConfig = ShadowConfig()
+    shell: ShellConfig = ShellConfig()
+    browser: BrowserConfig = BrowserConfig()
     call_timeout_s: PositiveFloat = 60.0
     startup_timeout_s: PositiveFloat = 30.0  # an upstream that has not finished its handshake by then failed
 
@@ -141,7 +196,14 @@ class Config(_Strict):
         clash = set(self.mcp_servers) & set(self.servers)
         if clash:
             raise ValueError(f"server {sorted(clash)[0]!r} is defined in both mcpServers and servers")
+        for channel in self.local_channels():
+            if channel in self.upstreams:
+                raise ValueError(f"server name {channel!r} is taken by simroute's {channel} tools: rename the server or set {channel}.enabled: false")
         return self
+
+    def local_channels(self) -> list[str]:
+        """Channels whose tools simroute serves itself; each is also the `server` of its calls."""
+        return [name for name, section in (("shell", self.shell), ("browser", self.browser)) if section.enabled]
 
     @property
     def upstreams(self) -> dict[str, ServerSpec]:
@@ -157,6 +219,13 @@ class Config(_Strict):
         path = Path(self.world_model.model_path).expanduser()
         return path if path.is_absolute() else self.base_dir / path
 
+    @property
+    def shell_workspace(self) -> Path | None:
+        if self.shell.workspace is None:
+            return None
+        path = Path(self.shell.workspace).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
     def may_simulate(self) -> bool:
         """Whether any route of this config can reach the world model."""
         simulating = {Route.SIM, Route.SHADOW}
@@ -166,6 +235,16 @@ class Config(_Strict):
             or self.replay.on_miss == "sim"
             or self.shadow.rate > 0
         )
+
+    def may_run_real(self, channel: str) -> bool:
+        """Whether any route of this config can send a `channel` call to its real side."""
+        reaching = {Route.REAL, Route.SHADOW, Route.REPLAY}  # a replay miss may go real
+        if self.mode in reaching:
+            return True
+        for rule in self.parsed_rules():
+            if rule.route in reaching and (rule.channel is None or rule.channel(channel)):
+                return True
+        return False
 
     def parsed_rules(self) -> list[Rule]:
         return [parse_rule(rule, index=i) for i, rule in enumerate(self.rules)]

@@ -1,6 +1,7 @@
 """The demo: simroute launched as a user launches it, in front of a real MCP
 server (mcp-server-time), over stdio: real, replayed, simulated and shadowed
-calls, and the divergences the shadowed ones measured."""
+calls, shell commands in a Docker sandbox and on a simulated terminal, and the
+divergences the shadowed calls measured."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ rules:
   - name: shadow-conversions
     match: {{tool: convert_time}}
     route: shadow
+  - name: simulate-reads          # read-only shell commands go to the simulated terminal
+    match: {{channel: shell, arguments: {{command: "re:^cat "}}}}
+    route: sim
+shell:
+  pool_size: 1
 replay:
   on_miss: real
 world_model:            # the bundled SmolLM2-135M GGUF, in-process
@@ -43,6 +49,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("get_current_time", {"timezone": "Europe/Paris"}),
     ("get_current_time", {"timezone": "Asia/Tokyo"}),
     ("get_current_time", {"timezone": "America/Lima"}),
+    ("shell_exec", {"command": "echo 'hello from the sandbox' > notes.txt && ls -l"}),
+    ("shell_exec", {"command": "cat notes.txt"}),
     # Shadowed last: its simulation runs after the agent has its answer, and what
     # is still running when the session closes is finished by `simroute drain`.
     ("convert_time", {"source_timezone": "Europe/Paris", "time": "09:30", "target_timezone": "America/New_York"}),
@@ -112,7 +120,8 @@ async def run_demo(workdir: Path) -> int:
     replayed = [r for r in second if r["provenance"] == "replay"]
     same = all(a["answer"] == b["answer"] for a, b in zip(first, second) if b["provenance"] == "replay")
     simulated = [r for r in first + second if r["route"] == "sim"]
-    simulated_ok = len(simulated) == 2 and all(r["provenance"] == "sim" and "world model failed" not in json.dumps(r["answer"]) for r in simulated)
+    shell_real_ok = all(r["provenance"] == "real" for r in first + second if r["tool"] == "shell_exec" and r["route"] != "sim")
+    simulated_ok = shell_real_ok and len(simulated) == 4 and all(r["provenance"] == "sim" and "world model failed" not in json.dumps(r["answer"]) for r in simulated)
     shadow_ok = len(shadowed) == 2 and all(r["status"] == "complete" and r["divergence"] is not None for r in shadowed)
     ok = len(replayed) == 3 and same and simulated_ok and shadow_ok
     print("demo:", "ok" if ok else "UNEXPECTED ROUTES")

@@ -115,6 +115,8 @@ class Session:
     # How often each replay key has been called in this session: the n-th call
     # of a key replays the n-th recorded occurrence.
     occurrences: dict[str, int] = field(default_factory=dict)
+    # The route a stateful environment (channel, server) of this session is pinned to.
+    pinned: dict[tuple[str, str], Route] = field(default_factory=dict)
 
     @property
     def step(self) -> int:

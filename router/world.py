@@ -5,6 +5,7 @@ observation (tools and demonstrations come from the record store)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from router.config import Config
@@ -37,8 +38,21 @@ def build_engine(config: Config) -> Any:
 
 
 def build_simulator(config: Config, store: SQLiteStore, engine: Any) -> Any:
-    from backends.world_model.mcp_prompt import select_demonstrations
+    """One simulator for every channel; each channel's domain builds its prompts."""
     from backends.world_model.simulator import WorldModelSimulator
+
+    return WorldModelSimulator(
+        engine,
+        domains={"mcp": _mcp_domain(config, store), "shell": _terminal_domain(config, store), "browser": _web_domain(config, store)},
+        max_tokens=config.world_model.max_tokens,
+        context_tokens=config.world_model.context_tokens,
+        constrained_output=config.world_model.engine == "llama",
+    )
+
+
+def _mcp_domain(config: Config, store: SQLiteStore) -> Any:
+    from backends.world_model.mcp_domain import McpDomain
+    from backends.world_model.mcp_prompt import select_demonstrations
 
     wm = config.world_model
 
@@ -55,14 +69,63 @@ def build_simulator(config: Config, store: SQLiteStore, engine: Any) -> Any:
         rows = store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
         return select_demonstrations(rows, call.tool, call.arguments, wm.demonstrations)
 
-    return WorldModelSimulator(
-        engine,
+    return McpDomain(
         tools_for=tools_for,
         demonstrations_for=demonstrations_for,
         output_schema_for=output_schema_for,
-        max_tokens=wm.max_tokens,
-        context_tokens=wm.context_tokens,
         initial_state=wm.initial_state,
         simulation_instruction=wm.simulation_instruction,
-        constrained_output=wm.engine == "llama",
     )
+
+
+def _terminal_domain(config: Config, store: SQLiteStore) -> Any:
+    from backends.world_model.terminal_domain import TerminalDomain, select_shell_demonstrations
+
+    wm, shell = config.world_model, config.shell
+
+    def demonstrations_for(call: Call) -> list:
+        rows = store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
+        return select_shell_demonstrations(rows, str(call.arguments.get("command", "")), wm.demonstrations)
+
+    return TerminalDomain(
+        hostname=shell.hostname,
+        describe_workspace=lambda: describe_folder(config.shell_workspace),
+        demonstrations_for=demonstrations_for,
+        initial_state=wm.initial_state.get("shell"),
+        simulation_instruction=wm.simulation_instruction.get("shell"),
+        screen_lines=shell.screen_lines,
+        screen_chars=shell.screen_chars,
+    )
+
+
+def _web_domain(config: Config, store: SQLiteStore) -> Any:
+    from backends.world_model.web_domain import WebDomain, select_web_demonstrations
+
+    wm, browser = config.world_model, config.browser
+
+    def demonstrations_for(call: Call, current: Any) -> list:
+        rows = store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
+        return select_web_demonstrations(rows, call, current, wm.demonstrations)
+
+    return WebDomain(
+        demonstrations_for=demonstrations_for,
+        initial_state=wm.initial_state.get("browser"),
+        simulation_instruction=wm.simulation_instruction.get("browser"),
+        snapshot_max_chars=browser.snapshot_max_chars,
+        allowed_domains=browser.allowed_domains,
+    )
+
+
+def describe_folder(folder: Path | None, *, limit: int = 60) -> str:
+    """A listing of the session's initial workspace for the simulated terminal:
+    relative paths with sizes, the first `limit` entries."""
+    if folder is None or not folder.is_dir():
+        return ""
+    entries = []
+    for path in sorted(folder.rglob("*")):
+        if len(entries) == limit:
+            entries.append("…")
+            break
+        relative = path.relative_to(folder).as_posix()
+        entries.append(f"{relative}/" if path.is_dir() else f"{relative} ({path.stat().st_size} bytes)")
+    return "\n".join(entries)

@@ -85,4 +85,7 @@ with zipfile.ZipFile(wheel) as zf:
 PY
   rm -rf "$tmp"
 fi
+# --- the shell sandbox image (built locally: no registry needed) ------------------
+./scripts/build-images.sh
+
 say "ready: $ROOT/.venv (python $(.venv/bin/python -c 'import platform; print(platform.python_version())'))"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import free_port, simroute_executable, write_config
+from kit import free_port, sandboxes, simroute_executable, write_config
 
 
 @pytest.fixture
@@ -62,3 +62,14 @@ def simroute_http(tmp_path: Path) -> Iterator:
             server.process.wait(10)
         except subprocess.TimeoutExpired:
             server.process.kill()
+
+
+@pytest.fixture
+def no_sandbox_left_behind() -> Iterator[None]:
+    """Fails the test if a shell sandbox it started is still there after it."""
+    before = {c.id for c in sandboxes()}
+    yield
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and {c.id for c in sandboxes()} - before:
+        time.sleep(0.2)
+    assert not {c.id for c in sandboxes()} - before, "a sandbox container was left behind"

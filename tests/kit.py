@@ -39,7 +39,10 @@ def toolbox_server() -> dict:
 
 
 def write_config(directory: Path, **sections) -> Path:
-    config = {"store": {"path": str(directory / "records.db")}, **sections}
+    """A config file in `directory`. simroute's own channels (shell, browser) are off
+    unless a test asks for them: the shell's warm pool would start Docker sandboxes for
+    every launch, and their tools would crowd the upstream tool lists tests compare."""
+    config = {"store": {"path": str(directory / "records.db")}, "shell": {"enabled": False}, "browser": {"enabled": False}, **sections}
     path = directory / "simroute.yaml"
     # JSON is YAML: no quoting surprises for paths and patterns.
     path.write_text(json.dumps(config, indent=2))
@@ -54,8 +57,21 @@ def free_port() -> int:
 
 def stdio_client(config: Path, **client_kwargs) -> Client:
     """A real MCP client that launches `simroute mcp --config` over stdio."""
-    transport = StdioTransport(command=simroute_executable(), args=["mcp", "--config", str(config)], keep_alive=False)
+    transport = StdioTransport(command=simroute_executable(), args=["mcp", "--config", str(config)], env=_child_environment(), keep_alive=False)
     return Client(transport, **client_kwargs)
+
+
+def _child_environment() -> dict[str, str]:
+    """What an MCP client passes a server (a few safe variables), plus PYTHONPATH when
+    set: a checkout other than the installed one (a worktree) is then the code tested."""
+    import os
+
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment()
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
 
 
 def meta_of(result) -> dict:
@@ -71,3 +87,13 @@ def model_path() -> Path:
     if not path.is_file():
         raise RuntimeError(f"world model {path} is missing: run scripts/setup.sh")
     return path
+
+
+SANDBOX_LABEL = "org.simroute.sandbox"
+
+
+def sandboxes() -> list:
+    """simroute's shell sandbox containers on the local Docker engine."""
+    import docker
+
+    return docker.from_env().containers.list(all=True, filters={"label": SANDBOX_LABEL})

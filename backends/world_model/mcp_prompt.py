@@ -15,6 +15,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from backends.world_model.prompt import CLOSING as PROMPT_CLOSING
+from backends.world_model.prompt import OMITTED, assemble, cut_to_fit, omit_oldest, render_observation, size
+
 Action = dict[str, Any]  # {"name": ..., "arguments": {...}}
 Example = tuple[Action, str]  # (action, observation text)
 
@@ -24,20 +27,12 @@ TASK = (
     "with values consistent with everything returned earlier in this session. Invalid arguments get "
     "the error the real server would give."
 )
-CLOSING = (
-    "Think about what the real server would return for this action, then write the observation "
-    "itself inside <predicted_observation></predicted_observation>, in the server's native format."
-)
-OMITTED = "[{count} earlier turns omitted]"
+CLOSING = PROMPT_CLOSING.format(what="server")
 
 
 def render_action(action: Action, turn: int) -> str:
     body = json.dumps({"name": action["name"], "arguments": action.get("arguments", {})}, indent=2, ensure_ascii=False)
     return f"### Turn {turn}\n**Action:**\n```json\n{body}\n```"
-
-
-def render_observation(observation: str) -> str:
-    return f"**Environment Observation:**\n{observation}"
 
 
 def build_system(
@@ -100,67 +95,33 @@ def build_mcp_messages(
     """The chat messages for one simulated MCP call, fitted to `budget_tokens`:
     first the other tools' definitions shrink, then the oldest turns go (with a marker)."""
     turns = list(history)
+
+    def render_turn(index: int, number: int) -> tuple[str, str]:
+        past_action, observation = turns[index]
+        return render_action(past_action, number), render_observation(observation)
+
+    def final_with(examples: Sequence[Example]):
+        return lambda number: build_final_turn(action, number, examples)
+
     for level in range(4):
         system = build_system(server, trim_tools(tools, action["name"], level), initial_state=initial_state, simulation_instruction=simulation_instruction)
-        messages = _assemble(system, turns, action, demonstrations, omitted=0)
-        if budget_tokens is None or _size(messages, count_tokens) <= budget_tokens:
+        messages = assemble(system, len(turns), render_turn, final_with(demonstrations), omitted=0)
+        if budget_tokens is None or size(messages, count_tokens) <= budget_tokens:
             return messages
-    # Oldest turns go in chunks, not one per step: a window sliding by one turn
-    # would change the first history message at every step, and the engine would
-    # re-read the whole history each time. Omitting a multiple of a chunk keeps the
-    # prefix byte-identical until the next chunk has to go.
-    needed = next((k for k in range(1, len(turns) + 1) if _fits(system, turns[k:], action, demonstrations, k, budget_tokens, count_tokens)), len(turns))
-    chunk = _chunk(len(turns) - needed)
-    omitted = min(len(turns), -(-needed // chunk) * chunk)
-    kept = turns[omitted:]
-    messages = _assemble(system, kept, action, demonstrations, omitted=omitted)
-    if _size(messages, count_tokens) <= budget_tokens:
+    messages, omitted = omit_oldest(system, len(turns), render_turn, final_with(demonstrations), budget_tokens=budget_tokens, count_tokens=count_tokens)
+    if size(messages, count_tokens) <= budget_tokens:
         return messages
     # Even with no history it does not fit: fewer demonstrations (the best, last,
     # stays), then the best one cut short.
     examples = list(demonstrations)
-    while len(examples) > 1 and _size(messages, count_tokens) > budget_tokens:
+    while len(examples) > 1 and size(messages, count_tokens) > budget_tokens:
         examples.pop(0)
-        messages = _assemble(system, kept, action, examples, omitted=omitted)
-    if examples and _size(messages, count_tokens) > budget_tokens:
+        messages = assemble(system, len(turns), render_turn, final_with(examples), omitted=omitted)
+    if examples and size(messages, count_tokens) > budget_tokens:
         example_action, text = examples[-1]
-        excess = _size(messages, count_tokens) - budget_tokens
-        keep = max(0, len(text) - int(excess * len(text) / max(1, count_tokens(text))) - 64)
-        examples[-1] = (example_action, text[:keep] + f"\n[{len(text) - keep} characters cut]")
-        messages = _assemble(system, kept, action, examples, omitted=omitted)
+        examples[-1] = (example_action, cut_to_fit(text, size(messages, count_tokens) - budget_tokens, count_tokens))
+        messages = assemble(system, len(turns), render_turn, final_with(examples), omitted=omitted)
     return messages  # the engine reports the overflow if even this does not fit
-
-
-def _fits(system: str, turns: Sequence[Example], action: Action, demonstrations: Sequence[Example], omitted: int, budget: int, count_tokens: Callable[[str], int]) -> bool:
-    return _size(_assemble(system, turns, action, demonstrations, omitted=omitted), count_tokens) <= budget
-
-
-def _chunk(kept_turns: int) -> int:
-    """Turns dropped at once: half of what fits or a little less (a power of two,
-    so it stays the same from step to step while turn sizes wobble)."""
-    half = max(1, kept_turns // 2)
-    return 1 << (half.bit_length() - 1)
-
-
-def _assemble(system: str, turns: Sequence[Example], action: Action, demonstrations: Sequence[Example], *, omitted: int) -> list[dict[str, str]]:
-    messages = [{"role": "system", "content": system}]
-    first_turn = omitted + 1
-    for index, (past_action, observation) in enumerate(turns):
-        content = render_action(past_action, first_turn + index)
-        if index == 0 and omitted:
-            content = OMITTED.format(count=omitted) + "\n\n" + content
-        messages.append({"role": "user", "content": content})
-        messages.append({"role": "assistant", "content": render_observation(observation)})
-    final = build_final_turn(action, first_turn + len(turns), demonstrations)
-    if omitted and not turns:
-        final = OMITTED.format(count=omitted) + "\n\n" + final
-    messages.append({"role": "user", "content": final})
-    return messages
-
-
-def _size(messages: Sequence[dict[str, str]], count_tokens: Callable[[str], int]) -> int:
-    # A few tokens per message for the chat template's role markers.
-    return sum(count_tokens(m["content"]) + 8 for m in messages)
 
 
 def select_demonstrations(records: Sequence[dict[str, Any]], tool: str, arguments: dict[str, Any], k: int) -> list[Example]:

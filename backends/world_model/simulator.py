@@ -1,4 +1,7 @@
-"""The simulated side of an MCP call: session history in, predicted observation out.
+"""The simulated side of any call: session history in, predicted observation out.
+
+One simulator serves every channel; the call's channel picks the domain (MCP,
+Terminal, Web, HTTP) that builds the prompt and shapes the answer.
 
 Never raises for a model failure: a timeout, an overflow, an empty or invalid
 answer, a missing model or a down server each become an error observation
@@ -7,14 +10,13 @@ tagged `sim` that names the cause.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from backends.world_model.domain import Domain
 from backends.world_model.engine import WorldModelEngine, WorldModelError
-from backends.world_model.mcp_prompt import Example, build_mcp_messages
 from backends.world_model.parse import InvalidPrediction, parse_json_prediction, parse_prediction
 from router.types import Call, Observation, Provenance, Session
 
@@ -26,48 +28,39 @@ class WorldModelSimulator:
         self,
         engine: WorldModelEngine,
         *,
-        tools_for: Callable[[str], list[dict[str, Any]]],
-        demonstrations_for: Callable[[Call], list[Example]],
-        output_schema_for: Callable[[str, str], dict[str, Any] | None],
-        max_tokens: int = 256,
+        domains: Mapping[str, Domain],
+        max_tokens: int | Mapping[str, int] = 256,
         context_tokens: int = 4096,
-        initial_state: Mapping[str, str] | None = None,
-        simulation_instruction: Mapping[str, str] | None = None,
         constrained_output: bool = True,
     ) -> None:
         self.engine = engine
-        self.tools_for = tools_for
-        self.demonstrations_for = demonstrations_for
-        self.output_schema_for = output_schema_for
-        self.max_tokens = max_tokens
+        self.domains = dict(domains)
+        # Per channel where observations differ in size (a page snapshot is longer than a tool result).
+        self._max_tokens = max_tokens
         self.context_tokens = context_tokens
-        self.initial_state = dict(initial_state or {})
-        self.simulation_instruction = dict(simulation_instruction or {})
         # In-process engines enforce the output schema by grammar; endpoint models
         # are validated and asked once more.
         self.constrained_output = constrained_output
 
+    def max_tokens_for(self, channel: str) -> int:
+        if isinstance(self._max_tokens, Mapping):
+            return self._max_tokens.get(channel) or self._max_tokens.get("default", 256)
+        return self._max_tokens
+
     def messages_for(self, call: Call, session: Session) -> list[dict[str, Any]]:
-        history = [
-            ({"name": turn.call.tool, "arguments": turn.call.arguments}, turn.observation.text)
-            for turn in session.history
-            if turn.call.channel == call.channel and turn.call.server == call.server
-        ]
-        return build_mcp_messages(
-            server=call.server,
-            tools=self.tools_for(call.server),
-            history=history,
-            action={"name": call.tool, "arguments": call.arguments},
-            demonstrations=self.demonstrations_for(call),
-            initial_state=self.initial_state.get(call.server),
-            simulation_instruction=self.simulation_instruction.get(call.server),
-            budget_tokens=self.context_tokens - self.max_tokens,
-            count_tokens=self.engine.count_tokens,
-        )
+        domain = self.domains[call.channel]
+        budget = self.context_tokens - self.max_tokens_for(call.channel)
+        return domain.messages(call, session, budget_tokens=budget, count_tokens=self.engine.count_tokens)
 
     async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
         started = time.monotonic()
-        schema = self.output_schema_for(call.server, call.tool)
+        domain = self.domains.get(call.channel)
+        if domain is None:
+            return Observation.error(f"simroute: no world-model domain simulates the {call.channel!r} channel", Provenance.SIM)
+        refusal = domain.refusal(call, session)
+        if refusal is not None:
+            return Observation.error(refusal, Provenance.SIM, time.monotonic() - started)
+        schema = domain.output_schema(call)
         attempts = 1 if schema is None or self.constrained_output else 2
         try:
             await self.engine.start()
@@ -78,25 +71,21 @@ class WorldModelSimulator:
                     messages,
                     session_id=session.id,
                     deadline_s=remaining,
-                    max_tokens=self.max_tokens,
+                    max_tokens=self.max_tokens_for(call.channel),
                     json_schema=schema,
                     background=background,
                 )
                 try:
-                    return self._observation(completion.text, schema, time.monotonic() - started)
+                    prediction = parse_prediction(completion.text) if schema is None else parse_json_prediction(completion.text, schema)
                 except InvalidPrediction:
                     if attempt + 1 == attempts:
                         raise
                     log.info("invalid structured prediction for %s.%s; asking once more", call.server, call.tool)
+                    continue
+                observation = domain.observation(call, prediction)
+                observation.provenance = Provenance.SIM
+                observation.latency_s = time.monotonic() - started
+                return observation
         except WorldModelError as exc:
             return Observation.error(f"simroute: world model failed: {exc}", Provenance.SIM, time.monotonic() - started)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    @staticmethod
-    def _observation(text: str, schema: dict[str, Any] | None, latency_s: float) -> Observation:
-        if schema is None:
-            return Observation([{"type": "text", "text": parse_prediction(text)}], Provenance.SIM, latency_s=latency_s)
-        structured = parse_json_prediction(text, schema)
-        # MCP servers send structured results as a JSON text block too.
-        block = {"type": "text", "text": json.dumps(structured, indent=2, ensure_ascii=False)}
-        return Observation([block], Provenance.SIM, structured=structured, latency_s=latency_s)

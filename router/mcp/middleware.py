@@ -19,9 +19,11 @@ from jsonschema.exceptions import SchemaError
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
+from backends.errors import BackendUnavailable
 from backends.mcp_upstream import UpstreamError
 from router.app import Runtime
 from router.mcp.identity import agent_session_id
+from router.mcp.local_tools import LocalTool
 from router.mcp.provider import SnapshotProxyProvider
 from router.mcp.results import observation_from_result, result_from_observation
 from router.sessions import SessionLimitError
@@ -50,10 +52,18 @@ class ToolNames:
 
 
 class RoutingMiddleware(Middleware):
-    def __init__(self, runtime: Runtime, names: ToolNames, providers: Mapping[str, SnapshotProxyProvider]) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        names: ToolNames,
+        providers: Mapping[str, SnapshotProxyProvider],
+        local: Mapping[str, LocalTool] | None = None,
+    ) -> None:
         self.runtime = runtime
         self.names = names
         self.providers = providers
+        # simroute's own tools (shell, browser) by name; they win over an upstream's tool of the same name.
+        self.local = dict(local or {})
         self._validators: dict[tuple[str, int], Draft202012Validator | None] = {}
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult]) -> ToolResult:
@@ -61,18 +71,22 @@ class RoutingMiddleware(Middleware):
         assert ctx is not None
         name = context.message.name
         arguments = dict(context.message.arguments or {})
-        target = self.names.split(name)
-        tool = await self._tool(ctx, name, target)
-        if target is None or tool is None:
-            raise NotFoundError(f"Unknown tool: {name!r}")
-        server, upstream_tool = target
+        local = self.local.get(name)
+        if local is not None:
+            channel, server, upstream_tool, tool = local.channel, local.server, name, local.tool
+        else:
+            target = self.names.split(name)
+            found = await self._tool(ctx, name, target)
+            if target is None or found is None:
+                raise NotFoundError(f"Unknown tool: {name!r}")
+            channel, (server, upstream_tool), tool = "mcp", target, found
 
         session_id = agent_session_id(ctx)
         try:
             session = self.runtime.sessions.get(session_id)
         except SessionLimitError as exc:
             return _refusal(str(exc))
-        call = Call("mcp", server, upstream_tool, arguments, session.id)
+        call = Call(channel, server, upstream_tool, arguments, session.id)
 
         problem = self._schema_problem(name, tool, arguments)
         if problem is not None:
@@ -88,11 +102,14 @@ class RoutingMiddleware(Middleware):
             except Exception as exc:
                 if (start_failure := _cause_of_type(exc, UpstreamError)) is not None:
                     return Observation.error(f"simroute: {start_failure}", Provenance.NONE, time.perf_counter() - started)
+                if (missing := _cause_of_type(exc, BackendUnavailable)) is not None:  # e.g. no Docker engine for the shell
+                    return Observation.error(f"simroute: {missing}", Provenance.NONE, time.perf_counter() - started)
                 if isinstance(exc, MCPError):  # the upstream answered with a protocol error (e.g. invalid params)
                     return Observation.error(f"upstream {server!r} error: {exc}", Provenance.REAL, time.perf_counter() - started)
                 # The upstream broke mid-call: report it, start a new one next time.
                 log.warning("upstream %r failed on %r: %r", server, upstream_tool, exc)
-                await self.runtime.upstreams.discard(session.id, server)
+                if local is None:
+                    await self.runtime.upstreams.discard(session.id, server)
                 return Observation.error(
                     f"simroute: upstream {server!r} failed while calling {upstream_tool!r}: {type(exc).__name__}: {exc}",
                     Provenance.NONE,
@@ -101,7 +118,8 @@ class RoutingMiddleware(Middleware):
             upstream.append(result)
             return observation_from_result(result, latency_s=time.perf_counter() - started)
 
-        outcome = await self.runtime.engine.handle(call, session, real, note=self._schema_change_note(server))
+        note = self._schema_change_note(server) if local is None else ""
+        outcome = await self.runtime.engine.handle(call, session, real, note=note)
         return result_from_observation(outcome.observation, outcome.record, upstream=upstream[0] if upstream else None)
 
     async def _tool(self, ctx: Any, name: str, target: tuple[str, str] | None) -> Tool | None:

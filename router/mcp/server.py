@@ -14,9 +14,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND
 
 from router.app import Runtime
+from router.browser_tools import browser_tools
 from router.mcp.identity import agent_session_id
+from router.mcp.local_tools import LocalTool
 from router.mcp.middleware import RoutingMiddleware, ToolNames
 from router.mcp.provider import SnapshotProxyProvider
+from router.shell_tools import shell_tools
 
 INSTRUCTIONS = (
     "simroute routes each tool call to the real server, a world model, or recorded replays. "
@@ -47,9 +50,22 @@ def build_server(runtime: Runtime) -> FastMCP:
     for upstream, provider in providers.items():
         server.add_provider(provider, namespace=upstream if names.prefixed else "")
     runtime.upstreams.on_list_changed.append(lambda upstream, kind: providers[upstream].forget(kind))
-    server.add_middleware(RoutingMiddleware(runtime, names, providers))
+    local = {entry.tool.name: entry for entry in local_tools(runtime)}
+    for entry in local.values():
+        server.add_tool(entry.tool)
+    server.add_middleware(RoutingMiddleware(runtime, names, providers, local))
     _advertise_handshake_era_only(server)
     return server
+
+
+def local_tools(runtime: Runtime) -> list[LocalTool]:
+    """simroute's own tools, per enabled channel."""
+    tools: list[LocalTool] = []
+    if runtime.shell is not None:
+        tools += shell_tools(runtime.shell, runtime.config.shell)
+    if runtime.browser is not None:
+        tools += browser_tools(runtime.browser)
+    return tools
 
 
 def _upstream_client_factory(runtime: Runtime, upstream: str):

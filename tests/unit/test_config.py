@@ -54,3 +54,28 @@ def test_missing_file(tmp_path):
 def test_per_server_timeout_overrides_default():
     config = parse_config("call_timeout_s: 5\nmcpServers:\n  a: {command: x, timeout: 0.5}\n  b: {command: y}\n")
     assert config.timeout_for("a") == 0.5 and config.timeout_for("b") == 5
+
+
+def test_may_run_real_sees_the_mode_and_the_rules_of_a_channel():
+    from router.config import parse_config
+
+    assert parse_config("mode: real").may_run_real("shell")
+    assert not parse_config("mode: sim").may_run_real("shell")
+    with_rule = "mode: sim\nrules:\n  - {match: {channel: shell}, route: real}\n"
+    assert parse_config(with_rule).may_run_real("shell") and not parse_config(with_rule).may_run_real("browser")
+    assert parse_config("mode: sim\nrules:\n  - {match: {tool: x}, route: shadow}\n").may_run_real("shell")
+
+
+def test_shell_section_is_validated_and_reserves_its_name():
+    import pytest
+
+    from router.config import ConfigError, parse_config
+
+    assert parse_config("shell: {pool_size: 0, limits: {pids: 64}}").shell.limits.pids == 64
+    with pytest.raises(ConfigError, match="shell.pool_size"):
+        parse_config("shell: {pool_size: -1}")
+    with pytest.raises(ConfigError, match="taken by simroute's shell tools"):
+        parse_config("mcpServers:\n  shell: {command: x}\n")
+    assert parse_config("shell: {enabled: false}\nmcpServers:\n  shell: {command: x}\n").upstreams
+    assert parse_config("shell: {default_timeout_s: 5, max_timeout_s: 60}").shell.command_timeout(600) == 60
+    assert parse_config("shell: {default_timeout_s: 5}").shell.command_timeout(None) == 5

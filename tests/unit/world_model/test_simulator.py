@@ -4,6 +4,7 @@ clear error observation tagged sim, never an exception or an empty success."""
 import pytest
 
 from backends.world_model.engine import Completion, ContextOverflow, ModelUnavailable, WorldModelTimeout
+from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
 from router.types import Call, Observation, Provenance, Session, Turn
 
@@ -33,13 +34,12 @@ class ScriptedEngine:
 
 
 def simulator(engine, *, schema=None, constrained=True):
-    return WorldModelSimulator(
-        engine,
+    domain = McpDomain(
         tools_for=lambda server: [{"name": "t", "description": "a tool"}],
         demonstrations_for=lambda call: [],
         output_schema_for=lambda server, tool: schema,
-        constrained_output=constrained,
     )
+    return WorldModelSimulator(engine, domains={"mcp": domain}, constrained_output=constrained)
 
 
 CALL = Call("mcp", "srv", "t", {"x": 1}, "s")
@@ -107,3 +107,19 @@ async def test_priority_lock_serves_the_agent_before_background_work():
     lock.release()
     await asyncio.gather(*tasks)
     assert order == ["agent", "shadow-1", "shadow-2"]
+
+
+async def test_a_channel_without_a_domain_is_a_clear_sim_error():
+    observation = await simulator(ScriptedEngine()).simulate(Call("fax", "srv", "send", {}, "s"), Session("s"), deadline_s=5)
+    assert observation.is_error and observation.provenance is Provenance.SIM and "'fax' channel" in observation.text
+
+
+async def test_a_domain_refusal_answers_without_the_model():
+    class Refusing(McpDomain):
+        def refusal(self, call, session):
+            return "no such element"
+
+    engine = ScriptedEngine()
+    domain = Refusing(tools_for=lambda s: [], demonstrations_for=lambda c: [], output_schema_for=lambda s, t: None)
+    observation = await WorldModelSimulator(engine, domains={"mcp": domain}).simulate(CALL, Session("s"), deadline_s=5)
+    assert observation.is_error and observation.text == "no such element" and engine.seen == []

@@ -1,0 +1,6 @@
+"""The browser channel's real side: Playwright driving Debian's Chromium.
+
+`page_state` holds the text form of a page (shared with the Web world-model
+domain, so real and simulated observations have one shape); `session` is one
+agent session's browser context; `pool` owns the Chromium process.
+"""

@@ -1,0 +1,81 @@
+"""The message layout every domain shares, fitted to the model's context.
+
+system  = the domain's simulation context
+then    = (user action, assistant observation) per earlier step, oldest first
+last    = the current action with the closing instruction
+
+When the turns do not fit, the oldest go in chunks with a marker. A window
+sliding by one turn would change the first history message at every step and
+the engine would re-read the whole history each time; omitting a multiple of a
+chunk keeps the prefix byte-identical until the next chunk has to go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+OMITTED = "[{count} earlier turns omitted]"
+MARKER = "**Environment Observation:**"
+CLOSING = (
+    "Think about what the real {what} would return for this action, then write the observation "
+    "itself inside <predicted_observation></predicted_observation>, in the {what}'s native format."
+)
+
+CountTokens = Callable[[str], int]
+# (user text, assistant text) of turn `number` (1-based)
+RenderTurn = Callable[[int, int], tuple[str, str]]
+# the final user message for turn `number`
+RenderFinal = Callable[[int], str]
+
+
+def render_observation(observation: str) -> str:
+    return f"{MARKER}\n{observation}"
+
+
+def assemble(system: str, turns: int, render_turn: RenderTurn, render_final: RenderFinal, *, omitted: int) -> list[dict[str, str]]:
+    """Messages with the first `omitted` of `turns` earlier turns left out."""
+    messages = [{"role": "system", "content": system}]
+    for index in range(omitted, turns):
+        user, assistant = render_turn(index, index + 1)
+        if index == omitted and omitted:
+            user = OMITTED.format(count=omitted) + "\n\n" + user
+        messages.append({"role": "user", "content": user})
+        messages.append({"role": "assistant", "content": assistant})
+    final = render_final(turns + 1)
+    if omitted and omitted == turns:
+        final = OMITTED.format(count=omitted) + "\n\n" + final
+    messages.append({"role": "user", "content": final})
+    return messages
+
+
+def omit_oldest(system: str, turns: int, render_turn: RenderTurn, render_final: RenderFinal, *, budget_tokens: int, count_tokens: CountTokens) -> tuple[list[dict[str, str]], int]:
+    """The messages with as few oldest turns omitted as fit, rounded up to a chunk;
+    and how many were omitted. May still exceed the budget with every turn gone."""
+
+    def fits(omitted: int) -> bool:
+        return size(assemble(system, turns, render_turn, render_final, omitted=omitted), count_tokens) <= budget_tokens
+
+    needed = next((k for k in range(0, turns + 1) if fits(k)), turns)
+    if needed == 0:
+        return assemble(system, turns, render_turn, render_final, omitted=0), 0
+    chunk = _chunk(turns - needed)
+    omitted = min(turns, -(-needed // chunk) * chunk)
+    return assemble(system, turns, render_turn, render_final, omitted=omitted), omitted
+
+
+def _chunk(kept_turns: int) -> int:
+    """Turns dropped at once: half of what fits or a little less (a power of two,
+    so it stays the same from step to step while turn sizes wobble)."""
+    half = max(1, kept_turns // 2)
+    return 1 << (half.bit_length() - 1)
+
+
+def size(messages: Sequence[dict[str, str]], count_tokens: CountTokens) -> int:
+    # A few tokens per message for the chat template's role markers.
+    return sum(count_tokens(m["content"]) + 8 for m in messages)
+
+
+def cut_to_fit(text: str, excess_tokens: int, count_tokens: CountTokens, *, what: str = "characters") -> str:
+    """`text` shortened by about `excess_tokens`, with a marker saying how much went."""
+    keep = max(0, len(text) - int(excess_tokens * len(text) / max(1, count_tokens(text))) - 64)
+    return text[:keep] + f"\n[{len(text) - keep} {what} cut]"

@@ -1,0 +1,172 @@
+"""The Terminal domain: shell commands as keystrokes, terminal screens as observations.
+
+Action      = a JSON array of keystrokes, e.g. [{"keystrokes": "ls -la\\n", "duration": 30}]
+Observation = the screen after it: the command's echo, its output and the next
+              prompt, which shows the exit status: `[0] agent@sandbox:/workspace$`
+Initial     = the first turn's **Current State** is the empty prompt; the system
+              message describes OS, user, working directory and workspace files.
+
+A prediction becomes a `ShellResult` like the real sandbox's: the exit code and
+working directory are read from the predicted prompt line, and are unknown
+(None) when the model did not show them, never invented.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from backends.shell.screen import ShellResult, trim_screen
+from backends.world_model.domain import CountTokens
+from backends.world_model.prompt import CLOSING, assemble, omit_oldest, render_observation, size
+from router.types import Call, Observation, Provenance, Session
+
+TASK = (
+    "You are a Linux terminal: a bash shell in a Debian sandbox. An AI agent types commands. "
+    "For each action, predict exactly the screen the terminal shows next: the command's output as "
+    "the real programs print it, then the next prompt. The prompt starts with the exit status of the "
+    "command in brackets, then user@host:directory$. Stay consistent with everything shown earlier "
+    "in this session: files created, the working directory, environment variables."
+)
+_PROMPT_LINE = re.compile(r"^\s*(?:\[(-?\d+)\]\s*)?([\w.-]+)@([\w.-]+):(.*?)\$\s*$")
+
+Example = tuple[str, ShellResult]  # (command, result)
+
+
+class TerminalDomain:
+    def __init__(
+        self,
+        *,
+        user: str = "agent",
+        hostname: str = "sandbox",
+        home_cwd: str = "/workspace",
+        describe_workspace: Callable[[], str] = lambda: "",
+        demonstrations_for: Callable[[Call], list[Example]] = lambda call: [],
+        initial_state: str | None = None,
+        simulation_instruction: str | None = None,
+        screen_lines: int = 200,
+        screen_chars: int = 16000,
+    ) -> None:
+        self.user, self.hostname, self.home_cwd = user, hostname, home_cwd
+        self.describe_workspace = describe_workspace
+        self.demonstrations_for = demonstrations_for
+        self.initial_state = initial_state
+        self.simulation_instruction = simulation_instruction
+        self.screen_lines, self.screen_chars = screen_lines, screen_chars
+
+    # --- the prompt ------------------------------------------------------------------
+
+    def prompt(self, cwd: str | None, exit_code: int | None = None) -> str:
+        status = f"[{exit_code}] " if exit_code is not None else ""
+        return f"{status}{self.user}@{self.hostname}:{cwd or self.home_cwd}$ "
+
+    def screen(self, command: str, result: ShellResult) -> str:
+        """What the terminal shows after `command`: echo, output, next prompt."""
+        output = result.output.rstrip("\n")
+        lines = [command.rstrip("\n")] + ([output] if output else [])
+        if result.timed_out:
+            lines.append("^C")
+            code = 130
+        else:
+            code = result.exit_code
+        lines.append(self.prompt(result.cwd, code).rstrip())
+        return "\n".join(lines)
+
+    def system(self) -> str:
+        parts = [TASK, "## Action space\nEach action is a JSON array of keystrokes typed into the terminal: "
+                 '[{"keystrokes": "<text, ending with \\n to run it>", "duration": <seconds to wait>}].']
+        state = [f"OS: Debian GNU/Linux 13 (trixie), bash 5, coreutils, python3, git. User: {self.user} (uid 1000, not root). "
+                 f"Host: {self.hostname}. Working directory: {self.home_cwd}. No network access. The root filesystem is "
+                 f"read-only; {self.home_cwd}, /tmp and the home directory are writable."]
+        listing = self.describe_workspace()
+        if listing:
+            state.append(f"Files in {self.home_cwd}:\n{listing}")
+        if self.initial_state:
+            state.append(self.initial_state.strip())
+        parts.append("## Initial state\n" + "\n\n".join(state))
+        if self.simulation_instruction:
+            parts.append("## Simulation instruction\n" + self.simulation_instruction.strip())
+        return "\n\n".join(parts)
+
+    def render_action(self, command: str, timeout_s: Any, number: int) -> str:
+        keys = json.dumps([{"keystrokes": command.rstrip("\n") + "\n", "duration": timeout_s or 30}], ensure_ascii=False)
+        head = f"### Turn {number}\n"
+        if number == 1:
+            head += f"**Current State:**\n{self.prompt(None).rstrip()}\n\n"
+        return head + f"**Action:**\n```json\n{keys}\n```"
+
+    def messages(self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens) -> list[dict[str, str]]:
+        turns = [
+            (turn.call.arguments.get("command", ""), turn.call.arguments.get("timeout_s"), ShellResult.from_structured(turn.observation.structured or {"output": turn.observation.text}))
+            for turn in session.history
+            if turn.call.channel == call.channel and turn.call.server == call.server
+        ]
+        demonstrations = self.demonstrations_for(call)
+
+        def render_turn(index: int, number: int) -> tuple[str, str]:
+            command, timeout_s, result = turns[index]
+            return self.render_action(command, timeout_s, number), render_observation(self.screen(command, result))
+
+        def render_final(number: int) -> str:
+            parts = []
+            if demonstrations:
+                parts.append("Real screens this terminal showed for similar commands in other sessions:")
+                for command, result in demonstrations:
+                    parts.append(f"**Example command:** `{command}`\n" + render_observation(self.screen(command, result)))
+            parts.append(self.render_action(call.arguments.get("command", ""), call.arguments.get("timeout_s"), number))
+            parts.append(CLOSING.format(what="terminal"))
+            return "\n\n".join(parts)
+
+        system = self.system()
+        messages = assemble(system, len(turns), render_turn, render_final, omitted=0)
+        if size(messages, count_tokens) <= budget_tokens:
+            return messages
+        messages, _ = omit_oldest(system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens)
+        return messages
+
+    # --- the answer --------------------------------------------------------------------
+
+    def refusal(self, call: Call, session: Session) -> str | None:
+        return None
+
+    def output_schema(self, call: Call) -> dict[str, Any] | None:
+        return None  # a screen is native text
+
+    def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
+        result = self.parse_screen(call.arguments.get("command", ""), str(prediction))
+        return Observation([{"type": "text", "text": result.text()}], Provenance.SIM, is_error=result.is_error, structured=result.structured())
+
+    def parse_screen(self, command: str, screen: str) -> ShellResult:
+        lines = screen.replace("\r\n", "\n").strip("\n").split("\n")
+        # The echo of the command (alone, or after a prompt) is not output.
+        first = lines[0].strip() if lines else ""
+        typed = command.strip()
+        if typed and (first == typed or (first.endswith("$ " + typed) and _PROMPT_LINE.match(first[: -len(typed)]))):
+            lines = lines[1:]
+        exit_code = cwd = None
+        if lines and (match := _PROMPT_LINE.match(lines[-1])):
+            exit_code = int(match.group(1)) if match.group(1) is not None else None
+            cwd = match.group(4).strip() or None
+            lines = lines[:-1]
+        output, truncated = trim_screen("\n".join(lines), max_lines=self.screen_lines, max_chars=self.screen_chars)
+        return ShellResult(output, exit_code, cwd, truncated=truncated)
+
+
+def select_shell_demonstrations(rows: Sequence[Mapping[str, Any]], command: str, k: int) -> list[Example]:
+    """Recorded real results of the same command (or the same program), best last."""
+    if k <= 0:
+        return []
+    program = command.split()[0] if command.split() else ""
+    scored = []
+    for row in rows:
+        observation = row.get("observation") or {}
+        past = (row.get("arguments") or {}).get("command", "")
+        if observation.get("is_error") or not observation.get("structured") or not past:
+            continue
+        score = 2 if past == command else 1 if past.split()[:1] == [program] else 0
+        if score:
+            scored.append((score, len(scored), past, ShellResult.from_structured(observation["structured"])))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    return [(past, result) for _, _, past, result in scored[-k:]]

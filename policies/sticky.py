@@ -1,0 +1,39 @@
+"""Stateful environments keep their side for the whole session.
+
+A shell or a browser holds state (files, cwd, the open page): hopping between a
+real sandbox and a simulated one would show the agent two different worlds. The
+first route the wrapped policies choose for a session's (channel, server) is
+pinned in the session and answers from then on. Rules run before this policy
+and are not pinned: a rule may still send, say, read-only commands to the world
+model (which is given the real history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from policies.base import Policy
+from router.types import Call, Decision, Route, Session
+
+STATEFUL_CHANNELS = frozenset({"shell", "browser"})
+_PINNABLE = frozenset({Route.REAL, Route.SIM, Route.SHADOW})
+
+
+class StickyPolicy:
+    name = "sticky"
+
+    def __init__(self, inner: Sequence[Policy], *, channels: Iterable[str] = STATEFUL_CHANNELS) -> None:
+        self.inner = list(inner)
+        self.channels = frozenset(channels)
+
+    def decide(self, call: Call, session: Session) -> Decision | None:
+        key = (call.channel, call.server)
+        if call.channel in self.channels and (pinned := session.pinned.get(key)) is not None:
+            return Decision(pinned, self.name, f"this session's {call.channel} stays {pinned} (chosen at its first call)")
+        for policy in self.inner:
+            decision = policy.decide(call, session)
+            if decision is not None:
+                if call.channel in self.channels and decision.route in _PINNABLE:
+                    session.pinned[key] = decision.route
+                return decision
+        return None

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the shell sandbox image `simroute-sandbox:latest` from deploy/sandbox/Dockerfile.
+#
+# Its base, debian:trixie-slim, is pulled where a registry answers; where none
+# does (air-gapped machines, CI without a registry) the same Debian release is
+# built from Debian's packages with debootstrap and imported under that name,
+# so the one Dockerfile builds in both places. Idempotent: present images are kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BASE=debian:trixie-slim
+IMAGE=${SIMROUTE_SANDBOX_IMAGE:-simroute-sandbox:latest}
+SUITE=trixie
+PACKAGES=bash,coreutils,findutils,grep,sed,gawk,diffutils,procps,python3,git,curl,ca-certificates,less,file,tar,gzip,xz-utils,passwd
+say() { printf '\033[1mimages:\033[0m %s\n' "$*" >&2; }
+
+if ! docker info >/dev/null 2>&1; then
+  say "no Docker engine answers (docker info failed): the shell's real route will report it; simulated shells still work"
+  exit 0
+fi
+if docker image inspect "$IMAGE" >/dev/null 2>&1 && [ "${1:-}" != "--rebuild" ]; then
+  exit 0
+fi
+
+if ! docker image inspect "$BASE" >/dev/null 2>&1; then
+  if timeout 60 docker pull -q "$BASE" >/dev/null 2>&1; then
+    say "pulled $BASE"
+  else
+    # The mirror the machine already uses for its own packages.
+    mirror=$(grep -rhoE '^(URIs:|deb) *https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
+      | grep -oE 'https?://[^ ]+' | head -n1 || true)
+    mirror=${mirror:-http://deb.debian.org/debian}
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    rootfs=$(mktemp -d)
+    trap '$SUDO rm -rf "$rootfs"' EXIT
+    say "no registry: building $BASE from Debian packages ($SUITE from $mirror, ~1 minute)"
+    $SUDO debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$mirror" >/dev/null
+    # Trim what a slim image leaves out; apt lists would only go stale.
+    $SUDO rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/*
+    $SUDO tar -C "$rootfs" -c . | docker import --change 'CMD ["bash"]' - "$BASE" >/dev/null
+    say "imported $BASE"
+  fi
+fi
+say "building $IMAGE"
+log=$(mktemp)
+docker build -q -t "$IMAGE" deploy/sandbox >/dev/null 2>"$log" || { cat "$log" >&2; exit 1; }
+rm -f "$log"
+say "ready: $IMAGE"

@@ -1,0 +1,247 @@
+"""The shell channel through `simroute mcp` (stdio) with a real MCP client and
+the real Docker engine: persistence, deadlines, truncation, hardening, the pool,
+cleanup, bad input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from kit import meta_of, sandboxes, simroute_executable, stdio_client, toolbox_server
+
+pytestmark = pytest.mark.integration
+
+def shell_config(make_config, **shell):
+    return make_config(shell={"pool_size": 0, **shell})
+
+
+async def run(client, command, **arguments):
+    result = await client.call_tool("shell_exec", {"command": command, **arguments}, raise_on_error=False)
+    return result, result.structured_content or {}
+
+
+
+
+def container_id_seen_from_inside(out: dict) -> str:
+    # cgroup v1 paths name the container: /docker/<id>
+    for line in out["output"].splitlines():
+        if "/docker/" in line:
+            return line.rsplit("/docker/", 1)[1].strip()[:64]
+    raise AssertionError(f"no docker cgroup in {out['output']!r}")
+
+
+@pytest.fixture(autouse=True)
+def _no_sandbox_left(no_sandbox_left_behind):
+    yield
+
+
+async def test_offered_by_default_with_schema(tmp_path):
+    from kit import write_config
+
+    path = tmp_path / "simroute.yaml"
+    path.write_text(f'store: {{path: "{tmp_path / "r.db"}"}}\nshell: {{pool_size: 0}}\n')
+    async with stdio_client(path) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+    assert "shell_exec" in tools
+    assert tools["shell_exec"].input_schema["required"] == ["command"]
+    assert set(tools["shell_exec"].output_schema["properties"]) >= {"output", "exit_code", "cwd", "timed_out"}
+    disabled = write_config(tmp_path, shell={"enabled": False}, mcpServers={"toolbox": toolbox_server()})
+    async with stdio_client(disabled) as client:
+        assert "shell_exec" not in {t.name for t in await client.list_tools()}
+
+
+async def test_cwd_env_background_jobs_and_exit_codes_persist(make_config):
+    async with stdio_client(shell_config(make_config)) as client:
+        result, first = await run(client, "mkdir -p src && cd src && export GREETING=hi; sleep 60 &")
+        assert meta_of(result)["provenance"] == "real" and meta_of(result)["route"] == "real"
+        _, out = await run(client, "pwd; echo $GREETING")
+        assert out["output"].split() == ["/workspace/src", "hi"] and out["cwd"] == "/workspace/src"
+        _, out = await run(client, "jobs")
+        assert "sleep 60" in out["output"]
+        result, out = await run(client, "grep -q nothing /etc/hostname")
+        assert out["exit_code"] == 1 and not result.is_error  # a failing command is an answer, not a tool error
+        _, out = await run(client, "echo 'unclosed")
+        assert out["exit_code"] == 2 and "unexpected EOF" in out["output"]
+        _, out = await run(client, "cat")  # reads /dev/null: does not eat the next command
+        assert out["exit_code"] == 0
+        result, out = await run(client, "printf 'no newline'")
+        assert out["output"] == "no newline" and "exit code 0" in result.content[0].text
+
+
+async def test_deadline_returns_partial_output_and_the_shell_survives(make_config):
+    async with stdio_client(shell_config(make_config)) as client:
+        await run(client, "cd /tmp; sleep 300 &")
+        await run(client, "jobs")
+        started = time.monotonic()
+        result, out = await run(client, "echo before; sleep 60; echo after", timeout_s=1.5)
+        assert time.monotonic() - started < 10
+        assert result.is_error and out["timed_out"] and out["exit_code"] is None
+        assert out["output"].strip() == "before" and "1.5s" in result.content[0].text
+        _, out = await run(client, "pwd; jobs")
+        assert out["output"].splitlines()[0] == "/tmp"  # same shell: cwd kept
+        assert "sleep 300" in out["output"] and "reset" not in out  # the earlier job lives on
+        # A busy loop in the shell itself cannot be killed without the shell: restarted, said so.
+        _, out = await run(client, "while :; do :; done", timeout_s=1)
+        assert out["timed_out"]
+        result, out = await run(client, "echo next")
+        assert out["output"].strip() == "next" and "restarted" in out["reset"]
+
+
+async def test_output_is_trimmed_like_a_screen(make_config):
+    async with stdio_client(shell_config(make_config, screen_lines=40, screen_chars=4000)) as client:
+        _, out = await run(client, "seq 1 100000")
+        assert out["truncated"] and out["exit_code"] == 0
+        lines = out["output"].splitlines()
+        assert lines[0] == "1" and lines[-1] == "100000" and any("omitted" in line for line in lines)
+        assert len(lines) <= 41
+        # A flood that never ends: bounded, stopped at the deadline, next call fine.
+        result, out = await run(client, "yes flood", timeout_s=2)
+        assert out["timed_out"] and out["truncated"] and len(out["output"]) <= 4200
+        _, out = await run(client, "echo calm")
+        assert out["output"].strip() == "calm"
+
+
+async def test_hardening_each_property_resists_a_command_that_tries_to_break_it(make_config):
+    async with stdio_client(shell_config(make_config)) as client:
+        _, out = await run(client, "id -u; id -un")
+        assert out["output"].split() == ["1000", "agent"]  # not root
+        _, out = await run(client, "grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")
+        status = dict(line.split(":\t") for line in out["output"].splitlines())
+        assert int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0 and status["NoNewPrivs"] == "1"
+        _, out = await run(client, "touch /etc/owned; touch /usr/bin/owned; echo ok > /workspace/mine && cat /workspace/mine && echo tmp > /tmp/t")
+        assert out["output"].count("Read-only file system") == 2 and "ok" in out["output"] and out["exit_code"] == 0
+        _, out = await run(client, "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\"")
+        assert out["exit_code"] != 0 and "Network is unreachable" in out["output"]
+        _, out = await run(client, "python3 -c \"b = bytearray(2 * 1024**3)\"", timeout_s=30)
+        assert out["exit_code"] in (1, 137)  # MemoryError or the OOM killer: the 512m limit holds
+        _, out = await run(client, "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max")
+        assert "100000" in out["output"] and "256" in out["output"]  # 1 CPU, 256 pids
+        # A fork bomb: contained by the pids limit; the sandbox is replaced; the next call works.
+        _, out = await run(client, ":(){ :|:& };:", timeout_s=5)
+        _, out2 = await run(client, "echo survived", timeout_s=20)
+        said = " ".join(str(o.get(k, "")) for o in (out, out2) for k in ("error", "reset"))
+        assert "process limit" in said or "replaced" in said
+        _, out3 = await run(client, "echo fine")
+        assert out3["output"].strip() == "fine" and out3["exit_code"] == 0
+
+
+async def test_killing_the_shell_gives_a_fresh_one_marked_reset(make_config, tmp_path):
+    async with stdio_client(shell_config(make_config)) as client:
+        await run(client, "echo kept > /workspace/file")
+        result, out = await run(client, "kill -9 $$")
+        assert result.is_error and "shell exited" in out["error"]
+        result, out = await run(client, "cat /workspace/file; pwd")
+        assert out["output"].split() == ["kept", "/workspace"] and "exited" in out["reset"]
+        _, out = await run(client, "exit 7")
+        _, out = await run(client, "echo again")
+        assert out["output"].strip() == "again" and out["reset"]
+    records = subprocess.run([simroute_executable(), "records", "--json", "--config", str(tmp_path / "simroute.yaml")], capture_output=True, text=True, check=True).stdout
+    assert '"reset": "the previous shell exited"' in records
+
+
+async def test_sessions_get_their_own_sandbox_from_the_warm_pool(make_config, simroute_http):
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    server = simroute_http(make_config(shell={"pool_size": 2}))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(sandboxes()) < 2:
+        time.sleep(0.2)
+    pooled = {c.id for c in sandboxes()}
+    assert len(pooled) == 2
+
+    def agent(name):
+        return Client(StreamableHttpTransport(server.url, headers={"X-Simroute-Session": name}))
+
+    seen = {}
+    for name in ("agent-a", "agent-b"):
+        async with agent(name) as client:
+            await run(client, f"echo {name} > /workspace/who")
+            _, out = await run(client, "cat /proc/1/cgroup")
+            seen[name] = container_id_seen_from_inside(out)
+    assert seen["agent-a"] != seen["agent-b"] and set(seen.values()) <= pooled  # no docker run for either
+    async with agent("agent-a") as client:  # the same session gets its own sandbox back
+        _, out = await run(client, "cat /workspace/who")
+        assert out["output"].strip() == "agent-a"
+    # The pool refills for the next sessions.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(sandboxes()) < 4:
+        time.sleep(0.2)
+    assert len(sandboxes()) == 4
+    server.process.terminate()
+    server.process.wait(30)
+    assert not [c for c in sandboxes() if c.id in pooled], "stopping the router removes its sandboxes"
+
+
+async def test_idle_session_ttl_removes_its_sandbox(make_config):
+    config = make_config(shell={"pool_size": 0}, sessions={"idle_ttl_s": 1.5})
+    async with stdio_client(config) as client:
+        await run(client, "true")
+        assert len(sandboxes()) >= 1
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and sandboxes():
+            time.sleep(0.2)
+        assert not sandboxes(), "the idle session's sandbox is removed"
+        _, out = await run(client, "echo back")  # a new session, a new sandbox
+        assert out["output"].strip() == "back"
+
+
+async def test_sandboxes_of_a_killed_router_are_reaped_at_the_next_start(make_config):
+    config = make_config(shell={"pool_size": 1})
+    process = subprocess.Popen([simroute_executable(), "mcp", "--config", str(config)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not sandboxes():
+        time.sleep(0.2)
+    orphans = {c.id for c in sandboxes()}
+    assert orphans
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert {c.id for c in sandboxes()} >= orphans  # killed: nothing cleaned up
+    async with stdio_client(make_config(shell={"pool_size": 0})) as client:
+        await run(client, "true")
+        assert not orphans & {c.id for c in sandboxes()}
+
+
+async def test_a_workspace_folder_is_the_sessions_initial_state(make_config, tmp_path):
+    folder = tmp_path / "project"
+    (folder / "src").mkdir(parents=True)
+    (folder / "README.md").write_text("# Project\n")
+    (folder / "src" / "main.py").write_text("print('hello from the workspace')\n")
+    async with stdio_client(shell_config(make_config, workspace=str(folder), pool_size=1)) as client:
+        _, out = await run(client, "cat README.md && python3 src/main.py && stat -c %U src/main.py")
+        assert out["output"].split("\n")[:3] == ["# Project", "hello from the workspace", "agent"]
+
+
+async def test_without_docker_the_real_route_says_what_is_missing(make_config):
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    transport = StdioTransport(simroute_executable(), ["mcp", "--config", str(shell_config(make_config))], env=env, keep_alive=False)
+    async with Client(transport) as client:
+        result, _ = await run(client, "echo hi")
+    assert result.is_error and meta_of(result)["provenance"] == "none"
+    assert "Docker" in result.content[0].text
+
+
+async def test_a_fork_bomb_in_one_session_leaves_other_sessions_working(make_config, simroute_http):
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    server = simroute_http(make_config(shell={"pool_size": 0}))
+
+    def agent(name):
+        return Client(StreamableHttpTransport(server.url, headers={"X-Simroute-Session": name}))
+
+    async with agent("calm") as calm, agent("bomber") as bomber:
+        await run(calm, "echo steady > state")
+        await run(bomber, ":(){ :|:& };:", timeout_s=5)
+        _, out = await run(calm, "cat state; echo $((6 * 7))", timeout_s=20)
+        assert out["output"].split() == ["steady", "42"] and "reset" not in out
+        _, out = await run(bomber, "echo recovered", timeout_s=30)
+        _, out = await run(bomber, "echo recovered", timeout_s=30)
+        assert out["output"].strip() == "recovered"

@@ -1,0 +1,68 @@
+"""The Terminal domain: keystroke actions, screens with the status in the prompt,
+and predictions read back into the real backend's shape."""
+
+import json
+
+from backends.shell.screen import ShellResult
+from backends.world_model.terminal_domain import TerminalDomain, select_shell_demonstrations
+from router.types import Call, Observation, Provenance, Session, Turn
+
+
+def shell(command, **extra):
+    return Call("shell", "shell", "shell_exec", {"command": command, **extra}, "s")
+
+
+def real_turn(command, output, code, cwd):
+    result = ShellResult(output, code, cwd)
+    return Turn(shell(command), Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured()))
+
+
+def test_messages_carry_the_real_history_as_screens():
+    domain = TerminalDomain(describe_workspace=lambda: "README.md (10 bytes)", initial_state="A Python project.")
+    session = Session("s", history=[
+        real_turn("echo hi > notes.txt", "", 0, "/workspace"),
+        real_turn("cd src", "bash: cd: src: No such file or directory\n", 1, "/workspace"),
+        Turn(Call("mcp", "time", "now", {}, "s"), Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL)),
+    ])
+    messages = domain.messages(shell("cat notes.txt"), session, budget_tokens=10_000, count_tokens=lambda t: len(t) // 4)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    system = messages[0]["content"]
+    assert "README.md (10 bytes)" in system and "A Python project." in system and "agent" in system
+    assert "**Current State:**\nagent@sandbox:/workspace$" in messages[1]["content"]
+    keys = json.loads(messages[1]["content"].split("```json\n")[1].split("\n```")[0])
+    assert keys == [{"keystrokes": "echo hi > notes.txt\n", "duration": 30}]
+    assert messages[4]["content"] == (
+        "**Environment Observation:**\ncd src\nbash: cd: src: No such file or directory\n[1] agent@sandbox:/workspace$"
+    )
+    assert "Current State" not in messages[3]["content"] and "elsewhere" not in json.dumps(messages)
+    assert "<predicted_observation>" in messages[-1]["content"] and "cat notes.txt" in messages[-1]["content"]
+
+
+def test_a_prediction_becomes_a_result_with_status_only_when_shown():
+    domain = TerminalDomain()
+    shown = domain.observation(shell("cat notes.txt"), "cat notes.txt\nhi\n[0] agent@sandbox:/workspace$")
+    assert shown.structured["output"] == "hi" and shown.structured["exit_code"] == 0 and shown.structured["cwd"] == "/workspace"
+    bare = domain.observation(shell("ls"), "notes.txt  src")
+    assert bare.structured["output"] == "notes.txt  src"
+    assert bare.structured["exit_code"] is None and bare.structured["cwd"] is None  # not shown: unknown
+    assert "exit code unknown" in bare.text
+    prompt_only = domain.parse_screen("cd /tmp", "agent@sandbox:/workspace$ cd /tmp\nagent@sandbox:/tmp$")
+    assert prompt_only.output == "" and prompt_only.cwd == "/tmp" and prompt_only.exit_code is None
+
+
+def test_old_turns_are_dropped_to_fit_the_budget():
+    domain = TerminalDomain()
+    session = Session("s", history=[real_turn(f"echo {i}", f"{i}\n" * 50, 0, "/workspace") for i in range(30)])
+    messages = domain.messages(shell("pwd"), session, budget_tokens=1500, count_tokens=lambda t: len(t) // 4)
+    assert sum(len(m["content"]) // 4 + 8 for m in messages) <= 1500
+    assert "earlier turns omitted" in messages[1]["content"] and "echo 29" in json.dumps(messages)
+
+
+def test_demonstrations_prefer_the_same_command_then_the_same_program():
+    def row(command, output):
+        return {"arguments": {"command": command}, "observation": {"is_error": False, "structured": ShellResult(output, 0, "/workspace").structured()}}
+
+    rows = [row("git status", "On branch main"), row("git log", "commit abc"), row("ls", "a b")]
+    chosen = select_shell_demonstrations(rows, "git status", 2)
+    assert [command for command, _ in chosen] == ["git log", "git status"]  # best last
+    assert select_shell_demonstrations(rows, "python3 x.py", 2) == []
