@@ -15,9 +15,12 @@ from kit import free_port, sandboxes, simroute_executable, write_config
 
 
 @pytest.fixture
-def make_config(tmp_path: Path):
+def make_config(tmp_path: Path, request: pytest.FixtureRequest):
+    """Writes a config; a test module's `CONFIG_DEFAULTS` sections apply unless overridden."""
+    defaults = getattr(request.module, "CONFIG_DEFAULTS", {})
+
     def make(**sections) -> Path:
-        return write_config(tmp_path, **sections)
+        return write_config(tmp_path, **{**defaults, **sections})
 
     return make
 

@@ -22,21 +22,13 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from kit import free_port, meta_of, simroute_executable, stdio_client, write_config
+from kit import free_port, meta_of, simroute_executable, stdio_client
 from servers.web_pages import WebPages
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture
-def make_config(tmp_path):
-    """Configs with the browser channel on (the kit turns it off by default)."""
-
-    def make(**sections):
-        sections.setdefault("browser", {})
-        return write_config(tmp_path, **sections)
-
-    return make
+# The kit turns simroute's own channels off; these tests want the browser on.
+CONFIG_DEFAULTS = {"browser": {}}
 
 TOOLS = {"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press_key", "browser_navigate_back", "browser_close"}
 

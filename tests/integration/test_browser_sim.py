@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from kit import meta_of, model_path, stdio_client, write_config
+from kit import meta_of, model_path, stdio_client
 from servers.web_pages import WebPages
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture
-def make_config(tmp_path):
-    """Configs with the browser channel on (the kit turns it off by default)."""
-
-    def make(**sections):
-        sections.setdefault("browser", {})
-        return write_config(tmp_path, **sections)
-
-    return make
+# The kit turns simroute's own channels off; these tests want the browser on.
+CONFIG_DEFAULTS = {"browser": {}}
 
 
 
