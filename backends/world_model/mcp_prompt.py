@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from backends.world_model.prompt import CLOSING as PROMPT_CLOSING
-from backends.world_model.prompt import OMITTED, assemble, cut_to_fit, omit_oldest, render_observation, size
+from backends.world_model.prompt import assemble, cut_to_fit, omit_oldest, render_observation, size
 
 Action = dict[str, Any]  # {"name": ..., "arguments": {...}}
 Example = tuple[Action, str]  # (action, observation text)

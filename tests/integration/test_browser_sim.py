@@ -5,7 +5,6 @@ the model, no Chromium needed, and stickiness with a rule overriding it."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,8 @@
 import json
 from pathlib import Path
 
-from backends.world_model.mcp_prompt import OMITTED, build_mcp_messages, select_demonstrations
+from backends.world_model.mcp_prompt import build_mcp_messages, select_demonstrations
+from backends.world_model.prompt import OMITTED
 
 GOLDEN = Path(__file__).parent / "golden" / "mcp_three_step_session.json"
 TOOLS = [
