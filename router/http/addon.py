@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from router.config import HttpConfig
 from router.http import errors
-from router.http.messages import (
+from backends.http_messages import (
     PROVENANCE_HEADER,
     RECORD_HEADER,
     ROUTE_HEADER,

@@ -18,7 +18,7 @@ import json
 import time
 from collections import deque
 
-from router.http.messages import PROVENANCE_HEADER
+from backends.http_messages import PROVENANCE_HEADER
 
 _OVERRIDE_TTL_S = 5.0
 # message -> (status, reason, expiry) replacements, consumed in order

@@ -103,6 +103,9 @@ def encode_body(data: bytes, *, limit: int, size: int | None = None, sha256: str
 
 
 def _utf8(data: bytes, *, partial: bool) -> str | None:
+    """The text of `data`, or None for binary (not UTF-8, or holding NUL bytes)."""
+    if b"\x00" in data:
+        return None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
