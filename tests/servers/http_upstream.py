@@ -70,7 +70,7 @@ class Handler(BaseHTTPRequestHandler):
         Handler.served += 1
         if path == "/json":
             self._send(200, b'{"ok": true, "items": [1, 2, 3]}')
-        elif path == "/echo":
+        elif path.startswith("/echo"):
             echo = {
                 "method": self.command, "path": path, "query": query, "body": body.decode("utf-8", "replace"),
                 "headers": {k.lower(): v for k, v in self.headers.items()}, "nonce": uuid.uuid4().hex, "served": Handler.served,
