@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go in separate writes
     served = 0
 
     def log_message(self, format, *args):  # quiet
