@@ -242,8 +242,8 @@ def parse_response(text: str) -> dict[str, Any]:
     Raises ValueError when there is no status line."""
     text = text.replace("\r\n", "\n").lstrip()
     head, sep, body = text.partition("\n\n")
-    lines = head.split("\n")
-    status_line = lines[0].strip()
+    lines = [line for line in head.split("\n") if line.strip()]
+    status_line = lines[0].strip() if lines else ""
     protocol, _, rest = status_line.partition(" ")
     code, _, reason = rest.strip().partition(" ")
     if not protocol.upper().startswith("HTTP/") or not code.isdigit() or not 100 <= int(code) <= 599:

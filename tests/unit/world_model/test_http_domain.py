@@ -38,6 +38,9 @@ def test_predictions_parse_leniently_and_garbage_is_a_clear_sim_error():
     good = domain.observation(c, 'Sure:\n```http\nHTTP/1.1 404 Not Found\nContent-Type: application/json\nContent-Length: 99\n\n{"error": "no"}\n```')
     assert good.structured["status"] == 404 and good.structured["body"] == '{"error": "no"}\n' and good.is_error
     assert ["Content-Length", "99"] not in good.structured["headers"]
+    # SmolLM2's habit: the fence closes after the headers and the model goes on with another turn.
+    headers_only = domain.observation(c, "**Observation:**\n\n```\nHTTP/1.1 200 OK\nContent-Type: application/json\n```\n\n**Action:**\nGET /x")
+    assert headers_only.structured["status"] == 200 and headers_only.structured["body"] == ""
     bad = domain.observation(c, "I think the user exists")
     assert bad.is_error and bad.structured["status"] == 502 and "not an HTTP response" in bad.text
 
