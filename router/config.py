@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, PositiveFloat, PositiveInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, PositiveFloat, PositiveInt, ValidationError, field_validator, model_validator
 
 from policies.rules import Rule, parse_rule
 from router.types import Route
@@ -186,15 +186,21 @@ class HttpConfig(_Strict):
     ssl_insecure: bool = False  # do not verify upstream certificates (test servers with self-made certificates)
     http2: bool = False  # offer HTTP/2 to clients and upstreams
 
-    @model_validator(mode="after")
-    def _valid_mode(self) -> HttpConfig:
-        if self.mode != "regular":
-            kind, _, target = self.mode.partition(":")
+    @field_validator("mode")
+    @classmethod
+    def _valid_mode(cls, mode: str) -> str:
+        if mode != "regular":
+            kind, _, target = mode.partition(":")
             if kind != "reverse" or not target.startswith(("http://", "https://")) or len(target) <= len("https://"):
-                raise ValueError(f"mode must be 'regular' or 'reverse:http[s]://host[:port]', got {self.mode!r}")
-        if not self.session_header.strip():
-            raise ValueError("session_header must name a header")
-        return self
+                raise ValueError(f"must be 'regular' or 'reverse:http[s]://host[:port]', got {mode!r}")
+        return mode
+
+    @field_validator("session_header")
+    @classmethod
+    def _names_a_header(cls, name: str) -> str:
+        if not name.strip() or any(ch in name for ch in " :\r\n"):
+            raise ValueError(f"must be a header name, got {name!r}")
+        return name
 
 
 class SessionsConfig(_Strict):

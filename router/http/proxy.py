@@ -55,6 +55,9 @@ class HttpProxy:
             ssl_insecure=self.config.ssl_insecure,
             http2=self.config.http2,
             http3=False,
+            # Connect upstream only when a request goes real: a simulated, replayed or
+            # denied HTTPS request needs no reachable upstream (nor DNS for it).
+            connection_strategy="lazy",
         )
         self._task = asyncio.get_running_loop().create_task(m.run(), name="simroute-http-proxy")
         servers = m.addons.get("proxyserver").servers

@@ -109,6 +109,19 @@ def test_deny_rule_by_host_method_and_path_answers_403_with_a_json_reason(proxy,
     assert [(r["route"], r["policy"]) for r in p.records()] == [("deny", "rules:no-deletes"), ("real", "mode")]
 
 
+def test_https_requests_that_do_not_go_real_need_no_reachable_upstream_and_down_ones_get_502(proxy):
+    offline = f"127.0.0.1:{_closed_port()}"
+    p = proxy(rules=[{"match": {"channel": "http", "server": offline}, "route": "deny", "reason": "offline host"}])
+    headers, body, status = curl(p, "--cacert", str(p.ca_cert), f"https://{offline}/v1/things")
+    assert status == 403 and headers["x-simroute-provenance"] == "none" and "offline host" in json.loads(body)["error"]
+    down = f"127.0.0.1:{_closed_port()}"  # no rule: it goes real, and the upstream is down
+    headers, body, status = curl(p, "--cacert", str(p.ca_cert), f"https://{down}/v1/things")
+    assert status == 502 and headers["x-simroute-provenance"] == "none" and "failed" in json.loads(body)["error"]
+    denied, failed = p.records()
+    assert denied["server"] == offline and denied["arguments"]["url"] == f"https://{offline}/v1/things"
+    assert failed["server"] == down and failed["observation"]["structured"]["status"] == 502
+
+
 def test_replay_matches_noisy_query_and_body_fields(proxy, upstream):
     http = {"ignore_query": ["ts"], "ignore_body_fields": ["meta.request_id"]}
     replay = {"match": {"channel": "http"}, "route": "replay"}
