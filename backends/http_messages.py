@@ -138,11 +138,12 @@ def request_body_value(data: bytes, content_type: str, *, limit: int) -> Any:
         except ValueError:
             pass
     encoded = encode_body(data, limit=limit)
+    if encoded["truncated"]:  # the digest keeps two long bodies with the same start apart
+        text = encoded["body"] if encoded["body_encoding"] == "text" else None
+        return {"sha256": encoded["body_sha256"], "size": encoded["body_size"], **({"text": text} if text is not None else {})}
     if encoded["body_encoding"] == "text":
         return encoded["body"]
-    if encoded["body_encoding"] == "base64":
-        return {"base64": encoded["body"]}
-    return {"sha256": encoded["body_sha256"], "size": encoded["body_size"]}
+    return {"base64": encoded["body"]}
 
 
 def make_call(

@@ -68,18 +68,29 @@ class HttpRouting:
             record_headers=tuple(h.lower() for h in config.record_headers), max_body_bytes=config.max_body_bytes
         )
         self._session_header = config.session_header
+        # The session an HTTPS tunnel's CONNECT named (clients send proxy credentials
+        # there, not on the requests inside), by client connection.
+        self._tunnels: dict[str, str] = {}
 
     # --- sessions ------------------------------------------------------------------------
 
     def session_id(self, flow: http.HTTPFlow) -> str:
-        """From the session header, else the proxy-auth user name, else one per client
-        connection. Both headers are removed: the upstream never sees them."""
+        """From the session header, else the proxy-auth user name (of the request, or of
+        the CONNECT that opened its HTTPS tunnel), else one per client connection. Both
+        headers are removed: the upstream never sees them."""
         headers = flow.request.headers
         explicit = headers.pop(self._session_header, None)
         user = _proxy_user(headers.pop("Proxy-Authorization", None))
-        return explicit or user or f"http-{flow.client_conn.id[:12]}"
+        return explicit or user or self._tunnels.get(flow.client_conn.id) or f"http-{flow.client_conn.id[:12]}"
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        headers = flow.request.headers
+        named = headers.get(self._session_header) or _proxy_user(headers.get("Proxy-Authorization"))
+        if named:
+            self._tunnels[flow.client_conn.id] = named
 
     async def client_disconnected(self, client: connection.Client) -> None:
+        self._tunnels.pop(client.id, None)
         await self.runtime.sessions.close(f"http-{client.id[:12]}")
 
     # --- hooks -----------------------------------------------------------------------------

@@ -179,6 +179,15 @@ def test_body_limits_truncate_text_with_a_marker_and_keep_binary_intact_or_by_ha
     assert rows["/gzip"]["body"] == '{"zipped": true}' and not any(n.lower() == "content-encoding" for n, _ in rows["/gzip"]["headers"])
 
 
+def test_https_tunnels_take_the_session_of_their_connect(proxy, tls_upstream):
+    p = proxy()
+    authed = p.url.replace("http://", "http://bob:secret@")
+    with requests.Session() as client:  # the credentials go on the CONNECT, not on the requests inside
+        for _ in range(2):
+            client.get(f"{tls_upstream}/json", proxies={"https": authed}, verify=str(p.ca_cert), timeout=20)
+    assert [(r["session"], r["step"]) for r in p.records()] == [("bob", 0), ("bob", 1)]
+
+
 def test_sessions_from_header_proxy_auth_user_or_connection(proxy, upstream):
     p = proxy()
     requests.get(f"{upstream}/json", headers={"X-Simroute-Session": "from-header"}, proxies={"http": p.url}, timeout=20)

@@ -49,6 +49,13 @@ def test_non_default_port_is_part_of_the_server_and_binary_request_bodies_are_ba
     assert c.arguments["body"] == {"base64": base64.b64encode(b"\xff\x00\xfe").decode()}
 
 
+def test_long_request_bodies_are_kept_apart_by_their_digest():
+    settings = HttpSettings(max_body_bytes=10)
+    a, b = (make_call(method="POST", url="http://h/", headers=[("Content-Type", "text/plain")], body=b"x" * 20 + end, session_id="s", settings=settings) for end in (b"a", b"b"))
+    assert a.arguments["body"]["size"] == 21 and a.arguments["body"]["text"].startswith("x" * 10)
+    assert a.arguments["body"]["sha256"] != b.arguments["body"]["sha256"]
+
+
 def test_bodies_text_binary_truncated_with_marker_or_by_digest():
     assert encode_body(b"hello", limit=10) == {"body_size": 5, "truncated": False, "body": "hello", "body_encoding": "text"}
     binary = bytes(range(256))
