@@ -99,6 +99,17 @@ class HttpRouting:
         if flow.response is not None:
             return
         try:
+            await self._route(flow)
+        except Exception as exc:  # the boundary: fail closed (never forward unrouted), the proxy stays up
+            log.exception("routing %s %s failed", flow.request.method, flow.request.url)
+            real: _RealSide | None = flow.metadata.pop(_REAL, None)
+            if real is not None and real.timer is not None:
+                real.timer.cancel()
+            observation = Observation.error(f"simroute: routing failed: {type(exc).__name__}: {exc}")
+            flow.response = _make_response(*response_parts(observation, fallback_status=500), Route.DENY, None)
+
+    async def _route(self, flow: http.HTTPFlow) -> None:
+        try:
             session = self.runtime.sessions.get(self.session_id(flow))
         except SessionLimitError as exc:
             flow.response = _make_response(*response_parts(Observation.error(str(exc)), fallback_status=503), Route.DENY, None)
@@ -116,7 +127,7 @@ class HttpRouting:
         pending = engine.begin(call, session)
         try:
             observation = await engine.serve(pending)
-        except Exception as exc:  # the boundary: the agent gets a clear error, the proxy stays up
+        except Exception as exc:  # recorded like any answer: the agent gets a clear error
             log.exception("routing %s %s failed", call.tool, call.arguments.get("url"))
             observation = Observation.error(f"simroute: routing failed: {type(exc).__name__}: {exc}")
         if observation is None:
