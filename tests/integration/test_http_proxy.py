@@ -257,3 +257,25 @@ def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def test_gigantic_bodies_pass_whole_and_are_recorded_truncated(proxy, upstream):
+    p = proxy(http={"max_body_bytes": 4096})
+    upload = b"0123456789" * 2_000_000  # 20 MB
+    with httpx.Client(proxy=p.url, timeout=60) as client:
+        sent = client.post(f"{upstream}/echo", content=upload, headers={"Content-Type": "text/plain"})
+        fetched = client.get(f"{upstream}/big?n=20000000")
+    assert sent.status_code == 200 and len(sent.json()["body"]) == len(upload)  # the upstream got all of it
+    assert len(fetched.content) == 20_000_000
+    up, down = p.records()
+    assert up["arguments"]["body"]["size"] == len(upload) and up["arguments"]["body"]["text"].startswith("0123456789" * 409)
+    assert up["arguments"]["body"]["text"].endswith("[simroute: body truncated, 4096 of 20000000 bytes recorded]")
+    assert down["observation"]["structured"]["body_size"] == 20_000_000 and down["observation"]["structured"]["truncated"]
+
+
+def test_upstream_tls_failures_are_a_502_with_the_reason(proxy, tls_upstream):
+    p = proxy(http={"ssl_insecure": False})  # the upstream's self-made certificate is not trusted
+    headers, body, status = curl(p, "--cacert", str(p.ca_cert), f"{tls_upstream}/json")
+    assert status == 502 and headers["x-simroute-provenance"] == "none"
+    assert "certificate" in json.loads(body)["error"].lower()
+    assert p.records()[0]["observation"]["structured"]["status"] == 502
