@@ -182,7 +182,8 @@ def render_request(call: Call) -> str:
     body = arguments.get("body")
     if isinstance(body, (dict, list)):
         body = json.dumps(body, ensure_ascii=False)
-    return "\r\n".join(lines).replace("\r\n", "\n") + "\n\n" + ("" if body is None else str(body))
+    head = "\n".join(lines)
+    return head if body is None else f"{head}\n\n{body}"
 
 
 def _title(name: str) -> str:

@@ -4,7 +4,8 @@ Action      = the request message: request line, headers, blank line, body
 Observation = the response message: status line, headers, blank line, body
 History     = this session's earlier exchanges with the same host
 Examples    = recorded real exchanges with the same host and method from other
-              sessions, the same path (and URL) preferred, best last
+              sessions, the same path (and URL) preferred, given as the turns just
+              before the current request, best last
 
 A prediction is read back into the structured response of a real one (status,
 headers, body); an answer with no HTTP status line is an error response tagged
@@ -29,7 +30,10 @@ TASK = (
     "everything this server answered earlier in this session: resources created, changed or deleted."
 )
 BODY_CHARS = 2000  # response bodies shown in history and examples
-_STATUS_LINE = re.compile(r"^HTTP/\d(?:\.\d)? \d{3}\b", re.MULTILINE)
+EXAMPLE_NOTE = "(A real exchange of this server with another session, for reference.)\n"
+_STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? \d{3}\b")
+# The prompt's own labels: a model that writes one has moved on from its answer.
+_SCAFFOLDING = re.compile(r"\n\s*(?:\*\*(?:Environment )?Observation:\*\*|\*\*Action:\*\*|### Turn \d)")
 
 Example = tuple[Call, dict[str, Any]]  # (the request, its structured response)
 
@@ -66,27 +70,22 @@ class HttpDomain:
         return render_response(structured)
 
     def messages(self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens) -> list[dict[str, str]]:
-        turns = [
-            (turn.call, turn.observation)
+        # The session's exchanges with this host, then the recorded examples as the turns
+        # right before the current request: small models answer in the format of the
+        # turn just before theirs, and read an example given inline far less well.
+        turns: list[tuple[Call, str, str]] = [
+            (turn.call, self._shown(turn.observation), "")
             for turn in session.history
             if turn.call.channel == call.channel and turn.call.server == call.server
         ]
-        demonstrations = self.demonstrations_for(call)
+        turns += [(past, self.render_response(structured), EXAMPLE_NOTE) for past, structured in self.demonstrations_for(call)]
 
         def render_turn(index: int, number: int) -> tuple[str, str]:
-            past, observation = turns[index]
-            shown = self.render_response(observation.structured) if _is_http(observation.structured) else observation.text
-            return self.render_action(past, number), render_observation(shown)
+            past, shown, note = turns[index]
+            return note + self.render_action(past, number), render_observation(shown)
 
         def render_final(number: int) -> str:
-            parts = []
-            if demonstrations:
-                parts.append(f"Real responses {call.server} gave to similar requests in other sessions:")
-                for past, structured in demonstrations:
-                    parts.append(f"**Example request:**\n```http\n{render_request(past)}\n```\n" + render_observation(self.render_response(structured)))
-            parts.append(self.render_action(call, number))
-            parts.append(CLOSING.format(what="HTTP server"))
-            return "\n\n".join(parts)
+            return self.render_action(call, number) + "\n\n" + CLOSING.format(what="HTTP server")
 
         system = self.system(call.server)
         messages = assemble(system, len(turns), render_turn, render_final, omitted=0)
@@ -94,6 +93,9 @@ class HttpDomain:
             return messages
         messages, _ = omit_oldest(system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens)
         return messages
+
+    def _shown(self, observation: Observation) -> str:
+        return self.render_response(observation.structured) if _is_http(observation.structured) else observation.text
 
     def refusal(self, call: Call, session: Session) -> str | None:
         return None
@@ -103,18 +105,32 @@ class HttpDomain:
 
     def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
         text = str(prediction)
-        match = _STATUS_LINE.search(text)  # skip a preamble or a ```http fence before the status line
         try:
-            if match is None:
-                raise ValueError("no HTTP status line")
-            message = text[match.start() :]
-            if "```" in message:
-                message = message.split("```", 1)[0]
-            structured = parse_response(message)
+            structured = parse_response(read_message(text))
         except ValueError as exc:
             reason = f"simroute: the world model's answer is not an HTTP response ({exc}): {text[:200]!r}"
             return observation_of(error_structured(502, reason), Provenance.SIM)
         return observation_of(structured, Provenance.SIM)
+
+
+def read_message(text: str) -> str:
+    """The HTTP response in a model's answer, leniently: from the first status line
+    (past any preamble or markup), the head up to a second status line or a closing
+    fence, and a body that may sit in its own ``` fence. Raises ValueError."""
+    text = text.replace("\r\n", "\n")
+    match = _STATUS_LINE.search(text)
+    if match is None:
+        raise ValueError("no HTTP status line")
+    head, _, rest = text[match.start() :].partition("\n\n")
+    if again := _STATUS_LINE.search(head, 1):  # a second status line: the model began another answer
+        head, rest = head[: again.start()], ""
+    if "```" in head:  # the fence closed inside the head: there is no body
+        head, rest = head.split("```", 1)[0], ""
+    body = rest.lstrip("\n")
+    if body.startswith("```"):  # the body in a fence of its own (```json …```)
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+    body = _SCAFFOLDING.split(body.split("```", 1)[0], 1)[0]  # the model went on with the next turn
+    return f"{head.rstrip()}\n\n{body}"
 
 
 def _is_http(structured: Mapping[str, Any] | None) -> bool:

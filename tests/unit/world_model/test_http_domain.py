@@ -17,7 +17,7 @@ def tokens(text):
     return len(text) // 4
 
 
-def test_history_shows_this_hosts_exchanges_as_raw_http_and_examples_go_last():
+def test_history_shows_this_hosts_exchanges_as_raw_http_and_examples_come_right_before_the_request():
     session = Session("s")
     session.history.append(Turn(call("http://api.test/users/1"), observation_of(response(200, '{"id": 1}'), Provenance.REAL)))
     session.history.append(Turn(call("http://other.test/x"), observation_of(response(200, "{}"), Provenance.REAL)))
@@ -25,11 +25,14 @@ def test_history_shows_this_hosts_exchanges_as_raw_http_and_examples_go_last():
     domain = HttpDomain(demonstrations_for=lambda c: [example], initial_state={"api.test": "Users 1-3 exist."})
     messages = domain.messages(call("http://api.test/users/3"), session, budget_tokens=4000, count_tokens=tokens)
     assert "HTTP server api.test" in messages[0]["content"] and "Users 1-3 exist." in messages[0]["content"]
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]  # other.test is not history
+    # this host's history (not other.test), then the example as the turn before the current request
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "GET /users/1 HTTP/1.1\nHost: api.test" in messages[1]["content"]
     assert messages[2]["content"].startswith("**Environment Observation:**\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{\"id\": 1}")
-    final = messages[3]["content"]
-    assert final.index('"name": "Ann"') < final.index("GET /users/3 HTTP/1.1") < final.index("<predicted_observation>")
+    assert messages[3]["content"].startswith("(A real exchange of this server with another session") and "GET /users/2" in messages[3]["content"]
+    assert '"name": "Ann"' in messages[4]["content"]
+    final = messages[5]["content"]
+    assert final.startswith("### Turn 3\n**Action:**\n```http\nGET /users/3 HTTP/1.1") and "<predicted_observation>" in final
 
 
 def test_predictions_parse_leniently_and_garbage_is_a_clear_sim_error():
@@ -53,3 +56,15 @@ def test_demonstrations_prefer_the_same_url_then_path_best_last():
     ]
     chosen = select_http_demonstrations(rows, call("http://api.test/users/3"), 2)
     assert [structured["body"] for _, structured in chosen] == ["same path", "same url"]
+
+
+def test_small_model_habits_are_read_leniently():
+    from backends.world_model.http_domain import read_message
+
+    fenced_body = 'HTTP/1.1 200 OK\nContent-Type: application/json\n\n```json\n{"ok": true}\n```\n\nThis is the answer.'
+    assert read_message(fenced_body) == 'HTTP/1.1 200 OK\nContent-Type: application/json\n\n{"ok": true}\n'
+    assert read_message("**HTTP/1.1 404 Not Found\nA: b\n\n{}").startswith("HTTP/1.1 404 Not Found\nA: b\n\n{}")
+    assert read_message("HTTP/1.1 200 OK\nServer: x\nHTTP/1.1 200 OK\nServer: x") == "HTTP/1.1 200 OK\nServer: x\n\n"
+    assert read_message('HTTP/1.1 200 OK\n\n{"a": 1}\n\n**Observation:**\n\nmore') == 'HTTP/1.1 200 OK\n\n{"a": 1}'
+    unclosed = read_message('HTTP/1.1 200 OK\n\n```\n{"items": [1,')
+    assert unclosed.endswith('{"items": [1,')
