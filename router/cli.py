@@ -156,6 +156,9 @@ def http_proxy(
     if not verbose:  # mitmproxy logs every connection at INFO
         logging.getLogger("mitmproxy").setLevel(logging.WARNING)
     cfg = _load(config)
+    if not cfg.http.enabled:
+        typer.echo(f"simroute: config error: {cfg.source}: http.enabled is false: the HTTP channel is turned off", err=True)
+        raise typer.Exit(2)
     # This command serves the HTTP channel only: no sandboxes or browsers are started for it.
     cfg.shell.enabled = False
     cfg.browser.enabled = False

@@ -253,6 +253,12 @@ def test_a_taken_port_is_a_clear_error(tmp_path, upstream):
     assert out.returncode == 1 and "cannot listen" in out.stderr and str(port) in out.stderr
 
 
+def test_a_disabled_channel_does_not_start(tmp_path):
+    config = http_config(tmp_path, http={"enabled": False})
+    out = subprocess.run([simroute_executable(), "http-proxy", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "http.enabled is false" in out.stderr
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
