@@ -38,7 +38,11 @@ def error_page(status: int, reason: str) -> bytes:
 
 def replace_next(message: str, status: int, reason: str) -> None:
     """The next error page mitmproxy makes for `message` says `reason` with `status`."""
-    _overrides.setdefault(message, deque()).append((status, reason, time.monotonic() + _OVERRIDE_TTL_S))
+    now = time.monotonic()
+    if len(_overrides) > 256:  # pages never asked for (an HTTP/2 client gets a stream reset instead)
+        for stale in [m for m, queue in _overrides.items() if queue[-1][2] < now]:
+            del _overrides[stale]
+    _overrides.setdefault(message, deque()).append((status, reason, now + _OVERRIDE_TTL_S))
 
 
 def _take(message: str) -> tuple[int, str] | None:

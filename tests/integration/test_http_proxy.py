@@ -142,6 +142,16 @@ def test_replay_matches_noisy_query_and_body_fields(proxy, upstream):
     assert rows[1]["arguments"]["query"]["ts"] == "2"  # the record keeps what was sent
 
 
+def test_a_recorded_event_stream_replays_whole(proxy, upstream):
+    p = proxy(rules=[{"match": {"channel": "http"}, "route": "replay"}])
+    with httpx.Client(proxy=p.url, timeout=20, headers={"X-Simroute-Session": "first"}) as client:
+        recorded = client.get(f"{upstream}/sse?n=3")
+    with httpx.Client(proxy=p.url, timeout=20, headers={"X-Simroute-Session": "second"}) as client:
+        replayed = client.get(f"{upstream}/sse?n=3")
+    assert recorded.headers["x-simroute-provenance"] == "real" and replayed.headers["x-simroute-provenance"] == "replay"
+    assert replayed.text == recorded.text and replayed.headers["content-type"] == "text/event-stream"
+
+
 def test_sse_and_chunked_pass_through_unbroken_and_are_recorded_when_complete(proxy, upstream):
     p = proxy()
     with httpx.Client(proxy=p.url, timeout=20) as client:
