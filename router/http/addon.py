@@ -141,18 +141,21 @@ class HttpRouting:
         real: _RealSide | None = flow.metadata.get(_REAL)
         if real is None or flow.response is None:
             return
-        if real.timer is not None:
-            real.timer.cancel()
         response = flow.response
         response.headers[PROVENANCE_HEADER] = "real"
         response.headers[ROUTE_HEADER] = str(real.pending.decision.route)
         if _streams(response, self.config.max_body_bytes):
+            # A stream may rightly last long (server-sent events): the deadline was for its start.
+            if real.timer is not None:
+                real.timer.cancel()
             real.capture = response.stream = BodyCapture(self.config.max_body_bytes)
 
     def response(self, flow: http.HTTPFlow) -> None:
         real: _RealSide | None = flow.metadata.pop(_REAL, None)
         if real is None or flow.response is None:
             return
+        if real.timer is not None:
+            real.timer.cancel()
         response = flow.response
         limit = self.config.max_body_bytes
         capture = real.capture
@@ -197,10 +200,11 @@ class HttpRouting:
     # --- the real route's deadline --------------------------------------------------------
 
     def _expire(self, flow: http.HTTPFlow) -> None:
-        """No response headers within the deadline: close the upstream connection.
-        mitmproxy then reports the flow's error, and `error` answers 504."""
+        """No complete answer within the deadline (or, for a stream, no start of one):
+        close the upstream connection. mitmproxy then reports the flow's error, and
+        `error` answers 504."""
         real: _RealSide | None = flow.metadata.get(_REAL)
-        if real is None or flow.response is not None or not flow.live:
+        if real is None or real.capture is not None or not flow.live:
             return
         real.timed_out = True
         from mitmproxy import ctx

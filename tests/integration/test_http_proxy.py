@@ -225,13 +225,17 @@ def test_bad_input_down_and_slow_upstreams_get_clear_answers_and_the_proxy_stays
         started = time.monotonic()
         slow = client.get(f"{upstream}/slow?s=3")
         waited = time.monotonic() - started
+        started = time.monotonic()
+        stalled = client.get(f"{upstream}/stall?s=3")  # the headers came, the body stopped
+        waited_stalled = time.monotonic() - started
         fine = client.get(f"{upstream}/json")
     assert down.status_code == 502 and down.headers["x-simroute-provenance"] == "none" and "failed" in down.json()["error"]
     assert slow.status_code == 504 and "1s deadline" in slow.json()["error"] and waited < 2.5
+    assert stalled.status_code == 504 and waited_stalled < 2.5
     assert fine.status_code == 200
     rows = p.records()
-    assert [r["observation"]["structured"]["status"] for r in rows] == [502, 504, 200]
-    assert rows[1]["note"] == "timed out" and rows[1]["latency_ms"] >= 1000
+    assert [r["observation"]["structured"]["status"] for r in rows] == [502, 504, 504, 200]
+    assert rows[1]["note"] == rows[2]["note"] == "timed out" and rows[1]["latency_ms"] >= 1000
 
 
 def test_reverse_mode_fronts_one_upstream(proxy, upstream):
@@ -295,3 +299,38 @@ def test_upstream_tls_failures_are_a_502_with_the_reason(proxy, tls_upstream):
     assert status == 502 and headers["x-simroute-provenance"] == "none"
     assert "certificate" in json.loads(body)["error"].lower()
     assert p.records()[0]["observation"]["structured"]["status"] == 502
+
+
+def test_a_stream_the_agent_leaves_early_is_recorded_as_far_as_it_got(proxy, upstream):
+    p = proxy()
+    with httpx.Client(proxy=p.url, timeout=20) as client:
+        with client.stream("GET", f"{upstream}/sse?n=40") as response:
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    break  # one event, then hang up
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not p.records():
+        time.sleep(0.2)
+    [row] = p.records()
+    assert row["note"].startswith("stream broken") and "event: tick" in row["observation"]["structured"]["body"]
+    assert requests.get(f"{upstream}/json", proxies={"http": p.url}, timeout=20).status_code == 200  # still up
+
+
+def test_concurrent_agents_are_recorded_completely_in_their_own_sessions(proxy, upstream):
+    from concurrent.futures import ThreadPoolExecutor
+
+    p = proxy()
+
+    def agent(n: int) -> list[int]:
+        with httpx.Client(proxy=p.url, timeout=30, headers={"X-Simroute-Session": f"agent-{n}"}) as client:
+            return [client.get(f"{upstream}/echo?agent={n}&i={i}").status_code for i in range(10)]
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = [s for result in pool.map(agent, range(8)) for s in result]
+    assert statuses == [200] * 80
+    rows = p.records()
+    assert len(rows) == 80
+    for n in range(8):
+        mine = [r for r in rows if r["session"] == f"agent-{n}"]
+        assert sorted(r["step"] for r in mine) == list(range(10))
+        assert all(r["arguments"]["query"]["agent"] == str(n) for r in mine)

@@ -5,6 +5,7 @@ HTTP/1.1 on loopback, in a thread, plain or TLS with a certificate made here.
 /echo             the request (method, path, query, headers, body) as JSON, plus a
                   fresh `nonce` and `served` counter (noise for replay tests)
 /slow?s=N         answers after N seconds
+/stall?s=N        headers and the start of the body, then N seconds of nothing
 /sse?n=N          N server-sent events 0.05 s apart, then the stream ends
 /chunked?n=N      N chunks (Transfer-Encoding: chunked)
 /big?n=N          N bytes of text
@@ -80,6 +81,15 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/slow":
             time.sleep(float(query.get("s", "5")))
             self._send(200, b'{"slow": true}')
+        elif path == "/stall":  # headers and a part of the body, then nothing for s seconds
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b'{"partial": ')
+            self.wfile.flush()
+            time.sleep(float(query.get("s", "5")))
+            self.close_connection = True
         elif path == "/sse":
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
