@@ -11,7 +11,6 @@ import socket
 import ssl
 import subprocess
 import time
-from pathlib import Path
 
 import httpx2 as httpx
 import pytest
