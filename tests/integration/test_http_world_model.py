@@ -64,3 +64,20 @@ def test_shadowed_requests_serve_real_and_compare_with_the_model(tmp_path, upstr
     row = p.records()[-1]
     assert row["status"] == "complete" and row["shadow"]["provenance"] == "sim"
     assert row["divergence"] is not None and 0 <= row["divergence"] <= 1
+
+
+def test_an_api_that_does_not_exist_is_simulated_over_https(tmp_path):
+    config = http_config(
+        tmp_path, world_model={**WORLD_MODEL, "initial_state": {"api.offline.test": "A JSON API of users; user 1 is Ada."}}, mode="sim"
+    )
+    p = start_proxy(config)
+    try:
+        out = subprocess.run(
+            ["curl", "-s", "-i", "--max-time", "150", "-x", p.url, "--cacert", str(p.ca_cert), "https://api.offline.test/v1/users/1"],
+            capture_output=True, text=True, timeout=180,
+        )
+    finally:
+        p.stop()
+    assert "x-simroute-provenance: sim" in out.stdout.lower()  # no DNS, no upstream: the world model answered
+    [row] = p.records()
+    assert (row["server"], row["provenance"], row["arguments"]["path"]) == ("api.offline.test", "sim", "/v1/users/1")
