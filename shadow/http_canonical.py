@@ -8,7 +8,8 @@ other bodies as they are).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -99,3 +100,21 @@ def canonical_form(*, ignore_query: Iterable[str] = (), ignore_body_fields: Iter
         return canonical_arguments(arguments, ignore_query=ignore_query, ignore_body_fields=ignore_body_fields)
 
     return form
+
+
+def is_http_response(structured: Any) -> bool:
+    return isinstance(structured, Mapping) and "status" in structured and "body_encoding" in structured
+
+
+def comparable_response(structured: Mapping[str, Any]) -> dict[str, Any]:
+    """What a shadow comparison looks at in an HTTP response: the status, the content
+    type and the body (JSON as its value). Headers that differ on every answer (date,
+    server, ids) and body formatting are left out."""
+    content_type = next((str(v) for n, v in structured.get("headers") or [] if str(n).lower() == "content-type"), "")
+    body: Any = structured.get("body")
+    if isinstance(body, str) and body.strip()[:1] in ("{", "["):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            pass
+    return {"status": structured.get("status"), "content_type": content_type.split(";")[0].strip().lower(), "body": body}

@@ -38,3 +38,20 @@ def test_replay_keys_of_noisy_requests_match_and_stored_keys_use_the_canonical_f
     other = call("1", "r1", True)
     other.arguments["body"]["a"] = 5
     assert replay.key(other) != replay.key(call("1", "r1", True))
+
+
+def test_shadow_comparison_of_http_responses_ignores_volatile_headers_and_formatting():
+    from backends.http_messages import encode_body, observation_of, response_record
+    from router.types import Provenance
+    from shadow.divergence import divergence
+
+    def answer(status, body, date):
+        headers = [("Date", date), ("Content-Type", "application/json; charset=utf-8"), ("Server", "x")]
+        return response_record(status, "", headers, encode_body(body.encode(), limit=1000), decoded=False)
+
+    real = observation_of(answer(200, '{"id": 1, "name": "Ada"}', "Mon"), Provenance.REAL)
+    same = observation_of(answer(200, '{\n  "name": "Ada",\n  "id": 1\n}', "Tue"), Provenance.SIM)
+    other = observation_of(answer(200, '{"id": 1, "name": "Bob"}', "Mon"), Provenance.SIM)
+    assert divergence(real, same) == 0.0
+    assert 0 < divergence(real, other) < 0.5
+    assert divergence(real, observation_of(answer(404, "{}", "Mon"), Provenance.SIM)) == 1.0
