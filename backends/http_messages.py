@@ -172,8 +172,9 @@ def make_call(
     return Call("http", authority(parts.scheme, parts.hostname or "", parts.port), method, arguments, session_id)
 
 
-def render_request(call: Call) -> str:
-    """The raw HTTP request of a call: request line, headers, blank line, body."""
+def render_request(call: Call, *, body_chars: int | None = None) -> str:
+    """The raw HTTP request of a call: request line, headers, blank line, body (cut
+    to `body_chars` with a marker, when given)."""
     arguments = call.arguments
     parts = urlsplit(str(arguments.get("url", "")))
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -183,7 +184,12 @@ def render_request(call: Call) -> str:
     if isinstance(body, (dict, list)):
         body = json.dumps(body, ensure_ascii=False)
     head = "\n".join(lines)
-    return head if body is None else f"{head}\n\n{body}"
+    if body is None:
+        return head
+    body = str(body)
+    if body_chars is not None and len(body) > body_chars:
+        body = body[:body_chars] + f"\n[{len(body) - body_chars} characters cut]"
+    return f"{head}\n\n{body}"
 
 
 def _title(name: str) -> str:

@@ -29,7 +29,7 @@ TASK = (
     "blank line and the body, in the server's own format (JSON APIs answer JSON). Stay consistent with "
     "everything this server answered earlier in this session: resources created, changed or deleted."
 )
-BODY_CHARS = 2000  # response bodies shown in history and examples
+BODY_CHARS = 2000  # request and response bodies shown to the model are cut there
 EXAMPLE_NOTE = "(A real exchange of this server with another session, for reference.)\n"
 _STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? \d{3}\b")
 # The prompt's own labels: a model that writes one has moved on from its answer.
@@ -61,7 +61,7 @@ class HttpDomain:
         return "\n\n".join(parts)
 
     def render_action(self, call: Call, number: int) -> str:
-        return f"### Turn {number}\n**Action:**\n```http\n{render_request(call)}\n```"
+        return f"### Turn {number}\n**Action:**\n```http\n{render_request(call, body_chars=self.body_chars)}\n```"
 
     def render_response(self, structured: Mapping[str, Any]) -> str:
         body = structured.get("body")

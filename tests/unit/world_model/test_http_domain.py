@@ -68,3 +68,10 @@ def test_small_model_habits_are_read_leniently():
     assert read_message('HTTP/1.1 200 OK\n\n{"a": 1}\n\n**Observation:**\n\nmore') == 'HTTP/1.1 200 OK\n\n{"a": 1}'
     unclosed = read_message('HTTP/1.1 200 OK\n\n```\n{"items": [1,')
     assert unclosed.endswith('{"items": [1,')
+
+
+def test_long_bodies_are_cut_for_the_model():
+    domain = HttpDomain(body_chars=50)
+    big = call("http://api.test/upload", method="POST", body=b"x" * 500)
+    action = domain.render_action(big, 1)
+    assert "x" * 50 + "\n[450 characters cut]" in action and "x" * 51 not in action
