@@ -20,7 +20,7 @@ from collections import deque
 
 from backends.http_messages import PROVENANCE_HEADER
 
-_OVERRIDE_TTL_S = 5.0
+_OVERRIDE_TTL_S = 1.0  # claimed right after the error hook; a stale one must not answer a later error
 # message -> (status, reason, expiry) replacements, consumed in order
 _overrides: dict[str, deque[tuple[int, str, float]]] = {}
 
