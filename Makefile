@@ -19,3 +19,4 @@ bench: setup
 	.venv/bin/python benchmarks/shell_pool.py
 	.venv/bin/python benchmarks/shell_exec.py
 	.venv/bin/python benchmarks/browser_actions.py
+	.venv/bin/python benchmarks/http_overhead.py

@@ -4,12 +4,14 @@ The n-th call of a key in a session replays the n-th real observation of that
 key from the most recent earlier session that made the call. The key is the
 call's server, tool and canonical arguments, minus the ignored argument paths;
 ignored paths apply to records made before they were configured, too.
+A channel may bring its own canonical form of arguments (HTTP: normalised URL,
+JSON body, noisy query parameters and body fields left out).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from router.types import Call, Observation, Provenance
@@ -23,13 +25,30 @@ class ReplaySource(Protocol):
 
 
 class ReplayBackend:
-    def __init__(self, source: ReplaySource, *, ignore_arguments: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        source: ReplaySource,
+        *,
+        ignore_arguments: Sequence[str] = (),
+        canonical: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+    ) -> None:
         self.source = source
         self.ignore_arguments = tuple(ignore_arguments)
+        # Per channel: arguments -> their canonical form for keys.
+        self.canonical = dict(canonical or {})
+
+    def canonical_arguments(self, channel: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        form = self.canonical.get(channel)
+        return form(arguments) if form is not None else arguments
+
+    def exact_key(self, call: Call) -> str:
+        """The key stored with a record: canonical arguments, nothing ignored."""
+        return call_key(call.channel, call.server, call.tool, self.canonical_arguments(call.channel, call.arguments))
 
     def key(self, call: Call) -> str:
         """Calls with equal keys are occurrences of the same call."""
-        return call_key(call.channel, call.server, call.tool, call.arguments, self.ignore_arguments)
+        arguments = self.canonical_arguments(call.channel, call.arguments)
+        return call_key(call.channel, call.server, call.tool, arguments, self.ignore_arguments)
 
     def lookup(self, call: Call, *, occurrence: int) -> tuple[Observation, str] | None:
         """The replayed observation and the id of the record it came from, or None on a miss."""
@@ -54,7 +73,8 @@ class ReplayBackend:
         matching = [
             row
             for row in self.source.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
-            if call_key(call.channel, call.server, call.tool, row["arguments"], self.ignore_arguments) == wanted
+            if call_key(call.channel, call.server, call.tool, self.canonical_arguments(call.channel, row["arguments"]), self.ignore_arguments)
+            == wanted
         ]
         if not matching:
             return None

@@ -53,7 +53,9 @@ class Runtime:
         self.engine = Engine(
             policies=default_policies(rules=config.parsed_rules(), mode=config.mode),
             records=SpoolingWriter(self.store, config.store_path.with_suffix(".spool.jsonl"), errors=(StoreError,)),
-            replay=ReplayBackend(self.store, ignore_arguments=config.replay.ignore_arguments),
+            replay=ReplayBackend(
+                self.store, ignore_arguments=config.replay.ignore_arguments, canonical={"http": config.http_canonical()}
+            ),
             replay_on_miss=config.replay.on_miss,
             simulator=self.simulator,
             shadow=self.shadow,
@@ -72,6 +74,8 @@ class Runtime:
             # this one leaves room to launch Chromium.
             browser = self.config.browser
             return browser.navigation_timeout_s + 2 * browser.action_timeout_s + 60.0
+        if call.channel == "http":
+            return self.config.http.timeout_s
         return self.config.timeout_for(call.server)
 
     async def _close_session(self, session_id: str) -> None:

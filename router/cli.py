@@ -145,6 +145,63 @@ def drain(
     typer.echo(f"simroute: completed {completed} pending shadow record(s)")
 
 
+@app.command("http-proxy")
+def http_proxy(
+    config: ConfigOption = None,
+    port: Annotated[int | None, typer.Option("--port", "-p", min=0, max=65535, help="Listen on this port (default: http.port; 0: any free port).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run the HTTP(S) channel alone: a proxy that routes every request (point HTTP_PROXY/HTTPS_PROXY at it)."""
+    _log_to_stderr(verbose)
+    if not verbose:  # mitmproxy logs every connection at INFO
+        logging.getLogger("mitmproxy").setLevel(logging.WARNING)
+    cfg = _load(config)
+    if not cfg.http.enabled:
+        typer.echo(f"simroute: config error: {cfg.source}: http.enabled is false: the HTTP channel is turned off", err=True)
+        raise typer.Exit(2)
+    # This command serves the HTTP channel only: no sandboxes or browsers are started for it.
+    cfg.shell.enabled = False
+    cfg.browser.enabled = False
+    raise typer.Exit(asyncio.run(_serve_http_proxy(cfg, port)))
+
+
+async def _serve_http_proxy(cfg: Config, port: int | None) -> int:
+    from router.app import Runtime
+    from router.http.proxy import HttpProxy, ProxyStartError
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with Runtime(cfg) as runtime:
+        proxy = HttpProxy(runtime, cfg.http, port=port)
+        try:
+            await proxy.start()
+        except (ProxyStartError, OSError) as exc:
+            typer.echo(f"simroute: {exc}", err=True)
+            return 1
+        typer.echo(f"simroute: HTTP(S) proxy listening on http://{cfg.http.listen_host}:{proxy.port} ({cfg.http.mode})", err=True)
+        try:
+            await stop.wait()
+        finally:
+            await proxy.aclose()
+    return 0
+
+
+@app.command()
+def ca(config: ConfigOption = None) -> None:
+    """Create simroute's CA for HTTPS interception if it is missing; print where it is and how to trust it."""
+    from router.http.ca import ensure_ca, trust_instructions
+
+    cfg = _load(config)
+    try:
+        cert = ensure_ca(cfg.ca_dir)
+    except OSError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(trust_instructions(cert))
+
+
 @app.command("check-config")
 def check_config(config: ConfigOption = None) -> None:
     """Validate a config file and print what it configures."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, PositiveFloat, PositiveInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, PositiveFloat, PositiveInt, ValidationError, field_validator, model_validator
 
 from policies.rules import Rule, parse_rule
 from router.types import Route
@@ -167,6 +167,42 @@ class BrowserConfig(_Strict):
         return self
 
 
+class HttpConfig(_Strict):
+    """The HTTP(S) channel: agents point HTTP_PROXY/HTTPS_PROXY at simroute and every
+    request is routed like any other call (`simroute http-proxy`)."""
+
+    enabled: bool = True
+    listen_host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    # `regular`: a forward proxy for any host; `reverse:http[s]://host[:port]`: one upstream.
+    mode: str = "regular"
+    session_header: str = "X-Simroute-Session"  # the agent session of a request; stripped before forwarding
+    record_headers: list[str] = ["content-type", "accept"]  # request headers that go into the call (and its key)
+    ignore_query: list[str] = []  # query parameters left out of the canonical form (request ids, timestamps)
+    ignore_body_fields: list[str] = []  # dotted JSON body fields left out of it; `items.*.id` reaches into lists
+    max_body_bytes: PositiveInt = 1_048_576  # recorded body size; larger bodies pass whole, recorded truncated
+    timeout_s: PositiveFloat = 60.0  # real route: deadline for the upstream's response headers (then 504)
+    ca_dir: str = "~/.simroute"  # simroute's CA for HTTPS interception, created on first need
+    ssl_insecure: bool = False  # do not verify upstream certificates (test servers with self-made certificates)
+    http2: bool = False  # offer HTTP/2 to clients and upstreams
+
+    @field_validator("mode")
+    @classmethod
+    def _valid_mode(cls, mode: str) -> str:
+        if mode != "regular":
+            kind, _, target = mode.partition(":")
+            if kind != "reverse" or not target.startswith(("http://", "https://")) or len(target) <= len("https://"):
+                raise ValueError(f"must be 'regular' or 'reverse:http[s]://host[:port]', got {mode!r}")
+        return mode
+
+    @field_validator("session_header")
+    @classmethod
+    def _names_a_header(cls, name: str) -> str:
+        if not name.strip() or any(ch in name for ch in " :\r\n"):
+            raise ValueError(f"must be a header name, got {name!r}")
+        return name
+
+
 class SessionsConfig(_Strict):
     idle_ttl_s: PositiveFloat = 1800.0
     max_open: PositiveInt = 256
@@ -184,6 +220,7 @@ class Config(_Strict):
     shadow: ShadowConfig = ShadowConfig()
     shell: ShellConfig = ShellConfig()
     browser: BrowserConfig = BrowserConfig()
+    http: HttpConfig = HttpConfig()
     call_timeout_s: PositiveFloat = 60.0
     startup_timeout_s: PositiveFloat = 30.0  # an upstream that has not finished its handshake by then failed
 
@@ -212,6 +249,11 @@ class Config(_Strict):
     @property
     def store_path(self) -> Path:
         path = Path(self.store.path).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    @property
+    def ca_dir(self) -> Path:
+        path = Path(self.http.ca_dir).expanduser()
         return path if path.is_absolute() else self.base_dir / path
 
     @property
@@ -248,6 +290,12 @@ class Config(_Strict):
 
     def parsed_rules(self) -> list[Rule]:
         return [parse_rule(rule, index=i) for i, rule in enumerate(self.rules)]
+
+    def http_canonical(self):
+        """The canonical form of HTTP call arguments (for keys), from the http section."""
+        from shadow.http_canonical import canonical_form
+
+        return canonical_form(ignore_query=self.http.ignore_query, ignore_body_fields=self.http.ignore_body_fields)
 
     def sim_timeout_for(self, server: str) -> float:
         spec = self.upstreams.get(server)

@@ -15,7 +15,6 @@ import anyio
 from backends.replay import ReplayBackend
 from policies.base import Policy, decide
 from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
-from shadow.canonical import call_key
 from shadow.records import Record
 from shadow.runner import ShadowRunner
 from shadow.spool import SpoolingWriter
@@ -29,6 +28,18 @@ _FALLBACK = Decision(Route.REAL, "default", "no policy answered")
 class Outcome:
     observation: Observation
     record: Record
+
+
+@dataclass(slots=True)
+class Pending:
+    """A decided call waiting for its observation."""
+
+    call: Call
+    session: Session
+    decision: Decision
+    occurrence: int
+    route_note: str = ""
+    needs_real: bool = False
 
 
 class Engine:
@@ -59,22 +70,45 @@ class Engine:
         self.sim_deadline_for = sim_deadline_for or deadline_for
         self.rng = rng or random.Random()
 
-    @staticmethod
-    def exact_key(call: Call) -> str:
-        return call_key(call.channel, call.server, call.tool, call.arguments)
+    def exact_key(self, call: Call) -> str:
+        """The stored key of a call: its canonical form (per channel), nothing ignored."""
+        return self.replay.exact_key(call)
 
     async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "") -> Outcome:
         """Decide, execute, record. `note` is added to the record (the front door's
         remarks, e.g. a changed tool schema)."""
+        pending = self.begin(call, session)
+        try:
+            observation = await self.serve(pending)
+            if observation is None:
+                observation = await self._real(call, real)
+        except asyncio.CancelledError:
+            # The agent cancelled (or hung up): the call is still recorded, as cancelled.
+            self.cancel(pending)
+            raise
+        return self.complete(pending, observation, note=note)
+
+    # The steps of `handle`, for front doors whose real side does not fit one awaited
+    # call (the HTTP proxy forwards the request itself and sees the answer in a later hook).
+
+    def begin(self, call: Call, session: Session) -> Pending:
+        """Count the call's occurrence and decide its route (pure policies, no I/O)."""
         replay_key = self.replay.key(call)
         occurrence = session.occurrences[replay_key] = session.occurrences.get(replay_key, 0) + 1
         decision = decide(self.policies, call, session, fallback=_FALLBACK)
-        try:
-            observation, route_note = await self._execute(decision, call, session, occurrence, real)
-        except asyncio.CancelledError:
-            # The agent cancelled (or hung up): the call is still recorded, as cancelled.
-            self._finish(call, session, decision, Observation.error("cancelled by the agent before an answer"), "cancelled")
-            raise
+        return Pending(call, session, decision, occurrence)
+
+    async def serve(self, pending: Pending) -> Observation | None:
+        """The observation of a route that needs no real side (sim, replay, deny), or
+        None when the real side must answer; `pending.needs_real` then says so too."""
+        observation, pending.route_note = await self._execute(pending)
+        pending.needs_real = observation is None
+        return observation
+
+    def complete(self, pending: Pending, observation: Observation, *, note: str = "") -> Outcome:
+        """Record what the agent gets (shadow work submitted when the route asks for it)."""
+        call, session, decision = pending.call, pending.session, pending.decision
+        route_note = pending.route_note
         shadowed = self._shadows(decision, observation)
         if shadowed and decision.route is Route.REAL:
             route_note = f"sampled for shadow (shadow.rate {self.shadow_rate:g})"
@@ -86,6 +120,10 @@ class Engine:
             assert self.shadow is not None
             self.shadow.submit(outcome.record, history)
         return outcome
+
+    def cancel(self, pending: Pending, reason: str = "cancelled by the agent before an answer") -> Outcome:
+        """Record a call that ended without an answer."""
+        return self._finish(pending.call, pending.session, pending.decision, Observation.error(reason), "cancelled")
 
     def _shadows(self, decision: Decision, observation: Observation) -> bool:
         """Whether the simulated side runs off-path for this call: always for the shadow
@@ -113,15 +151,14 @@ class Engine:
         session.touch()
         return Outcome(observation, record)
 
-    async def _execute(
-        self, decision: Decision, call: Call, session: Session, occurrence: int, real: CallNext
-    ) -> tuple[Observation, str]:
+    async def _execute(self, pending: Pending) -> tuple[Observation | None, str]:
+        """(observation, note) of the decided route; observation None: the real side answers."""
+        decision, call, session, occurrence = pending.decision, pending.call, pending.session, pending.occurrence
         route = decision.route
         if route is Route.REAL:
-            return await self._real(call, real), ""
+            return None, ""
         if route is Route.SHADOW:
-            note = "" if self.shadow is not None else "shadow: no world model configured, served real only"
-            return await self._real(call, real), note
+            return None, "" if self.shadow is not None else "shadow: no world model configured, served real only"
         if route is Route.SIM:
             return await self._sim(call, session), ""
         if route is Route.DENY:
@@ -133,7 +170,7 @@ class Engine:
             return observation, f"replayed record {source_id} (occurrence {occurrence})"
         miss = f"replay miss (occurrence {occurrence} of this call has no recorded real observation)"
         if self.replay_on_miss == "real":
-            return await self._real(call, real), f"{miss}; served real"
+            return None, f"{miss}; served real"
         if self.replay_on_miss == "sim":
             return await self._sim(call, session), f"{miss}; served sim"
         return Observation.error(f"simroute: {miss} and replay.on_miss is 'error'"), miss

@@ -43,7 +43,12 @@ def build_simulator(config: Config, store: SQLiteStore, engine: Any) -> Any:
 
     return WorldModelSimulator(
         engine,
-        domains={"mcp": _mcp_domain(config, store), "shell": _terminal_domain(config, store), "browser": _web_domain(config, store)},
+        domains={
+            "mcp": _mcp_domain(config, store),
+            "shell": _terminal_domain(config, store),
+            "browser": _web_domain(config, store),
+            "http": _http_domain(config, store),
+        },
         max_tokens=config.world_model.max_tokens,
         context_tokens=config.world_model.context_tokens,
         constrained_output=config.world_model.engine == "llama",
@@ -113,6 +118,23 @@ def _web_domain(config: Config, store: SQLiteStore) -> Any:
         simulation_instruction=wm.simulation_instruction.get("browser"),
         snapshot_max_chars=browser.snapshot_max_chars,
         allowed_domains=browser.allowed_domains,
+    )
+
+
+def _http_domain(config: Config, store: SQLiteStore) -> Any:
+    from backends.world_model.http_domain import HttpDomain, select_http_demonstrations
+
+    wm = config.world_model
+
+    def demonstrations_for(call: Call) -> list:
+        rows = store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
+        return select_http_demonstrations(rows, call, wm.demonstrations)
+
+    # initial_state / simulation_instruction are keyed by host[:port], like the calls' server.
+    return HttpDomain(
+        demonstrations_for=demonstrations_for,
+        initial_state=wm.initial_state,
+        simulation_instruction=wm.simulation_instruction,
     )
 
 

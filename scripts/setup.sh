@@ -16,7 +16,7 @@ MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
 say() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
 
 # --- Debian packages ---------------------------------------------------------
-DEBS=(redis-server chromium debootstrap)
+DEBS=(redis-server chromium debootstrap curl)  # curl: a real client of the HTTP channel in tests
 missing=()
 for pkg in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg"); done
 # A Compose tool validates docker-compose.yml; either spelling will do.

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from router.types import Observation
+from shadow.http_canonical import comparable_response, is_http_response
 
 
 def divergence(real: Observation, simulated: Observation) -> float:
@@ -47,6 +48,8 @@ def json_divergence(a: Any, b: Any) -> float:
 
 
 def _as_json(observation: Observation) -> Any:
+    if is_http_response(observation.structured):
+        return comparable_response(observation.structured)  # type: ignore[arg-type]
     if observation.structured is not None:
         return observation.structured
     text = observation.text.strip()

@@ -1,0 +1,156 @@
+"""The HTTP domain: raw HTTP requests as actions, raw HTTP responses as observations.
+
+Action      = the request message: request line, headers, blank line, body
+Observation = the response message: status line, headers, blank line, body
+History     = this session's earlier exchanges with the same host
+Examples    = recorded real exchanges with the same host and method from other
+              sessions, the same path (and URL) preferred, given as the turns just
+              before the current request, best last
+
+A prediction is read back into the structured response of a real one (status,
+headers, body); an answer with no HTTP status line is an error response tagged
+`sim` that says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from backends.world_model.domain import CountTokens
+from backends.world_model.prompt import CLOSING, assemble, omit_oldest, render_observation, size
+from backends.http_messages import error_structured, observation_of, parse_response, render_request, render_response
+from router.types import Call, Observation, Provenance, Session
+
+TASK = (
+    "You are the HTTP server {host}. An AI agent sends it HTTP requests. For each request, predict "
+    "exactly the HTTP response the real server sends back: the status line, the response headers, a "
+    "blank line and the body, in the server's own format (JSON APIs answer JSON). Stay consistent with "
+    "everything this server answered earlier in this session: resources created, changed or deleted."
+)
+BODY_CHARS = 2000  # request and response bodies shown to the model are cut there
+EXAMPLE_NOTE = "(A real exchange of this server with another session, for reference.)\n"
+_STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? \d{3}\b")
+# The prompt's own labels: a model that writes one has moved on from its answer.
+_SCAFFOLDING = re.compile(r"\n\s*(?:\*\*(?:Environment )?Observation:\*\*|\*\*Action:\*\*|### Turn \d)")
+
+Example = tuple[Call, dict[str, Any]]  # (the request, its structured response)
+
+
+class HttpDomain:
+    def __init__(
+        self,
+        *,
+        demonstrations_for: Callable[[Call], list[Example]] = lambda call: [],
+        initial_state: Mapping[str, str] | None = None,
+        simulation_instruction: Mapping[str, str] | None = None,
+        body_chars: int = BODY_CHARS,
+    ) -> None:
+        self.demonstrations_for = demonstrations_for
+        self.initial_state = dict(initial_state or {})
+        self.simulation_instruction = dict(simulation_instruction or {})
+        self.body_chars = body_chars
+
+    def system(self, host: str) -> str:
+        parts = [TASK.format(host=host), f"## Action space\nHTTP/1.1 requests to {host}, written as raw HTTP messages."]
+        if state := self.initial_state.get(host):
+            parts.append("## Initial state\n" + state.strip())
+        if instruction := self.simulation_instruction.get(host):
+            parts.append("## Simulation instruction\n" + instruction.strip())
+        return "\n\n".join(parts)
+
+    def render_action(self, call: Call, number: int) -> str:
+        return f"### Turn {number}\n**Action:**\n```http\n{render_request(call, body_chars=self.body_chars)}\n```"
+
+    def render_response(self, structured: Mapping[str, Any]) -> str:
+        body = structured.get("body")
+        if isinstance(body, str) and len(body) > self.body_chars:
+            structured = {**structured, "body": body[: self.body_chars] + f"\n[{len(body) - self.body_chars} characters cut]"}
+        return render_response(structured)
+
+    def messages(self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens) -> list[dict[str, str]]:
+        # The session's exchanges with this host, then the recorded examples as the turns
+        # right before the current request: small models answer in the format of the
+        # turn just before theirs, and read an example given inline far less well.
+        turns: list[tuple[Call, str, str]] = [
+            (turn.call, self._shown(turn.observation), "")
+            for turn in session.history
+            if turn.call.channel == call.channel and turn.call.server == call.server
+        ]
+        turns += [(past, self.render_response(structured), EXAMPLE_NOTE) for past, structured in self.demonstrations_for(call)]
+
+        def render_turn(index: int, number: int) -> tuple[str, str]:
+            past, shown, note = turns[index]
+            return note + self.render_action(past, number), render_observation(shown)
+
+        def render_final(number: int) -> str:
+            return self.render_action(call, number) + "\n\n" + CLOSING.format(what="HTTP server")
+
+        system = self.system(call.server)
+        messages = assemble(system, len(turns), render_turn, render_final, omitted=0)
+        if size(messages, count_tokens) <= budget_tokens:
+            return messages
+        messages, _ = omit_oldest(system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens)
+        return messages
+
+    def _shown(self, observation: Observation) -> str:
+        return self.render_response(observation.structured) if _is_http(observation.structured) else observation.text
+
+    def refusal(self, call: Call, session: Session) -> str | None:
+        return None
+
+    def output_schema(self, call: Call) -> dict[str, Any] | None:
+        return None  # a raw HTTP message is native text
+
+    def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
+        text = str(prediction)
+        try:
+            structured = parse_response(read_message(text))
+        except ValueError as exc:
+            reason = f"simroute: the world model's answer is not an HTTP response ({exc}): {text[:200]!r}"
+            return observation_of(error_structured(502, reason), Provenance.SIM)
+        return observation_of(structured, Provenance.SIM)
+
+
+def read_message(text: str) -> str:
+    """The HTTP response in a model's answer, leniently: from the first status line
+    (past any preamble or markup), the head up to a second status line or a closing
+    fence, and a body that may sit in its own ``` fence. Raises ValueError."""
+    text = text.replace("\r\n", "\n")
+    match = _STATUS_LINE.search(text)
+    if match is None:
+        raise ValueError("no HTTP status line")
+    head, _, rest = text[match.start() :].partition("\n\n")
+    if again := _STATUS_LINE.search(head, 1):  # a second status line: the model began another answer
+        head, rest = head[: again.start()], ""
+    if "```" in head:  # the fence closed inside the head: there is no body
+        head, rest = head.split("```", 1)[0], ""
+    body = rest.lstrip("\n")
+    if body.startswith("```"):  # the body in a fence of its own (```json …```)
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+    body = _SCAFFOLDING.split(body.split("```", 1)[0], 1)[0]  # the model went on with the next turn
+    return f"{head.rstrip()}\n\n{body}"
+
+
+def _is_http(structured: Mapping[str, Any] | None) -> bool:
+    return bool(structured) and "status" in structured  # type: ignore[operator]
+
+
+def select_http_demonstrations(rows: Sequence[Mapping[str, Any]], call: Call, k: int) -> list[Example]:
+    """Recorded real exchanges of the same host and method, best last: the same URL,
+    then the same path, then any other path."""
+    if k <= 0:
+        return []
+    url, path = call.arguments.get("url"), call.arguments.get("path")
+    scored = []
+    for row in rows:
+        structured = (row.get("observation") or {}).get("structured")
+        arguments = row.get("arguments") or {}
+        if not _is_http(structured):
+            continue
+        score = 3 if arguments.get("url") == url else 2 if arguments.get("path") == path else 1
+        past = Call(row.get("channel", "http"), row.get("server", call.server), row.get("tool", call.tool), arguments, row.get("session", ""))
+        scored.append((score, -len(scored), past, structured))  # rows come newest first: newer wins a tie
+    scored.sort(key=lambda item: (item[0], item[1]))
+    return [(past, structured) for _, _, past, structured in scored[-k:]]

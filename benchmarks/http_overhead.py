@@ -1,0 +1,135 @@
+"""Per-request cost of simroute's HTTP channel against plain mitmdump, same run, same machine.
+
+2,000 sequential GETs (a small JSON answer) from one keep-alive httpx client:
+  direct     client straight to the upstream
+  mitmdump   through plain `mitmdump` (the binary beside this Python), pass-through
+  simroute   through `simroute http-proxy`, real route: decision, record and headers included
+Rounds interleave the three (rotating order); the figure is the median over rounds
+of each round's mean ms/request. The upstream runs in its own process.
+
+Usage: python benchmarks/http_overhead.py [--requests 2000] [--rounds 5] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx2 as httpx
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args[0]} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listened on {port} within {timeout}s")
+
+
+def run_round(client: httpx.Client, url: str, count: int) -> float:
+    started = time.perf_counter()
+    for _ in range(count):
+        response = client.get(url)
+        if response.status_code != 200:
+            raise RuntimeError(f"{url}: {response.status_code} {response.text[:200]}")
+    return (time.perf_counter() - started) * 1000 / count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=2000, help="requests per variant, over all rounds")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    per_round = max(1, args.requests // args.rounds)
+
+    processes: list[subprocess.Popen] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            upstream = subprocess.Popen([sys.executable, str(HERE / "_http_upstream.py")], stdout=subprocess.PIPE, text=True)
+            processes.append(upstream)
+            upstream_port = int(upstream.stdout.readline())
+            url = f"http://127.0.0.1:{upstream_port}/data?x=1"
+
+            mitm_port = free_port()
+            mitmdump = subprocess.Popen(
+                [str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(mitm_port), "--set", "confdir=" + tmp + "/mitm"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            processes.append(mitmdump)
+
+            config = Path(tmp) / "simroute.yaml"
+            config.write_text(json.dumps({
+                "store": {"path": f"{tmp}/records.db"}, "shell": {"enabled": False}, "browser": {"enabled": False},
+                "http": {"ca_dir": f"{tmp}/ca"},
+            }))
+            simroute_port = free_port()
+            simroute = subprocess.Popen(
+                [str(BIN / "simroute"), "http-proxy", "--config", str(config), "--port", str(simroute_port)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            processes.append(simroute)
+            wait_for_port(mitm_port, mitmdump)
+            wait_for_port(simroute_port, simroute)
+
+            clients = {
+                "direct": httpx.Client(timeout=30, trust_env=False),
+                "mitmdump": httpx.Client(proxy=f"http://127.0.0.1:{mitm_port}", timeout=30, trust_env=False),
+                "simroute": httpx.Client(proxy=f"http://127.0.0.1:{simroute_port}", timeout=30, trust_env=False),
+            }
+            for client in clients.values():  # warm up: connections, code paths, the CA
+                run_round(client, url, 50)
+            results: dict[str, list[float]] = {name: [] for name in clients}
+            names = list(clients)
+            for r in range(args.rounds):
+                order = names[r % len(names):] + names[: r % len(names)]
+                for name in order:
+                    results[name].append(run_round(clients[name], url, per_round))
+            for client in clients.values():
+                client.close()
+            recorded = sqlite3.connect(f"{tmp}/records.db").execute("SELECT COUNT(*) FROM records").fetchone()[0]
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                try:
+                    process.wait(15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+
+    figures = {name: statistics.median(values) for name, values in results.items()}
+    ratio = figures["simroute"] / figures["mitmdump"]
+    print(f"{per_round * args.rounds} requests per variant, {args.rounds} interleaved rounds, one keep-alive client")
+    for name, value in figures.items():
+        spread = ", ".join(f"{v:.3f}" for v in results[name])
+        print(f"  {name:9} {value:7.3f} ms/request   (rounds: {spread})")
+    print(f"  simroute records written: {recorded}")
+    print(f"simroute / mitmdump = {ratio:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"ms_per_request": figures, "rounds": results, "ratio": ratio, "records": recorded}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

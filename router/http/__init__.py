@@ -1,0 +1,1 @@
+"""The HTTP(S) channel: a mitmproxy addon routing every request through the engine."""
