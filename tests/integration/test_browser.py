@@ -22,6 +22,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
+from http_kit import http_config, start_proxy
 from kit import free_port, meta_of, simroute_executable, stdio_client
 from servers.web_pages import WebPages
 
@@ -234,6 +235,30 @@ async def test_browser_traffic_goes_through_the_configured_proxy(make_config, si
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+async def test_the_pages_own_requests_are_routed_by_simroutes_http_channel(make_config, site, marker, tmp_path):
+    # browser.proxy -> `simroute http-proxy`: the page and the API it fetches are calls
+    # of the HTTP channel, and an HTTP rule decides the sub-request the agent never made.
+    proxy_dir = tmp_path / "http-channel"
+    proxy_dir.mkdir()
+    deny_api = {"name": "no-stock-api", "match": {"channel": "http", "arguments": {"path": "/api/*"}}, "route": "deny"}
+    proxy = start_proxy(http_config(proxy_dir, rules=[deny_api]))
+    try:
+        async with stdio_client(browser_config(make_config, marker, proxy=proxy.url)) as client:
+            result, _, page = await call(client, "browser_navigate", url=site.url("/widgets"))
+            assert not result.is_error and page["title"] == "Widgets"
+            deadline = time.monotonic() + 10
+            while "loading" in page["snapshot"] and time.monotonic() < deadline:  # the fetch settles
+                await asyncio.sleep(0.1)
+                _, _, page = await call(client, "browser_snapshot")
+        assert "stock unavailable (403)" in page["snapshot"], page["snapshot"]
+    finally:
+        proxy.stop()
+    routes = {row["arguments"]["path"]: (row["channel"], row["route"], row["provenance"]) for row in proxy.records()}
+    assert routes["/widgets"] == ("http", "real", "real")
+    assert routes["/api/stock"] == ("http", "deny", "none")
+    assert "/widgets" in site.requests and "/api/stock" not in site.requests  # denied before the site saw it
 
 
 async def test_each_http_agent_session_has_its_own_browser(make_config, site, marker, simroute_http):

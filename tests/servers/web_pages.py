@@ -51,6 +51,14 @@ PAGES = {
         '<h1>Keys</h1><p id="last">none</p>'
         "<script>document.addEventListener('keydown', e => document.getElementById('last').textContent = 'pressed ' + e.key)</script>",
     ),
+    # The page's own request (fetch) of an API on the same server: routed too when the
+    # browser's traffic goes through an HTTP router.
+    "/widgets": page(
+        "Widgets",
+        '<h1>Widgets</h1><p id="stock">loading</p>'
+        "<script>fetch('/api/stock').then(r => r.ok ? r.json().then(j => 'in stock: ' + j.count) : 'stock unavailable (' + r.status + ')')"
+        ".catch(e => 'stock failed').then(t => document.getElementById('stock').textContent = t)</script>",
+    ),
     "/huge": page("Huge", "<h1>Huge</h1><ul>" + "".join(f"<li>Item number {i}</li>" for i in range(20000)) + "</ul>"),
 }
 
@@ -74,6 +82,8 @@ class WebPages:
                 if parts.path == "/outside":  # links and an image on another host name of this server
                     other = f"http://localhost:{self.server.server_address[1]}"
                     return self._send(page("Outside", f'<h1>Outside</h1><img src="{other}/pixel" alt="pixel"><a href="{other}/about">Elsewhere</a>'))
+                if parts.path == "/api/stock":
+                    return self._send('{"count": 42}', content_type="application/json")
                 if parts.path == "/never":
                     return self._never()
                 body = PAGES.get(parts.path)
@@ -81,10 +91,10 @@ class WebPages:
                     return self._send(page("Not found", "<h1>404 Not found</h1>"), status=404)
                 self._send(body)
 
-            def _send(self, body: str, status: int = 200) -> None:
+            def _send(self, body: str, status: int = 200, content_type: str = "text/html; charset=utf-8") -> None:
                 data = body.encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
