@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -25,27 +24,10 @@ from pathlib import Path
 
 import httpx2 as httpx
 
+from router.netutil import free_port, wait_for_port
+
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args[0]} exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listened on {port} within {timeout}s")
 
 
 def run_round(client: httpx.Client, url: str, count: int) -> float:
@@ -91,8 +73,8 @@ def main() -> None:
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             processes.append(simroute)
-            wait_for_port(mitm_port, mitmdump)
-            wait_for_port(simroute_port, simroute)
+            wait_for_port(mitm_port, mitmdump, timeout_s=60)
+            wait_for_port(simroute_port, simroute, timeout_s=60)
 
             clients = {
                 "direct": httpx.Client(timeout=30, trust_env=False),

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -35,6 +34,8 @@ from pathlib import Path
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
+from router.netutil import free_port, wait_for_port
+
 HERE = Path(__file__).resolve().parent
 BASELINE = HERE / "_baseline_proxy.py"
 SIMROUTE = str(Path(sys.executable).parent / "simroute")
@@ -42,23 +43,6 @@ UPSTREAM = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 ARGS = {"timezone": "Asia/Tokyo"}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listened on port {port} within {timeout}s")
 
 
 @asynccontextmanager

@@ -55,6 +55,11 @@ def build_simulator(config: Config, store: SQLiteStore, engine: Any) -> Any:
     )
 
 
+def _recorded_real(store: SQLiteStore, call: Call) -> list:
+    """Real records of the same tool from other sessions: every domain's demonstrations."""
+    return store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
+
+
 def _mcp_domain(config: Config, store: SQLiteStore) -> Any:
     from backends.world_model.mcp_domain import McpDomain
     from backends.world_model.mcp_prompt import select_demonstrations
@@ -71,7 +76,7 @@ def _mcp_domain(config: Config, store: SQLiteStore) -> Any:
         return None
 
     def demonstrations_for(call: Call) -> list[tuple[dict, str]]:
-        rows = store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
+        rows = _recorded_real(store, call)
         return select_demonstrations(rows, call.tool, call.arguments, wm.demonstrations)
 
     return McpDomain(
@@ -89,7 +94,7 @@ def _terminal_domain(config: Config, store: SQLiteStore) -> Any:
     wm, shell = config.world_model, config.shell
 
     def demonstrations_for(call: Call) -> list:
-        rows = store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
+        rows = _recorded_real(store, call)
         return select_shell_demonstrations(rows, str(call.arguments.get("command", "")), wm.demonstrations)
 
     return TerminalDomain(
@@ -109,7 +114,7 @@ def _web_domain(config: Config, store: SQLiteStore) -> Any:
     wm, browser = config.world_model, config.browser
 
     def demonstrations_for(call: Call, current: Any) -> list:
-        rows = store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
+        rows = _recorded_real(store, call)
         return select_web_demonstrations(rows, call, current, wm.demonstrations)
 
     return WebDomain(
@@ -127,7 +132,7 @@ def _http_domain(config: Config, store: SQLiteStore) -> Any:
     wm = config.world_model
 
     def demonstrations_for(call: Call) -> list:
-        rows = store.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
+        rows = _recorded_real(store, call)
         return select_http_demonstrations(rows, call, wm.demonstrations)
 
     # initial_state / simulation_instruction are keyed by host[:port], like the calls' server.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kit import free_port, sandboxes, simroute_executable, write_config
+from router.netutil import wait_for_port
 
 
 @pytest.fixture
@@ -42,18 +42,7 @@ def simroute_http(tmp_path: Path) -> Iterator:
             [simroute_executable(), "mcp", "--config", str(config), "--http", f"127.0.0.1:{port}"],
             stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"simroute exited early:\n{log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            process.kill()
-            raise RuntimeError(f"simroute did not listen within 30s:\n{log.read_text()}")
+        wait_for_port(port, process, describe=log.read_text)
         server = HttpSimroute(process, f"http://127.0.0.1:{port}/mcp", log)
         started.append(server)
         return server

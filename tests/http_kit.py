@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit import free_port, simroute_executable, write_config
+from kit import simroute_executable, write_config
+from router.netutil import free_port, wait_for_port
 
 
 @dataclass
@@ -54,17 +53,8 @@ def start_proxy(config: Path, *, env: dict | None = None) -> ProxyProcess:
         [simroute_executable(), "http-proxy", "--config", str(config), "--port", str(port)],
         stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"simroute http-proxy exited early:\n{log.read_text()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return ProxyProcess(process, port, config, log)
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"simroute http-proxy did not listen within 30s:\n{log.read_text()}")
+    wait_for_port(port, process, describe=log.read_text)
+    return ProxyProcess(process, port, config, log)
 
 
 def records_of(config: Path) -> list[dict]:

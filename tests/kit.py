@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import sys
 from pathlib import Path
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+
+from router.netutil import free_port  # noqa: F401  (re-exported for tests)
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLBOX = ROOT / "tests" / "servers" / "toolbox.py"
@@ -47,12 +48,6 @@ def write_config(directory: Path, **sections) -> Path:
     # JSON is YAML: no quoting surprises for paths and patterns.
     path.write_text(json.dumps(config, indent=2))
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def stdio_client(config: Path, **client_kwargs) -> Client:

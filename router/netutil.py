@@ -1,0 +1,31 @@
+"""Loopback port helpers for launching simroute and its neighbours as processes
+(tests, benchmarks): a free port, and waiting until a started process listens."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, *, timeout_s: float = 30, describe=lambda: "") -> None:
+    """Until something listens on 127.0.0.1:`port`. Raises RuntimeError, with
+    `describe()` (e.g. the process's log) appended, when `process` exits first or
+    nothing listens within `timeout_s`; the process is then killed."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args[0]} exited with {process.returncode} before listening on {port}\n{describe()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"{process.args[0]} did not listen on {port} within {timeout_s:g}s\n{describe()}")
