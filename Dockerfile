@@ -12,6 +12,6 @@ COPY policies policies
 RUN grep -v '^llama-cpp-python==' requirements.lock > /tmp/req.txt \
  && pip install --no-cache-dir -r /tmp/req.txt \
  && pip install --no-cache-dir --no-deps .
-EXPOSE 8765
+EXPOSE 8765 8080
 ENTRYPOINT ["simroute"]
-CMD ["mcp", "--config", "/config/simroute.yaml", "--http", "0.0.0.0:8765"]
+CMD ["serve", "--config", "/config/simroute.yaml", "--mcp", "0.0.0.0:8765"]

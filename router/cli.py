@@ -78,6 +78,43 @@ def mcp(
         asyncio.run(serve_stdio(server))
 
 
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    mcp_address: Annotated[str, typer.Option("--mcp", help="Serve MCP (streamable HTTP) on HOST:PORT.")] = "127.0.0.1:8765",
+    http_proxy_port: Annotated[
+        int | None, typer.Option("--http-proxy", min=0, max=65535, help="The HTTP(S) proxy's port (default: http.port).")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Serve every channel from one process: MCP over streamable HTTP (the configured servers,
+    shell and browser tools) and, unless http.enabled is false, the HTTP(S) proxy. One runtime:
+    one record store, one world model, and agent sessions shared across channels (X-Simroute-Session)."""
+    _log_to_stderr(verbose)
+    if not verbose:  # mitmproxy logs every connection at INFO
+        logging.getLogger("mitmproxy").setLevel(logging.WARNING)
+    cfg = _load(config)
+    if not cfg.upstreams and not cfg.local_channels() and not cfg.http.enabled:
+        typer.echo("simroute: config error: nothing to serve: no MCP servers, simroute's own tools and the HTTP channel are disabled", err=True)
+        raise typer.Exit(2)
+    host, port = _parse_host_port(mcp_address)
+    from router.app import Runtime
+    from router.mcp.server import build_server
+
+    from router.http.proxy import HttpProxy, ProxyStartError
+
+    runtime = Runtime(cfg)
+    services = [HttpProxy(runtime, cfg.http, port=http_proxy_port)] if cfg.http.enabled else []
+    server = build_server(runtime, services=services)
+    _stop_cleanly_on_sigterm()
+    typer.echo(f"simroute: serving MCP on http://{host}:{port}/mcp", err=True)  # the proxy logs its own address
+    try:
+        server.run(transport="http", host=host, port=port, show_banner=False, log_level="WARNING")
+    except ProxyStartError as exc:  # raised while the server starts: nothing was served
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
+
+
 def _stop_cleanly_on_sigterm() -> None:
     """SIGTERM unwinds like Ctrl-C, so the runtime closes: sandboxes and browsers
     are removed, pending records flushed. (uvicorn re-raises the signal after its

@@ -69,7 +69,7 @@ class HttpProxy:
                 break
         failed = [s for s in servers if not s.is_running]
         if not len(servers) or failed:
-            problem = failed[0].last_exception if failed else "no server started"
+            problem = str(failed[0].last_exception).splitlines()[0] if failed else "no server started"
             await self.aclose()
             raise ProxyStartError(f"the HTTP proxy cannot listen on {self.config.listen_host}:{self.port}: {problem}")
         self.port = next(iter(servers)).listen_addrs[0][1]

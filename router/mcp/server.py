@@ -1,11 +1,12 @@
 """Builds simroute's MCP server: one proxy provider per upstream, the routing
-middleware in front, the runtime opened and closed with the server."""
+middleware in front, the runtime (and any service beside the endpoint) opened
+and closed with the server."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, Protocol
 
 import mcp_types
 from fastmcp import FastMCP
@@ -27,17 +28,31 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(runtime: Runtime) -> FastMCP:
+class Service(Protocol):
+    """Something served beside the MCP endpoint on the same runtime (the HTTP proxy)."""
+
+    async def start(self) -> Any: ...
+
+    async def aclose(self) -> None: ...
+
+
+def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastMCP:
     """simroute speaks the session-based (handshake) protocol era on every transport:
     an agent session is an MCP session (`Mcp-Session-Id` over HTTP), and the upstream's
     server-to-client requests (sampling, elicitation, roots) need the session's
-    back-channel. Clients negotiating automatically fall back to it."""
+    back-channel. Clients negotiating automatically fall back to it.
+
+    `services` start after the runtime and stop before it, in reverse order."""
 
     @asynccontextmanager
     async def lifespan(server: FastMCP) -> AsyncIterator[dict[str, Any]]:
         await runtime.start()
         try:
-            yield {}
+            async with AsyncExitStack() as stack:
+                for service in services:
+                    await service.start()
+                    stack.push_async_callback(service.aclose)
+                yield {}
         finally:
             await runtime.aclose()
 
