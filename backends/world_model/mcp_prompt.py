@@ -7,6 +7,9 @@ last     = demonstrations (real observations of the same tool, best last),
 
 Demonstrations live in the last turn only, so the system + history prefix stays
 byte-identical from one step to the next and an engine's prefix cache holds.
+For the same reason, when the tool list must shrink to fit, it shrinks the same
+way whatever tool is called: the called tool's full definition then goes into
+the last turn, not the system message.
 """
 
 from __future__ import annotations
@@ -50,8 +53,12 @@ def build_system(
     return "\n\n".join(parts)
 
 
-def build_final_turn(action: Action, turn: int, demonstrations: Sequence[Example]) -> str:
+def build_final_turn(action: Action, turn: int, demonstrations: Sequence[Example], *, definition: dict[str, Any] | None = None) -> str:
+    """Demonstrations, best last; the called tool's `definition` when the system
+    message no longer carries it in full; the action; the closing instruction."""
     parts = []
+    if definition is not None:
+        parts.append(f"Definition of the tool `{action['name']}`:\n```json\n" + json.dumps(definition, indent=2, ensure_ascii=False) + "\n```")
     if demonstrations:
         parts.append("Real observations this server returned for the same tool:")
         for example_action, example_observation in demonstrations:
@@ -66,18 +73,16 @@ def build_final_turn(action: Action, turn: int, demonstrations: Sequence[Example
     return "\n\n".join(parts)
 
 
-def trim_tools(tools: Sequence[dict[str, Any]], called: str, level: int) -> list[dict[str, Any]]:
-    """Tool definitions at a trim level: 0 all; 1 other tools without schemas;
-    2 other tools by name only; 3 the called tool alone. The called tool is never cut."""
-    trimmed = []
-    for tool in tools:
-        if tool.get("name") == called or level == 0:
-            trimmed.append(tool)
-        elif level == 1:
-            trimmed.append({k: v for k, v in tool.items() if k in ("name", "description")})
-        elif level == 2:
-            trimmed.append({"name": tool.get("name")})
-    return trimmed
+def trim_tools(tools: Sequence[dict[str, Any]], level: int) -> list[dict[str, Any]]:
+    """Tool definitions at a trim level: 0 all in full; 1 without schemas; 2 by name
+    only; 3 none. Independent of the called tool, so the system message is too."""
+    if level == 0:
+        return list(tools)
+    if level == 1:
+        return [{k: v for k, v in tool.items() if k in ("name", "description")} for tool in tools]
+    if level == 2:
+        return [{"name": tool.get("name")} for tool in tools]
+    return []
 
 
 def build_mcp_messages(
@@ -93,18 +98,22 @@ def build_mcp_messages(
     count_tokens: Callable[[str], int] = lambda text: len(text) // 3,
 ) -> list[dict[str, str]]:
     """The chat messages for one simulated MCP call, fitted to `budget_tokens`:
-    first the other tools' definitions shrink, then the oldest turns go (with a marker)."""
+    first the tool list shrinks (the called tool's definition moving to the last
+    turn), then the oldest turns go (with a marker)."""
     turns = list(history)
+    called = next((tool for tool in tools if tool.get("name") == action["name"]), None)
+    definition: dict[str, Any] | None = None
 
     def render_turn(index: int, number: int) -> tuple[str, str]:
         past_action, observation = turns[index]
         return render_action(past_action, number), render_observation(observation)
 
     def final_with(examples: Sequence[Example]):
-        return lambda number: build_final_turn(action, number, examples)
+        return lambda number: build_final_turn(action, number, examples, definition=definition)
 
     for level in range(4):
-        system = build_system(server, trim_tools(tools, action["name"], level), initial_state=initial_state, simulation_instruction=simulation_instruction)
+        definition = called if level > 0 else None
+        system = build_system(server, trim_tools(tools, level), initial_state=initial_state, simulation_instruction=simulation_instruction)
         messages = assemble(system, len(turns), render_turn, final_with(demonstrations), omitted=0)
         if budget_tokens is None or size(messages, count_tokens) <= budget_tokens:
             return messages

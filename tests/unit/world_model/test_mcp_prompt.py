@@ -63,12 +63,29 @@ def test_prefix_is_stable_from_step_to_step():
     assert step3[: len(step2) - 1] == step2[:-1]
 
 
-def test_trimming_drops_other_tools_first_then_oldest_turns_with_a_marker():
+def test_trimming_shrinks_the_tool_list_first_then_drops_oldest_turns_with_a_marker():
     history = [({"name": "read_file", "arguments": {"path": f"/f{i}"}}, "x" * 300) for i in range(10)]
     messages = three_step_messages(history=history, budget_tokens=600, count_tokens=lambda t: len(t) // 4)
-    assert '"list_dir"' not in messages[0]["content"] and '"read_file"' in messages[0]["content"]
+    assert '"list_dir"' not in messages[0]["content"] and "inputSchema" not in messages[0]["content"]
+    # The called tool keeps its full definition, in the last turn.
+    final = messages[-1]["content"]
+    assert final.startswith("Definition of the tool `read_file`:") and '"inputSchema"' in final
     assert messages[1]["content"].startswith(OMITTED.format(count=len(history) - (len(messages) - 2) // 2))
     assert sum(len(m["content"]) // 4 + 8 for m in messages) <= 600
+
+
+def test_a_trimmed_tool_list_does_not_depend_on_the_called_tool():
+    # Otherwise a step calling another tool changes the system message, and the
+    # engine re-reads the whole prompt instead of reusing its cached prefix.
+    history = [({"name": "read_file", "arguments": {"path": f"/f{i}"}}, "x" * 40) for i in range(3)]
+
+    def messages_for(tool):
+        return three_step_messages(history=history, action={"name": tool, "arguments": {"path": "/app"}}, budget_tokens=420, count_tokens=lambda t: len(t) // 4)
+
+    read, listing = messages_for("read_file"), messages_for("list_dir")
+    assert "inputSchema" not in read[0]["content"]  # trimmed
+    assert read[:-1] == listing[:-1]
+    assert "Definition of the tool `list_dir`" in listing[-1]["content"] and "List a folder" in listing[-1]["content"]
 
 
 def test_select_demonstrations_best_last():
