@@ -1,10 +1,12 @@
 """The demo: simroute launched as a user launches it, in front of a real MCP
 server (mcp-server-time), over stdio: real, replayed, simulated and shadowed
-calls, shell commands in a Docker sandbox and on a simulated terminal, and the
-divergences the shadowed calls measured."""
+calls, shell commands in a Docker sandbox and on a simulated terminal, the
+divergences the shadowed calls measured, and (router/demo_http.py) an agent's
+web API calls through `simroute http-proxy`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -13,6 +15,8 @@ from typing import Any
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+
+from router.demo_http import HTTP_RULES, http_sessions_ok, print_http_rows, run_http_sessions
 
 DEMO_CONFIG = """\
 # simroute demo: the reference time server, routed per call.
@@ -34,8 +38,10 @@ rules:
   - name: simulate-reads          # read-only shell commands go to the simulated terminal
     match: {{channel: shell, arguments: {{command: "re:^cat "}}}}
     route: sim
-shell:
+{http_rules}shell:
   pool_size: 1
+http:
+  ca_dir: ca              # the HTTPS CA of this demo (simroute ca: the user's own)
 replay:
   on_miss: real
 world_model:            # the bundled SmolLM2-135M GGUF, in-process
@@ -92,12 +98,13 @@ async def run_demo(workdir: Path) -> int:
 
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "simroute.yaml"
-    config_path.write_text(DEMO_CONFIG.format(python=json.dumps(sys.executable)))
+    config_path.write_text(DEMO_CONFIG.format(python=json.dumps(sys.executable), http_rules=HTTP_RULES))
     (workdir / "records.db").unlink(missing_ok=True)
     print(f"simroute demo — config {config_path}")
 
     first = await run_agent_session(config_path, "session 1: records real observations")
     second = await run_agent_session(config_path, "session 2: replays session 1")
+    web_first, web_second = await asyncio.to_thread(run_http_sessions, simroute_command(), config_path)
     # Shadow work still in flight when a session closed stays pending; drain completes it.
     drain = subprocess.run([*simroute_command(), "drain", "--config", str(config_path)], capture_output=True, text=True)
     print(f"\n{drain.stdout.strip()}")
@@ -110,6 +117,9 @@ async def run_demo(workdir: Path) -> int:
     print_rows(first, latencies)
     print("\n== session 2 ==")
     print_rows(second, latencies)
+    by_id = {r["id"]: r for r in records}
+    print_http_rows("HTTP session 1 (through simroute http-proxy): records real answers", web_first, by_id)
+    print_http_rows("HTTP session 2: replays session 1", web_second, by_id)
     shadowed = [r for r in records if r["route"] == "shadow"]
     print("\n== shadowed calls: real served, simulated off the agent's path ==")
     for record in shadowed:
@@ -123,6 +133,6 @@ async def run_demo(workdir: Path) -> int:
     shell_real_ok = all(r["provenance"] == "real" for r in first + second if r["tool"] == "shell_exec" and r["route"] != "sim")
     simulated_ok = shell_real_ok and len(simulated) == 4 and all(r["provenance"] == "sim" and "world model failed" not in json.dumps(r["answer"]) for r in simulated)
     shadow_ok = len(shadowed) == 2 and all(r["status"] == "complete" and r["divergence"] is not None for r in shadowed)
-    ok = len(replayed) == 3 and same and simulated_ok and shadow_ok
+    ok = len(replayed) == 3 and same and simulated_ok and shadow_ok and http_sessions_ok(web_first, web_second)
     print("demo:", "ok" if ok else "UNEXPECTED ROUTES")
     return 0 if ok else 1
