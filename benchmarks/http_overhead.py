@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 
-from router.netutil import free_port, wait_for_port
+from router.launch import free_port, stop, wait_for_port
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -94,12 +94,7 @@ def main() -> None:
             recorded = sqlite3.connect(f"{tmp}/records.db").execute("SELECT COUNT(*) FROM records").fetchone()[0]
         finally:
             for process in processes:
-                process.terminate()
-            for process in processes:
-                try:
-                    process.wait(15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+                stop(process)
 
     figures = {name: statistics.median(values) for name, values in results.items()}
     ratio = figures["simroute"] / figures["mitmdump"]

@@ -34,7 +34,7 @@ from pathlib import Path
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
-from router.netutil import free_port, wait_for_port
+from router.launch import free_port, stop, wait_for_port
 
 HERE = Path(__file__).resolve().parent
 BASELINE = HERE / "_baseline_proxy.py"
@@ -54,11 +54,7 @@ async def http_server(command: list[str]):
         wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 def variants(config: Path) -> dict[str, list[str]]:

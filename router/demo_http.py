@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from router.netutil import free_port, wait_for_port
+from router.launch import free_port, stop, wait_for_port
 
 HTTP_RULES = """\
   - name: simulate-lima           # a city nobody recorded: the world model answers
@@ -89,11 +89,7 @@ def http_proxy(command: list[str], config_path: Path) -> Iterator[str]:
         wait_for_port(port, process, timeout_s=60, describe=log.read_text)
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process, timeout_s=30)
 
 
 def run_http_sessions(command: list[str], config_path: Path) -> list[list[dict[str, Any]]]:

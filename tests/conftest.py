@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kit import free_port, sandboxes, simroute_executable, write_config
-from router.netutil import wait_for_port
+from router.launch import stop, wait_for_port
 
 
 @pytest.fixture
@@ -49,11 +49,7 @@ def simroute_http(tmp_path: Path) -> Iterator:
 
     yield start
     for server in started:
-        server.process.terminate()
-        try:
-            server.process.wait(10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
+        stop(server.process)
 
 
 @pytest.fixture

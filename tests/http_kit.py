@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit import simroute_executable, write_config
-from router.netutil import free_port, wait_for_port
+from router.launch import free_port, wait_for_port
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from router.netutil import free_port  # noqa: F401  (re-exported for tests)
+from router.launch import free_port  # noqa: F401  (re-exported for tests)
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLBOX = ROOT / "tests" / "servers" / "toolbox.py"

@@ -15,7 +15,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 
 from http_kit import http_config, records_of
 from kit import meta_of, simroute_executable, time_server
-from router.netutil import free_port, wait_for_port
+from router.launch import free_port, wait_for_port
 from servers.http_upstream import serve_upstream
 
 pytestmark = pytest.mark.integration

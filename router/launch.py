@@ -1,5 +1,6 @@
-"""Loopback port helpers for launching simroute and its neighbours as processes
-(tests, benchmarks): a free port, and waiting until a started process listens."""
+"""Launching simroute and its neighbours as processes (the demo, tests,
+benchmarks): a free loopback port, waiting until a started process listens,
+and stopping it."""
 
 from __future__ import annotations
 
@@ -29,3 +30,13 @@ def wait_for_port(port: int, process: subprocess.Popen, *, timeout_s: float = 30
             time.sleep(0.05)
     process.kill()
     raise RuntimeError(f"{process.args[0]} did not listen on {port} within {timeout_s:g}s\n{describe()}")
+
+
+def stop(process: subprocess.Popen, *, timeout_s: float = 15) -> int:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout_s`; its exit code."""
+    process.terminate()
+    try:
+        return process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
