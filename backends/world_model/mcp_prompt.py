@@ -2,10 +2,11 @@
 
 system   = task + action space (the server's tools) + initial state + simulation instruction
 then     = (user action, assistant observation) per earlier step with this server
-last     = demonstrations (real observations of the same tool, best last),
-           the current action, and the tagged-answer instruction.
+then     = demonstrations: real observations of the same tool from other sessions,
+           as marked example turns, best last (see prompt.py for why)
+last     = the current action and the tagged-answer instruction.
 
-Demonstrations live in the last turn only, so the system + history prefix stays
+Demonstrations come after the history, so the system + history prefix stays
 byte-identical from one step to the next and an engine's prefix cache holds.
 For the same reason, when the tool list must shrink to fit, it shrinks the same
 way whatever tool is called: the called tool's full definition then goes into
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from backends.world_model.prompt import CLOSING as PROMPT_CLOSING
-from backends.world_model.prompt import assemble, cut_to_fit, omit_oldest, render_observation, size
+from backends.world_model.prompt import EXAMPLE_NOTE, RenderExample, assemble, cut_to_fit, omit_oldest, render_observation, size
 
 Action = dict[str, Any]  # {"name": ..., "arguments": {...}}
 Example = tuple[Action, str]  # (action, observation text)
@@ -53,24 +54,21 @@ def build_system(
     return "\n\n".join(parts)
 
 
-def build_final_turn(action: Action, turn: int, demonstrations: Sequence[Example], *, definition: dict[str, Any] | None = None) -> str:
-    """Demonstrations, best last; the called tool's `definition` when the system
-    message no longer carries it in full; the action; the closing instruction."""
+def build_final_turn(action: Action, turn: int, *, definition: dict[str, Any] | None = None) -> str:
+    """The called tool's `definition` when the system message no longer carries it
+    in full; the action; the closing instruction."""
     parts = []
     if definition is not None:
         parts.append(f"Definition of the tool `{action['name']}`:\n```json\n" + json.dumps(definition, indent=2, ensure_ascii=False) + "\n```")
-    if demonstrations:
-        parts.append("Real observations this server returned for the same tool:")
-        for example_action, example_observation in demonstrations:
-            parts.append(
-                "**Example action:**\n```json\n"
-                + json.dumps({"name": example_action["name"], "arguments": example_action.get("arguments", {})}, indent=2, ensure_ascii=False)
-                + "\n```\n"
-                + render_observation(example_observation)
-            )
     parts.append(render_action(action, turn))
     parts.append(CLOSING)
     return "\n\n".join(parts)
+
+
+def example_turn(example: Example) -> RenderExample:
+    """A demonstration as a marked (action, observation) turn."""
+    example_action, observation = example
+    return lambda number: (EXAMPLE_NOTE.format(what="result of this server") + render_action(example_action, number), render_observation(observation))
 
 
 def trim_tools(tools: Sequence[dict[str, Any]], level: int) -> list[dict[str, Any]]:
@@ -108,28 +106,34 @@ def build_mcp_messages(
         past_action, observation = turns[index]
         return render_action(past_action, number), render_observation(observation)
 
-    def final_with(examples: Sequence[Example]):
-        return lambda number: build_final_turn(action, number, examples, definition=definition)
+    def render_final(number: int) -> str:
+        return build_final_turn(action, number, definition=definition)
+
+    def build(examples: Sequence[Example], omitted: int) -> list[dict[str, str]]:
+        return assemble(system, len(turns), render_turn, render_final, omitted=omitted, examples=[example_turn(e) for e in examples])
 
     for level in range(4):
         definition = called if level > 0 else None
         system = build_system(server, trim_tools(tools, level), initial_state=initial_state, simulation_instruction=simulation_instruction)
-        messages = assemble(system, len(turns), render_turn, final_with(demonstrations), omitted=0)
+        messages = build(demonstrations, 0)
         if budget_tokens is None or size(messages, count_tokens) <= budget_tokens:
             return messages
-    messages, omitted = omit_oldest(system, len(turns), render_turn, final_with(demonstrations), budget_tokens=budget_tokens, count_tokens=count_tokens)
+    examples = list(demonstrations)
+    messages, omitted = omit_oldest(
+        system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens,
+        examples=[example_turn(e) for e in examples],
+    )
     if size(messages, count_tokens) <= budget_tokens:
         return messages
     # Even with no history it does not fit: fewer demonstrations (the best, last,
     # stays), then the best one cut short.
-    examples = list(demonstrations)
     while len(examples) > 1 and size(messages, count_tokens) > budget_tokens:
         examples.pop(0)
-        messages = assemble(system, len(turns), render_turn, final_with(examples), omitted=omitted)
+        messages = build(examples, omitted)
     if examples and size(messages, count_tokens) > budget_tokens:
         example_action, text = examples[-1]
         examples[-1] = (example_action, cut_to_fit(text, size(messages, count_tokens) - budget_tokens, count_tokens))
-        messages = assemble(system, len(turns), render_turn, final_with(examples), omitted=omitted)
+        messages = build(examples, omitted)
     return messages  # the engine reports the overflow if even this does not fit
 
 

@@ -2,6 +2,10 @@
 
 system  = the domain's simulation context
 then    = (user action, assistant observation) per earlier step, oldest first
+then    = examples: recorded real (action, observation) pairs from other sessions,
+          best last, as turns right before the current action (small models answer
+          in the format of the turn just before theirs; an example given inline in
+          the last message they mostly ignore)
 last    = the current action with the closing instruction
 
 When the turns do not fit, the oldest go in chunks with a marker. A window
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 OMITTED = "[{count} earlier turns omitted]"
+EXAMPLE_NOTE = "(A real {what} in another session, for reference.)\n"
 MARKER = "**Environment Observation:**"
 CLOSING = (
     "Think about what the real {what} would return for this action, then write the observation "
@@ -26,41 +31,57 @@ CountTokens = Callable[[str], int]
 RenderTurn = Callable[[int, int], tuple[str, str]]
 # the final user message for turn `number`
 RenderFinal = Callable[[int], str]
+# (user text, assistant text) of an example shown as turn `number`
+RenderExample = Callable[[int], tuple[str, str]]
 
 
 def render_observation(observation: str) -> str:
     return f"{MARKER}\n{observation}"
 
 
-def assemble(system: str, turns: int, render_turn: RenderTurn, render_final: RenderFinal, *, omitted: int) -> list[dict[str, str]]:
-    """Messages with the first `omitted` of `turns` earlier turns left out."""
+def assemble(
+    system: str, turns: int, render_turn: RenderTurn, render_final: RenderFinal, *, omitted: int, examples: Sequence[RenderExample] = ()
+) -> list[dict[str, str]]:
+    """Messages with the first `omitted` of `turns` earlier turns left out, then the
+    examples (numbered on from the history), then the final action."""
     messages = [{"role": "system", "content": system}]
-    for index in range(omitted, turns):
-        user, assistant = render_turn(index, index + 1)
-        if index == omitted and omitted:
-            user = OMITTED.format(count=omitted) + "\n\n" + user
+    pairs = [render_turn(index, index + 1) for index in range(omitted, turns)]
+    pairs += [example(turns + 1 + i) for i, example in enumerate(examples)]
+    final = render_final(turns + len(examples) + 1)
+    if omitted:
+        if pairs:
+            pairs[0] = (OMITTED.format(count=omitted) + "\n\n" + pairs[0][0], pairs[0][1])
+        else:
+            final = OMITTED.format(count=omitted) + "\n\n" + final
+    for user, assistant in pairs:
         messages.append({"role": "user", "content": user})
         messages.append({"role": "assistant", "content": assistant})
-    final = render_final(turns + 1)
-    if omitted and omitted == turns:
-        final = OMITTED.format(count=omitted) + "\n\n" + final
     messages.append({"role": "user", "content": final})
     return messages
 
 
-def omit_oldest(system: str, turns: int, render_turn: RenderTurn, render_final: RenderFinal, *, budget_tokens: int, count_tokens: CountTokens) -> tuple[list[dict[str, str]], int]:
+def omit_oldest(
+    system: str,
+    turns: int,
+    render_turn: RenderTurn,
+    render_final: RenderFinal,
+    *,
+    budget_tokens: int,
+    count_tokens: CountTokens,
+    examples: Sequence[RenderExample] = (),
+) -> tuple[list[dict[str, str]], int]:
     """The messages with as few oldest turns omitted as fit, rounded up to a chunk;
     and how many were omitted. May still exceed the budget with every turn gone."""
 
-    def fits(omitted: int) -> bool:
-        return size(assemble(system, turns, render_turn, render_final, omitted=omitted), count_tokens) <= budget_tokens
+    def build(omitted: int) -> list[dict[str, str]]:
+        return assemble(system, turns, render_turn, render_final, omitted=omitted, examples=examples)
 
-    needed = next((k for k in range(0, turns + 1) if fits(k)), turns)
+    needed = next((k for k in range(0, turns + 1) if size(build(k), count_tokens) <= budget_tokens), turns)
     if needed == 0:
-        return assemble(system, turns, render_turn, render_final, omitted=0), 0
+        return build(0), 0
     chunk = _chunk(turns - needed)
     omitted = min(turns, -(-needed // chunk) * chunk)
-    return assemble(system, turns, render_turn, render_final, omitted=omitted), omitted
+    return build(omitted), omitted
 
 
 def _chunk(kept_turns: int) -> int:

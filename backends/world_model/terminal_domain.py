@@ -20,7 +20,7 @@ from typing import Any
 
 from backends.shell.screen import ShellResult, trim_screen
 from backends.world_model.domain import CountTokens
-from backends.world_model.prompt import CLOSING, assemble, omit_oldest, render_observation, size
+from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
 from router.types import Call, Observation, Provenance, Session
 
 TASK = (
@@ -90,10 +90,10 @@ class TerminalDomain:
             parts.append("## Simulation instruction\n" + self.simulation_instruction.strip())
         return "\n\n".join(parts)
 
-    def render_action(self, command: str, timeout_s: Any, number: int) -> str:
+    def render_action(self, command: str, timeout_s: Any, number: int, *, show_state: bool = True) -> str:
         keys = json.dumps([{"keystrokes": command.rstrip("\n") + "\n", "duration": timeout_s or 30}], ensure_ascii=False)
         head = f"### Turn {number}\n"
-        if number == 1:
+        if number == 1 and show_state:
             head += f"**Current State:**\n{self.prompt(None).rstrip()}\n\n"
         return head + f"**Action:**\n```json\n{keys}\n```"
 
@@ -109,21 +109,22 @@ class TerminalDomain:
             command, timeout_s, result = turns[index]
             return self.render_action(command, timeout_s, number), render_observation(self.screen(command, result))
 
+        def render_example(command: str, result: ShellResult) -> RenderExample:
+            # Marked as another session's: its files and directory are not this terminal's.
+            return lambda number: (
+                EXAMPLE_NOTE.format(what="screen of this terminal") + self.render_action(command, None, number, show_state=False),
+                render_observation(self.screen(command, result)),
+            )
+
         def render_final(number: int) -> str:
-            parts = []
-            if demonstrations:
-                parts.append("Real screens this terminal showed for similar commands in other sessions:")
-                for command, result in demonstrations:
-                    parts.append(f"**Example command:** `{command}`\n" + render_observation(self.screen(command, result)))
-            parts.append(self.render_action(call.arguments.get("command", ""), call.arguments.get("timeout_s"), number))
-            parts.append(CLOSING.format(what="terminal"))
-            return "\n\n".join(parts)
+            return self.render_action(call.arguments.get("command", ""), call.arguments.get("timeout_s"), number) + "\n\n" + CLOSING.format(what="terminal")
 
         system = self.system()
-        messages = assemble(system, len(turns), render_turn, render_final, omitted=0)
+        examples = [render_example(command, result) for command, result in demonstrations]
+        messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
         if size(messages, count_tokens) <= budget_tokens:
             return messages
-        messages, _ = omit_oldest(system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens)
+        messages, _ = omit_oldest(system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens, examples=examples)
         return messages
 
     # --- the answer --------------------------------------------------------------------

@@ -40,13 +40,17 @@ def test_three_step_session_matches_golden():
 
 def test_layout_properties():
     messages = three_step_messages()
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    # system, two history turns, two demonstration turns, the current action
+    assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * 4 + ["user"]
     system = messages[0]["content"]
     assert '"name": "read_file"' in system and "## Initial state" in system and "## Simulation instruction" in system
     assert messages[2]["content"] == "**Environment Observation:**\nREADME.md\nsrc/"
+    # Demonstrations are marked turns after the history, the best one last, right
+    # before the current action: small models copy the format of the turn before theirs.
+    assert "in another session" in messages[5]["content"] and "/srv/b.py" in messages[5]["content"]
+    assert "/app/src/util.py" in messages[7]["content"] and messages[8]["content"].endswith("def helper():\n    return 1")
     final = messages[-1]["content"]
-    # The best demonstration comes last, right before the current action.
-    assert final.index("util.py") < final.index("### Turn 3") and final.index("b.py") < final.index("util.py")
+    assert final.startswith("### Turn 5\n**Action:**") and "main.py" in final
     assert final.endswith("inside <predicted_observation></predicted_observation>, in the server's native format.")
 
 
@@ -60,7 +64,8 @@ def test_prefix_is_stable_from_step_to_step():
         ],
         action={"name": "list_dir", "arguments": {"path": "/app/src"}},
     )
-    assert step3[: len(step2) - 1] == step2[:-1]
+    system_and_history = 1 + 2 * 2  # step 2's system message and its two history turns
+    assert step3[:system_and_history] == step2[:system_and_history]
 
 
 def test_trimming_shrinks_the_tool_list_first_then_drops_oldest_turns_with_a_marker():
@@ -70,7 +75,8 @@ def test_trimming_shrinks_the_tool_list_first_then_drops_oldest_turns_with_a_mar
     # The called tool keeps its full definition, in the last turn.
     final = messages[-1]["content"]
     assert final.startswith("Definition of the tool `read_file`:") and '"inputSchema"' in final
-    assert messages[1]["content"].startswith(OMITTED.format(count=len(history) - (len(messages) - 2) // 2))
+    kept = (len(messages) - 2) // 2 - 2  # turns shown, less the two demonstrations
+    assert messages[1]["content"].startswith(OMITTED.format(count=len(history) - kept))
     assert sum(len(m["content"]) // 4 + 8 for m in messages) <= 600
 
 
@@ -80,7 +86,9 @@ def test_a_trimmed_tool_list_does_not_depend_on_the_called_tool():
     history = [({"name": "read_file", "arguments": {"path": f"/f{i}"}}, "x" * 40) for i in range(3)]
 
     def messages_for(tool):
-        return three_step_messages(history=history, action={"name": tool, "arguments": {"path": "/app"}}, budget_tokens=420, count_tokens=lambda t: len(t) // 4)
+        return three_step_messages(
+            history=history, demonstrations=[], action={"name": tool, "arguments": {"path": "/app"}}, budget_tokens=420, count_tokens=lambda t: len(t) // 4
+        )
 
     read, listing = messages_for("read_file"), messages_for("list_dir")
     assert "inputSchema" not in read[0]["content"]  # trimmed
@@ -120,6 +128,6 @@ def test_an_oversized_demonstration_is_cut_to_fit():
         budget_tokens=2000,
         count_tokens=lambda t: len(t) // 4,
     )
-    final = messages[-1]["content"]
     assert sum(len(m["content"]) // 4 + 8 for m in messages) <= 2000
-    assert "characters cut]" in final and '"/b"' in final and "small" not in final  # the best one stays
+    assert '"/b"' in messages[-3]["content"] and "characters cut]" in messages[-2]["content"]  # the best one stays, cut
+    assert not any('"/a"' in m["content"] for m in messages)  # the lesser one went first

@@ -66,3 +66,16 @@ def test_demonstrations_prefer_the_same_command_then_the_same_program():
     chosen = select_shell_demonstrations(rows, "git status", 2)
     assert [command for command, _ in chosen] == ["git log", "git status"]  # best last
     assert select_shell_demonstrations(rows, "python3 x.py", 2) == []
+
+
+def test_demonstrations_are_marked_turns_right_before_the_action():
+    examples = [("git log", ShellResult("commit abc\n", 0, "/repo")), ("git status", ShellResult("On branch main\n", 0, "/repo"))]
+    domain = TerminalDomain(demonstrations_for=lambda call: examples)
+    session = Session("s", history=[real_turn("cd /workspace", "", 0, "/workspace")])
+    messages = domain.messages(shell("git status"), session, budget_tokens=10_000, count_tokens=lambda t: len(t) // 4)
+    assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * 3 + ["user"]
+    assert "in another session" in messages[3]["content"] and '"git log\\n"' in messages[3]["content"]
+    # The best example is the turn right before the current action.
+    assert messages[5]["content"].endswith('```json\n[{"keystrokes": "git status\\n", "duration": 30}]\n```')
+    assert messages[6]["content"] == "**Environment Observation:**\ngit status\nOn branch main\n[0] agent@sandbox:/repo$"
+    assert messages[7]["content"].startswith("### Turn 4\n**Action:**")
