@@ -16,6 +16,7 @@ bench: setup
 	.venv/bin/python benchmarks/decision_latency.py
 	.venv/bin/python benchmarks/mcp_overhead.py
 	.venv/bin/python benchmarks/sim_step_latency.py
+	.venv/bin/python benchmarks/sim_format.py
 	.venv/bin/python benchmarks/shell_pool.py
 	.venv/bin/python benchmarks/shell_exec.py
 	.venv/bin/python benchmarks/browser_actions.py

@@ -1,0 +1,77 @@
+"""How often the bundled world model answers a text tool in the real format,
+by where the recorded example sits in the prompt (same model, same seeds):
+
+  example turn   the example as a marked (action, observation) turn right before
+                 the current action (simroute's layout)
+  quoted         the same example quoted inside the last user message
+
+The tool is a git-like server's `git_status`; its recorded real result starts
+with "Repository status:", and an answer counts as well-formed when it does too.
+
+Usage: python benchmarks/sim_format.py [--samples 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from backends.world_model.llama_engine import LlamaCppEngine
+from backends.world_model.mcp_prompt import build_mcp_messages
+from backends.world_model.parse import InvalidPrediction, parse_prediction
+
+MODEL = Path.home() / ".cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+TOOLS = [
+    {"name": "git_status", "description": "Shows the working tree status", "inputSchema": {"type": "object", "properties": {"repo_path": {"type": "string"}}}},
+    {"name": "git_log", "description": "Shows the commit logs", "inputSchema": {"type": "object", "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer"}}}},
+]
+HISTORY = [(
+    {"name": "git_log", "arguments": {"repo_path": "/repo", "max_count": 2}},
+    "Commit history:\nCommit: 'a1b2c3'\nAuthor: Ann\nDate: 2026-11-20\nMessage: fix parser\n\n"
+    "Commit: 'd4e5f6'\nAuthor: Bob\nDate: 2026-11-19\nMessage: add tests\n",
+)]
+EXAMPLE = ({"name": "git_status", "arguments": {"repo_path": "/other"}}, "Repository status:\nOn branch main\nChanges not staged for commit:\n  modified:   README.md\n")
+ACTION = {"name": "git_status", "arguments": {"repo_path": "/repo"}}
+FORMAT = "Repository status:"
+
+
+def example_turn_layout() -> list[dict[str, str]]:
+    return build_mcp_messages(server="git", tools=TOOLS, history=HISTORY, action=ACTION, demonstrations=[EXAMPLE])
+
+
+def quoted_layout() -> list[dict[str, str]]:
+    """The example turn folded into the last message, as a quotation before the action."""
+    messages = example_turn_layout()
+    final, observation, example = messages.pop(), messages.pop(), messages.pop()
+    quoted = f"A real result of this server in another session:\n\n{example['content']}\n{observation['content']}\n\n{final['content']}"
+    return [*messages, {"role": "user", "content": quoted}]
+
+
+async def well_formed(messages: list[dict[str, str]], samples: int) -> int:
+    good = 0
+    for seed in range(samples):
+        engine = LlamaCppEngine(str(MODEL), n_ctx=4096, seed=seed, cached_sessions=1, prefill="**Environment Observation:**\n")
+        try:
+            completion = await engine.complete(messages, session_id="bench", deadline_s=120, max_tokens=40)
+        finally:
+            await engine.aclose()
+        try:
+            good += parse_prediction(completion.text).startswith(FORMAT)
+        except InvalidPrediction:
+            pass
+    return good
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=16)
+    samples = parser.parse_args().samples
+    print(f"SmolLM2-135M, text tool git_status, {samples} samples (seeds 0..{samples - 1}), answers in the recorded format:")
+    for name, layout in (("example turn", example_turn_layout), ("quoted", quoted_layout)):
+        good = await well_formed(layout(), samples)
+        print(f"  {name:13} {good:3d} / {samples}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
