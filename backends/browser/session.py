@@ -10,6 +10,7 @@ timeouts answer first, an outer asyncio deadline stops anything they miss.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -172,13 +173,18 @@ class BrowserSession:
     async def _completing(self, page: Any, action: Callable[[], Awaitable[Any]]) -> str | None:
         """Run an input action and wait for what it started (a navigation, requests),
         boundedly; the action's error text, or None."""
-        navigations: list[Any] = []
+        navigated, committed = asyncio.Event(), asyncio.Event()
 
         def on_request(request: Any) -> None:
             if request.is_navigation_request() and request.frame == page.main_frame:
-                navigations.append(request)
+                navigated.set()
+
+        def on_frame_navigated(frame: Any) -> None:
+            if frame == page.main_frame:
+                committed.set()
 
         page.on("request", on_request)
+        page.on("framenavigated", on_frame_navigated)
         try:
             try:
                 await action()
@@ -186,10 +192,18 @@ class BrowserSession:
                 if _is_timeout(exc):
                     return f"the element was not ready within {self.config.action_timeout_s:g}s (browser.action_timeout_s)"
                 return _first_line(exc)
-            await asyncio.sleep(SETTLE_S)
+            # A navigation ends the watch at once; without one, the whole window passes.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(navigated.wait(), SETTLE_S)
+            if navigated.is_set():
+                # Until the new document replaces the old one: before that, "load"
+                # would be the old page's.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(committed.wait(), LOAD_AFTER_ACTION_S)
         finally:
             page.remove_listener("request", on_request)
-        if navigations:
+            page.remove_listener("framenavigated", on_frame_navigated)
+        if navigated.is_set():
             await self._wait_for_load(self.page or page)
         return None
 
