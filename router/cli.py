@@ -58,7 +58,7 @@ def mcp(
     http: Annotated[str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Serve simroute as an MCP server (stdio by default): the configured servers' tools and simroute's own (shell_exec)."""
+    """Serve simroute as an MCP server (stdio by default): the configured servers' tools and simroute's own (shell, browser)."""
     _log_to_stderr(verbose)
     cfg = _load(config)
     if not cfg.upstreams and not cfg.local_channels():
@@ -87,9 +87,10 @@ def serve(
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Serve every channel from one process: MCP over streamable HTTP (the configured servers,
-    shell and browser tools) and, unless http.enabled is false, the HTTP(S) proxy. One runtime:
-    one record store, one world model, and agent sessions shared across channels (X-Simroute-Session)."""
+    """Serve every channel from one process: MCP over streamable HTTP and the HTTP(S) proxy, on one runtime.
+
+    One record store, one world model, and agent sessions shared across channels (X-Simroute-Session).
+    """
     _log_to_stderr(verbose)
     if not verbose:  # mitmproxy logs every connection at INFO
         logging.getLogger("mitmproxy").setLevel(logging.WARNING)
@@ -133,6 +134,7 @@ def records(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the newest N records.")] = None,
     session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
+    channel: Annotated[str | None, typer.Option(help="Only this channel (mcp, shell, browser, http).")] = None,
 ) -> None:
     """Print the records of routed calls, oldest first."""
     from shadow.sqlite_store import SQLiteStore, StoreError
@@ -143,7 +145,7 @@ def records(
         raise typer.Exit(1)
     store = SQLiteStore(cfg.store_path)
     try:
-        rows = store.recent(limit=limit, session=session)
+        rows = store.recent(limit=limit, session=session, channel=channel)
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
@@ -250,7 +252,7 @@ def check_config(config: ConfigOption = None) -> None:
 def demo(
     workdir: Annotated[Path, typer.Option(help="Where the demo writes its config and records.")] = Path(".simroute-demo"),
 ) -> None:
-    """Run simroute in front of a real MCP server and show real and replayed calls."""
+    """Run simroute in front of a real MCP server, a shell sandbox and a web API: real, replayed, simulated, shadowed and denied calls."""
     from router.demo import run_demo
 
     raise typer.Exit(asyncio.run(run_demo(workdir)))

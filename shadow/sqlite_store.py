@@ -142,9 +142,12 @@ class SQLiteStore:
         ).fetchall()
         return [json.loads(body) for (body,) in rows]
 
-    def recent(self, *, limit: int | None = None, session: str | None = None) -> list[dict[str, Any]]:
-        """Records as JSON objects, oldest first; with `limit`, the newest `limit`."""
-        where, params = ("WHERE session = ?", [session]) if session else ("", [])
+    def recent(self, *, limit: int | None = None, session: str | None = None, channel: str | None = None) -> list[dict[str, Any]]:
+        """Records as JSON objects, oldest first; with `limit`, the newest `limit`;
+        only one agent session's or one channel's when given."""
+        filters = [(column, value) for column, value in (("session", session), ("channel", channel)) if value]
+        where = ("WHERE " + " AND ".join(f"{column} = ?" for column, _ in filters)) if filters else ""
+        params: list[Any] = [value for _, value in filters]
         sql = f"SELECT body FROM records {where} ORDER BY ts DESC, id DESC"
         if limit is not None:
             sql += " LIMIT ?"

@@ -55,6 +55,10 @@ async def test_mcp_and_http_channels_share_one_process_and_the_agent_session(tmp
 
     rows = records_of(config)
     assert [(r["session"], r["channel"], r["step"]) for r in rows] == [("agent-7", "mcp", 0), ("agent-7", "http", 1)]  # one session: steps run on
+    only_http = subprocess.run(
+        [simroute_executable(), "records", "--config", str(config), "--channel", "http", "--session", "agent-7"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert len(only_http) == 1 and rows[1]["id"][:12] in only_http[0]
 
 
 def test_a_taken_proxy_port_is_a_clear_error(tmp_path):
