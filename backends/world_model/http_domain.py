@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from backends.world_model.domain import CountTokens
-from backends.world_model.prompt import CLOSING, assemble, omit_oldest, render_observation, size
+from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
 from backends.http_messages import error_structured, observation_of, parse_response, render_request, render_response
 from router.types import Call, Observation, Provenance, Session
 
@@ -30,7 +30,6 @@ TASK = (
     "everything this server answered earlier in this session: resources created, changed or deleted."
 )
 BODY_CHARS = 2000  # request and response bodies shown to the model are cut there
-EXAMPLE_NOTE = "(A real exchange of this server with another session, for reference.)\n"
 _STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? \d{3}\b")
 # The prompt's own labels: a model that writes one has moved on from its answer.
 _SCAFFOLDING = re.compile(r"\n\s*(?:\*\*(?:Environment )?Observation:\*\*|\*\*Action:\*\*|### Turn \d)")
@@ -70,28 +69,33 @@ class HttpDomain:
         return render_response(structured)
 
     def messages(self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens) -> list[dict[str, str]]:
-        # The session's exchanges with this host, then the recorded examples as the turns
-        # right before the current request: small models answer in the format of the
-        # turn just before theirs, and read an example given inline far less well.
-        turns: list[tuple[Call, str, str]] = [
-            (turn.call, self._shown(turn.observation), "")
+        # The session's exchanges with this host, then the recorded examples as marked
+        # turns right before the current request (see prompt.py for why).
+        turns: list[tuple[Call, str]] = [
+            (turn.call, self._shown(turn.observation))
             for turn in session.history
             if turn.call.channel == call.channel and turn.call.server == call.server
         ]
-        turns += [(past, self.render_response(structured), EXAMPLE_NOTE) for past, structured in self.demonstrations_for(call)]
 
         def render_turn(index: int, number: int) -> tuple[str, str]:
-            past, shown, note = turns[index]
-            return note + self.render_action(past, number), render_observation(shown)
+            past, shown = turns[index]
+            return self.render_action(past, number), render_observation(shown)
+
+        def render_example(past: Call, structured: Mapping[str, Any]) -> RenderExample:
+            note = EXAMPLE_NOTE.format(what="exchange of this server")
+            return lambda number: (note + self.render_action(past, number), render_observation(self.render_response(structured)))
 
         def render_final(number: int) -> str:
             return self.render_action(call, number) + "\n\n" + CLOSING.format(what="HTTP server")
 
         system = self.system(call.server)
-        messages = assemble(system, len(turns), render_turn, render_final, omitted=0)
+        examples = [render_example(past, structured) for past, structured in self.demonstrations_for(call)]
+        messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
         if size(messages, count_tokens) <= budget_tokens:
             return messages
-        messages, _ = omit_oldest(system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens)
+        messages, _ = omit_oldest(
+            system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens, examples=examples
+        )
         return messages
 
     def _shown(self, observation: Observation) -> str:

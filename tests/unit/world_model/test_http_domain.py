@@ -29,7 +29,7 @@ def test_history_shows_this_hosts_exchanges_as_raw_http_and_examples_come_right_
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "GET /users/1 HTTP/1.1\nHost: api.test" in messages[1]["content"]
     assert messages[2]["content"].startswith("**Environment Observation:**\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{\"id\": 1}")
-    assert messages[3]["content"].startswith("(A real exchange of this server with another session") and "GET /users/2" in messages[3]["content"]
+    assert messages[3]["content"].startswith("(A real exchange of this server in another session") and "GET /users/2" in messages[3]["content"]
     assert '"name": "Ann"' in messages[4]["content"]
     final = messages[5]["content"]
     assert final.startswith("### Turn 3\n**Action:**\n```http\nGET /users/3 HTTP/1.1") and "<predicted_observation>" in final
