@@ -37,7 +37,7 @@ from backends.http_messages import (
     response_record,
 )
 from router.sessions import SessionLimitError
-from router.types import Observation, Provenance, Route
+from router.types import Call, Observation, Provenance, Route
 
 if TYPE_CHECKING:
     from mitmproxy import connection, http
@@ -49,6 +49,7 @@ log = logging.getLogger("simroute.http")
 
 _REAL = "simroute.real"  # flow.metadata key of a request on its way to the real upstream
 DEADLINE_MESSAGE = "simroute: deadline for the upstream's answer passed"
+UNPARSED_SESSION = "http-unparsed"  # the agent session of requests too malformed to carry one
 
 
 @dataclass(slots=True)
@@ -88,6 +89,14 @@ class HttpRouting:
         named = headers.get(self._session_header) or _proxy_user(headers.get("Proxy-Authorization"))
         if named:
             self._tunnels[flow.client_conn.id] = named
+
+    def record_unparsed(self, message: str) -> str:
+        """Record a request mitmproxy could not parse (it answers 400 itself, before any
+        hook): no method or URL, so the call names what was wrong. Returns the record id."""
+        session = self.runtime.sessions.get(UNPARSED_SESSION)
+        call = Call("http", "unknown", "INVALID", {"error": message}, session.id)
+        outcome = self.runtime.engine.reject(call, session, policy="http-parser", reason=f"simroute proxy: malformed request: {message}")
+        return outcome.record.id
 
     async def client_disconnected(self, client: connection.Client) -> None:
         self._tunnels.pop(client.id, None)

@@ -15,25 +15,43 @@ function it replaces is gone.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import deque
+from collections.abc import Callable
 
-from backends.http_messages import PROVENANCE_HEADER
+from backends.http_messages import PROVENANCE_HEADER, RECORD_HEADER
+
+log = logging.getLogger("simroute.http")
 
 _OVERRIDE_TTL_S = 1.0  # claimed right after the error hook; a stale one must not answer a later error
 # message -> (status, reason, expiry) replacements, consumed in order
 _overrides: dict[str, deque[tuple[int, str, float]]] = {}
+# Records a request mitmproxy could not parse (answered 400 before any hook saw it)
+# and returns the record's id; set by the proxy running in this process.
+on_unparsed_request: Callable[[str], str] | None = None
 
 
-def error_page(status: int, reason: str) -> bytes:
+def error_page(status: int, reason: str, *, record_id: str | None = None) -> bytes:
     from mitmproxy import http
     from mitmproxy.net.http import http1
 
     body = json.dumps({"error": reason, "status": status, "provenance": "none"}, ensure_ascii=False)
-    response = http.Response.make(
-        status, body, {"Content-Type": "application/json", "Connection": "close", PROVENANCE_HEADER: "none"}
-    )
+    headers = {"Content-Type": "application/json", "Connection": "close", PROVENANCE_HEADER: "none"}
+    if record_id:
+        headers[RECORD_HEADER] = record_id
+    response = http.Response.make(status, body, headers)
     return http1.assemble_response(response)
+
+
+def _record_unparsed(message: str) -> str | None:
+    if on_unparsed_request is None:
+        return None
+    try:
+        return on_unparsed_request(message)
+    except Exception:  # the 400 still goes out; the failure to record is logged
+        log.exception("recording a malformed request failed")
+        return None
 
 
 def replace_next(message: str, status: int, reason: str) -> None:
@@ -71,7 +89,9 @@ def install() -> None:
         override = _take(message)
         if override is not None:
             return error_page(*override)
-        return error_page(status_code, f"simroute proxy: {message}" if message else f"simroute proxy: error {status_code}")
+        reason = f"simroute proxy: {message}" if message else f"simroute proxy: error {status_code}"
+        # A 400 without an override is a request no hook saw: recorded here.
+        return error_page(status_code, reason, record_id=_record_unparsed(message) if status_code == 400 else None)
 
     make_error_response.simroute = True  # type: ignore[attr-defined]
     _http1.make_error_response = make_error_response

@@ -41,11 +41,13 @@ class HttpProxy:
         ca_dir = self.runtime.config.ca_dir
         ensure_ca(ca_dir)
         errors.install()
+        routing = HttpRouting(self.runtime, self.config)
+        errors.on_unparsed_request = routing.record_unparsed
         opts = options.Options()
         self._master = m = master.Master(opts, with_termlog=False)
         m.addons.add(
             core.Core(), block.Block(), proxyserver.Proxyserver(), dns_resolver.DnsResolver(), next_layer.NextLayer(),
-            tlsconfig.TlsConfig(), HttpRouting(self.runtime, self.config),
+            tlsconfig.TlsConfig(), routing,
         )
         opts.update(
             listen_host=self.config.listen_host,
@@ -84,3 +86,6 @@ class HttpProxy:
             except TimeoutError:
                 log.warning("the HTTP proxy did not stop within 10s")
             self._master = self._task = None
+        from router.http import errors
+
+        errors.on_unparsed_request = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -218,6 +219,8 @@ def test_bad_input_down_and_slow_upstreams_get_clear_answers_and_the_proxy_stays
         sock.sendall(b"THIS IS NOT HTTP\r\n\r\n")
         malformed = sock.recv(65536).decode()
     assert malformed.startswith("HTTP/1.1 400") and "x-simroute-provenance: none" in malformed.lower()
+    malformed_record = re.search(r"(?im)^x-simroute-record: (\S+)", malformed)
+    assert malformed_record, malformed
     down_url = f"http://127.0.0.1:{_closed_port()}/x"
     with httpx.Client(proxy=p.url, timeout=20) as client:
         down = client.get(down_url)
@@ -232,7 +235,9 @@ def test_bad_input_down_and_slow_upstreams_get_clear_answers_and_the_proxy_stays
     assert slow.status_code == 504 and "1s deadline" in slow.json()["error"] and waited < 2.5
     assert stalled.status_code == 504 and waited_stalled < 2.5
     assert fine.status_code == 200
-    rows = p.records()
+    unparsed, *rows = p.records()  # records are complete: the malformed request too
+    assert unparsed["id"] == malformed_record.group(1) and (unparsed["tool"], unparsed["route"], unparsed["policy"]) == ("INVALID", "deny", "http-parser")
+    assert "malformed request" in unparsed["observation"]["content"][0]["text"] and unparsed["session"] == "http-unparsed"
     assert [r["observation"]["structured"]["status"] for r in rows] == [502, 504, 504, 200]
     assert rows[1]["note"] == rows[2]["note"] == "timed out" and rows[1]["latency_ms"] >= 1000
 
