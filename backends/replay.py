@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from router.types import Call, Observation, Provenance
@@ -22,6 +23,12 @@ class ReplaySource(Protocol):
     def replay_observation(self, call_key: str, *, exclude_session: str, occurrence: int) -> tuple[Observation, str] | None: ...
 
     def real_records_of_tool(self, channel: str, server: str, tool: str, *, exclude_session: str) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CallKeys:
+    replay: str  # what replay matches on: canonical arguments, ignored paths left out
+    exact: str  # what the record stores: canonical arguments, nothing left out
 
 
 class ReplayBackend:
@@ -41,19 +48,27 @@ class ReplayBackend:
         form = self.canonical.get(channel)
         return form(arguments) if form is not None else arguments
 
+    def keys(self, call: Call) -> CallKeys:
+        """Both keys of a call, its arguments put in canonical form once (a hot path:
+        the HTTP form parses and re-encodes the URL)."""
+        arguments = self.canonical_arguments(call.channel, call.arguments)
+        exact = call_key(call.channel, call.server, call.tool, arguments)
+        replay = call_key(call.channel, call.server, call.tool, arguments, self.ignore_arguments) if self.ignore_arguments else exact
+        return CallKeys(replay, exact)
+
     def exact_key(self, call: Call) -> str:
         """The key stored with a record: canonical arguments, nothing ignored."""
-        return call_key(call.channel, call.server, call.tool, self.canonical_arguments(call.channel, call.arguments))
+        return self.keys(call).exact
 
     def key(self, call: Call) -> str:
         """Calls with equal keys are occurrences of the same call."""
-        arguments = self.canonical_arguments(call.channel, call.arguments)
-        return call_key(call.channel, call.server, call.tool, arguments, self.ignore_arguments)
+        return self.keys(call).replay
 
-    def lookup(self, call: Call, *, occurrence: int) -> tuple[Observation, str] | None:
-        """The replayed observation and the id of the record it came from, or None on a miss."""
+    def lookup(self, call: Call, *, occurrence: int, key: str | None = None) -> tuple[Observation, str] | None:
+        """The replayed observation and the id of the record it came from, or None on a
+        miss. `key`: the call's replay key when the caller has it already."""
         started = time.perf_counter()
-        found = self._find(call, occurrence)
+        found = self._find(call, occurrence, key or self.key(call))
         if found is None:
             return None
         recorded, record_id = found
@@ -66,10 +81,9 @@ class ReplayBackend:
         )
         return observation, record_id
 
-    def _find(self, call: Call, occurrence: int) -> tuple[Observation, str] | None:
+    def _find(self, call: Call, occurrence: int, wanted: str) -> tuple[Observation, str] | None:
         if not self.ignore_arguments:  # exact keys: one indexed query
-            return self.source.replay_observation(self.key(call), exclude_session=call.session_id, occurrence=occurrence)
-        wanted = self.key(call)
+            return self.source.replay_observation(wanted, exclude_session=call.session_id, occurrence=occurrence)
         matching = [
             row
             for row in self.source.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)

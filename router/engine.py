@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from backends.replay import ReplayBackend
+from backends.replay import CallKeys, ReplayBackend
 from policies.base import Policy, decide
 from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
 from shadow.records import Record
@@ -38,6 +38,7 @@ class Pending:
     session: Session
     decision: Decision
     occurrence: int
+    keys: CallKeys
     route_note: str = ""
     needs_real: bool = False
 
@@ -93,10 +94,10 @@ class Engine:
 
     def begin(self, call: Call, session: Session) -> Pending:
         """Count the call's occurrence and decide its route (pure policies, no I/O)."""
-        replay_key = self.replay.key(call)
-        occurrence = session.occurrences[replay_key] = session.occurrences.get(replay_key, 0) + 1
+        keys = self.replay.keys(call)
+        occurrence = session.occurrences[keys.replay] = session.occurrences.get(keys.replay, 0) + 1
         decision = decide(self.policies, call, session, fallback=_FALLBACK)
-        return Pending(call, session, decision, occurrence)
+        return Pending(call, session, decision, occurrence, keys)
 
     async def serve(self, pending: Pending) -> Observation | None:
         """The observation of a route that needs no real side (sim, replay, deny), or
@@ -114,7 +115,7 @@ class Engine:
             route_note = f"sampled for shadow (shadow.rate {self.shadow_rate:g})"
         history = list(session.history) if shadowed else []
         outcome = self._finish(
-            call, session, decision, observation, "; ".join(n for n in (route_note, note) if n), pending=shadowed
+            call, session, decision, observation, "; ".join(n for n in (route_note, note) if n), pending.keys.exact, pending=shadowed
         )
         if shadowed:
             assert self.shadow is not None
@@ -123,7 +124,7 @@ class Engine:
 
     def cancel(self, pending: Pending, reason: str = "cancelled by the agent before an answer") -> Outcome:
         """Record a call that ended without an answer."""
-        return self._finish(pending.call, pending.session, pending.decision, Observation.error(reason), "cancelled")
+        return self._finish(pending.call, pending.session, pending.decision, Observation.error(reason), "cancelled", pending.keys.exact)
 
     def _shadows(self, decision: Decision, observation: Observation) -> bool:
         """Whether the simulated side runs off-path for this call: always for the shadow
@@ -137,13 +138,13 @@ class Engine:
     def reject(self, call: Call, session: Session, *, policy: str, reason: str) -> Outcome:
         """Record a call refused before routing (e.g. arguments failing the tool's schema)."""
         decision = Decision(Route.DENY, policy, reason)
-        return self._finish(call, session, decision, Observation.error(reason), "")
+        return self._finish(call, session, decision, Observation.error(reason), "", self.exact_key(call))
 
     def _finish(
-        self, call: Call, session: Session, decision: Decision, observation: Observation, note: str, *, pending: bool = False
+        self, call: Call, session: Session, decision: Decision, observation: Observation, note: str, exact_key: str, *, pending: bool = False
     ) -> Outcome:
         record = Record(
-            call=call, decision=decision, served=observation, step=session.step, call_key=self.exact_key(call), note=note,
+            call=call, decision=decision, served=observation, step=session.step, call_key=exact_key, note=note,
             status="pending" if pending else "complete",
         )
         self.records.write(record)  # durable (or spooled) before the agent sees the result
@@ -164,7 +165,7 @@ class Engine:
         if route is Route.DENY:
             return Observation.error(f"simroute denied this call ({decision.policy}): {decision.reason}"), ""
         assert route is Route.REPLAY
-        hit = self.replay.lookup(call, occurrence=occurrence)
+        hit = self.replay.lookup(call, occurrence=occurrence, key=pending.keys.replay)
         if hit is not None:
             observation, source_id = hit
             return observation, f"replayed record {source_id} (occurrence {occurrence})"

@@ -14,21 +14,31 @@ from typing import Any
 
 
 def drop_paths(arguments: dict[str, Any], ignored: Iterable[str]) -> dict[str, Any]:
-    """A copy of `arguments` without the dotted paths in `ignored`."""
+    """A copy of `arguments` without the dotted paths in `ignored`; a `*` step
+    stands for every element of a list (`items.*.id`)."""
     ignored = list(ignored)
     if not ignored:
         return arguments
     result = copy.deepcopy(arguments)
     for path in ignored:
-        *parents, leaf = path.split(".")
-        node: Any = result
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-            if node is None:
-                break
-        if isinstance(node, dict):
-            node.pop(leaf, None)
+        _drop(result, path.split("."))
     return result
+
+
+def _drop(node: Any, steps: list[str]) -> None:
+    step, rest = steps[0], steps[1:]
+    if step == "*" and isinstance(node, list):
+        children = node
+    elif isinstance(node, dict) and step in node:
+        if not rest:
+            del node[step]
+            return
+        children = [node[step]]
+    else:
+        return
+    if rest:
+        for child in children:
+            _drop(child, rest)
 
 
 def canonical_json(value: Any) -> str:

@@ -81,15 +81,7 @@ def drop_body_fields(body: Any, fields: Iterable[str]) -> Any:
         return body
     if isinstance(body, list):
         return [drop_body_fields(item, fields) for item in body]
-    if not isinstance(body, dict):
-        return body
-    plain = [f for f in fields if "*" not in f.split(".")]
-    result = drop_paths(body, plain) if plain else dict(body)
-    for field in fields:
-        head, star, rest = field.partition(".*.")
-        if star and isinstance(result.get(head), list):
-            result[head] = [drop_body_fields(item, [rest]) for item in result[head]]
-    return result
+    return drop_paths(body, fields) if isinstance(body, dict) else body
 
 
 def canonical_form(*, ignore_query: Iterable[str] = (), ignore_body_fields: Iterable[str] = ()) -> Callable[[dict[str, Any]], dict[str, Any]]:

@@ -178,3 +178,12 @@ async def test_drain_completes_pending_records_after_a_stop(tmp_path):
     drained = await ShadowRunner(simulator=simulator, store=store, deadline_for=lambda call: 5).drain()
     assert drained == 1
     assert [r["status"] for r in store.recent()] == ["complete"]
+
+
+def test_ignored_argument_paths_reach_into_lists():
+    replay = ReplayBackend(source=None, ignore_arguments=["items.*.id"])  # type: ignore[arg-type]
+    first = Call("mcp", "s", "t", {"items": [{"id": 1, "name": "a"}]}, "x")
+    second = Call("mcp", "s", "t", {"items": [{"id": 2, "name": "a"}]}, "x")
+    other = Call("mcp", "s", "t", {"items": [{"id": 2, "name": "b"}]}, "x")
+    assert replay.key(first) == replay.key(second) != replay.key(other)
+    assert replay.exact_key(first) != replay.exact_key(second)  # the record keeps the whole call
