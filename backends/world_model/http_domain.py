@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from backends.world_model.domain import CountTokens
-from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
+from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, best_last, omit_oldest, render_observation, size
 from backends.http_messages import error_structured, observation_of, parse_response, render_request, render_response
 from router.types import Call, Observation, Provenance, Session
 
@@ -144,8 +144,6 @@ def _is_http(structured: Mapping[str, Any] | None) -> bool:
 def select_http_demonstrations(rows: Sequence[Mapping[str, Any]], call: Call, k: int) -> list[Example]:
     """Recorded real exchanges of the same host and method, best last: the same URL,
     then the same path, then any other path."""
-    if k <= 0:
-        return []
     url, path = call.arguments.get("url"), call.arguments.get("path")
     scored = []
     for row in rows:
@@ -155,6 +153,5 @@ def select_http_demonstrations(rows: Sequence[Mapping[str, Any]], call: Call, k:
             continue
         score = 3 if arguments.get("url") == url else 2 if arguments.get("path") == path else 1
         past = Call(row.get("channel", "http"), row.get("server", call.server), row.get("tool", call.tool), arguments, row.get("session", ""))
-        scored.append((score, -len(scored), past, structured))  # rows come newest first: newer wins a tie
-    scored.sort(key=lambda item: (item[0], item[1]))
-    return [(past, structured) for _, _, past, structured in scored[-k:]]
+        scored.append((score, (past, structured)))
+    return best_last(scored, k)

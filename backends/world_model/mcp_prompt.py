@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from backends.world_model.prompt import CLOSING as PROMPT_CLOSING
-from backends.world_model.prompt import EXAMPLE_NOTE, RenderExample, assemble, cut_to_fit, omit_oldest, render_observation, size
+from backends.world_model.prompt import EXAMPLE_NOTE, RenderExample, assemble, best_last, cut_to_fit, omit_oldest, render_observation, size
 
 Action = dict[str, Any]  # {"name": ..., "arguments": {...}}
 Example = tuple[Action, str]  # (action, observation text)
@@ -140,8 +140,6 @@ def build_mcp_messages(
 def select_demonstrations(records: Sequence[dict[str, Any]], tool: str, arguments: dict[str, Any], k: int) -> list[Example]:
     """The k recorded real observations of `tool` whose arguments are closest to
     `arguments`, best LAST (small models copy the nearest example)."""
-    if k <= 0:
-        return []
     scored = []
     seen: set[str] = set()
     for row in records:
@@ -151,10 +149,9 @@ def select_demonstrations(records: Sequence[dict[str, Any]], tool: str, argument
         if not text or text in seen:
             continue
         seen.add(text)
-        scored.append((_similarity(arguments, row.get("arguments") or {}), -len(scored), row, text))
-    scored.sort(key=lambda item: (item[0], item[1]))
-    chosen = scored[-k:]
-    return [({"name": tool, "arguments": row.get("arguments") or {}}, text) for _, _, row, text in chosen]
+        past = row.get("arguments") or {}
+        scored.append((_similarity(arguments, past), ({"name": tool, "arguments": past}, text)))
+    return best_last(scored, k)
 
 
 def _observation_text(observation: dict[str, Any]) -> str:

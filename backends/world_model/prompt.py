@@ -16,7 +16,8 @@ chunk keeps the prefix byte-identical until the next chunk has to go.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 OMITTED = "[{count} earlier turns omitted]"
 EXAMPLE_NOTE = "(A real {what} in another session, for reference.)\n"
@@ -33,6 +34,19 @@ RenderTurn = Callable[[int, int], tuple[str, str]]
 RenderFinal = Callable[[int], str]
 # (user text, assistant text) of an example shown as turn `number`
 RenderExample = Callable[[int], tuple[str, str]]
+
+
+T = TypeVar("T")
+
+
+def best_last(scored: Iterable[tuple[float, T]], k: int) -> list[T]:
+    """The `k` best of (score, candidate) pairs, best LAST (small models copy the
+    nearest example); of equal scores the earlier candidate counts as better (record
+    rows come newest first)."""
+    if k <= 0:
+        return []
+    ranked = sorted(enumerate(scored), key=lambda item: (item[1][0], -item[0]))
+    return [candidate for _, (_, candidate) in ranked[-k:]]
 
 
 def render_observation(observation: str) -> str:

@@ -35,7 +35,7 @@ from backends.browser.page_state import (
     unknown_ref_message,
 )
 from backends.world_model.domain import CountTokens
-from backends.world_model.prompt import CLOSING, assemble, cut_to_fit, omit_oldest, render_observation, size
+from backends.world_model.prompt import CLOSING, assemble, best_last, cut_to_fit, omit_oldest, render_observation, size
 from router.types import Call, Observation, Provenance, Session
 
 TASK = (
@@ -257,8 +257,6 @@ def select_web_demonstrations(rows: Sequence[Mapping[str, Any]], call: Call, cur
     """Recorded real pages for the same browser tool from other sessions, best LAST
     (small models copy the nearest example): the same URL for a navigation, else
     the same site as the page the action applies to."""
-    if k <= 0:
-        return []
     target = normalize_url(str(call.arguments.get("url", ""))) if call.tool == "browser_navigate" else None
     here = _host(current.url) if current is not None and current.url else None
     scored = []
@@ -279,9 +277,8 @@ def select_web_demonstrations(rows: Sequence[Mapping[str, Any]], call: Call, cur
             score = 3.0 if past == target else 1.0 if _host(past) == _host(target) else 0.0
         else:
             score = (1.0 if here and _host(page.url) == here else 0.0) + (0.5 if arguments == call.arguments else 0.0)
-        scored.append((score, -len(scored), {"name": call.tool, "arguments": arguments}, page))
-    scored.sort(key=lambda item: (item[0], item[1]))
-    return [(action, page) for _, _, action, page in scored[-k:]]
+        scored.append((score, ({"name": call.tool, "arguments": arguments}, page)))
+    return best_last(scored, k)
 
 
 def _host(url: str | None) -> str | None:
