@@ -3,13 +3,12 @@ it, its records, and the config of a proxy in front of test upstreams."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit import simroute_executable, write_config
+from kit import records_of, simroute_executable, write_config
 from router.launch import free_port, wait_for_port
 
 
@@ -56,7 +55,3 @@ def start_proxy(config: Path, *, env: dict | None = None) -> ProxyProcess:
     wait_for_port(port, process, describe=log.read_text)
     return ProxyProcess(process, port, config, log)
 
-
-def records_of(config: Path) -> list[dict]:
-    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config)], capture_output=True, text=True, check=True)
-    return [json.loads(line) for line in out.stdout.splitlines()]

@@ -69,6 +69,14 @@ def _child_environment() -> dict[str, str]:
     return env
 
 
+def records_of(config: Path, *args: str) -> list[dict]:
+    """The records of `config`'s store, oldest first, through `simroute records --json` (as a user reads them)."""
+    import subprocess
+
+    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config), *args], capture_output=True, text=True, check=True)
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
 def meta_of(result) -> dict:
     return (result.meta or {}).get("simroute", {})
 

@@ -23,7 +23,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from http_kit import http_config, start_proxy
-from kit import free_port, meta_of, simroute_executable, stdio_client
+from kit import free_port, meta_of, records_of, simroute_executable, stdio_client
 from servers.web_pages import WebPages
 
 pytestmark = pytest.mark.integration
@@ -79,10 +79,6 @@ def ref_of(snapshot: str, role_and_name: str) -> str:
     assert match, f"{role_and_name!r} not in snapshot:\n{snapshot}"
     return match.group(1)
 
-
-def records_of(config) -> list[dict]:
-    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config)], capture_output=True, text=True, check=True)
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 async def test_offered_with_playwright_mcp_shapes_and_no_upstreams(make_config):

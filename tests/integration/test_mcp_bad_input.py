@@ -9,16 +9,10 @@ import time
 import pytest
 from fastmcp.exceptions import ToolError
 
-from kit import meta_of, simroute_executable, stdio_client, time_server, toolbox_server
+from kit import meta_of, records_of, simroute_executable, stdio_client, time_server, toolbox_server
 
 pytestmark = pytest.mark.integration
 
-
-def records_of(config) -> list[dict]:
-    import json
-
-    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config)], capture_output=True, text=True, check=True)
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 async def test_unknown_tool_and_invalid_arguments(make_config):

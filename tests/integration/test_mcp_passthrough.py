@@ -5,12 +5,10 @@ server-to-client requests (elicitation, sampling, roots)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
 
 import pytest
 
-from kit import meta_of, simroute_executable, stdio_client, toolbox_server
+from kit import meta_of, records_of, stdio_client, toolbox_server
 
 pytestmark = pytest.mark.integration
 
@@ -104,6 +102,5 @@ async def test_agent_cancellation_reaches_the_upstream(make_config, tmp_path):
         after = await client.call_tool("echo", {"text": "still served"})
     assert marker.read_text() == "cancelled"
     assert after.content[0].text == "still served"
-    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config)], capture_output=True, text=True, check=True)
-    notes = [json.loads(line)["note"] for line in out.stdout.splitlines()]
+    notes = [row["note"] for row in records_of(config)]
     assert notes == ["", "cancelled", ""]

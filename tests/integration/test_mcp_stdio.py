@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 
 import pytest
 
-from kit import meta_of, simroute_executable, stdio_client, time_server, toolbox_server
+from kit import meta_of, records_of, stdio_client, time_server, toolbox_server
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +33,7 @@ async def test_real_call_carries_provenance_meta_and_is_recorded(make_config, tm
     assert meta["provenance"] == "real" and meta["route"] == "real" and meta["policy"] == "mode"
     assert meta["record_id"]
 
-    out = subprocess.run(
-        [simroute_executable(), "records", "--json", "--config", str(config)], capture_output=True, text=True, check=True
-    )
-    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    rows = records_of(config)
     assert [r["id"] for r in rows] == [meta["record_id"]]
     row = rows[0]
     assert row["tool"] == "get_current_time" and row["arguments"] == TOKYO

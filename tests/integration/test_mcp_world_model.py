@@ -9,17 +9,13 @@ import time
 
 import pytest
 
-from kit import meta_of, simroute_executable, stdio_client, time_server
+from kit import meta_of, records_of, simroute_executable, stdio_client, time_server
 
 pytestmark = pytest.mark.integration
 
 # Small budgets keep the suite fast; the model is real.
 WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}
 
-
-def records_of(config) -> list[dict]:
-    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config)], capture_output=True, text=True, check=True)
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 async def test_simulated_call_answers_in_the_real_format(make_config):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kit import meta_of, sandboxes, simroute_executable, stdio_client, toolbox_server
+from kit import meta_of, records_of, sandboxes, simroute_executable, stdio_client, toolbox_server
 
 pytestmark = pytest.mark.integration
 
@@ -139,8 +139,8 @@ async def test_killing_the_shell_gives_a_fresh_one_marked_reset(make_config, tmp
         _, out = await run(client, "exit 7")
         _, out = await run(client, "echo again")
         assert out["output"].strip() == "again" and out["reset"]
-    records = subprocess.run([simroute_executable(), "records", "--json", "--config", str(tmp_path / "simroute.yaml")], capture_output=True, text=True, check=True).stdout
-    assert '"reset": "the previous shell exited"' in records
+    resets = [(r["observation"]["structured"] or {}).get("reset") for r in records_of(tmp_path / "simroute.yaml")]
+    assert "the previous shell exited" in resets
 
 
 async def test_sessions_get_their_own_sandbox_from_the_warm_pool(make_config, simroute_http):

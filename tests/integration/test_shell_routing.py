@@ -3,7 +3,6 @@ real SmolLM2 GGUF): mixed rules, stickiness, shadow, and no Docker at all."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 
@@ -11,7 +10,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from kit import meta_of, simroute_executable, stdio_client
+from kit import meta_of, records_of, simroute_executable, stdio_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_sandbox_left_behind")]
 
@@ -19,10 +18,6 @@ WORLD_MODEL = {"max_tokens": 64, "deadline_s": 120}
 READ_ONLY = {"name": "read-only", "match": {"channel": "shell", "arguments": {"command": r"re:^(ls|cat|pwd|git status)\b"}}, "route": "sim"}
 SHAPE = {"output", "exit_code", "cwd", "timed_out", "truncated"}
 
-
-def records_of(config) -> list[dict]:
-    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config)], capture_output=True, text=True, check=True)
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 async def run(client, command):
