@@ -14,6 +14,8 @@ test: setup
 
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py
+	.venv/bin/python benchmarks/safety_latency.py
+	.venv/bin/python benchmarks/learned_decision.py
 	.venv/bin/python benchmarks/mcp_overhead.py
 	.venv/bin/python benchmarks/sim_step_latency.py
 	.venv/bin/python benchmarks/sim_format.py
@@ -21,3 +23,10 @@ bench: setup
 	.venv/bin/python benchmarks/shell_exec.py
 	.venv/bin/python benchmarks/browser_actions.py
 	.venv/bin/python benchmarks/http_overhead.py
+	.venv/bin/python benchmarks/store_scaling.py
+	.venv/bin/python benchmarks/store_lock.py
+	.venv/bin/python benchmarks/store_ingest.py
+	.venv/bin/python benchmarks/dashboard_queries.py --redis
+	.venv/bin/python benchmarks/shadow_overhead.py
+	.venv/bin/python benchmarks/divergence_size.py
+	.venv/bin/python benchmarks/sim_fidelity.py

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from shadow.http_canonical import authority, normalize_url, query_dict, query_pa
 PROVENANCE_HEADER = "X-Simroute-Provenance"
 ROUTE_HEADER = "X-Simroute-Route"
 RECORD_HEADER = "X-Simroute-Record"
+SAFETY_HEADER = "X-Simroute-Safety"  # the safety gate's class of the request (safe, side_effect, destructive, unknown)
 # Not part of a recorded or replayed response: they describe one connection or one encoding.
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
@@ -41,6 +43,10 @@ class HttpSettings:
 
     record_headers: tuple[str, ...] = ("content-type", "accept")
     max_body_bytes: int = 1_048_576
+    # Headers whose values enter the call as a keyed digest (never in clear): one
+    # user's recorded answer is never replayed to another. No key: left out.
+    credential_headers: tuple[str, ...] = ()
+    credential_key: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -154,12 +160,15 @@ def make_call(
     wanted = settings.record_headers
     selected: dict[str, str] = {}
     content_type = ""
+    credentials: list[tuple[str, str]] = []
     for name, value in headers:
         lower = name.lower()
         if lower == "content-type":
             content_type = value
         if lower in wanted:
             selected[lower] = f"{selected[lower]}, {value}" if lower in selected else value
+        if lower in settings.credential_headers:
+            credentials.append((lower, value))
     method = method.upper()
     arguments = {
         "method": method,
@@ -169,7 +178,15 @@ def make_call(
         "headers": selected,
         "body": request_body_value(body, content_type, limit=settings.max_body_bytes),
     }
+    if credentials and settings.credential_key is not None:
+        arguments["credentials"] = credential_digest(credentials, settings.credential_key)
     return Call("http", authority(parts.scheme, parts.hostname or "", parts.port), method, arguments, session_id)
+
+
+def credential_digest(credentials: Iterable[tuple[str, str]], key: bytes) -> str:
+    """A short keyed digest of the credentials a request carried (order-insensitive)."""
+    body = json.dumps(sorted(credentials), separators=(",", ":")).encode()
+    return hmac.new(key, body, hashlib.sha256).hexdigest()[:24]
 
 
 def render_request(call: Call, *, body_chars: int | None = None) -> str:

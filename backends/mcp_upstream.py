@@ -94,7 +94,7 @@ class UpstreamPool:
             if client is not None and client.is_connected():
                 return client
             if client is not None:  # it died: the upstream crashed or hung up
-                log.warning("upstream %r for session %s is gone; starting a new one", server, session_id)
+                log.warning("upstream %r of a session is gone; starting a new one", server)
                 await self._close_client(client)
             client = await self._connect(server, session_id)
             self._clients[key] = client

@@ -1,28 +1,34 @@
-"""Replay of recorded real observations, VCR-style.
+"""Replay of recorded observations, VCR-style.
 
-The n-th call of a key in a session replays the n-th real observation of that
-key from the most recent earlier session that made the call. The key is the
-call's server, tool and canonical arguments, minus the ignored argument paths;
-ignored paths apply to records made before they were configured, too.
-A channel may bring its own canonical form of arguments (HTTP: normalised URL,
-JSON body, noisy query parameters and body fields left out).
+The n-th call of a key in a session replays what the source's n-th call of that
+key observed, whichever route served it there: a real answer, or one replayed
+from an earlier real answer. An occurrence the source got from the world model
+or from simroute itself (a denial, a deadline) counts in the numbering but is a
+miss; so is a body that was recorded truncated.
+
+The source is the most recent earlier session that made the call, or, with
+`replay.from: NAME`, the most recent session of that named recording. It is
+chosen at a session's first call of a key and kept for the session.
+
+The key is the call's server, tool and canonical arguments, minus the ignored
+argument paths. A channel may bring its own canonical form of arguments (HTTP:
+normalised URL, JSON body, noisy query parameters and body fields left out, a
+keyed digest of the credentials the request carried).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from router.types import Call, Observation, Provenance
-from shadow.canonical import call_key
+from router.types import Call, Observation, Provenance, Session
+from shadow.canonical import call_key, canonical_json
+from shadow.store import RecordStore, ReplaySource
 
-
-class ReplaySource(Protocol):
-    def replay_observation(self, call_key: str, *, exclude_session: str, occurrence: int) -> tuple[Observation, str] | None: ...
-
-    def real_records_of_tool(self, channel: str, server: str, tool: str, *, exclude_session: str) -> list[dict[str, Any]]: ...
+REPLAYABLE = frozenset({"real", "replay"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,18 +37,36 @@ class CallKeys:
     exact: str  # what the record stores: canonical arguments, nothing left out
 
 
+@dataclass(frozen=True, slots=True)
+class ReplayHit:
+    observation: Observation
+    record_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayMiss:
+    reason: str
+    has_source: bool  # an earlier session made this call (it just has no usable answer for this occurrence)
+
+
 class ReplayBackend:
     def __init__(
         self,
-        source: ReplaySource,
+        store: RecordStore,
         *,
         ignore_arguments: Sequence[str] = (),
         canonical: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+        source: ReplaySource = ReplaySource(),
+        scheme_inputs: Any = None,
     ) -> None:
-        self.source = source
+        self.store = store
         self.ignore_arguments = tuple(ignore_arguments)
         # Per channel: arguments -> their canonical form for keys.
         self.canonical = dict(canonical or {})
+        self.source = source
+        # Identifies how replay keys are made: records made under another scheme are
+        # re-keyed when the store opens (so ignored paths apply to old records too).
+        self.scheme = hashlib.sha256(canonical_json([list(self.ignore_arguments), scheme_inputs]).encode()).hexdigest()[:16]
 
     def canonical_arguments(self, channel: str, arguments: dict[str, Any]) -> dict[str, Any]:
         form = self.canonical.get(channel)
@@ -56,22 +80,28 @@ class ReplayBackend:
         replay = call_key(call.channel, call.server, call.tool, arguments, self.ignore_arguments) if self.ignore_arguments else exact
         return CallKeys(replay, exact)
 
-    def exact_key(self, call: Call) -> str:
-        """The key stored with a record: canonical arguments, nothing ignored."""
-        return self.keys(call).exact
-
-    def key(self, call: Call) -> str:
-        """Calls with equal keys are occurrences of the same call."""
+    def replay_key_of_row(self, row: dict[str, Any]) -> str:
+        """The replay key of a stored record under the current scheme (for re-keying)."""
+        call = Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"])
         return self.keys(call).replay
 
-    def lookup(self, call: Call, *, occurrence: int, key: str | None = None) -> tuple[Observation, str] | None:
-        """The replayed observation and the id of the record it came from, or None on a
-        miss. `key`: the call's replay key when the caller has it already."""
+    async def lookup(self, call: Call, session: Session, *, occurrence: int, key: str) -> ReplayHit | ReplayMiss:
         started = time.perf_counter()
-        found = self._find(call, occurrence, key or self.key(call))
-        if found is None:
-            return None
-        recorded, record_id = found
+        source_session = session.replay_sources.get(key)
+        if source_session is None:
+            source_session = await self.store.replay_session(key, exclude_session=session.id, source=self.source)
+            if source_session is None:
+                where = f"recording {self.source.recording!r}" if self.source.recording else "any earlier session"
+                return ReplayMiss(f"no call like this in {where}", has_source=False)
+            session.replay_sources[key] = source_session
+        row = await self.store.replay_row(key, session=source_session, occurrence=occurrence)
+        if row is None:
+            return ReplayMiss(f"the source session made this call fewer than {occurrence} times", has_source=True)
+        if row.provenance not in REPLAYABLE:
+            return ReplayMiss(f"occurrence {occurrence} in the source was answered by {row.provenance}, not the real side", has_source=True)
+        recorded = row.observation
+        if _truncated(recorded):
+            return ReplayMiss(f"occurrence {occurrence} in the source was recorded truncated", has_source=True)
         observation = Observation(
             content=recorded.content,
             structured=recorded.structured,
@@ -79,22 +109,10 @@ class ReplayBackend:
             provenance=Provenance.REPLAY,
             latency_s=time.perf_counter() - started,
         )
-        return observation, record_id
+        return ReplayHit(observation, row.record_id)
 
-    def _find(self, call: Call, occurrence: int, wanted: str) -> tuple[Observation, str] | None:
-        if not self.ignore_arguments:  # exact keys: one indexed query
-            return self.source.replay_observation(wanted, exclude_session=call.session_id, occurrence=occurrence)
-        matching = [
-            row
-            for row in self.source.real_records_of_tool(call.channel, call.server, call.tool, exclude_session=call.session_id)
-            if call_key(call.channel, call.server, call.tool, self.canonical_arguments(call.channel, row["arguments"]), self.ignore_arguments)
-            == wanted
-        ]
-        if not matching:
-            return None
-        source_session = matching[0]["session"]  # rows come newest first
-        in_order = sorted((r for r in matching if r["session"] == source_session), key=lambda r: r["step"])
-        if len(in_order) < occurrence:
-            return None
-        row = in_order[occurrence - 1]
-        return Observation.from_json(row["observation"]), row["id"]
+
+def _truncated(observation: Observation) -> bool:
+    """A body cut at the record limit (HTTP) is not the answer the agent would get."""
+    structured = observation.structured
+    return isinstance(structured, dict) and structured.get("truncated") is True

@@ -3,6 +3,10 @@
 Ten rules (globs, `re:` patterns, nested argument paths) in front of the mode
 policy; timed per decision with perf_counter_ns. Target: p50 <= 50 us.
 
+Then shell calls through the chain with the safety gate (tree-sitter-bash parse
+of the command) and without it, interleaved in the same run: a repeated
+command (parse and verdict cached) and a new command every time.
+
 Usage: python benchmarks/decision_latency.py [--iterations 100000]
 """
 
@@ -12,8 +16,13 @@ import argparse
 import statistics
 import time
 
+import itertools
+
 from policies import default_policies, parse_rule
 from policies.base import decide
+from policies.safety import SafetyClassifier
+from policies.safety.shell import classify_shell
+from policies.safety.shell_parse import parse_shell
 from router.types import Call, Decision, Route, Session
 
 RULES = [
@@ -58,6 +67,36 @@ def main() -> None:
         q = statistics.quantiles(samples, n=100)
         print(f"{label:32} {statistics.median(samples):8.2f} {q[94]:8.2f} {q[98]:8.2f}")
     print("\ntarget: p50 <= 50 us")
+    compare_shell_parser(options.iterations // 10)
+
+
+def compare_shell_parser(iterations: int) -> None:
+    rules = [parse_rule(r, index=i) for i, r in enumerate(RULES)]
+    without = default_policies(rules=rules, mode=Route.REAL)
+    with_gate = default_policies(rules=rules, mode=Route.REAL, classifier=SafetyClassifier())
+    command = "cd /workspace && git diff --stat | tail -1 && grep -rn 'TODO' src | wc -l"
+    repeated = itertools.repeat(command)
+    fresh = (f"{command} # {n}" for n in itertools.count())
+    print(f"\nshell calls, {iterations} per case, chain with and without the safety gate's shell parser (interleaved)\n")
+    print(f"{'case':34} {'without p50':>12} {'with p50':>9} {'with p99':>9} {'ratio':>7}")
+    parse_shell.cache_clear()
+    classify_shell.cache_clear()
+    for label, commands in (("repeated command (cached)", repeated), ("new command each time", fresh)):
+        plain, gated = [], []
+        fallback = Decision(Route.REAL, "default", "none")
+        for i in range(iterations + 100):
+            call = Call("shell", "shell", "shell_exec", {"command": next(commands)}, "bench")
+            started = time.perf_counter_ns()
+            decide(without, call, Session("bench"), fallback=fallback)
+            middle = time.perf_counter_ns()
+            decide(with_gate, call, Session("bench"), fallback=fallback)
+            ended = time.perf_counter_ns()
+            if i >= 100:
+                plain.append((middle - started) / 1000)
+                gated.append((ended - middle) / 1000)
+        q = statistics.quantiles(gated, n=100)
+        p50_plain, p50_gated = statistics.median(plain), statistics.median(gated)
+        print(f"{label:34} {p50_plain:12.2f} {p50_gated:9.2f} {q[98]:9.2f} {p50_gated / p50_plain:6.1f}x")
 
 
 if __name__ == "__main__":

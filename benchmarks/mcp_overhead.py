@@ -5,6 +5,8 @@
   B        a minimal fastmcp proxy: `create_proxy(config).run()`
   B-warm   the same proxy given one connected client (one warm upstream session)
   C        simroute, real route: decision, record and _meta included
+  C-auth   (with --auth, HTTP only) simroute with a token configured: every request
+           carries `Authorization: Bearer` and is checked, the session namespaced
 B, B-warm and C are measured with the agent side on stdio and on streamable HTTP.
 Rounds interleave the variants (rotating order); the figure is the median over
 rounds of each round's mean ms/call.
@@ -14,7 +16,7 @@ the stateless 2026-07-28 era, while simroute keeps agents on the session-based
 handshake era. `--client-mode legacy` puts every row on the handshake era, for a
 same-protocol comparison.
 
-Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--client-mode auto|legacy] [--json out.json]
+Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--client-mode auto|legacy] [--auth] [--json out.json]
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ BASELINE = HERE / "_baseline_proxy.py"
 SIMROUTE = str(Path(sys.executable).parent / "simroute")
 UPSTREAM = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 ARGS = {"timezone": "Asia/Tokyo"}
+TOKEN = "benchmark-token-0123456789abcdef"
 
 
 
@@ -57,13 +60,16 @@ async def http_server(command: list[str]):
         stop(process)
 
 
-def variants(config: Path) -> dict[str, list[str]]:
+def variants(config: Path, auth_config: Path | None) -> dict[str, list[str]]:
     """Each variant's server command (stdio form; `--http` is appended for HTTP)."""
-    return {
+    commands = {
         "B": [sys.executable, str(BASELINE), "--mode", "config"],
         "B-warm": [sys.executable, str(BASELINE), "--mode", "warm"],
         "C": [SIMROUTE, "mcp", "--config", str(config)],
     }
+    if auth_config is not None:
+        commands["C-auth"] = [SIMROUTE, "mcp", "--config", str(auth_config)]
+    return commands
 
 
 async def time_calls(client: Client, calls: int) -> list[float]:
@@ -87,8 +93,9 @@ async def run_variant(name: str, transport: str, command: list[str] | None, call
     if transport == "stdio":
         async with Client(StdioTransport(command[0], command[1:], keep_alive=False), mode=mode) as client:
             return await time_calls(client, calls)
+    headers = {"Authorization": f"Bearer {TOKEN}"} if name == "C-auth" else None
     async with http_server(command) as url:
-        async with Client(StreamableHttpTransport(url), mode=mode) as client:
+        async with Client(StreamableHttpTransport(url, headers=headers), mode=mode) as client:
             return await time_calls(client, calls)
 
 
@@ -106,16 +113,22 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--client-mode", choices=["auto", "legacy"], default="auto")
+    parser.add_argument("--auth", action="store_true", help="add simroute with a token (C-auth, HTTP)")
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="simroute-bench-"))
     store = workdir / "records.db"
     config = workdir / "simroute.yaml"
-    config.write_text(json.dumps({"mode": "real", "mcpServers": {"time": {"command": UPSTREAM[0], "args": UPSTREAM[1:]}}, "store": {"path": str(store)}}))
+    base = {"mode": "real", "mcpServers": {"time": {"command": UPSTREAM[0], "args": UPSTREAM[1:]}}, "store": {"path": str(store)}}
+    config.write_text(json.dumps(base))
+    auth_config = None
+    if options.auth:
+        auth_config = workdir / "simroute-auth.yaml"
+        auth_config.write_text(json.dumps({**base, "store": {"path": str(workdir / "records-auth.db")}, "service": {"tokens": {"bench": TOKEN}}}))
 
-    commands = variants(config)
-    plan = [("A", "stdio")] + [(name, transport) for transport in ("stdio", "http") for name in commands]
+    commands = variants(config, auth_config)
+    plan = [("A", "stdio")] + [(name, transport) for transport in ("stdio", "http") for name in commands if not (name == "C-auth" and transport == "stdio")]
     samples: dict[tuple[str, str], list[list[float]]] = {key: [] for key in plan}
     for round_index in range(options.rounds):
         shift = round_index % len(plan)
@@ -139,6 +152,9 @@ async def main() -> None:
             f"{transport:5}: C/B = {c / results[f'B/{transport}']['median_ms']:.3f}   "
             f"C/B-warm = {c / results[f'B-warm/{transport}']['median_ms']:.3f}   (target C/B <= 1.1)"
         )
+    if options.auth:
+        c_auth = results["C-auth/http"]["median_ms"]
+        print(f"http : C-auth/B = {c_auth / results['B/http']['median_ms']:.3f}   C-auth/C = {c_auth / results['C/http']['median_ms']:.3f}   (target C-auth/B <= 1.1)")
     print(f"\nsimroute recorded {recorded} calls (expected {expected})")
     if options.json:
         options.json.write_text(json.dumps({"results": results, "recorded": recorded, "expected": expected}, indent=2))

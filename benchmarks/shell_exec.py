@@ -17,8 +17,9 @@ import time
 
 import docker
 
-from backends.shell.container import this_process_owner
+from router.process_identity import this_process_owner
 from backends.shell.docker_shell import DockerShell
+from backends.shell.owned import OwnedContainers
 from router.config import ShellConfig
 
 COMMANDS = ["true", "echo hello", "ls -la /usr/bin | wc -l", "python3 -c 'print(6 * 7)'"]
@@ -28,7 +29,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
     options = parser.parse_args()
-    shell = await DockerShell(docker.from_env(), ShellConfig(), owner=this_process_owner()).start()
+    shell = await DockerShell(OwnedContainers(docker.from_env()), ShellConfig(), owner=this_process_owner()).start()
     raw: dict[str, list[float]] = {c: [] for c in COMMANDS}
     persistent: dict[str, list[float]] = {c: [] for c in COMMANDS}
     try:

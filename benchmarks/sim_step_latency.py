@@ -97,7 +97,8 @@ async def main() -> None:
     measured = MeasuredEngine(engine)
     domain = McpDomain(
         tools_for=lambda server: TOOLS,
-        demonstrations_for=lambda call: [({"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}, DEMO)],
+        records_for=lambda call: [{"session": "recorded", "tool": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"},
+                                   "observation": {"content": [{"type": "text", "text": DEMO}], "is_error": False}}],
         output_schema_for=lambda server, tool: OUTPUT_SCHEMA if tool == "get_current_time" else None,
     )
     simulator = WorldModelSimulator(measured, domains={"mcp": domain}, max_tokens=96, context_tokens=4096)

@@ -1,5 +1,5 @@
 """Value patterns used by rules: globs, `re:` regular expressions, literals,
-and dotted paths into nested arguments."""
+dotted paths into nested arguments, and JSONPath for paths starting with `$`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 Matcher = Callable[[Any], bool]
+ArgumentLookup = Callable[[Any], list[Any]]
 
-_MISSING = object()
+MISSING = object()
+_MISSING = MISSING  # the older private name
 
 
 def compile_pattern(pattern: Any) -> Matcher:
@@ -29,11 +31,33 @@ def compile_pattern(pattern: Any) -> Matcher:
                 regex = re.compile(source)
             except re.error as exc:
                 raise ValueError(f"invalid regular expression {source!r}: {exc}") from exc
-            return lambda value: value is not _MISSING and regex.search(_as_text(value)) is not None
+            return lambda value: value is not MISSING and regex.search(_as_text(value)) is not None
         if not any(ch in pattern for ch in "*?["):
-            return lambda value: value is not _MISSING and _as_text(value) == pattern
-        return lambda value: value is not _MISSING and fnmatch.fnmatchcase(_as_text(value), pattern)
-    return lambda value: value is not _MISSING and value == pattern
+            return lambda value: value is not MISSING and _as_text(value) == pattern
+        return lambda value: value is not MISSING and fnmatch.fnmatchcase(_as_text(value), pattern)
+    return lambda value: value is not MISSING and value == pattern
+
+
+def compile_argument_path(path: str) -> ArgumentLookup:
+    """A function from a call's arguments to the values at `path` (none: [MISSING]).
+
+    `a.b.0.c` follows mappings and list indexes; `$…` is JSONPath (`$.items[*].id`,
+    `$..token`), whose every match is tried. Raises ValueError for bad JSONPath."""
+    if not path.startswith("$"):
+        return lambda arguments: [lookup(arguments, path)]
+    from jsonpath_ng.exceptions import JSONPathError
+    from jsonpath_ng.ext import parse
+
+    try:
+        expression = parse(path)
+    except JSONPathError as exc:
+        raise ValueError(f"invalid JSONPath {path!r}: {exc}") from exc
+
+    def values(arguments: Any) -> list[Any]:
+        found = [match.value for match in expression.find(arguments)]
+        return found or [MISSING]
+
+    return values
 
 
 def lookup(data: Any, dotted_path: str) -> Any:
@@ -46,7 +70,7 @@ def lookup(data: Any, dotted_path: str) -> Any:
         elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
             current = current[int(part)]
         else:
-            return _MISSING
+            return MISSING
     return current
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from policies.base import Policy
+from policies.safety.verdict import SafetyVerdict
 from router.types import Call, Decision, Route, Session
 
 STATEFUL_CHANNELS = frozenset({"shell", "browser"})
@@ -21,17 +22,18 @@ _PINNABLE = frozenset({Route.REAL, Route.SIM, Route.SHADOW})
 
 class StickyPolicy:
     name = "sticky"
+    wants_safety = True  # handed on to the wrapped policies that want it (the learned router)
 
     def __init__(self, inner: Sequence[Policy], *, channels: Iterable[str] = STATEFUL_CHANNELS) -> None:
         self.inner = list(inner)
         self.channels = frozenset(channels)
 
-    def decide(self, call: Call, session: Session) -> Decision | None:
+    def decide(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Decision | None:
         key = (call.channel, call.server)
         if call.channel in self.channels and (pinned := session.pinned.get(key)) is not None:
             return Decision(pinned, self.name, f"this session's {call.channel} stays {pinned} (chosen at its first call)")
         for policy in self.inner:
-            decision = policy.decide(call, session)
+            decision = policy.decide(call, session, safety) if getattr(policy, "wants_safety", False) else policy.decide(call, session)
             if decision is not None:
                 if call.channel in self.channels and decision.route in _PINNABLE:
                     session.pinned[key] = decision.route

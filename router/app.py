@@ -8,28 +8,45 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from backends.browser.pool import BrowserPool
 from backends.mcp_upstream import UpstreamPool
 from backends.shell.sandboxes import Sandboxes
 from backends.replay import ReplayBackend
-from policies import default_policies
 from router.config import Config
 from router.engine import Engine
+from router.process_identity import owner_is_alive
+from router.replay_modes import ReplayModes
+from router.session_state import LocalSessionState, RedisSessionState
+from router.policy_chain import build_policies
+from router.auth import check_bind, configured_tokens
+from router.browser_egress import BrowserEgress
+from router.http.access import BrowserCredentials, ProxyGate
+from router.http.addresses import BrowserAddresses, ChannelAddresses
+from router.http.proxy import HttpProxy, Listener
 from router.sessions import SessionRegistry
+from router.tool_catalog import ToolCatalog
 from router.types import Call
-from router.world import build_engine, build_simulator
+from router.world import ExampleLookup, build_engine, build_simulator
+from shadow.record_log import RecordLog
+from shadow.noise import NoiseRule
+from shadow.noise_learner import NoiseLearner
 from shadow.runner import ShadowRunner
-from shadow.spool import SpoolingWriter
-from shadow.sqlite_store import SQLiteStore, StoreError
+from shadow.store import ReplaySource
 
 log = logging.getLogger("simroute.runtime")
 
 
 class Runtime:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, http_channel_port: int | None = None) -> None:
+        """`http_channel_port`: serve the HTTP channel (the proxy agents point at) on it
+        (0: any free port); None: not served by this runtime."""
         self.config = config
-        self.store = SQLiteStore(config.store_path, synchronous=config.store.synchronous)
+        # Raises AuthConfigError for a bad SIMROUTE_TOKEN; checked again per bind.
+        self.tokens = configured_tokens(config.service.tokens)
+        self.store = config.open_store()
+        self.records = RecordLog(self.store, config.spool_path)
         self.upstreams = UpstreamPool(config.upstreams, connect_timeout_s=config.startup_timeout_s)
         # The shell channel's real side; the Docker engine is reached in start(), not here.
         self.shell = (
@@ -37,32 +54,83 @@ class Runtime:
             if config.shell.enabled
             else None
         )
+        # simroute's proxy: the HTTP channel (when served) and the browser's only way out.
+        self.proxy, egress = _build_proxy(self, config, http_channel_port)
         # The browser channel's real side; Chromium starts on the first real browser action.
-        self.browser = BrowserPool(config.browser) if config.browser.enabled else None
+        self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
         self.sessions = SessionRegistry(
             idle_ttl_s=config.sessions.idle_ttl_s,
             max_open=config.sessions.max_open,
             on_close=self._close_session,
         )
+        self.replay = ReplayBackend(
+            self.store,
+            ignore_arguments=config.replay.ignore_arguments,
+            canonical={"http": config.http_canonical()},
+            source=ReplaySource(config.replay.from_),
+            scheme_inputs=config.replay_key_scheme(),
+        )
         # The world model loads on first use (or in the background at start when a
         # route can reach it); loading is never charged to a call's deadline.
         self.world_model = build_engine(config)
-        self.simulator = build_simulator(config, self.store, self.world_model)
-        self.shadow = ShadowRunner(simulator=self.simulator, store=self.store, deadline_for=self._sim_deadline_for)
+        self.examples = ExampleLookup(self.store)
+        self.examples.call_key_of = lambda call: self.replay.keys(call).replay
+        self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
+        self.simulator = build_simulator(config, self.store, self.world_model, self.examples)
+        self.shadow_runner = ShadowRunner(
+            simulator=self.simulator, store=self.store, records=self.records, deadline_for=self._sim_deadline_for,
+            queue_size=config.shadow.queue_size, concurrency=config.shadow.concurrency,
+            noise=self.store, noise_rule=NoiseRule(**config.shadow.noise.model_dump()),
+        )
+        # With Redis, shadow work goes to a stream that `simroute worker` processes consume.
+        self.shadow = self.shadow_runner if config.store.redis_url is None else self._redis_shadow_queue()
         self._background: set[asyncio.Task[None]] = set()
+        # MCP tool definitions for the safety gate: from the store at start, then every listing.
+        self.tool_catalog = ToolCatalog()
+        # Keyed digests of credentials (replay keys); loaded with the store.
+        self.secret_key: bytes | None = None
+        # The learned router (mode: learned, route: learned): its model and statistics
+        # are loaded at start and kept fresh by background tasks, never on a call's path.
+        self.learned = self._learned_service() if config.uses_learned() else None
         self.engine = Engine(
-            policies=default_policies(rules=config.parsed_rules(), mode=config.mode),
-            records=SpoolingWriter(self.store, config.store_path.with_suffix(".spool.jsonl"), errors=(StoreError,)),
-            replay=ReplayBackend(
-                self.store, ignore_arguments=config.replay.ignore_arguments, canonical={"http": config.http_canonical()}
-            ),
-            replay_on_miss=config.replay.on_miss,
+            policies=build_policies(config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None),
+            records=self.records,
+            replay=self.replay,
+            replay_modes=ReplayModes(config.replay.record_mode, config.replay.on_miss, config.replay.recording),
             simulator=self.simulator,
             shadow=self.shadow,
             shadow_rate=config.shadow.rate,
             deadline_for=self._deadline_for,
             sim_deadline_for=self._sim_deadline_for,
+            session_state=self._session_state(),
+            noise_learner=NoiseLearner(self.store),
         )
+
+    def _learned_service(self):
+        from policies.learned import LearnedPolicy
+        from router.learned_service import LearnedService
+        from router.policy_chain import learned_settings
+
+        def replay_key_of(call: Call) -> str:
+            redactor = self.engine.redactor
+            return self.replay.keys(redactor.call(call) if redactor is not None else call).replay
+
+        section = self.config.learned
+        policy = LearnedPolicy(learned_settings(self.config), replay_key_of=replay_key_of)
+        return LearnedService(
+            policy, self.store, model_path=self.config.learned_model_path, max_divergence=section.max_divergence,
+            confidence=section.prior_confidence, refresh_s=section.refresh_s, watch_s=section.watch_s, max_records=section.max_records,
+        )
+
+    def _session_state(self):
+        if self.config.store.redis_url is None:
+            return LocalSessionState()
+        return RedisSessionState(self.store, ttl_s=2 * self.config.sessions.idle_ttl_s)
+
+    def _redis_shadow_queue(self):
+        from shadow.worker import RedisShadowQueue
+
+        return RedisShadowQueue(self.store, queue_size=self.config.shadow.queue_size, drain_runner=self.shadow_runner)
 
     def _deadline_for(self, call: Call) -> float:
         if call.channel == "shell":
@@ -89,14 +157,70 @@ class Runtime:
     def _sim_deadline_for(self, call: Call) -> float:
         return self.config.sim_timeout_for(call.server)
 
+    async def open_store(self) -> None:
+        """The store, ready for this config: migrated, spooled records flushed, records
+        of a dead router's unfinished calls marked interrupted, replay keys made under
+        another replay configuration recomputed."""
+        await self.store.open()
+        await self._load_redaction()
+        await self.records.start()
+        interrupted = await self.store.interrupt_orphans(owner_is_alive)
+        if interrupted:
+            log.warning("%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted)
+        await self.prune()
+        rekeyed = await self.store.rekey(self.replay.scheme, self.replay.replay_key_of_row)
+        if rekeyed:
+            log.info("replay keys of %d record(s) recomputed for the current replay configuration", rekeyed)
+        self.examples.loop = asyncio.get_running_loop()
+
+    async def prune(self) -> int:
+        """Apply the store's retention (store.max_age, store.max_records)."""
+        store = self.config.store
+        if store.max_age_s is None and store.max_records is None:
+            return 0
+        before = time.time() - store.max_age_s if store.max_age_s is not None else None
+        pruned = await self.store.prune(before_ts=before, keep_newest=store.max_records)
+        if pruned:
+            log.info("pruned %d record(s) past the store's retention", pruned)
+        return pruned
+
+    async def _load_redaction(self) -> None:
+        """The one key (redaction markers and the credential digest in replay keys) and
+        the redactor every record, prompt and replay key goes through."""
+        from shadow.redaction import Redactor, redaction_key
+
+        redaction = self.config.redaction
+        self.secret_key = await asyncio.to_thread(redaction_key, key_env=redaction.key_env, key_file=self.config.redaction_key_file)
+        redactor = (
+            Redactor(key=self.secret_key, fields=redaction.fields, patterns=redaction.patterns, observations=redaction.observations)
+            if redaction.enabled
+            else None
+        )
+        self.engine.redactor = self.shadow_runner.redactor = redactor
+
     async def start(self) -> Runtime:
-        self.store.open()
+        await self.open_store()
+        for server in self.config.upstreams:  # the gate's MCP annotations, as last listed
+            self.tool_catalog.update(server, self.store.tool_snapshot(server) or [])
         self.sessions.start()
+        if self.learned is not None:
+            await self.learned.start()
+            self._in_background(self.learned.watch(), "simroute-learned-watch")
+            self._in_background(self.learned.refresh_forever(), "simroute-learned-refresh")
+            if self.config.store.redis_url is not None:
+                self._in_background(self.learned.follow_published(), "simroute-learned-published")
+        if self.browser is not None and self.config.may_run_real("browser"):
+            # Where Chromium will run (asks Docker; `auto` warns now if it falls back to the
+            # host), off the start's path: the first browser call waits for it.
+            self._in_background(self.browser.prepare(), "simroute-browser-isolation")
+        if self.proxy is not None and "http" in {listener.name for listener in self.proxy.listeners.values()}:
+            await self.proxy.start()  # the browser's listener alone starts with Chromium
         if self.shell is not None:
             await self.shell.start()
         if self.config.may_simulate():
             self._in_background(self._preload_world_model(), "simroute-world-model-load")
-        if self.config.shadow.drain_on_start and self.store.pending():
+        # With Redis, `simroute worker` processes complete pending work, not every replica.
+        if self.config.shadow.drain_on_start and self.config.store.redis_url is None and await self.store.pending(limit=1):
             self._in_background(self._drain(), "simroute-shadow-drain")
         return self
 
@@ -112,28 +236,65 @@ class Runtime:
             log.error("world model not loaded: %s", exc)
 
     async def _drain(self) -> None:
-        completed = await self.shadow.drain()
-        log.info("completed %d shadow records left pending by an earlier stop", completed)
+        report = await self.shadow.drain()
+        log.info("completed %d shadow records left pending by an earlier stop", report.completed)
 
     async def aclose(self) -> None:
         log.info("stopping")
+        # Sandboxes first and alongside the rest: an MCP client that closed stdin
+        # terminates this process about 2 s later (their removal starts at once, see
+        # Sandboxes.aclose).
+        shell_closed = (
+            asyncio.get_running_loop().create_task(self.shell.aclose(), name="simroute-shell-close") if self.shell is not None else None
+        )
         # Shadow work gets a short grace; what does not finish stays pending in the store.
-        await self.shadow.aclose(grace_s=1.0)
+        await self.shadow.aclose(grace_s=self.config.shadow.stop_grace_s)
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.sessions.aclose()
         await self.upstreams.aclose()
-        if self.shell is not None:
-            await self.shell.aclose()
+        if shell_closed is not None:
+            await shell_closed
         if self.browser is not None:
             await self.browser.aclose()
+        if self.proxy is not None:
+            await self.proxy.aclose()
         await self.world_model.aclose()
+        if self.engine.noise_learner is not None:
+            await self.engine.noise_learner.aclose()
+        await self.records.aclose()
         await self.store.aclose()
         log.info("stopped")
+
+    @property
+    def http_port(self) -> int | None:
+        """The HTTP channel's port, once started."""
+        return self.proxy.ports.get("http") if self.proxy is not None else None
 
     async def __aenter__(self) -> Runtime:
         return await self.start()
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _build_proxy(runtime: Runtime, config: Config, http_channel_port: int | None) -> tuple[HttpProxy | None, BrowserEgress | None]:
+    """One proxy per runtime, with a listener per door (see router/http/proxy.py)."""
+    listeners = []
+    if http_channel_port is not None:
+        check_bind(config.http.listen_host, runtime.tokens, what="the HTTP proxy")
+        gate = ProxyGate(session_header=config.http.session_header, tokens=runtime.tokens)
+        listeners.append(Listener("http", config.http.mode, config.http.listen_host, http_channel_port, gate, ChannelAddresses()))
+    credentials = addresses = None
+    if config.browser.enabled:
+        credentials, addresses = BrowserCredentials(), BrowserAddresses(config.browser.allowed_origins)
+        # browser.proxy: the browser's traffic still passes simroute first, then that proxy.
+        mode = f"upstream:{config.browser.proxy}" if config.browser.proxy else "regular"
+        gate = ProxyGate(session_header=config.http.session_header, tokens=runtime.tokens, browser=credentials)
+        listeners.append(Listener("browser", mode, "127.0.0.1", 0, gate, addresses))
+    if not listeners:
+        return None, None
+    proxy = HttpProxy(runtime, config.http, listeners)
+    egress = BrowserEgress(proxy, credentials, addresses) if credentials is not None and addresses is not None else None
+    return proxy, egress

@@ -19,7 +19,7 @@ from fastmcp.tools.base import Tool, ToolResult
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 
-from backends.browser.page_state import PageState
+from backends.browser.page_state import PageState, scheme_refusal
 from backends.browser.pool import BrowserPool
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
@@ -89,5 +89,12 @@ def browser_tools(pool: BrowserPool) -> list[LocalTool]:
             annotations=ToolAnnotations(title=title, open_world_hint=True, **{"destructive_hint": False, **hints}),
             output_schema=None,  # text first, as playwright-mcp; structured content is a bonus
         )
-        tools.append(LocalTool(tool, channel=CHANNEL, server=CHANNEL))
+        tools.append(LocalTool(tool, channel=CHANNEL, server=CHANNEL, refusal=_url_refusal if function is browser_navigate else None))
     return tools
+
+
+def _url_refusal(arguments: dict[str, Any]) -> tuple[str, str] | None:
+    """Non-web schemes are refused before routing: neither Chromium nor the world model sees them."""
+    url = arguments.get("url")
+    reason = scheme_refusal(url) if isinstance(url, str) else None
+    return ("browser-url", reason) if reason else None

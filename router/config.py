@@ -12,15 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, PositiveFloat, ValidationError, model_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, ValidationError, field_validator, model_validator
 
 from policies.rules import Rule, parse_rule
 from router.config_sections import (  # noqa: F401  (the sections are imported from here too)
     BrowserConfig,
+    BrowserLimits,
     HttpConfig,
+    LearnedConfig,
+    NoiseConfig,
+    RedactionConfig,
     RemoteServer,
+    RehearsalConfig,
     ReplayConfig,
+    SafetyConfig,
     ServerSpec,
+    ServiceConfig,
     SessionsConfig,
     ShadowConfig,
     ShellConfig,
@@ -30,7 +37,7 @@ from router.config_sections import (  # noqa: F401  (the sections are imported f
     Strict,
     WorldModelConfig,
 )
-from router.types import Route
+from router.types import Mode, Route
 
 DEFAULT_CONFIG_NAME = "simroute.yaml"
 
@@ -40,7 +47,7 @@ class ConfigError(ValueError):
 
 
 class Config(Strict):
-    mode: Route = Route.REAL
+    mode: Mode = Mode.REAL
     mcp_servers: dict[str, ServerSpec] = Field(default={}, alias="mcpServers")
     servers: dict[str, ServerSpec] = {}  # VS Code's spelling of mcpServers
     rules: list[Any] = []
@@ -52,12 +59,35 @@ class Config(Strict):
     shell: ShellConfig = ShellConfig()
     browser: BrowserConfig = BrowserConfig()
     http: HttpConfig = HttpConfig()
+    safety: SafetyConfig = SafetyConfig()
+    rehearsal: RehearsalConfig = RehearsalConfig()
+    learned: LearnedConfig = LearnedConfig()
+    cost: dict[str, dict[str, NonNegativeFloat]] = {}  # real price per server and tool (globs); default 1.0
+    redaction: RedactionConfig = RedactionConfig()
+    service: ServiceConfig = ServiceConfig()
     call_timeout_s: PositiveFloat = 60.0
     startup_timeout_s: PositiveFloat = 30.0  # an upstream that has not finished its handshake by then failed
+    list_timeout_s: PositiveFloat = 30.0  # an upstream's tools/resources/prompts listing (its start included)
 
     # Set by the loader, not the file.
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     source: str = Field(default="<defaults>", exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rehearsal_mode(cls, data: Any) -> Any:
+        """`mode: rehearsal` is shorthand for `mode: real` with `rehearsal.enabled: true`."""
+        if isinstance(data, dict) and data.get("mode") == "rehearsal":
+            section = data.get("rehearsal")
+            data = {**data, "mode": "real", "rehearsal": {**section, "enabled": True} if isinstance(section, dict) else {"enabled": True}}
+        return data
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _known_mode(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in {str(m) for m in Mode}:
+            raise ValueError(f"{value!r} is not one of real, sim, replay, shadow, deny, learned, rehearsal")
+        return value
 
     @model_validator(mode="after")
     def _one_server_table(self) -> Config:
@@ -79,7 +109,37 @@ class Config(Strict):
 
     @property
     def store_path(self) -> Path:
-        path = Path(self.store.path).expanduser()
+        """The SQLite file (or, with a Redis store, where its local files go: the spool, the key)."""
+        if self.store.redis_url is not None:
+            return self.base_dir / ".simroute" / "redis.db"
+        path = Path(self.store.sqlite_path).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def open_store(self, *, read_only: bool = False):
+        """The configured record store (not yet opened)."""
+        if self.store.redis_url is not None:
+            from shadow.redis_store import RedisStore
+
+            return RedisStore(self.store.redis_url, max_log=self.store.max_log)
+        from shadow.sqlite_store import SQLiteStore
+
+        return SQLiteStore(self.store_path, synchronous=self.store.synchronous, busy_timeout_ms=self.store.busy_timeout_ms, read_only=read_only)
+
+    @property
+    def spool_path(self) -> Path:
+        store = self.store
+        if store.redis_url is not None:
+            from shadow.redis_store import parse_redis_url
+
+            host, port, db = parse_redis_url(store.redis_url)
+            return self.base_dir / ".simroute" / f"redis-{host}-{port}-{db}.spool.jsonl"
+        return self.store_path.with_suffix(".spool.jsonl")
+
+    @property
+    def redaction_key_file(self) -> Path:
+        if self.redaction.key_file is None:
+            return self.store_path.parent / "redaction.key"
+        path = Path(self.redaction.key_file).expanduser()
         return path if path.is_absolute() else self.base_dir / path
 
     @property
@@ -99,22 +159,36 @@ class Config(Strict):
         path = Path(self.shell.workspace).expanduser()
         return path if path.is_absolute() else self.base_dir / path
 
+    @property
+    def learned_model_path(self) -> Path:
+        path = Path(self.learned.model).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def uses_learned(self) -> bool:
+        """Whether the mode or a rule hands calls to the learned router."""
+        return self.mode is Mode.LEARNED or any(rule.route is Mode.LEARNED for rule in [*self.parsed_rules(), *self.parsed_allow_rules()])
+
     def may_simulate(self) -> bool:
         """Whether any route of this config can reach the world model."""
         simulating = {Route.SIM, Route.SHADOW}
         return (
+            self.uses_learned()
+            or
             self.mode in simulating
             or any(rule.route in simulating for rule in self.parsed_rules())
             or self.replay.on_miss == "sim"
             or self.shadow.rate > 0
+            or any(rule.shadow_rate for rule in self.parsed_rules())
+            or (self.rehearsal.enabled and self.rehearsal.on_divert == "sim")
+            or any(rule.route in simulating for rule in self.parsed_allow_rules())
         )
 
     def may_run_real(self, channel: str) -> bool:
         """Whether any route of this config can send a `channel` call to its real side."""
-        reaching = {Route.REAL, Route.SHADOW, Route.REPLAY}  # a replay miss may go real
+        reaching = {Route.REAL, Route.SHADOW, Route.REPLAY, Mode.LEARNED}  # a replay miss may go real
         if self.mode in reaching:
             return True
-        for rule in self.parsed_rules():
+        for rule in [*self.parsed_rules(), *self.parsed_allow_rules()]:
             if rule.route in reaching and (rule.channel is None or rule.channel(channel)):
                 return True
         return False
@@ -122,11 +196,19 @@ class Config(Strict):
     def parsed_rules(self) -> list[Rule]:
         return [parse_rule(rule, index=i) for i, rule in enumerate(self.rules)]
 
+    def parsed_allow_rules(self) -> list[Rule]:
+        return [parse_rule(rule, index=i) for i, rule in enumerate(self.rehearsal.allow)]
+
     def http_canonical(self):
         """The canonical form of HTTP call arguments (for keys), from the http section."""
         from shadow.http_canonical import canonical_form
 
         return canonical_form(ignore_query=self.http.ignore_query, ignore_body_fields=self.http.ignore_body_fields)
+
+    def replay_key_scheme(self) -> list:
+        """What, besides ignore_arguments, shapes replay keys: changing it re-keys records."""
+        http = self.http
+        return [sorted(http.ignore_query), sorted(http.ignore_body_fields), sorted(h.lower() for h in self.replay.credential_headers)]
 
     def sim_timeout_for(self, server: str) -> float:
         spec = self.upstreams.get(server)
@@ -173,14 +255,15 @@ def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None =
         raise ConfigError("\n".join(_describe(err, source, lines) for err in exc.errors())) from exc
     config.base_dir = base_dir or Path.cwd()
     config.source = source
-    for i, rule in enumerate(config.rules):
-        try:
-            parse_rule(rule, index=i)
-        except ValueError as exc:
-            key, _, problem = str(exc).partition(": ")
-            loc: tuple[Any, ...] = ("rules", i, *_split_key(key)) if problem else ("rules", i)
-            line = _line_for(loc, lines)
-            raise ConfigError(f"{source}:{line}: {_format_loc(loc)}: {problem or exc}") from exc
+    for where, rules in ((("rules",), config.rules), (("rehearsal", "allow"), config.rehearsal.allow)):
+        for i, rule in enumerate(rules):
+            try:
+                parse_rule(rule, index=i)
+            except ValueError as exc:
+                key, _, problem = str(exc).partition(": ")
+                loc: tuple[Any, ...] = (*where, i, *_split_key(key)) if problem else (*where, i)
+                line = _line_for(loc, lines)
+                raise ConfigError(f"{source}:{line}: {_format_loc(loc)}: {problem or exc}") from exc
     return config
 
 
@@ -232,6 +315,8 @@ def _describe(error: Any, source: str, lines: dict[tuple[Any, ...], int]) -> str
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key"
+    elif error["type"] == "value_error":
+        message = message.removeprefix("Value error, ")
     return f"{source}:{line}: {_format_loc(loc)}: {message}"
 
 

@@ -63,6 +63,16 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+async def read_records(path: Path) -> list[dict]:
+    from shadow.sqlite_store import SQLiteStore
+
+    store = await SQLiteStore(path, read_only=True).open()
+    try:
+        return await store.recent()
+    finally:
+        await store.aclose()
+
+
 def simroute_command() -> list[str]:
     return [sys.executable, "-m", "router.cli"]
 
@@ -94,8 +104,6 @@ def print_rows(rows: list[dict[str, Any]], latency_by_record: dict[str, float]) 
 
 
 async def run_demo(workdir: Path) -> int:
-    from shadow.sqlite_store import SQLiteStore
-
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "simroute.yaml"
     config_path.write_text(DEMO_CONFIG.format(python=json.dumps(sys.executable), http_rules=HTTP_RULES))
@@ -109,9 +117,7 @@ async def run_demo(workdir: Path) -> int:
     drain = subprocess.run([*simroute_command(), "drain", "--config", str(config_path)], capture_output=True, text=True)
     print(f"\n{drain.stdout.strip()}")
 
-    store = SQLiteStore(workdir / "records.db")
-    records = store.recent()
-    store.close()
+    records = await read_records(workdir / "records.db")
     latencies = {r["id"]: r["latency_ms"] for r in records}
     print("\n== session 1 ==")
     print_rows(first, latencies)
@@ -124,7 +130,8 @@ async def run_demo(workdir: Path) -> int:
     print("\n== shadowed calls: real served, simulated off the agent's path ==")
     for record in shadowed:
         simulated = json.dumps((record["shadow"] or {}).get("structured") or (record["shadow"] or {}).get("content"), ensure_ascii=False)[:70]
-        print(f"{record['tool']:14} status {record['status']:8} divergence {record['divergence']!s:6}  simulated: {simulated}")
+        kind = record.get("divergence_kind") or "-"
+        print(f"{record['tool']:14} status {record['status']:8} divergence {record['divergence']!s:6} {kind:9}  simulated: {simulated}")
     print(f"\n{len(records)} records in {workdir / 'records.db'}  (simroute records --config {config_path})")
 
     replayed = [r for r in second if r["provenance"] == "replay"]

@@ -135,6 +135,7 @@ def http_sessions_ok(first: list[dict[str, Any]], second: list[dict[str, Any]]) 
         and by_request[1][f"GET /weather/{c}"]["answer"] == by_request[0][f"GET /weather/{c}"]["answer"]
         for c in ("paris", "tokyo")
     )
-    simulated = all(s["GET /weather/lima"]["provenance"] == "sim" for s in by_request)
+    # Simulated, and an answer of the API: never the world model failing (a 5xx).
+    simulated = all(s["GET /weather/lima"]["provenance"] == "sim" and s["GET /weather/lima"]["status"] < 500 for s in by_request)
     denied = all(s["POST /orders"]["status"] == 403 and s["POST /orders"]["route"] == "deny" for s in by_request)
     return recorded_real and replayed and simulated and denied

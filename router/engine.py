@@ -1,5 +1,11 @@
 """The engine: a `Call` goes through the policies, the decision runs against
-the backends, and the record is written before the agent sees the result."""
+the backends, and the record is written before the agent sees the result.
+
+Every call leaves a record, whatever ended it: an answer, a denial, a deadline,
+a backend that raised, a client that hung up. A call sent to the real side that
+is not known to be read-only is written ahead (`started`) before it runs, so a
+crash after a real side effect still leaves a trace.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +14,28 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
-from backends.replay import CallKeys, ReplayBackend
+from backends.replay import CallKeys, ReplayBackend, ReplayHit, ReplayMiss
+from policies import learned, rehearsal
 from policies.base import Policy, decide
+from router.process_identity import this_process_owner
+from router.replay_modes import ReplayModes
+from router.session_state import LocalSessionState, SessionState, claim_locally
 from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
-from shadow.records import Record
-from shadow.runner import ShadowRunner
-from shadow.spool import SpoolingWriter
+from shadow.noise_learner import NoiseLearner
+from shadow.record_log import RecordLog
+from shadow.records import Record, new_record_id
+from shadow.redaction import Redactor, typed_into
+from shadow.runner import ShadowQueue
+from shadow.store import RecordError, StoreError
 
 log = logging.getLogger("simroute.engine")
 
 _FALLBACK = Decision(Route.REAL, "default", "no policy answered")
+_STARTED = "the call was sent to the real side; its answer has not been recorded yet"
 
 
 @dataclass(slots=True)
@@ -39,8 +53,14 @@ class Pending:
     decision: Decision
     occurrence: int
     keys: CallKeys
+    stored_call: Call  # the call as records, keys and the world model see it: secrets redacted
+    step: int = 0
+    read_only: bool = False
+    record_id: str = field(default_factory=new_record_id)
+    ts: float = field(default_factory=time.time)
     route_note: str = ""
     needs_real: bool = False
+    written_ahead: bool = False
 
 
 class Engine:
@@ -48,83 +68,198 @@ class Engine:
         self,
         *,
         policies: Sequence[Policy],
-        records: SpoolingWriter,
+        records: RecordLog,
         replay: ReplayBackend,
-        replay_on_miss: str = "real",
+        replay_modes: ReplayModes = ReplayModes(),
         simulator: Simulator | None = None,
-        shadow: ShadowRunner | None = None,
+        shadow: ShadowQueue | None = None,
         shadow_rate: float = 0.0,
         deadline_for: Callable[[Call], float] = lambda call: 60.0,
         sim_deadline_for: Callable[[Call], float] | None = None,
         rng: random.Random | None = None,
+        session_state: SessionState | None = None,
+        redactor: Redactor | None = None,
+        noise_learner: NoiseLearner | None = None,
     ) -> None:
-        if replay_on_miss not in ("real", "sim", "error"):
-            raise ValueError(f"replay_on_miss must be real, sim or error, got {replay_on_miss!r}")
         self.policies = list(policies)
         self.records = records
         self.replay = replay
-        self.replay_on_miss = replay_on_miss
+        self.replay_modes = replay_modes
         self.simulator = simulator
         self.shadow = shadow
         self.shadow_rate = shadow_rate
         self.deadline_for = deadline_for
         self.sim_deadline_for = sim_deadline_for or deadline_for
         self.rng = rng or random.Random()
+        self.session_state = session_state or LocalSessionState()
+        # Secrets never reach a record, a spool line, the world model or a replay key.
+        self.redactor = redactor
+        # Real answers to repeated calls teach the noise table, off the agent's path.
+        self.noise_learner = noise_learner
+        self.owner = this_process_owner()
 
-    def exact_key(self, call: Call) -> str:
-        """The stored key of a call: its canonical form (per channel), nothing ignored."""
-        return self.replay.exact_key(call)
-
-    async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "") -> Outcome:
+    async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False) -> Outcome:
         """Decide, execute, record. `note` is added to the record (the front door's
-        remarks, e.g. a changed tool schema)."""
-        pending = self.begin(call, session)
+        remarks, e.g. a changed tool schema); `read_only`: the front door knows the
+        call changes nothing (it then needs no write-ahead record)."""
+        pending = await self.begin(call, session, read_only=read_only)
         try:
             observation = await self.serve(pending)
             if observation is None:
-                observation = await self._real(call, real)
+                observation = await self.run_real(pending, real)
         except asyncio.CancelledError:
             # The agent cancelled (or hung up): the call is still recorded, as cancelled.
-            self.cancel(pending)
+            with anyio.CancelScope(shield=True):
+                await self.cancel(pending)
             raise
-        return self.complete(pending, observation, note=note)
+        except RecordError as exc:  # the write-ahead record could not be written: fail closed
+            observation = Observation.error(str(exc))
+        return await self.complete(pending, observation, note=note)
 
     # The steps of `handle`, for front doors whose real side does not fit one awaited
     # call (the HTTP proxy forwards the request itself and sees the answer in a later hook).
 
-    def begin(self, call: Call, session: Session) -> Pending:
-        """Count the call's occurrence and decide its route (pure policies, no I/O)."""
-        keys = self.replay.keys(call)
-        occurrence = session.occurrences[keys.replay] = session.occurrences.get(keys.replay, 0) + 1
-        decision = decide(self.policies, call, session, fallback=_FALLBACK)
-        return Pending(call, session, decision, occurrence, keys)
+    async def begin(self, call: Call, session: Session, *, read_only: bool = False) -> Pending:
+        """Claim the call's step and occurrence, and decide its route (pure policies, no
+        I/O). A policy that raises denies the call: nothing goes real undecided."""
+        stored_call = self._redacted(call, session)
+        keys = self.replay.keys(stored_call)
+        step, occurrence = await self._claim(session, keys.replay)
+        pins = dict(session.pinned)
+        try:
+            decision = decide(self.policies, call, session, fallback=_FALLBACK)
+        except Exception as exc:
+            log.exception("deciding %s.%s failed", call.server, call.tool)
+            decision = Decision(Route.DENY, "engine", f"a routing policy failed: {type(exc).__name__}: {exc}")
+        if session.pinned != pins:
+            await self._save_pins(session)
+        return Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
+
+    def _redacted(self, call: Call, session: Session) -> Call:
+        if self.redactor is None:
+            return call
+        return self.redactor.call(call, target_name=typed_into(call, session))
+
+    async def _claim(self, session: Session, replay_key: str) -> tuple[int, int]:
+        try:
+            return await self.session_state.begin(session, replay_key)
+        except StoreError as exc:  # shared state unreachable: this replica counts alone until it returns
+            log.warning("shared session state unavailable (%s); counting session %s locally", exc, session.id[:8])
+            return claim_locally(session, replay_key)
+
+    async def _save_pins(self, session: Session) -> None:
+        try:
+            await self.session_state.save_pins(session)
+        except StoreError as exc:
+            log.warning("session pins not shared: %s", exc)
 
     async def serve(self, pending: Pending) -> Observation | None:
         """The observation of a route that needs no real side (sim, replay, deny), or
-        None when the real side must answer; `pending.needs_real` then says so too."""
-        observation, pending.route_note = await self._execute(pending)
+        None when the real side must answer; `pending.needs_real` then says so too.
+        A backend that raises answers with an error observation (recorded as any)."""
+        try:
+            observation, pending.route_note = await self._execute(pending)
+        except Exception as exc:
+            log.exception("serving %s.%s by %s failed", pending.call.server, pending.call.tool, pending.decision.route)
+            observation = Observation.error(f"simroute: the {pending.decision.route} route failed: {type(exc).__name__}: {exc}")
         pending.needs_real = observation is None
         return observation
 
-    def complete(self, pending: Pending, observation: Observation, *, note: str = "") -> Outcome:
-        """Record what the agent gets (shadow work submitted when the route asks for it)."""
-        call, session, decision = pending.call, pending.session, pending.decision
+    async def write_ahead(self, pending: Pending) -> None:
+        """Before a real call with possible side effects: its record, `started`.
+        Raises RecordError when it cannot be written (the call must not run)."""
+        if pending.read_only or pending.written_ahead:
+            return
+        placeholder = Observation.error(_STARTED)
+        await self.records.write(self._record(pending, placeholder, pending.route_note, status="started"))
+        pending.written_ahead = True
+
+    async def run_real(self, pending: Pending, real: CallNext) -> Observation:
+        """The real side under the call's deadline, written ahead first."""
+        await self.write_ahead(pending)
+        call = pending.call
+        deadline = pending.decision.deadline_s or self.deadline_for(call)  # a rule's deadline_s wins
+        started = time.perf_counter()
+        try:
+            with anyio.fail_after(deadline):
+                return await real(call)
+        except TimeoutError:
+            # simroute's own answer (provenance none): never replayed as the upstream's.
+            return Observation.error(
+                f"simroute: upstream {call.server!r} did not answer {call.tool!r} within its {deadline:g}s deadline",
+                Provenance.NONE,
+                time.perf_counter() - started,
+            )
+        except Exception as exc:
+            log.exception("the real side of %s.%s raised", call.server, call.tool)
+            return Observation.error(
+                f"simroute: the real side of {call.tool!r} failed: {type(exc).__name__}: {exc}", Provenance.NONE, time.perf_counter() - started
+            )
+
+    async def complete(self, pending: Pending, observation: Observation, *, note: str = "") -> Outcome:
+        """Record what the agent gets (shadow work submitted when the route asks for it).
+        If the record cannot be written, the agent gets an error instead of an
+        unrecorded answer."""
+        session, decision = pending.session, pending.decision
         route_note = pending.route_note
         shadowed = self._shadows(decision, observation)
+        status = "pending" if shadowed else "complete"
         if shadowed and decision.route is Route.REAL:
-            route_note = f"sampled for shadow (shadow.rate {self.shadow_rate:g})"
+            route_note = f"sampled for shadow (shadow rate {self._shadow_rate(decision):g})"
+        if shadowed and not await self.shadow.has_room():  # type: ignore[union-attr]
+            # Bounded shadow work: the agent's path never waits for it.
+            self.shadow.skipped += 1  # type: ignore[union-attr]
+            shadowed = False
+            if decision.route is Route.SHADOW:
+                status, route_note = "skipped", "shadow skipped: the shadow queue is full (shadow.queue_size)"
+            else:
+                status, route_note = "complete", "shadow sample skipped: the shadow queue is full (shadow.queue_size)"
         history = list(session.history) if shadowed else []
-        outcome = self._finish(
-            call, session, decision, observation, "; ".join(n for n in (route_note, note) if n), pending.keys.exact, pending=shadowed
-        )
+        record = self._record(pending, observation, "; ".join(n for n in (route_note, note) if n), status=status)
+        try:
+            await self.records.write(record)  # durable (or spooled) before the agent sees the result
+        except RecordError as exc:
+            log.error("%s", exc)
+            observation = Observation.error(f"{exc}. The call's answer is withheld.")
+            shadowed = False
+        session.add_turn(Turn(record.call, record.served))  # the world model's history: as stored (redacted)
+        if self.noise_learner is not None:
+            self.noise_learner.offer(record)
+        session.touch()
+        pins = dict(session.pinned)
+        rehearsal.after_call(session, pending.call, decision)  # a diverted call keeps the session's world simulated
+        learned.after_call(session, pending.call, decision)  # a real side effect makes that server's recordings stale
+        if session.pinned != pins:
+            await self._save_pins(session)
         if shadowed:
             assert self.shadow is not None
-            self.shadow.submit(outcome.record, history)
-        return outcome
+            await self.shadow.submit(record, history)
+        return Outcome(observation, record)
 
-    def cancel(self, pending: Pending, reason: str = "cancelled by the agent before an answer") -> Outcome:
+    async def cancel(self, pending: Pending, reason: str = "cancelled by the agent before an answer") -> Outcome:
         """Record a call that ended without an answer."""
-        return self._finish(pending.call, pending.session, pending.decision, Observation.error(reason), "cancelled", pending.keys.exact)
+        return await self.complete(pending, Observation.error(reason), note="cancelled")
+
+    async def reject(self, call: Call, session: Session, *, policy: str, reason: str, record_id: str | None = None) -> Outcome:
+        """Record a call refused before routing (arguments failing the tool's schema, an
+        unknown tool, a session cap, a refused tunnel)."""
+        stored_call = self._redacted(call, session)
+        keys = self.replay.keys(stored_call)
+        step, occurrence = await self._claim(session, keys.replay)
+        pending = Pending(call, session, Decision(Route.DENY, policy, reason), occurrence, keys, stored_call, step=step)
+        if record_id is not None:
+            pending.record_id = record_id
+        return await self.complete(pending, Observation.error(reason))
+
+    def _record(self, pending: Pending, observation: Observation, note: str, *, status: str) -> Record:
+        if self.redactor is not None:
+            observation = self.redactor.observation(observation)
+        return Record(
+            call=pending.stored_call, decision=pending.decision, served=observation, step=pending.step,
+            call_key=pending.keys.exact, id=pending.record_id, ts=pending.ts, note=note, status=status,
+            occurrence=pending.occurrence, replay_key=pending.keys.replay, key_scheme=self.replay.scheme,
+            recording=self.replay_modes.recording, owner=self.owner,
+        )
 
     def _shadows(self, decision: Decision, observation: Observation) -> bool:
         """Whether the simulated side runs off-path for this call: always for the shadow
@@ -133,67 +268,49 @@ class Engine:
             return False
         if decision.route is Route.SHADOW:
             return True
-        return decision.route is Route.REAL and self.shadow_rate > 0 and self.rng.random() < self.shadow_rate
+        rate = self._shadow_rate(decision)
+        return decision.route is Route.REAL and rate > 0 and self.rng.random() < rate
 
-    def reject(self, call: Call, session: Session, *, policy: str, reason: str) -> Outcome:
-        """Record a call refused before routing (e.g. arguments failing the tool's schema)."""
-        decision = Decision(Route.DENY, policy, reason)
-        return self._finish(call, session, decision, Observation.error(reason), "", self.exact_key(call))
-
-    def _finish(
-        self, call: Call, session: Session, decision: Decision, observation: Observation, note: str, exact_key: str, *, pending: bool = False
-    ) -> Outcome:
-        record = Record(
-            call=call, decision=decision, served=observation, step=session.step, call_key=exact_key, note=note,
-            status="pending" if pending else "complete",
-        )
-        self.records.write(record)  # durable (or spooled) before the agent sees the result
-        session.history.append(Turn(call, observation))
-        session.touch()
-        return Outcome(observation, record)
+    def _shadow_rate(self, decision: Decision) -> float:
+        """A rule's `shadow_rate` wins over the configured `shadow.rate`."""
+        return decision.shadow_rate if decision.shadow_rate is not None else self.shadow_rate
 
     async def _execute(self, pending: Pending) -> tuple[Observation | None, str]:
         """(observation, note) of the decided route; observation None: the real side answers."""
-        decision, call, session, occurrence = pending.decision, pending.call, pending.session, pending.occurrence
+        decision, session = pending.decision, pending.session
         route = decision.route
         if route is Route.REAL:
             return None, ""
         if route is Route.SHADOW:
             return None, "" if self.shadow is not None else "shadow: no world model configured, served real only"
         if route is Route.SIM:
-            return await self._sim(call, session), ""
+            return await self._sim(pending.stored_call, session, decision.deadline_s), ""
         if route is Route.DENY:
             return Observation.error(f"simroute denied this call ({decision.policy}): {decision.reason}"), ""
         assert route is Route.REPLAY
-        hit = self.replay.lookup(call, occurrence=occurrence, key=pending.keys.replay)
-        if hit is not None:
-            observation, source_id = hit
-            return observation, f"replayed record {source_id} (occurrence {occurrence})"
-        miss = f"replay miss (occurrence {occurrence} of this call has no recorded real observation)"
-        if self.replay_on_miss == "real":
+        return await self._replay(pending)
+
+    async def _replay(self, pending: Pending) -> tuple[Observation | None, str]:
+        modes, occurrence = self.replay_modes, pending.occurrence
+        if modes.record_mode == "all":
+            return None, "replay.record_mode is 'all': served real and recorded"
+        found = await self.replay.lookup(pending.call, pending.session, occurrence=occurrence, key=pending.keys.replay)
+        if isinstance(found, ReplayHit):
+            return found.observation, f"replayed record {found.record_id} (occurrence {occurrence})"
+        assert isinstance(found, ReplayMiss)
+        miss = f"replay miss (occurrence {occurrence}: {found.reason})"
+        action = modes.on_miss_for(found)
+        if action == "real":
             return None, f"{miss}; served real"
-        if self.replay_on_miss == "sim":
-            return await self._sim(call, session), f"{miss}; served sim"
-        return Observation.error(f"simroute: {miss} and replay.on_miss is 'error'"), miss
+        if action == "sim":
+            return await self._sim(pending.stored_call, pending.session, pending.decision.deadline_s), f"{miss}; served sim"
+        return Observation.error(f"simroute: {miss}, and {modes.describe_miss_policy()}"), miss
 
-    async def _real(self, call: Call, real: CallNext) -> Observation:
-        deadline = self.deadline_for(call)
-        started = time.perf_counter()
-        try:
-            with anyio.fail_after(deadline):
-                observation = await real(call)
-        except TimeoutError:
-            return Observation.error(
-                f"simroute: upstream {call.server!r} did not answer {call.tool!r} within its {deadline:g}s deadline",
-                Provenance.REAL,
-                time.perf_counter() - started,
-            )
-        return observation
-
-    async def _sim(self, call: Call, session: Session) -> Observation:
+    async def _sim(self, call: Call, session: Session, deadline_s: float | None = None) -> Observation:
         if self.simulator is None:
-            return Observation.error(
-                "simroute: the sim route needs a world model, and none is configured (see the world_model section)",
-                Provenance.SIM,
-            )
-        return await self.simulator.simulate(call, session, deadline_s=self.sim_deadline_for(call))
+            return Observation.error("simroute: the sim route needs a world model, and none is configured (see the world_model section)")
+        try:
+            return await self.simulator.simulate(call, session, deadline_s=deadline_s or self.sim_deadline_for(call))
+        except Exception as exc:  # the model's own failures are observations already; this is anything else
+            log.exception("simulating %s.%s failed", call.server, call.tool)
+            return Observation.error(f"simroute: the simulator failed: {type(exc).__name__}: {exc}")

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from router.auth import short_id
 from router.types import Session
 
 log = logging.getLogger("simroute.sessions")
@@ -47,13 +48,13 @@ class SessionRegistry:
                     "close one or raise the limit"
                 )
             session = self._sessions[session_id] = Session(id=session_id)
-            log.info("agent session %s opened", session_id)
+            log.info("agent session %s opened", short_id(session_id))
         session.touch()
         return session
 
     async def close(self, session_id: str) -> None:
         if self._sessions.pop(session_id, None) is not None:
-            log.info("agent session %s closed", session_id)
+            log.info("agent session %s closed", short_id(session_id))
         if self.on_close is not None:
             await self.on_close(session_id)
 

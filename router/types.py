@@ -21,6 +21,23 @@ class Route(StrEnum):
     DENY = "deny"
 
 
+class Mode(StrEnum):
+    """What a config's `mode` or a rule's `route` names: a route, or `learned`, which
+    resolves each call to real, sim or replay (policies/learned)."""
+
+    REAL = "real"
+    SIM = "sim"
+    REPLAY = "replay"
+    SHADOW = "shadow"
+    DENY = "deny"
+    LEARNED = "learned"
+
+    @property
+    def route(self) -> Route | None:
+        """The route this mode always takes; None for `learned` (decided per call)."""
+        return None if self is Mode.LEARNED else Route(self.value)
+
+
 class Provenance(StrEnum):
     """Where an observation came from. Travels with the observation so that a
     simulator error never looks like an agent error."""
@@ -94,6 +111,14 @@ class Decision:
     route: Route
     policy: str  # the name of the deciding policy
     reason: str
+    # The safety gate's verdict on the call (safe, side_effect, destructive, unknown),
+    # attached whatever policy decided; None when no gate ran.
+    safety: str | None = None
+    safety_reason: str = ""
+    # A deciding rule's actions beyond the route: the shadow sampling rate of its real
+    # calls and the real call's deadline, overriding the configured ones when set.
+    shadow_rate: float | None = None
+    deadline_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -104,6 +129,11 @@ class Turn:
     observation: Observation
 
 
+# Turns of a session kept in memory; older ones are read back from the record store
+# when a prompt has room for them (world models fit a context far smaller than this).
+HISTORY_IN_MEMORY = 256
+
+
 @dataclass(slots=True)
 class Session:
     """An agent session: its history and per-session routing state."""
@@ -111,16 +141,36 @@ class Session:
     id: str
     created_at: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.monotonic)
+    # The most recent turns as the agent saw them, oldest first (at most HISTORY_IN_MEMORY).
     history: list[Turn] = field(default_factory=list)
+    # Steps claimed by the session's calls (a call takes its step when it begins).
+    steps: int = 0
+    # Turns dropped from `history` to bound memory (the store still has them).
+    forgotten: int = 0
     # How often each replay key has been called in this session: the n-th call
-    # of a key replays the n-th recorded occurrence.
+    # of a key replays the n-th occurrence of the replay source.
     occurrences: dict[str, int] = field(default_factory=dict)
+    # The replay source session chosen for each replay key, kept for the session.
+    replay_sources: dict[str, str] = field(default_factory=dict)
     # The route a stateful environment (channel, server) of this session is pinned to.
     pinned: dict[tuple[str, str], Route] = field(default_factory=dict)
+    # The (channel, server) environments rehearsal diverted to sim: they stay simulated.
+    diverted: set[tuple[str, str]] = field(default_factory=set)
+    # The (channel, server) environments a real call with side effects reached in this
+    # session: their recordings may be stale now, so the learned router does not replay them.
+    side_effects: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def step(self) -> int:
-        return len(self.history)
+        return self.steps
+
+    def add_turn(self, turn: Turn) -> None:
+        self.history.append(turn)
+        if len(self.history) > HISTORY_IN_MEMORY:
+            # Drop a batch at once: a list shifts once per batch, not once per call.
+            dropped = len(self.history) - HISTORY_IN_MEMORY // 2
+            del self.history[:dropped]
+            self.forgotten += dropped
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()

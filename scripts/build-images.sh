@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the shell sandbox image `simroute-sandbox:latest` from deploy/sandbox/Dockerfile.
+# Builds simroute's images: the shell sandbox `simroute-sandbox:latest` from
+# deploy/sandbox/Dockerfile and the contained browser `simroute-browser:latest`
+# (Debian's Chromium, browser.isolation) from deploy/browser/Dockerfile.
 #
 # Its base, debian:trixie-slim, is pulled where a registry answers; where none
 # does (air-gapped machines, CI without a registry) the same Debian release is
@@ -9,17 +11,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=debian:trixie-slim
 IMAGE=${SIMROUTE_SANDBOX_IMAGE:-simroute-sandbox:latest}
+BROWSER_IMAGE=${SIMROUTE_BROWSER_IMAGE:-simroute-browser:latest}
 SUITE=trixie
 PACKAGES=bash,coreutils,findutils,grep,sed,gawk,diffutils,procps,python3,git,curl,ca-certificates,less,file,tar,gzip,xz-utils,passwd
 say() { printf '\033[1mimages:\033[0m %s\n' "$*" >&2; }
 
 if ! docker info >/dev/null 2>&1; then
-  say "no Docker engine answers (docker info failed): the shell's real route will report it; simulated shells still work"
+  say "no Docker engine answers (docker info failed): the shell's real route will report it, the browser runs on the host; simulated calls still work"
   exit 0
 fi
-if docker image inspect "$IMAGE" >/dev/null 2>&1 && [ "${1:-}" != "--rebuild" ]; then
-  exit 0
+build() {  # IMAGE FOLDER
+  say "building $1"
+  local log; log=$(mktemp)
+  docker build -q -t "$1" "$2" >/dev/null 2>"$log" || { cat "$log" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
+  say "ready: $1"
+}
+rebuild=""; [ "${1:-}" = "--rebuild" ] && rebuild=1
+want_browser=""
+if [ -n "$rebuild" ] || ! docker image inspect "$BROWSER_IMAGE" >/dev/null 2>&1; then want_browser=1; fi
+# An image built before simroute labelled its containers at `docker run` carries
+# the old image-wide label: rebuilt, so containers started from it by others are not mistaken for simroute's.
+stale=$(docker image inspect --format '{{ index .Config.Labels "org.simroute.sandbox" }}' "$IMAGE" 2>/dev/null || true)
+want_sandbox=1
+if docker image inspect "$IMAGE" >/dev/null 2>&1 && [ -z "$rebuild" ] && [ -z "$stale" ]; then
+  want_sandbox=""
 fi
+[ -n "$want_sandbox$want_browser" ] || exit 0
 
 if ! docker image inspect "$BASE" >/dev/null 2>&1; then
   if timeout 60 docker pull -q "$BASE" >/dev/null 2>&1; then
@@ -40,8 +58,6 @@ if ! docker image inspect "$BASE" >/dev/null 2>&1; then
     say "imported $BASE"
   fi
 fi
-say "building $IMAGE"
-log=$(mktemp)
-docker build -q -t "$IMAGE" deploy/sandbox >/dev/null 2>"$log" || { cat "$log" >&2; exit 1; }
-rm -f "$log"
-say "ready: $IMAGE"
+[ -z "$want_sandbox" ] || build "$IMAGE" deploy/sandbox
+# Chromium and its libraries from Debian's mirror (~150 packages, ~100 MB to download).
+[ -z "$want_browser" ] || build "$BROWSER_IMAGE" deploy/browser

@@ -16,7 +16,7 @@ MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
 say() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
 
 # --- Debian packages ---------------------------------------------------------
-DEBS=(redis-server chromium debootstrap curl)  # curl: a real client of the HTTP channel in tests
+DEBS=(redis-server chromium debootstrap curl libjs-chart.js)  # curl: a real client of the HTTP channel in tests; libjs-chart.js: the dashboard's charts
 missing=()
 for pkg in "${DEBS[@]}"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg"); done
 # A Compose tool validates docker-compose.yml; either spelling will do.
@@ -27,6 +27,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# --- simroute's images (built locally: no registry needed) ------------------------
+# In the background: mostly downloads from Debian's mirror (the browser image's
+# Chromium), which overlap with the Python work below; waited for at the end.
+./scripts/build-images.sh &
+IMAGES_PID=$!
 
 # --- Python 3.13 -------------------------------------------------------------
 find_python() {
@@ -85,7 +91,6 @@ with zipfile.ZipFile(wheel) as zf:
 PY
   rm -rf "$tmp"
 fi
-# --- the shell sandbox image (built locally: no registry needed) ------------------
-./scripts/build-images.sh
+wait "$IMAGES_PID" || { say "building the images failed (see above)"; exit 1; }
 
 say "ready: $ROOT/.venv (python $(.venv/bin/python -c 'import platform; print(platform.python_version())'))"

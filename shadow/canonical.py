@@ -54,3 +54,9 @@ def call_key(channel: str, server: str, tool: str, arguments: dict[str, Any], ig
 def tool_key(channel: str, server: str, tool: str) -> str:
     """A stable digest of (channel, server, tool): all calls of one tool."""
     return hashlib.sha256(canonical_json([channel, server, tool]).encode()).hexdigest()[:32]
+
+
+def snapshot_digest(tools: list[dict[str, Any]]) -> tuple[str, str]:
+    """(canonical JSON, short digest) of an upstream's tool definitions."""
+    body = json.dumps(tools, sort_keys=True, ensure_ascii=False, default=str)
+    return body, hashlib.sha256(body.encode()).hexdigest()[:16]

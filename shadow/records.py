@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from router.types import Call, Decision, Observation, Route
+
+if TYPE_CHECKING:
+    from shadow.redaction import Redactor
 
 
 def new_record_id() -> str:
@@ -30,7 +33,26 @@ class Record:
     # The other side of a shadowed call, and how far the two diverged.
     shadow: Observation | None = None
     divergence: float | None = None
-    status: str = "complete"  # "pending" while off-path shadow work is outstanding
+    divergence_kind: str | None = None  # status | structure | format | content | none
+    divergence_evidence: dict[str, Any] | None = None  # {"divergent": [...], "masked": [...], "note": ...}
+    # "complete"; "started" (written ahead of a real call with side effects);
+    # "pending" (off-path shadow work outstanding); "interrupted" (its router died
+    # while it was started).
+    status: str = "complete"
+    occurrence: int = 0  # the n-th call of `replay_key` in its session
+    replay_key: str = ""  # what replay matches on (call_key minus ignored paths)
+    key_scheme: str = ""  # the replay-key configuration `replay_key` was made under
+    recording: str | None = None  # the named recording the session was recorded into
+    owner: str = ""  # the router process that wrote it (host:pid:start-time)
+
+    def redacted(self, redactor: Redactor) -> Record:
+        """A copy whose call and observations have their secrets replaced by markers (for storage)."""
+        return replace(
+            self,
+            call=redactor.call(self.call),
+            served=redactor.observation(self.served),
+            shadow=redactor.observation(self.shadow) if self.shadow is not None else None,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,13 +68,22 @@ class Record:
             "route": str(self.decision.route),
             "policy": self.decision.policy,
             "reason": self.decision.reason,
+            "safety_class": self.decision.safety,
+            "safety_reason": self.decision.safety_reason,
             "note": self.note,
             "provenance": str(self.served.provenance),
             "latency_ms": round(self.served.latency_s * 1000, 3),
             "observation": self.served.to_json(),
             "shadow": self.shadow.to_json() if self.shadow else None,
             "divergence": self.divergence,
+            "divergence_kind": self.divergence_kind,
+            "divergence_evidence": self.divergence_evidence,
             "status": self.status,
+            "occurrence": self.occurrence,
+            "replay_key": self.replay_key or self.call_key,
+            "key_scheme": self.key_scheme,
+            "recording": self.recording,
+            "owner": self.owner,
         }
 
     def to_line(self) -> str:
@@ -62,7 +93,9 @@ class Record:
     def from_json(cls, row: dict[str, Any]) -> Record:
         return cls(
             call=Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"]),
-            decision=Decision(Route(row["route"]), row["policy"], row["reason"]),
+            decision=Decision(
+                Route(row["route"]), row["policy"], row["reason"], safety=row.get("safety_class"), safety_reason=row.get("safety_reason") or ""
+            ),
             served=Observation.from_json(row["observation"]),
             step=row["step"],
             call_key=row["call_key"],
@@ -71,5 +104,12 @@ class Record:
             note=row.get("note", ""),
             shadow=Observation.from_json(row["shadow"]) if row.get("shadow") else None,
             divergence=row.get("divergence"),
+            divergence_kind=row.get("divergence_kind"),
+            divergence_evidence=row.get("divergence_evidence"),
             status=row.get("status", "complete"),
+            occurrence=int(row.get("occurrence") or 0),
+            replay_key=row.get("replay_key") or row["call_key"],
+            key_scheme=row.get("key_scheme") or "",
+            recording=row.get("recording"),
+            owner=row.get("owner") or "",
         )

@@ -3,7 +3,8 @@
 The record is written as `pending` before the agent sees the real result, so
 shadow work interrupted by a stop is never lost: the next start (or
 `simroute drain`) rebuilds the session's history from the records and
-completes it.
+completes it. Comparison runs in a worker thread: a large pair never stalls
+the event loop.
 """
 
 from __future__ import annotations
@@ -11,13 +12,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from router.types import Call, Session, Simulator, Turn
-from shadow.divergence import divergence
+from shadow.canonical import tool_key
+from shadow.divergence import compare
+from shadow.noise import NoiseRule, NoiseStore, noise_for_tool
+from shadow.record_log import RecordLog
+from shadow.redaction import Redactor
 from shadow.records import Record
-from shadow.sqlite_store import SQLiteStore, StoreError
+from shadow.store import RecordError, RecordStore, StoreError
 
 log = logging.getLogger("simroute.shadow")
+
+# History turns read back for a drained record's simulation.
+_DRAIN_HISTORY = 256
 
 
 def shadow_session_id(record: Record) -> str:
@@ -26,50 +36,140 @@ def shadow_session_id(record: Record) -> str:
     return f"{record.call.session_id}#shadow"
 
 
+class ShadowQueue(Protocol):
+    """Where the engine hands shadow work: run here (`ShadowRunner`) or by workers
+    elsewhere (`RedisShadowQueue`, consumed by `simroute worker`)."""
+
+    skipped: int
+
+    async def has_room(self) -> bool: ...
+
+    async def submit(self, record: Record, history: list[Turn]) -> None: ...
+
+    async def drain(self) -> DrainReport: ...
+
+    async def aclose(self, grace_s: float = 2.0) -> None: ...
+
+
+@dataclass(slots=True)
+class DrainReport:
+    completed: int = 0
+    failed: list[str] = field(default_factory=list)  # "record id: why"
+
+
 class ShadowRunner:
-    def __init__(self, *, simulator: Simulator, store: SQLiteStore, deadline_for: Callable[[Call], float]) -> None:
+    """Runs shadow work off the agent's path: a bounded queue served by
+    `concurrency` workers. A session's shadow work runs in order (its history as
+    the agent saw it); when the queue is full, the caller skips the work (see
+    `has_room`) and says so in the record."""
+
+    def __init__(
+        self,
+        *,
+        simulator: Simulator,
+        store: RecordStore,
+        records: RecordLog,
+        deadline_for: Callable[[Call], float],
+        queue_size: int = 256,
+        concurrency: int = 1,
+        noise: NoiseStore | None = None,
+        noise_rule: NoiseRule = NoiseRule(),
+    ) -> None:
         self.simulator = simulator
         self.store = store
+        self.records = records
         self.deadline_for = deadline_for
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.queue_size = queue_size
+        self.concurrency = concurrency
+        self.skipped = 0  # shadow work not done because the queue was full (metrics, tests)
+        self._queue: asyncio.Queue[tuple[Record, Session]] = asyncio.Queue(maxsize=queue_size)
+        # session id -> [its lock, work items holding or awaiting it]
+        self._session_locks: dict[str, list] = {}
+        self._workers: list[asyncio.Task[None]] = []
+        self._busy = 0
+        self.redactor: Redactor | None = None  # set once the key is loaded (the runtime's start)
+        self.noise = noise  # learned noise counts; without them, the built-in detectors only
+        self.noise_rule = noise_rule
 
     @property
     def in_flight(self) -> int:
-        return len(self._tasks)
+        return self._queue.qsize() + self._busy
 
-    def submit(self, record: Record, history: list[Turn]) -> None:
-        """Simulate `record`'s call given the history before it; update the record when done."""
-        session = Session(id=shadow_session_id(record), history=list(history))
-        task = asyncio.get_running_loop().create_task(self.complete(record, session), name=f"shadow-{record.id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    async def has_room(self) -> bool:
+        return not self._queue.full()
+
+    async def submit(self, record: Record, history: list[Turn]) -> None:
+        """Simulate `record`'s call given the history before it; update the record when
+        done. Ask `has_room()` first: a full queue raises asyncio.QueueFull."""
+        self._queue.put_nowait((record, Session(id=shadow_session_id(record), history=list(history))))
+        if not self._workers:
+            loop = asyncio.get_running_loop()
+            self._workers = [loop.create_task(self._work(), name=f"simroute-shadow-{n}") for n in range(self.concurrency)]
+
+    async def _work(self) -> None:
+        while True:
+            record, session = await self._queue.get()
+            # Taken in queue order with no await in between: a session's work stays in order.
+            entry = self._session_locks.setdefault(record.call.session_id, [asyncio.Lock(), 0])
+            entry[1] += 1
+            self._busy += 1
+            try:
+                async with entry[0]:
+                    await self.complete(record, session)
+            except Exception:  # one failed comparison never stops the worker
+                log.exception("shadow work of %s failed; the record stays pending for drain", record.id)
+            finally:
+                self._busy -= 1
+                self._queue.task_done()
+                entry[1] -= 1
+                if entry[1] == 0:
+                    self._session_locks.pop(record.call.session_id, None)
 
     async def complete(self, record: Record, session: Session) -> None:
         simulated = await self.simulator.simulate(record.call, session, deadline_s=self.deadline_for(record.call), background=True)
+        if self.redactor is not None:  # the real side was redacted when recorded: compare like with like
+            simulated = self.redactor.observation(simulated)
         record.shadow = simulated
-        record.divergence = divergence(record.served, simulated)
+        call = record.call
+        noise = await noise_for_tool(self.noise, tool_key(call.channel, call.server, call.tool), rule=self.noise_rule)
+        # Off the event loop: a large pair takes tens of milliseconds the agent's calls should not wait for.
+        result = await asyncio.to_thread(compare, record.served, simulated, channel=call.channel, noise=noise)
+        record.divergence, record.divergence_kind, record.divergence_evidence = result.score, result.kind, result.evidence
         record.status = "complete"
         try:
-            self.store.update(record)
-        except StoreError as exc:  # stays pending in the store: the next drain retries it
+            await self.records.write(record)
+        except RecordError as exc:  # stays pending in the store: the next drain retries it
             log.error("shadow result of %s not stored: %s", record.id, exc)
 
-    async def drain(self) -> int:
-        """Complete every pending record in the store; returns how many."""
-        pending = self.store.pending()
-        for record in pending:
-            history = [Turn(r.call, r.served) for r in self.store.session_records(record.call.session_id, before_step=record.step)]
-            await self.complete(record, Session(id=shadow_session_id(record), history=history))
-        return len(pending)
+    async def drain(self) -> DrainReport:
+        """Complete every pending record in the store. A record that cannot be read or
+        simulated is reported and skipped: the rest still complete."""
+        report = DrainReport()
+        for row in await self.store.pending():
+            record_id = str(row.get("id", "?"))
+            try:
+                record = Record.from_json(row)
+                earlier = await self.store.session_records(record.call.session_id, before_step=record.step, limit=_DRAIN_HISTORY)
+                history = [Turn(r.call, r.served) for r in earlier]
+                await self.complete(record, Session(id=shadow_session_id(record), history=history))
+            except (AttributeError, KeyError, TypeError, ValueError, StoreError) as exc:  # a record that does not read back
+                log.error("pending record %s not completed: %s: %s", record_id, type(exc).__name__, exc)
+                report.failed.append(f"{record_id}: {type(exc).__name__}: {exc}")
+                continue
+            report.completed += 1
+        return report
 
     async def wait(self, timeout_s: float) -> None:
-        """Give in-flight shadow work `timeout_s` to finish; what does not stays pending."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout_s)
+        """Give queued and running shadow work `timeout_s` to finish; what does not stays pending."""
+        if self.in_flight:
+            try:
+                await asyncio.wait_for(self._queue.join(), timeout_s)
+            except TimeoutError:
+                pass
 
     async def aclose(self, grace_s: float = 2.0) -> None:
         await self.wait(grace_s)
-        for task in list(self._tasks):
+        for task in self._workers:
             task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []

@@ -1,23 +1,41 @@
-"""The embedded record store: one SQLite file in WAL mode.
+"""The embedded record store: one SQLite file in WAL mode, off the event loop.
 
-WAL with a busy timeout lets several simroute processes share one file. A
-record is committed before the agent sees the result it describes.
+One writer thread and one reader thread each own a connection: the event loop
+only awaits their results, so a database locked by another process stalls no
+channel. WAL lets several simroute processes share the file; the writer's busy
+timeout is short (`store.busy_timeout_ms`) because a record that cannot be
+committed in time goes to the spool instead (see `shadow/record_log.py`).
+
+The schema carries a version (`PRAGMA user_version`); older files are migrated
+in place when opened.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import json
+import logging
+import os
 import sqlite3
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from router.types import Observation
-from shadow.canonical import tool_key
 from shadow.records import Record
+from shadow import sqlite_dashboard as dashboard
+from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreBusy, StoreError
+from shadow.canonical import snapshot_digest, tool_key
+from shadow.group_commit import GroupCommit
+from shadow.noise import NoiseStats
 
-_SCHEMA = """
+SCHEMA_VERSION = 3
+
+log = logging.getLogger("simroute.records")
+
+_TABLES = """
 CREATE TABLE IF NOT EXISTS records (
     id TEXT PRIMARY KEY,
     ts REAL NOT NULL,
@@ -34,10 +52,21 @@ CREATE TABLE IF NOT EXISTS records (
     divergence REAL,
     body TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS records_by_key ON records (call_key, provenance, session, step);
-CREATE INDEX IF NOT EXISTS records_by_tool ON records (tool_key, provenance, ts);
-CREATE INDEX IF NOT EXISTS records_by_session ON records (session, step);
-CREATE INDEX IF NOT EXISTS records_pending ON records (status) WHERE status = 'pending';
+CREATE TABLE IF NOT EXISTS noise_pairs (
+    tool_key TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    pairs INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS noise_paths (
+    tool_key TEXT NOT NULL,
+    path TEXT NOT NULL,
+    disagreements INTEGER NOT NULL,
+    PRIMARY KEY (tool_key, path)
+);
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS tool_snapshots (
     server TEXT PRIMARY KEY,
     digest TEXT NOT NULL,
@@ -46,155 +75,518 @@ CREATE TABLE IF NOT EXISTS tool_snapshots (
 );
 """
 
+# Version 2: replay keys and occurrences stored per record (replay is an indexed
+# lookup), named recordings, the owner of a record (write-ahead), a status index.
+# Every index costs each insert: only those the hot paths and the CLI need.
+_V2_COLUMNS = (
+    ("replay_key", "TEXT NOT NULL DEFAULT ''"),
+    ("key_scheme", "TEXT NOT NULL DEFAULT ''"),
+    ("occurrence", "INTEGER NOT NULL DEFAULT 0"),
+    ("recording", "TEXT"),
+    ("owner", "TEXT NOT NULL DEFAULT ''"),
+)
+_V2_INDEXES = """
+DROP INDEX IF EXISTS records_by_key;
+DROP INDEX IF EXISTS records_pending;
+CREATE INDEX IF NOT EXISTS records_by_tool ON records (tool_key, provenance, ts);
+CREATE INDEX IF NOT EXISTS records_by_session ON records (session, step);
+CREATE INDEX IF NOT EXISTS records_by_replay ON records (replay_key, session, occurrence);
+CREATE INDEX IF NOT EXISTS records_by_replay_ts ON records (replay_key, ts);
+CREATE INDEX IF NOT EXISTS records_by_recording ON records (recording, replay_key, ts) WHERE recording IS NOT NULL;
+CREATE INDEX IF NOT EXISTS records_unfinished ON records (status, ts) WHERE status IN ('pending', 'started');
+"""
 
-class StoreError(RuntimeError):
-    """The record store could not be opened, read or written."""
+# Version 3: the dashboard's time-range aggregates read only the time index, which
+# covers what they group by (no table lookups per record); the divergence kind is a
+# column for it. The index replaces the narrower one of version 2 (still `records_by_ts`).
+_V3_COLUMNS = (("divergence_kind", "TEXT"),)
+_V3_INDEXES = """
+DROP INDEX IF EXISTS records_by_ts;
+CREATE INDEX records_by_ts ON records (ts, channel, server, tool, route, provenance, divergence, divergence_kind);
+"""
+
+_COLUMNS = (
+    "id", "ts", "session", "step", "channel", "server", "tool", "call_key", "tool_key", "route", "provenance", "status",
+    "divergence", "body", "replay_key", "key_scheme", "occurrence", "recording", "owner", "divergence_kind",
+)
+_UPSERT = f"INSERT OR REPLACE INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+
+
+def _row_values(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        row["id"], row["ts"], row["session"], row["step"], row["channel"], row["server"], row["tool"], row["call_key"],
+        tool_key(row["channel"], row["server"], row["tool"]), row["route"], row["provenance"], row["status"],
+        row.get("divergence"), json.dumps(row, ensure_ascii=False, default=str),
+        row.get("replay_key") or row["call_key"], row.get("key_scheme") or "", int(row.get("occurrence") or 0),
+        row.get("recording"), row.get("owner") or "", row.get("divergence_kind"),
+    )
+
+
+class _Connection:
+    """One thread owning one SQLite connection: every statement runs there."""
+
+    def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._db: sqlite3.Connection | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = self._connect()
+        return self._db
+
+    async def run[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: work(self.db()))
+
+    def run_blocking[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return self._executor.submit(lambda: work(self.db())).result()
+
+    def close(self) -> None:
+        def close_db() -> None:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+        self._executor.submit(close_db).result()
+        self._executor.shutdown(wait=True)
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` readable by its owner only (0600), and its folder (0700) when
+    simroute makes it; an existing file or folder keeps its mode."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700)
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
 
 
 class SQLiteStore:
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 10.0, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 100, synchronous: str = "NORMAL", read_only: bool = False) -> None:
         self.path = Path(path)
-        self.busy_timeout_s = busy_timeout_s
+        self.busy_timeout_ms = busy_timeout_ms
         self.synchronous = synchronous.upper()
-        self._db: sqlite3.Connection | None = None
+        self.read_only = read_only
+        self._writer: _Connection | None = None
+        self._reader: _Connection | None = None
+        self._snapshots: dict[str, list[dict[str, Any]]] = {}  # server -> tool definitions
+        self._group = GroupCommit(lambda rows: self.writer.run(lambda db: self.upsert_blocking(db, rows)))
 
-    def open(self) -> SQLiteStore:
-        if self._db is not None:
+    # --- opening -------------------------------------------------------------------------
+
+    async def open(self) -> SQLiteStore:
+        if self._reader is not None:
             return self
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=self.busy_timeout_s, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"PRAGMA synchronous={self.synchronous}")
-            db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-            # Checkpoint the WAL less often: fewer long commits on the agent's path.
-            db.execute("PRAGMA wal_autocheckpoint=4000")
-            db.executescript(_SCHEMA)
+            if not self.read_only:
+                create_private_file(self.path)
+                self._writer = _Connection("simroute-store-writer", self._connect_writer)
+                await self._writer.run(_migrate)
+            elif not self.path.exists():
+                raise StoreError(f"no record store at {self.path}")
+            self._reader = _Connection("simroute-store-reader", self._connect_reader)
+            self._snapshots = await self._reader.run(_all_snapshots)
         except (sqlite3.Error, OSError) as exc:
+            await self.aclose()
             raise StoreError(f"cannot open record store {self.path}: {exc}") from exc
-        self._db = db
         return self
 
+    def _connect_writer(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={self.synchronous}")
+        db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+        # Checkpoint the WAL less often: fewer long commits on the agent's path.
+        db.execute("PRAGMA wal_autocheckpoint=4000")
+        return db
+
+    def _connect_reader(self) -> sqlite3.Connection:
+        uri = f"file:{self.path}?mode=ro" if self.read_only else f"file:{self.path}"
+        db = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA query_only=ON")
+        return db
+
     @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.open()
-        assert self._db is not None
-        return self._db
+    def writer(self) -> _Connection:
+        if self._writer is None:
+            raise StoreError(f"record store {self.path} is not open for writing")
+        return self._writer
 
-    def append(self, record: Record) -> None:
-        self.append_raw(record.to_json())
+    @property
+    def reader(self) -> _Connection:
+        if self._reader is None:
+            raise StoreError(f"record store {self.path} is not open")
+        return self._reader
 
-    def append_raw(self, row: dict[str, Any]) -> None:
-        """Insert one record given as its JSON object; inserting an id twice is a no-op
-        (so a spool can be flushed again after a crash mid-flush)."""
+    # --- writing -------------------------------------------------------------------------
+
+    async def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
+        if len(rows) == 1:  # one record: shares a transaction with records written at the same time
+            await self._group.write(rows[0])
+            return
+        await self.writer.run(lambda db: self.upsert_blocking(db, rows))
+
+    def upsert_blocking(self, db: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> None:
+        """In the writer thread: one transaction for `rows` (the spool flushes in bulk)."""
+        values = [_row_values(row) for row in rows]
         try:
-            self.db.execute(
-                "INSERT OR IGNORE INTO records (id, ts, session, step, channel, server, tool, call_key, tool_key,"
-                " route, provenance, status, divergence, body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    row["id"], row["ts"], row["session"], row["step"], row["channel"], row["server"],
-                    row["tool"], row["call_key"], tool_key(row["channel"], row["server"], row["tool"]),
-                    row["route"], row["provenance"], row["status"],
-                    row["divergence"], json.dumps(row, ensure_ascii=False, default=str),
-                ),
-            )
+            if len(values) == 1:
+                db.execute(_UPSERT, values[0])
+                return
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(_UPSERT, values)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreBusy(f"record store {self.path} is locked by another writer ({exc})") from exc
+            raise StoreError(f"cannot write records to {self.path}: {exc}") from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write record {row.get('id')} to {self.path}: {exc}") from exc
+            raise StoreError(f"cannot write records to {self.path}: {exc}") from exc
 
-    def update(self, record: Record) -> None:
-        """Rewrite a record in place (shadow results arriving later)."""
-        row = record.to_json()
+    async def writable(self) -> bool:
+        """Whether a write would go through now, found out without waiting: the spool's
+        flusher asks before it holds up new records with a flush."""
+
+        def probe(db: sqlite3.Connection) -> bool:
+            db.execute("PRAGMA busy_timeout=0")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("ROLLBACK")
+                return True
+            except sqlite3.OperationalError:
+                return False
+            finally:
+                db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+
+        return await self.writer.run(probe)
+
+    async def interrupt_orphans(self, owner_is_alive: Callable[[str], bool]) -> int:
+        def work(db: sqlite3.Connection) -> int:
+            rows = db.execute("SELECT id, owner, body FROM records WHERE status = 'started'").fetchall()
+            gone = [(rid, body) for rid, owner, body in rows if not owner or not owner_is_alive(owner)]
+            for rid, body in gone:
+                row = json.loads(body)
+                row["status"] = "interrupted"
+                row["note"] = "; ".join(n for n in (row.get("note"), "interrupted: its router stopped before the call finished") if n)
+                db.execute("UPDATE records SET status = 'interrupted', body = ? WHERE id = ?", (json.dumps(row, ensure_ascii=False, default=str), rid))
+            return len(gone)
+
+        return await self._write(work)
+
+    async def rekey(self, scheme: str, replay_key_of: Callable[[dict[str, Any]], str]) -> int:
+        def work(db: sqlite3.Connection) -> int:
+            current = db.execute("SELECT value FROM meta WHERE name = 'key_scheme'").fetchone()
+            if current is not None and current[0] == scheme:
+                return 0
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                changed = 0
+                sessions: set[str] = set()
+                for rid, session, old_key, body in db.execute(
+                    "SELECT id, session, replay_key, body FROM records WHERE key_scheme != ?", (scheme,)
+                ).fetchall():
+                    new_key = replay_key_of(json.loads(body))
+                    db.execute("UPDATE records SET replay_key = ?, key_scheme = ? WHERE id = ?", (new_key, scheme, rid))
+                    if new_key != old_key:
+                        changed += 1
+                        sessions.add(session)
+                for session in sessions:  # occurrences count per (session, replay key), in step order
+                    counts: dict[str, int] = {}
+                    updates = []
+                    for rid, key in db.execute("SELECT id, replay_key FROM records WHERE session = ? ORDER BY step, ts", (session,)):
+                        counts[key] = counts.get(key, 0) + 1
+                        updates.append((counts[key], rid))
+                    db.executemany("UPDATE records SET occurrence = ? WHERE id = ?", updates)
+                db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('key_scheme', ?)", (scheme,))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return changed
+
+        return await self._write(work)
+
+    async def prune(self, *, before_ts: float | None = None, keep_newest: int | None = None) -> int:
+        """Delete finished records older than `before_ts` and beyond the newest
+        `keep_newest`; records of named recordings are never pruned."""
+
+        def work(db: sqlite3.Connection) -> int:
+            removed = 0
+            prunable = "recording IS NULL AND status NOT IN ('started', 'pending')"
+            if before_ts is not None:
+                removed += db.execute(f"DELETE FROM records WHERE {prunable} AND ts < ?", (before_ts,)).rowcount
+            if keep_newest is not None:
+                cutoff = db.execute("SELECT ts FROM records ORDER BY ts DESC LIMIT 1 OFFSET ?", (keep_newest,)).fetchone()
+                if cutoff is not None:
+                    removed += db.execute(f"DELETE FROM records WHERE {prunable} AND ts <= ?", (cutoff[0],)).rowcount
+            return removed
+
+        return await self._write(work)
+
+    # --- the noise table (real-vs-real disagreements per tool and path) --------------------
+
+    async def add_noise_observation(self, tool_key: str, disagreeing, *, name: str = "") -> None:
+        paths = sorted(set(disagreeing))
+
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
+                    "INSERT INTO noise_pairs (tool_key, name, pairs) VALUES (?, ?, 1)"
+                    " ON CONFLICT(tool_key) DO UPDATE SET pairs = pairs + 1",
+                    (tool_key, name or tool_key),
+                )
+                db.executemany(
+                    "INSERT INTO noise_paths (tool_key, path, disagreements) VALUES (?, ?, 1)"
+                    " ON CONFLICT(tool_key, path) DO UPDATE SET disagreements = disagreements + 1",
+                    [(tool_key, path) for path in paths],
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+        await self._write(work)
+
+    async def noise_stats(self, tool_key: str) -> NoiseStats:
+        def work(db: sqlite3.Connection) -> NoiseStats:
+            row = db.execute("SELECT pairs FROM noise_pairs WHERE tool_key = ?", (tool_key,)).fetchone()
+            paths = db.execute("SELECT path, disagreements FROM noise_paths WHERE tool_key = ?", (tool_key,)).fetchall()
+            return NoiseStats(pairs=row[0] if row else 0, disagreements=dict(paths))
+
+        return await self._read(work)
+
+    async def noise_table(self) -> list[tuple[str, str, NoiseStats]]:
+        """Every tool's noise counts: (tool key, "server.tool", stats)."""
+
+        def work(db: sqlite3.Connection) -> list[tuple[str, str, NoiseStats]]:
+            out = []
+            for key, name, pairs in db.execute("SELECT tool_key, name, pairs FROM noise_pairs ORDER BY name").fetchall():
+                paths = db.execute("SELECT path, disagreements FROM noise_paths WHERE tool_key = ?", (key,)).fetchall()
+                out.append((key, name, NoiseStats(pairs=pairs, disagreements=dict(paths))))
+            return out
+
+        return await self._read(work)
+
+    async def save_tool_snapshot(self, server: str, tools: list[dict[str, Any]]) -> str | None:
+        """Store an upstream's tool definitions; returns the previous digest when they
+        changed, else None."""
+        body, digest = snapshot_digest(tools)
+
+        def work(db: sqlite3.Connection) -> str | None:
+            row = db.execute("SELECT digest FROM tool_snapshots WHERE server = ?", (server,)).fetchone()
+            if row is not None and row[0] == digest:
+                return None
+            db.execute("INSERT OR REPLACE INTO tool_snapshots (server, digest, ts, tools) VALUES (?,?,?,?)", (server, digest, time.time(), body))
+            return row[0] if row is not None else None
+
+        previous = await self._write(work)
+        self._snapshots[server] = json.loads(body)
+        return previous
+
+    async def _write[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
         try:
-            self.db.execute(
-                "UPDATE records SET status=?, divergence=?, body=? WHERE id=?",
-                (row["status"], row["divergence"], json.dumps(row, ensure_ascii=False, default=str), row["id"]),
-            )
+            return await self.writer.run(work)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot update record {record.id} in {self.path}: {exc}") from exc
+            raise StoreError(f"record store {self.path}: {exc}") from exc
 
-    def replay_observation(self, call_key: str, *, exclude_session: str, occurrence: int) -> tuple[Observation, str] | None:
-        """The `occurrence`-th (1-based) real observation of `call_key` in the most
-        recent other session that made that call, with that record's id."""
-        rows = self.db.execute(
-            """
-            WITH source AS (
-                SELECT session FROM records
-                WHERE call_key = ? AND provenance = 'real' AND session != ?
-                GROUP BY session ORDER BY MAX(ts) DESC LIMIT 1
-            )
-            SELECT id, body FROM records
-            WHERE call_key = ? AND provenance = 'real' AND session = (SELECT session FROM source)
-            ORDER BY step LIMIT 1 OFFSET ?
-            """,
-            (call_key, exclude_session, call_key, occurrence - 1),
-        ).fetchall()
-        if not rows:
+    # --- reading -------------------------------------------------------------------------
+
+    async def _read[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return await self.reader.run(work)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read record store {self.path}: {exc}") from exc
+
+    def tool_snapshot(self, server: str) -> list[dict[str, Any]] | None:
+        """The last known tool definitions of `server` (held in memory: no I/O)."""
+        return self._snapshots.get(server)
+
+    async def load_tool_snapshot(self, server: str) -> list[dict[str, Any]] | None:
+        return self._snapshots.get(server)
+
+    async def replay_session(self, replay_key: str, *, exclude_session: str, source: ReplaySource) -> str | None:
+        if source.recording is None:
+            sql = "SELECT session FROM records WHERE replay_key = ? AND session != ? ORDER BY ts DESC LIMIT 1"
+            params: tuple[Any, ...] = (replay_key, exclude_session)
+        else:
+            sql = "SELECT session FROM records WHERE recording = ? AND replay_key = ? AND session != ? ORDER BY ts DESC LIMIT 1"
+            params = (source.recording, replay_key, exclude_session)
+        row = await self._read(lambda db: db.execute(sql, params).fetchone())
+        return row[0] if row else None
+
+    async def replay_row(self, replay_key: str, *, session: str, occurrence: int) -> ReplayRow | None:
+        row = await self._read(
+            lambda db: db.execute(
+                "SELECT id, provenance, body FROM records WHERE replay_key = ? AND session = ? AND occurrence = ? LIMIT 1",
+                (replay_key, session, occurrence),
+            ).fetchone()
+        )
+        if row is None:
             return None
-        record_id, body = rows[0]
-        return Observation.from_json(json.loads(body)["observation"]), record_id
+        record_id, provenance, body = row
+        return ReplayRow(record_id, session, provenance, Observation.from_json(json.loads(body)["observation"]))
 
-    def real_records_of_tool(self, channel: str, server: str, tool: str, *, exclude_session: str) -> list[dict[str, Any]]:
-        """Every real record of one tool from other sessions, newest session activity first."""
-        rows = self.db.execute(
-            "SELECT body FROM records WHERE tool_key = ? AND provenance = 'real' AND session != ? ORDER BY ts DESC",
-            (tool_key(channel, server, tool), exclude_session),
-        ).fetchall()
+    async def examples(
+        self, channel: str, server: str, tool: str, *, exclude_session: str, call_key: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        key = tool_key(channel, server, tool)
+
+        def work(db: sqlite3.Connection) -> list[str]:
+            bodies: list[str] = []
+            seen: set[str] = set()
+            if call_key is not None:  # the same call (by replay key: volatile arguments left out) first
+                for rid, body in db.execute(
+                    "SELECT id, body FROM records WHERE replay_key = ? AND provenance = 'real' AND session != ? ORDER BY ts DESC LIMIT ?",
+                    (call_key, exclude_session, limit),
+                ):
+                    seen.add(rid)
+                    bodies.append(body)
+            if len(bodies) < limit:
+                for rid, body in db.execute(
+                    "SELECT id, body FROM records WHERE tool_key = ? AND provenance = 'real' AND session != ? ORDER BY ts DESC LIMIT ?",
+                    (key, exclude_session, limit + len(seen)),
+                ):
+                    if rid not in seen and len(bodies) < limit:
+                        bodies.append(body)
+            return bodies
+
+        return [json.loads(body) for body in await self._read(work)]
+
+    async def pending(self, *, limit: int = 1000) -> list[dict[str, Any]]:
+        rows = await self._read(
+            lambda db: db.execute("SELECT body FROM records WHERE status = 'pending' ORDER BY ts LIMIT ?", (limit,)).fetchall()
+        )
         return [json.loads(body) for (body,) in rows]
 
-    def recent(self, *, limit: int | None = None, session: str | None = None, channel: str | None = None) -> list[dict[str, Any]]:
-        """Records as JSON objects, oldest first; with `limit`, the newest `limit`;
-        only one agent session's or one channel's when given."""
-        filters = [(column, value) for column, value in (("session", session), ("channel", channel)) if value]
-        where = ("WHERE " + " AND ".join(f"{column} = ?" for column, _ in filters)) if filters else ""
-        params: list[Any] = [value for _, value in filters]
+    async def session_records(self, session: str, *, before_step: int, limit: int = 1000) -> list[Record]:
+        rows = await self._read(
+            lambda db: db.execute(
+                "SELECT body FROM records WHERE session = ? AND step < ? ORDER BY step DESC LIMIT ?", (session, before_step, limit)
+            ).fetchall()
+        )
+        return _readable_records(body for (body,) in reversed(rows))
+
+    async def recent(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
+        """Records as JSON objects, oldest first; with `limit`, the newest `limit`.
+        Filters: session, channel, route, tool, status (equality), since (a timestamp),
+        recording."""
+        clauses, params = [], []
+        for column in ("session", "channel", "server", "route", "tool", "status", "recording"):
+            value = filters.get(column)
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if filters.get("since") is not None:
+            clauses.append("ts >= ?")
+            params.append(float(filters["since"]))
+        if filters.get("divergent"):
+            clauses.append("divergence > 0")
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         sql = f"SELECT body FROM records {where} ORDER BY ts DESC, id DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        rows = self.db.execute(sql, params).fetchall()
+        rows = await self._read(lambda db: db.execute(sql, params).fetchall())
         return [json.loads(body) for (body,) in reversed(rows)]
 
-    def save_tool_snapshot(self, server: str, tools: list[dict[str, Any]]) -> str | None:
-        """Store an upstream's tool definitions; returns the previous digest when
-        they changed, else None."""
-        body = json.dumps(tools, sort_keys=True, ensure_ascii=False, default=str)
-        digest = hashlib.sha256(body.encode()).hexdigest()[:16]
-        try:
-            row = self.db.execute("SELECT digest FROM tool_snapshots WHERE server = ?", (server,)).fetchone()
-            if row is not None and row[0] == digest:
-                return None
-            self.db.execute(
-                "INSERT OR REPLACE INTO tool_snapshots (server, digest, ts, tools) VALUES (?,?,?,?)",
-                (server, digest, time.time(), body),
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot store the tool snapshot of {server!r} in {self.path}: {exc}") from exc
-        return row[0] if row is not None else None
+    async def learning_rows(self, *, since: float, limit: int) -> list[dict[str, Any]]:
+        rows = await self._read(lambda db: db.execute("SELECT body FROM records WHERE ts >= ? ORDER BY ts, id LIMIT ?", (since, limit)).fetchall())
+        return [json.loads(body) for (body,) in rows]
 
-    def load_tool_snapshot(self, server: str) -> list[dict[str, Any]] | None:
-        row = self.db.execute("SELECT tools FROM tool_snapshots WHERE server = ?", (server,)).fetchone()
-        return json.loads(row[0]) if row else None
+    async def recordings(self) -> list[RecordingInfo]:
+        rows = await self._read(
+            lambda db: db.execute(
+                "SELECT recording, COUNT(DISTINCT session), COUNT(*), MIN(ts), MAX(ts) FROM records"
+                " WHERE recording IS NOT NULL GROUP BY recording ORDER BY MAX(ts) DESC"
+            ).fetchall()
+        )
+        return [RecordingInfo(*row) for row in rows]
 
-    def pending(self) -> list[Record]:
-        """Records whose off-path shadow work has not finished, oldest first."""
-        rows = self.db.execute("SELECT body FROM records WHERE status = 'pending' ORDER BY ts").fetchall()
-        return [Record.from_json(json.loads(body)) for (body,) in rows]
+    async def aggregates(self) -> dict[str, Any]:
+        def work(db: sqlite3.Connection) -> dict[str, Any]:
+            out: dict[str, Any] = {"total": db.execute("SELECT COUNT(*) FROM records").fetchone()[0]}
+            for column in ("channel", "route", "provenance", "status"):
+                out[f"by_{column}"] = dict(db.execute(f"SELECT {column}, COUNT(*) FROM records GROUP BY {column}").fetchall())
+            return out
 
-    def session_records(self, session: str, *, before_step: int) -> list[Record]:
-        """A session's records before `before_step`, in order: its history as the agent saw it."""
-        rows = self.db.execute(
-            "SELECT body FROM records WHERE session = ? AND step < ? ORDER BY step", (session, before_step)
-        ).fetchall()
-        return [Record.from_json(json.loads(body)) for (body,) in rows]
+        return await self._read(work)
 
-    def count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    # --- the dashboard's aggregates and pages (shadow/sqlite_dashboard.py) ---------------
 
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+    async def overview(self, where: RecordFilter, *, bucket_s: float) -> list[dict[str, Any]]:
+        return await self._read(lambda db: dashboard.overview(db, where, bucket_s))
+
+    async def fidelity(self, where: RecordFilter) -> list[dict[str, Any]]:
+        return await self._read(lambda db: dashboard.fidelity(db, where))
+
+    async def page(self, where: RecordFilter, *, before: str | None = None, after: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        return await self._read(lambda db: dashboard.page(db, where, before=before, after=after, limit=limit))
+
+    async def record(self, record_id: str) -> dict[str, Any] | None:
+        return await self._read(lambda db: dashboard.record(db, record_id))
+
+    async def count(self) -> int:
+        return (await self._read(lambda db: db.execute("SELECT COUNT(*) FROM records").fetchone()))[0]
+
+    # --- closing -------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        self.close()
+        for attribute in ("_writer", "_reader"):
+            connection = getattr(self, attribute)
+            if connection is not None:
+                setattr(self, attribute, None)
+                await asyncio.to_thread(connection.close)
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring the file to SCHEMA_VERSION (idempotent; runs in the writer thread)."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"the record store was written by a newer simroute (schema {version}, this one reads {SCHEMA_VERSION})")
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        # executescript would commit mid-migration: statements run one by one.
+        for statement in _TABLES.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        existing = {row[1] for row in db.execute("PRAGMA table_info(records)")}
+        for name, declaration in _V2_COLUMNS:
+            if name not in existing:
+                db.execute(f"ALTER TABLE records ADD COLUMN {name} {declaration}")
+        for statement in _V2_INDEXES.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        for name, declaration in _V3_COLUMNS:
+            if name not in existing:
+                db.execute(f"ALTER TABLE records ADD COLUMN {name} {declaration}")
+                db.execute(f"UPDATE records SET {name} = json_extract(body, '$.{name}') WHERE divergence IS NOT NULL")
+        for statement in _V3_INDEXES.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _readable_records(bodies) -> list[Record]:
+    """Records from stored bodies; one that does not read back is left out (logged), so
+    a bad record never takes its neighbours with it."""
+    records = []
+    for body in bodies:
+        try:
+            records.append(Record.from_json(json.loads(body)))
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            log.error("a stored record does not read back and is skipped: %s: %s", type(exc).__name__, exc)
+    return records
+
+
+def _all_snapshots(db: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
+    return {server: json.loads(tools) for server, tools in db.execute("SELECT server, tools FROM tool_snapshots")}

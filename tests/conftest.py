@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import free_port, sandboxes, simroute_executable, write_config
+from kit import RouterWatch, free_port, simroute_executable, write_config
 from router.launch import stop, wait_for_port
 
 
@@ -35,12 +35,12 @@ def simroute_http(tmp_path: Path) -> Iterator:
     """Start `simroute mcp --http` on a free loopback port; stopped at teardown."""
     started: list[HttpSimroute] = []
 
-    def start(config: Path) -> HttpSimroute:
+    def start(config: Path, *, env: dict | None = None) -> HttpSimroute:
         port = free_port()
         log = tmp_path / f"simroute-http-{port}.log"
         process = subprocess.Popen(
             [simroute_executable(), "mcp", "--config", str(config), "--http", f"127.0.0.1:{port}"],
-            stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         wait_for_port(port, process, describe=log.read_text)
         server = HttpSimroute(process, f"http://127.0.0.1:{port}/mcp", log)
@@ -53,11 +53,27 @@ def simroute_http(tmp_path: Path) -> Iterator:
 
 
 @pytest.fixture
-def no_sandbox_left_behind() -> Iterator[None]:
-    """Fails the test if a shell sandbox it started is still there after it."""
-    before = {c.id for c in sandboxes()}
+def routers() -> Iterator[RouterWatch]:
+    """The routers this test starts, and their sandboxes (not other tests')."""
+    with RouterWatch() as watch:
+        yield watch
+
+
+@pytest.fixture
+def no_sandbox_left_behind(routers: RouterWatch) -> Iterator[None]:
+    """Fails the test if a sandbox of a router it started is still there 15 s after it."""
     yield
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and {c.id for c in sandboxes()} - before:
+    while time.monotonic() < deadline and routers.sandboxes():
         time.sleep(0.2)
-    assert not {c.id for c in sandboxes()} - before, "a sandbox container was left behind"
+    assert not routers.sandboxes(), "a sandbox container was left behind"
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A real redis-server on a free loopback port for one test."""
+    from redis_kit import RedisServer
+
+    server = RedisServer(tmp_path).start()
+    yield server
+    server.kill()

@@ -35,15 +35,17 @@ def time_server(count_file: Path | None = None) -> dict:
     return {"command": "/bin/sh", "args": ["-c", script, "sh", *server]}
 
 
-def toolbox_server() -> dict:
-    return {"command": sys.executable, "args": [str(TOOLBOX)]}
+def toolbox_server(**env: str) -> dict:
+    return {"command": sys.executable, "args": [str(TOOLBOX)], **({"env": env} if env else {})}
 
 
 def write_config(directory: Path, **sections) -> Path:
     """A config file in `directory`. simroute's own channels (shell, browser) are off
     unless a test asks for them: the shell's warm pool would start Docker sandboxes for
     every launch, and their tools would crowd the upstream tool lists tests compare."""
-    config = {"store": {"path": str(directory / "records.db")}, "shell": {"enabled": False}, "browser": {"enabled": False}, **sections}
+    # The CA (of the HTTP channel and the browser's proxy) stays in the test's folder.
+    http = {"ca_dir": str(directory / "ca"), **sections.pop("http", {})}
+    config = {"store": {"path": str(directory / "records.db")}, "shell": {"enabled": False}, "browser": {"enabled": False}, "http": http, **sections}
     path = directory / "simroute.yaml"
     # JSON is YAML: no quoting surprises for paths and patterns.
     path.write_text(json.dumps(config, indent=2))
@@ -92,11 +94,85 @@ def model_path() -> Path:
     return path
 
 
-SANDBOX_LABEL = "org.simroute.sandbox"
+OWNER_LABEL = "org.simroute.owner"  # set by simroute at `docker run`: host:pid:start-time of the router
 
 
-def sandboxes() -> list:
-    """simroute's shell sandbox containers on the local Docker engine."""
+def sandboxes(owners: set[str] | None = None) -> list:
+    """simroute's shell sandbox containers on the local Docker engine; with `owners`,
+    only those of these routers (other tests may run sandboxes at the same time)."""
+    from types import SimpleNamespace
+
     import docker
 
-    return docker.from_env().containers.list(all=True, filters={"label": SANDBOX_LABEL})
+    # One listing call (the high-level list inspects each container: racy while they go).
+    listed = docker.from_env().api.containers(all=True, filters={"label": OWNER_LABEL})
+    found = [SimpleNamespace(id=c["Id"], labels=c.get("Labels") or {}, status=c.get("State")) for c in listed]
+    return found if owners is None else [c for c in found if c.labels.get(OWNER_LABEL) in owners]
+
+
+def owner_of(pid: int) -> str | None:
+    """The owner label a router running as `pid` puts on its sandboxes."""
+    from router.process_identity import process_identity
+
+    return process_identity(pid)
+
+
+def routers_started_here() -> set[str]:
+    """Owner identities of the processes descending from this test process now
+    (the simroute processes it launched, however it launched them)."""
+    import os
+
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # exited meanwhile
+    me, found = os.getpid(), set()
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != me:
+            ancestor = parents.get(ancestor)
+        if ancestor == me and (identity := owner_of(pid)) is not None:
+            found.add(identity)
+    return found
+
+
+class RouterWatch:
+    """Notes every router this test process starts (polling /proc), so a test can
+    ask which sandboxes its own routers left, whatever else runs on the engine."""
+
+    def __init__(self, interval_s: float = 0.1) -> None:
+        import threading
+
+        self.owners: set[str] = set()
+        self._stop = threading.Event()
+        self._interval_s = interval_s
+        self._thread = threading.Thread(target=self._watch, name="router-watch", daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.owners |= routers_started_here()
+            self._stop.wait(self._interval_s)
+
+    def __enter__(self) -> RouterWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.owners |= routers_started_here()
+
+    def sandboxes(self) -> list:
+        self.owners |= routers_started_here()
+        return sandboxes(self.owners)
+
+
+NOTES_STORE = ROOT / "tests" / "servers" / "notes_store.py"
+
+
+def notes_server() -> dict:
+    """The stateful notes store written for the tests (empty at every start)."""
+    return {"command": sys.executable, "args": [str(NOTES_STORE)]}

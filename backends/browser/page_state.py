@@ -173,3 +173,33 @@ def host_allowed(url: str, allowed_domains: list[str] | None) -> bool:
 
 def blocked_message(url: str, allowed_domains: list[str]) -> str:
     return f"Access to {url} is blocked: its host is not in browser.allowed_domains ({', '.join(allowed_domains)})."
+
+
+# The browser opens web pages: http(s), and the two schemes that reach nothing
+# (about:blank, an inline data: document; their requests go through the proxy too).
+WEB_SCHEMES = frozenset({"http", "https"})
+
+
+_EXPLICIT_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):(?!\d)")  # `host:8080` is a port, not a scheme
+
+
+def scheme_refusal(url: str) -> str | None:
+    """Why `url` is not a web page the browser may open (file:, chrome:, view-source:,
+    javascript:, devtools:, …), naming the rule; None for a web URL. A URL without a
+    scheme is judged as `normalize_url` completes it."""
+    text = url.strip()
+    explicit = _EXPLICIT_SCHEME.match(text)
+    scheme = explicit.group(1).lower() if explicit else ""
+    if scheme == "data" or text.lower() == "about:blank":
+        return None
+    if not explicit or scheme in WEB_SCHEMES:
+        try:
+            if urlsplit(normalize_url(text)).hostname:
+                return None
+        except ValueError:
+            pass
+        return f"simroute browser URL policy: {text[:200]!r} is not a valid web URL (http:, https:)"
+    return (
+        f"simroute browser URL policy: the browser opens web pages only (http:, https:); {scheme}: URLs are refused "
+        f"in every mode: {text[:200]}"
+    )

@@ -20,6 +20,7 @@ from backends.browser.page_state import (
     PageState,
     blocked_message,
     host_allowed,
+    scheme_refusal,
     is_ref,
     normalize_url,
     refs_in,
@@ -40,23 +41,40 @@ LOAD_AFTER_ACTION_S = 5.0
 class BrowserSession:
     """Created by `BrowserPool` (which owns the browser); `open()` makes the context."""
 
-    def __init__(self, session_id: str, context: Any, config: BrowserConfig) -> None:
+    def __init__(self, session_id: str, context: Any, config: BrowserConfig, egress: Any = None, credential: dict[str, str] | None = None) -> None:
         self.session_id = session_id
         self.context = context
         self.config = config
+        self.egress = egress
+        self._credential = credential
         self.page: Any = None
         self.lock = asyncio.Lock()  # one action at a time per session, in arrival order
         self._events: list[str] = []  # reported with the next observation
         self._refs: set[str] = set()  # refs of the current page's latest snapshot
         self._ref_page: Any = None  # the page those refs belong to
         self._watched: set[int] = set()  # pages with our dialog and close handlers (ids)
+        self._closing: set[int] = set()  # pages replaced by a popup, closed by us (ids)
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @classmethod
-    async def open(cls, session_id: str, browser: Any, config: BrowserConfig) -> BrowserSession:
-        context = await browser.new_context(ignore_https_errors=config.ignore_https_errors)
+    async def open(cls, session_id: str, browser: Any, config: BrowserConfig, *, egress: Any = None, proxy_server: str | None = None) -> BrowserSession:
+        """`proxy_server`: the egress's proxy as Chromium reaches it, when that is not
+        the egress's own address (a contained browser's relay)."""
+        options: dict[str, Any] = {"ignore_https_errors": config.ignore_https_errors, "accept_downloads": False}
+        credential = None
+        if egress is not None:
+            # The context's own credential: the proxy knows its requests as this session's.
+            credential = egress.credential(session_id)
+            options["proxy"] = {"server": proxy_server or await egress.proxy_server(), **credential}
+        try:
+            context = await browser.new_context(**options)
+        except BaseException:
+            if credential is not None:
+                egress.revoke(credential)
+            raise
         context.set_default_timeout(config.action_timeout_s * 1000)
         context.set_default_navigation_timeout(config.navigation_timeout_s * 1000)
-        session = cls(session_id, context, config)
+        session = cls(session_id, context, config, egress, credential)
         if config.allowed_domains:
             # Every request, not only the agent's navigations: a link, a redirect or a
             # script cannot take the page outside the allowlist either.
@@ -70,11 +88,14 @@ class BrowserSession:
         url = normalize_url(url)
 
         async def go() -> PageState:
+            refused = scheme_refusal(url) or (await self.egress.refusal(url) if self.egress is not None else None)
+            if refused:
+                return await self._state(error=refused)
             if not host_allowed(url, self.config.allowed_domains):
                 return await self._state(error=blocked_message(url, self.config.allowed_domains or []))
             page = await self._ensure_page()
             try:
-                await page.goto(url, wait_until="domcontentloaded")
+                response = await page.goto(url, wait_until="domcontentloaded")
             except Exception as exc:
                 if _is_timeout(exc):
                     return await self._state(
@@ -83,7 +104,7 @@ class BrowserSession:
                     )
                 return await self._state(error=f"Navigation to {url} failed: {_first_line(exc)}")
             await self._wait_for_load(page)
-            return await self._state()
+            return await self._state(error=await _proxy_refusal(url, response))
 
         return await self._deadline(go, f"navigating to {url}")
 
@@ -144,7 +165,17 @@ class BrowserSession:
         try:
             await asyncio.wait_for(self.context.close(), timeout=10)
         except Exception as exc:  # the browser is gone or stuck: the pool's close cleans up
-            log.debug("closing the browser context of %s: %r", self.session_id, exc)
+            log.debug("closing the browser context of a session: %r", exc)
+        if self._credential is not None:
+            self.egress.revoke(self._credential)
+            self._credential = None
+
+    def abandon(self) -> None:
+        """The browser died with this context in it: nothing to close, the credential goes."""
+        self.page = None
+        if self._credential is not None:
+            self.egress.revoke(self._credential)
+            self._credential = None
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -247,7 +278,7 @@ class BrowserSession:
             async with asyncio.timeout(limit):
                 return await work()
         except TimeoutError:
-            log.warning("browser session %s: %s did not finish within %gs", self.session_id, what, limit)
+            log.warning("a browser session: %s did not finish within %gs", what, limit)
             page = self.page
             return PageState(
                 page.url if page is not None else None, None, None,
@@ -266,14 +297,18 @@ class BrowserSession:
         return self.page
 
     def _adopt_page(self, page: Any) -> None:
-        """A page the site opened (a link with target=_blank, window.open) becomes the
-        current one, as a user's browser switches to a new tab."""
+        """A page the site opened (a link with target=_blank, window.open) replaces the
+        current one: the old one is closed, so a page cannot pile up tabs."""
         if page is self.page:
             return
         previous, self.page = self.page, page
         self._watch(page)
         if previous is not None and not previous.is_closed():  # not the page _ensure_page is opening
-            self._events.append(f"a new tab opened ({page.url}) and is now the current page")
+            self._events.append(f"a new tab opened ({page.url}) and replaced the current page, which was closed")
+            self._closing.add(id(previous))
+            task = asyncio.get_running_loop().create_task(previous.close(), name="simroute-browser-close-replaced-page")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def _watch(self, page: Any) -> None:
         if id(page) in self._watched:
@@ -281,6 +316,7 @@ class BrowserSession:
         self._watched.add(id(page))
         page.on("dialog", self._dismiss_dialog)
         page.on("close", self._closed)
+        page.on("download", self._refuse_download)
 
     async def _dismiss_dialog(self, dialog: Any) -> None:
         # A dialog blocks the page's scripts until answered: answer at once, report later.
@@ -295,7 +331,18 @@ class BrowserSession:
         except Exception as exc:
             log.debug("answering a %s dialog: %r", kind, exc)
 
+    async def _refuse_download(self, download: Any) -> None:
+        # Downloads are off for the context (accept_downloads=False); the agent hears of it.
+        self._events.append(f"a download ({download.suggested_filename or download.url}) was refused: the browser does not download files")
+        try:
+            await download.cancel()
+        except Exception as exc:  # already cancelled by Chromium
+            log.debug("cancelling a download: %r", exc)
+
     def _closed(self, page: Any) -> None:
+        if id(page) in self._closing:
+            self._closing.discard(id(page))
+            return
         if page is not self.page:
             return
         others = [p for p in self.context.pages if p is not page and not p.is_closed()]
@@ -310,6 +357,19 @@ class BrowserSession:
             if route.request.is_navigation_request():
                 self._events.append(blocked_message(url, self.config.allowed_domains or []))
             await route.abort("blockedbyclient")
+
+
+async def _proxy_refusal(url: str, response: Any) -> str | None:
+    """simroute's proxy answered the navigation itself (refused, or the site was
+    unreachable): said as an error, as Chromium says its own network errors."""
+    if response is None or response.status < 400 or response.headers.get("x-simroute-provenance") != "none":
+        return None
+    try:
+        reason = (await response.json()).get("error")
+    except Exception as exc:  # not simroute's JSON after all
+        log.debug("reading a proxy answer: %r", exc)
+        reason = None
+    return f"Navigation to {url} failed ({response.status}): {reason or response.status_text}"
 
 
 def _is_timeout(exc: BaseException) -> bool:

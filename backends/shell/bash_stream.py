@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from backends.shell.screen import BoundedCapture
 
 COMMAND_START_FILE = "/tmp/.simroute-command-start"
+# The container's own cgroup as Docker mounts it inside: cgroup v2 (namespaced), v1.
+PIDS_FOLDERS = ("/sys/fs/cgroup", "/sys/fs/cgroup/pids")
 # The stream header docker uses on a non-TTY exec: stream id, 3 zero bytes, big-endian length.
 _FRAME = struct.Struct(">BxxxL")
 _BOOTSTRAP = (
@@ -36,6 +38,22 @@ _BOOTSTRAP = (
     "eval \"$(printf '%s' \"$1\" | base64 -d)\" </dev/null; printf '\\n%s %s %s\\n' \"$2\" \"$?\" \"$PWD\"; }\n"
 )
 _POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class ProcessUse:
+    """A sandbox's pids cgroup: processes now, and forks refused by its limit so far."""
+
+    current: int
+    limit_hits: int | None  # None where pids.events is not readable
+
+    @classmethod
+    def parse(cls, text: str) -> ProcessUse | None:
+        """From "current:hits" (either may read "none")."""
+        current, _, hits = text.strip().partition(":")
+        if not current.isdigit():
+            return None
+        return cls(int(current), int(hits) if hits.isdigit() else None)
 
 
 class ShellGone(RuntimeError):
@@ -115,6 +133,35 @@ class BashStream:
                 self.alive = False
                 capture.feed(window)
                 return RawOutcome(capture, None, None, shell_ended=True)
+
+    def count_processes(self, deadline_s: float) -> ProcessUse | None:
+        """The sandbox's process count and how often a fork hit its limit, from its
+        own cgroup as the container sees it (cgroup v2 or v1, any engine set-up),
+        read with shell builtins only: no fork, so it answers even while a fork bomb
+        holds every pid. None when the container cannot see its cgroup. Only
+        between commands (the shell idle)."""
+        nonce = f"__simroute_pids_{uuid.uuid4().hex}__"
+        reads = " || ".join(
+            f"{{ read -r __simroute_n <{folder}/pids.current && read -r _ __simroute_h <{folder}/pids.events; }}" for folder in PIDS_FOLDERS
+        )
+        probe = (
+            f"{{ {reads}; }} 2>/dev/null; printf '\\n%s 0 %s:%s\\n' {nonce} \"${{__simroute_n:-none}}\" \"${{__simroute_h:-none}}\"; "
+            "unset __simroute_n __simroute_h\n"
+        )
+        try:
+            self._send(probe.encode())
+        except OSError:
+            self.alive = False
+            return None
+        capture = BoundedCapture(head=self.head_bytes, tail=self.tail_bytes)
+        raw = self.read_until_end(nonce, capture, deadline=time.monotonic() + deadline_s)
+        # Output a background job wrote meanwhile belongs on the next command's screen.
+        self._pending = capture.kept() + self._pending
+        if raw.exit_code is None:
+            # No answer from builtins alone: this shell is unusable (its stream is out of step).
+            self.alive = False
+            return None
+        return ProcessUse.parse(raw.cwd or "")  # the end line's last field carries the counts here
 
     def _send(self, data: bytes) -> None:
         self.sock.sendall(data)

@@ -4,54 +4,42 @@ Hardened by default: no network, every capability dropped, no-new-privileges,
 a non-root user, a read-only root filesystem with tmpfs mounts for the places
 a shell writes (/workspace, /tmp, $HOME), and memory, CPU and pids limits.
 
-Every container carries labels naming the router process that owns it, so a
-router that starts after a killed one removes the leftovers, and never touches
-a live router's sandboxes.
+Every container gets a label at `docker run` naming the router process that
+owns it (the image carries no simroute label: a container someone else started
+from it is not simroute's). The container's command holds it to its owner's
+life (see owned.py); a router that starts after one killed mid-`docker run`
+removes what is left, and never touches a live router's sandboxes or a
+container without simroute's owner label.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from router.config import ShellConfig
+from router.process_identity import owner_is_alive
 
-LABEL = "org.simroute.sandbox"
 OWNER_LABEL = "org.simroute.owner"
-SESSION_LABEL = "org.simroute.session"
+# Runs until the container's stdin closes: the owner's attach connection ends
+# with the owner (stdin_once), so the container exits and the engine removes it.
+# Shell builtins only: any image with a shell will do.
+LIFELINE_COMMAND = ["sh", "-c", "while read -r _; do :; done"]
 USER = "1000:1000"
 WORKSPACE = "/workspace"
 HOME = "/home/agent"
 
 
-def process_identity(pid: int) -> str | None:
-    """host:pid:start-time: unique for a process even when pids are reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # Field 22 (start time) counts after the command name, which may hold spaces.
-    start_time = stat.rsplit(")", 1)[1].split()[19]
-    return f"{socket.gethostname()}:{pid}:{start_time}"
-
-
-def owner_is_alive(owner: str) -> bool:
-    host, _, rest = owner.partition(":")
-    if host != socket.gethostname():
-        return True  # another machine's router (shared engine): not ours to judge
-    pid, _, _ = rest.partition(":")
-    return pid.isdigit() and process_identity(int(pid)) == owner
-
-
-def run_options(config: ShellConfig, *, owner: str) -> dict[str, Any]:
-    """Keyword arguments for docker-py's `containers.run`."""
+def create_options(config: ShellConfig, *, owner: str) -> dict[str, Any]:
+    """Keyword arguments for docker-py's `containers.create` (then attach, then start)."""
     limits = config.limits
     return {
         "image": config.image,
-        "command": ["sleep", "infinity"],
-        "detach": True,
+        "command": LIFELINE_COMMAND,
+        # stdin open and, with detach False, StdinOnce: closed when the owner's attach ends.
+        "stdin_open": True,
+        "detach": False,
+        "auto_remove": True,
         "init": True,  # reaps the zombies of background jobs
         "hostname": config.hostname,
         "user": USER,
@@ -70,23 +58,33 @@ def run_options(config: ShellConfig, *, owner: str) -> dict[str, Any]:
         "nano_cpus": int(limits.cpus * 1e9),
         "pids_limit": limits.pids,
         "environment": {"HOME": HOME, "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "LANG": "C.UTF-8"},
-        "labels": {LABEL: "1", OWNER_LABEL: owner},
+        "labels": {OWNER_LABEL: owner},
     }
 
 
-def reap_orphans(client: Any) -> list[str]:
-    """Remove sandboxes whose owning router is gone. Returns their names."""
-    reaped = []
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        owner = container.labels.get(OWNER_LABEL, "")
-        if owner and owner_is_alive(owner):
-            continue
-        container.remove(force=True)
-        reaped.append(container.name)
-    return reaped
+def reap_orphans(client: Any) -> tuple[list[str], list[str]]:
+    """Remove sandboxes whose owning router is gone, in parallel. Only containers
+    carrying simroute's owner label are considered, and only those of a gone
+    owner on this host removed. Returns (removed names, "name: why" of failures):
+    a removal that fails is reported, never stops the router from starting."""
+    from backends.shell.owned import remove_container
 
+    orphans = [
+        container
+        for container in client.containers.list(all=True, filters={"label": OWNER_LABEL})
+        if not owner_is_alive(container.labels.get(OWNER_LABEL, ""))
+    ]
 
-def this_process_owner() -> str:
-    identity = process_identity(os.getpid())
-    assert identity is not None  # our own /proc entry exists
-    return identity
+    def remove(container: Any) -> str | None:
+        try:
+            remove_container(container)
+        except Exception as exc:  # reported to the caller, who logs it and goes on
+            return f"{container.name}: {exc}"
+        return None
+
+    if not orphans:
+        return [], []
+    with ThreadPoolExecutor(max_workers=min(8, len(orphans)), thread_name_prefix="simroute-reap") as pool:
+        outcomes = list(pool.map(remove, orphans))
+    removed = [c.name for c, failure in zip(orphans, outcomes, strict=True) if failure is None]
+    return removed, [failure for failure in outcomes if failure is not None]

@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from backends.shell.bash_stream import COMMAND_START_FILE, BashStream, RawOutcome, close_exec_socket
-from backends.shell.container import HOME, USER, WORKSPACE, run_options
+from backends.shell.bash_stream import COMMAND_START_FILE, BashStream, ProcessUse, RawOutcome, close_exec_socket
+from backends.shell.container import HOME, USER, WORKSPACE, create_options
+from backends.shell.owned import OwnedContainers
 from backends.shell.screen import BoundedCapture, ShellResult, trim_screen
 from router.config import ShellConfig
 
@@ -30,15 +31,22 @@ log = logging.getLogger("simroute.shell")
 
 _START_DEADLINE_S = 20.0
 _INTERRUPT_GRACE_S = 2.0
+_PROBE_DEADLINE_S = 2.0
+_pids_unreadable_said = False
 
 
 class SandboxBroken(RuntimeError):
     """The container cannot run anything any more; it must be replaced."""
 
 
+class WorkspaceCopyError(RuntimeError):
+    """The session's initial workspace could not be put into its sandbox."""
+
+
 class DockerShell:
-    def __init__(self, client: Any, config: ShellConfig, *, owner: str) -> None:
-        self.client = client
+    def __init__(self, owned: OwnedContainers, config: ShellConfig, *, owner: str) -> None:
+        self.owned = owned
+        self.client = owned.client
         self.config = config
         self.owner = owner
         self.container: Any = None
@@ -56,7 +64,7 @@ class DockerShell:
         return self
 
     def _start_blocking(self) -> None:
-        self.container = self.client.containers.run(**run_options(self.config, owner=self.owner))
+        self.container = self.owned.start(create_options(self.config, owner=self.owner))
         try:
             self.stream = self._open_shell()
         except BaseException:
@@ -81,9 +89,12 @@ class DockerShell:
 
     def _copy_workspace_blocking(self, folder: Path) -> None:
         archive = io.BytesIO()
-        with tarfile.open(fileobj=archive, mode="w") as tar:
-            for child in sorted(folder.iterdir()):
-                tar.add(child, arcname=child.name, filter=_owned_by_agent)
+        try:
+            with tarfile.open(fileobj=archive, mode="w") as tar:
+                for child in sorted(folder.iterdir()):
+                    tar.add(child, arcname=child.name, filter=_owned_by_agent)
+        except OSError as exc:
+            raise WorkspaceCopyError(f"the workspace {folder} cannot be read: {exc.strerror or exc}") from exc
         exec_id = self.client.api.exec_create(self.container.id, ["tar", "-x", "-C", WORKSPACE], stdin=True, user=USER)["Id"]
         wrapper = self.client.api.exec_start(exec_id, socket=True)
         sock: socket.socket = wrapper._sock
@@ -99,7 +110,7 @@ class DockerShell:
             close_exec_socket(wrapper)
         code = self.client.api.exec_inspect(exec_id).get("ExitCode")
         if code != 0:
-            raise RuntimeError(f"copying the workspace {folder} into the sandbox failed (tar exit code {code})")
+            raise WorkspaceCopyError(f"copying the workspace {folder} into the sandbox failed (tar exit code {code})")
 
     async def aclose(self) -> None:
         if self._recovery is not None:
@@ -112,9 +123,9 @@ class DockerShell:
             self.stream.close()
         if self.container is not None:
             try:
-                self.container.remove(force=True)
-            except Exception as exc:  # already gone; reaped at the next start otherwise
-                log.debug("removing sandbox %s: %s", self.container.name, exc)
+                self.owned.release(self.container)
+            except Exception as exc:  # its lifeline is cut: the engine removes it anyway
+                log.warning("removing sandbox %s: %s", self.container.name, exc)
 
     # --- commands ---------------------------------------------------------------
 
@@ -125,6 +136,9 @@ class DockerShell:
                 self._recovery = None
             if self.stream is None or not self.stream.alive:
                 await self._restore("the previous shell exited")
+            if await self._process_limit_reached():
+                # A fork bomb left running by the previous command (it filled the limit after its end line).
+                await self._replace(f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), so it was replaced with a fresh one (files reset)")
             reset, self._reset_note = self._reset_note, None
             cancel = threading.Event()
             assert self.stream is not None
@@ -137,14 +151,13 @@ class DockerShell:
                 self._recovery = asyncio.get_running_loop().create_task(self._after_cancel(work), name="simroute-shell-recover")
                 raise
             result = self._result(raw, timeout_s, reset)
-            pids = self.pids_in_use()
-            if pids is not None and pids >= 0.9 * self.config.limits.pids:
+            if raw.exit_code is not None and await self._process_limit_reached():
                 # A fork bomb left running: nothing more runs in this sandbox.
                 result.error = (
                     f"the command filled the sandbox's process limit ({self.config.limits.pids}); "
                     "the sandbox was replaced with a fresh one (files reset)"
                 )
-                await self._replace("the previous sandbox hit its process limit (files reset)")
+                await self._replace(f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), so it was replaced with a fresh one (files reset)")
                 return result
             if raw.timed_out:
                 self._recovery = asyncio.get_running_loop().create_task(self._interrupt(raw), name="simroute-shell-recover")
@@ -195,14 +208,43 @@ class DockerShell:
         )
         self._exec_blocking(["bash", "-c", script])
 
-    def pids_in_use(self) -> int | None:
-        """Processes in the sandbox, from its cgroup (cheap); None where unreadable."""
+    async def _process_limit_reached(self) -> bool:
+        """Whether a fork was refused by the sandbox's process limit (a fork bomb, even
+        one that burnt out on its own and left its error lines behind), or (nearly)
+        every pid is taken: either way nothing can be trusted to run there any more.
+        A sandbox starts with no refusals and is replaced at the first."""
+        use = await asyncio.to_thread(self.pids_in_use)
+        if use is None:
+            return False
+        return bool(use.limit_hits) or use.current >= 0.9 * self.config.limits.pids
+
+    def pids_in_use(self) -> ProcessUse | None:
+        """The sandbox's pids cgroup: asked of its idle shell (builtins only, any
+        cgroup set-up), else read from the host's cgroup files; None, said once in
+        the log, where neither works (a fork bomb is then noticed only when the
+        sandbox stops answering)."""
+        global _pids_unreadable_said
+        if self.stream is not None and self.stream.alive:
+            use = self.stream.count_processes(_PROBE_DEADLINE_S)
+            if use is not None:
+                return use
         cid = self.container.id
-        for path in (f"/sys/fs/cgroup/pids/docker/{cid}/pids.current", f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/pids.current"):
+        for folder in (f"/sys/fs/cgroup/pids/docker/{cid}", f"/sys/fs/cgroup/system.slice/docker-{cid}.scope"):
             try:
-                return int(Path(path).read_text())
+                current = int(Path(folder, "pids.current").read_text())
             except (OSError, ValueError):
                 continue
+            try:
+                hits: int | None = int(Path(folder, "pids.events").read_text().split()[1])
+            except (OSError, ValueError, IndexError):
+                hits = None
+            return ProcessUse(current, hits)
+        if not _pids_unreadable_said:
+            _pids_unreadable_said = True
+            log.warning(
+                "the sandbox's process count cannot be read (neither inside the container nor in the host's cgroup files): "
+                "a command that fills the process limit is noticed only when the sandbox stops answering"
+            )
         return None
 
     def _drain_blocking(self) -> bool:

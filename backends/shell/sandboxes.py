@@ -2,22 +2,26 @@
 
 A warm pool of started sandboxes (container + bootstrapped shell) makes a new
 session's first command as fast as its second. Sandboxes are removed when their
-session closes (explicitly or on idle TTL) and when the router stops; ones left
-by a killed router are reaped when the next one starts.
+session closes (explicitly, on idle TTL, or while it is still starting) and
+when the router stops, however it stops: each container is tied to this
+process's life (owned.py). What a router killed mid-`docker run` leaves is
+reaped when the next one starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from backends.docker_engine import docker_client
 from backends.errors import BackendUnavailable
-from backends.shell.container import reap_orphans, this_process_owner
-from backends.shell.docker_shell import DockerShell
+from backends.shell.container import reap_orphans
+from router.process_identity import this_process_owner
+from backends.shell.docker_shell import DockerShell, WorkspaceCopyError
+from backends.shell.owned import OwnedContainers, SandboxesClosed, remove_container
 from backends.shell.screen import ShellResult
 from router.config import ShellConfig
 
@@ -41,6 +45,8 @@ class Sandboxes:
         self._ready: list[DockerShell] = []
         self._wanted = asyncio.Event()
         self._filler: asyncio.Task[None] | None = None
+        self._owned: OwnedContainers | None = None  # every container started, tied to this process's life
+        self._closing = False
 
     # --- lifecycle ----------------------------------------------------------------
 
@@ -48,9 +54,14 @@ class Sandboxes:
         """Connect to the engine, reap orphans, start filling the pool. Without an
         engine the router still starts: the real route reports why, sim works."""
         if await self._connect():
-            reaped = await asyncio.to_thread(reap_orphans, self.client)
-            if reaped:
-                log.info("removed %d sandboxes left by a stopped router: %s", len(reaped), ", ".join(reaped))
+            try:
+                removed, failed = await asyncio.to_thread(reap_orphans, self.client)
+            except Exception as exc:  # e.g. the engine refused the listing: leftovers wait for a later start
+                removed, failed = [], [f"listing sandboxes failed: {exc}"]
+            if removed:
+                log.info("removed %d sandboxes left by a stopped router: %s", len(removed), ", ".join(removed))
+            for failure in failed:
+                log.warning("could not remove a sandbox left by a stopped router (%s); starting anyway", failure)
             if self.warm_pool and self.config.pool_size > 0:
                 self._filler = asyncio.get_running_loop().create_task(self._fill_forever(), name="simroute-shell-pool")
         return self
@@ -60,7 +71,7 @@ class Sandboxes:
             return True
         self._checked_at = time.monotonic()
         try:
-            self.client = await asyncio.to_thread(_docker_client)
+            self.client = await asyncio.to_thread(docker_client, fallback="route shell calls to sim")
             await asyncio.to_thread(self.client.images.get, self.config.image)
         except BackendUnavailable as exc:
             self._unavailable = str(exc)
@@ -77,20 +88,29 @@ class Sandboxes:
             log.warning("shell: %s", self._unavailable)
             return False
         self._unavailable = None
+        self._owned = OwnedContainers(self.client)
         return True
 
     async def aclose(self) -> None:
+        """Remove every sandbox. The first step needs no await: each sandbox's
+        lifeline is cut at once, so the engine removes them all in parallel even
+        if this process is killed right after (an MCP client gives ~2 s)."""
+        self._closing = True
+        leftovers = self._owned.close_all() if self._owned is not None else []
         if self._filler is not None:
             self._filler.cancel()
-            await asyncio.gather(self._filler, return_exceptions=True)
-            self._filler = None
-        for task in list(self._opening.values()):
-            task.cancel()
-        await asyncio.gather(*self._opening.values(), return_exceptions=True)
+        openings = list(self._opening.values())
         shells = list(self._sessions.values()) + self._ready
         self._sessions.clear()
         self._ready.clear()
-        await asyncio.gather(*(shell.aclose() for shell in shells), return_exceptions=True)
+        await asyncio.gather(
+            *(asyncio.to_thread(remove_container, container) for container in leftovers),
+            *(shell.aclose() for shell in shells),
+            *openings,  # refused from now on; one already past `docker run` removes its own
+            *([self._filler] if self._filler is not None else []),
+            return_exceptions=True,
+        )
+        self._filler = None
 
     # --- sessions -----------------------------------------------------------------
 
@@ -104,26 +124,44 @@ class Sandboxes:
             return shell
         opening = self._opening.get(session_id)
         if opening is None:
-            opening = self._opening[session_id] = asyncio.get_running_loop().create_task(self._open(session_id), name=f"simroute-shell-open-{session_id}")
-        try:
-            shell = await asyncio.shield(opening)
-        finally:
-            if opening.done():
-                self._opening.pop(session_id, None)
-        return shell
+            opening = self._opening[session_id] = asyncio.get_running_loop().create_task(
+                self._open(session_id), name=f"simroute-shell-open-{session_id}"
+            )
+        # Shielded: one caller giving up does not abandon a sandbox half-started.
+        return await asyncio.shield(opening)
 
     async def _open(self, session_id: str) -> DockerShell:
+        try:
+            shell = await self._started_and_prepared()
+        finally:
+            still_wanted = self._opening.get(session_id) is asyncio.current_task()
+            if still_wanted:
+                del self._opening[session_id]
+        if not still_wanted or self._closing:
+            # The session closed (or the router is stopping) while its sandbox started.
+            await shell.aclose()
+            why = "simroute is stopping" if self._closing else "the agent session closed"
+            raise BackendUnavailable(f"{why} while its sandbox was starting; the sandbox was removed")
+        self._sessions[session_id] = shell
+        return shell
+
+    async def _started_and_prepared(self) -> DockerShell:
         if self._unavailable is not None and time.monotonic() - self._checked_at > _RETRY_ENGINE_AFTER_S:
             await self._connect()
-        if self._unavailable is not None or self.client is None:
+        if self._unavailable is not None or self._owned is None:
             raise BackendUnavailable(f"the shell's real route needs a Docker sandbox: {self._unavailable}")
         shell = self._ready.pop(0) if self._ready else None
         self._wanted.set()
         if shell is None:
-            shell = await DockerShell(self.client, self.config, owner=self._owner).start()
+            shell = await DockerShell(self._owned, self.config, owner=self._owner).start()
         shell.on_replaced = self._prepare
-        await self._prepare(shell)
-        self._sessions[session_id] = shell
+        try:
+            await self._prepare(shell)
+        except BaseException as exc:
+            await asyncio.shield(shell.aclose())
+            if isinstance(exc, WorkspaceCopyError):
+                raise BackendUnavailable(f"the sandbox could not be prepared, so it was removed: {exc}") from exc
+            raise
         return shell
 
     async def _prepare(self, shell: DockerShell) -> None:
@@ -134,6 +172,11 @@ class Sandboxes:
         shell = self._sessions.pop(session_id, None)
         if shell is not None:
             await shell.aclose()
+        opening = self._opening.pop(session_id, None)
+        if opening is not None:
+            # Not cancelled (a `docker run` in a worker thread cannot be): it sees
+            # the session gone when it finishes and removes its sandbox itself.
+            await asyncio.gather(opening, return_exceptions=True)
 
     @property
     def ready(self) -> int:
@@ -144,11 +187,19 @@ class Sandboxes:
     async def _fill_forever(self) -> None:
         while True:
             while len(self._ready) < self.config.pool_size:
+                assert self._owned is not None  # the pool fills only after the engine answered
                 try:
-                    self._ready.append(await DockerShell(self.client, self.config, owner=self._owner).start())
+                    shell = await DockerShell(self._owned, self.config, owner=self._owner).start()
+                except SandboxesClosed:
+                    return
                 except Exception as exc:  # logged; sessions then start cold
                     log.warning("shell pool: could not start a sandbox: %s", exc)
                     await asyncio.sleep(5)
+                    continue
+                if self._closing:  # stopped while it started (a cancelled wait does not stop the thread)
+                    await shell.aclose()
+                    return
+                self._ready.append(shell)
             self._wanted.clear()
             await self._wanted.wait()
 
@@ -157,20 +208,3 @@ class Sandboxes:
         deadline = time.monotonic() + timeout_s
         while len(self._ready) < self.config.pool_size and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-
-
-def _docker_client() -> Any:
-    try:
-        import docker
-        from docker.errors import DockerException
-    except ImportError as exc:  # pragma: no cover - a dependency of simroute
-        raise BackendUnavailable("the docker Python package is missing: reinstall simroute") from exc
-    address = os.environ.get("DOCKER_HOST") or "the default socket (unix:///var/run/docker.sock or the CLI context)"
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except DockerException as exc:
-        raise BackendUnavailable(
-            f"no Docker engine answers at {address} ({exc}); install and start Docker, set DOCKER_HOST, or route shell calls to sim"
-        ) from exc
-    return client

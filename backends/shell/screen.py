@@ -93,14 +93,43 @@ class BoundedCapture:
             del self.tail[:excess]
             self.dropped += excess
 
+    def kept(self) -> bytes:
+        """The bytes kept (head and tail), without a marker."""
+        return bytes(self.head) + bytes(self.tail)
+
     def text(self) -> tuple[str, bool]:
-        """The captured output and whether bytes were dropped."""
+        """The captured output and whether bytes were dropped. The cut never
+        splits a UTF-8 character: one split by it is counted as omitted."""
         if not self.dropped:
             return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace"), False
+        head_keep = len(self.head) - _incomplete_at_end(self.head)
+        tail_skip = _continuations_at_start(self.tail)
+        omitted = self.dropped + (len(self.head) - head_keep) + tail_skip
         return (
-            bytes(self.head).decode("utf-8", "replace") + f"\n[... {self.dropped} bytes of output omitted ...]\n" + bytes(self.tail).decode("utf-8", "replace"),
+            bytes(self.head[:head_keep]).decode("utf-8", "replace")
+            + f"\n[... {omitted} bytes of output omitted ...]\n"
+            + bytes(self.tail[tail_skip:]).decode("utf-8", "replace"),
             True,
         )
+
+
+def _incomplete_at_end(data: bytearray) -> int:
+    """How many bytes at the end are the start of a UTF-8 character cut short."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:  # a continuation byte: look further back for its lead
+            continue
+        length = 2 if byte & 0xE0 == 0xC0 else 3 if byte & 0xF0 == 0xE0 else 4 if byte & 0xF8 == 0xF0 else 1
+        return back if back < length else 0
+    return 0
+
+
+def _continuations_at_start(data: bytearray) -> int:
+    """How many bytes at the start continue a character whose lead was cut off."""
+    count = 0
+    while count < min(3, len(data)) and data[count] & 0xC0 == 0x80:
+        count += 1
+    return count
 
 
 def trim_screen(text: str, *, max_lines: int, max_chars: int) -> tuple[str, bool]:

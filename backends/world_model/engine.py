@@ -45,6 +45,10 @@ class WorldModelEngine(Protocol):
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
         background: bool = False,  # shadow work: the agent's own calls go first
+        grammar: str | None = None,  # GBNF for the generated text (an in-process engine, llama-server)
+        stop: list[str] | None = None,  # more stop strings beside the chat template's
+        temperature: float | None = None,  # None: the engine's configured temperature
+        seed_offset: int = 0,  # a retry asks with another seed: the same seed gives the same answer
     ) -> Completion: ...
 
     def count_tokens(self, text: str) -> int: ...

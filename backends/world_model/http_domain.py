@@ -7,20 +7,26 @@ Examples    = recorded real exchanges with the same host and method from other
               sessions, the same path (and URL) preferred, given as the turns just
               before the current request, best last
 
-A prediction is read back into the structured response of a real one (status,
-headers, body); an answer with no HTTP status line is an error response tagged
-`sim` that says so.
+The answer's shape is held by grammar: a status line, headers, a blank line and
+a body; when the host's recorded answers for the route (method and path) are
+JSON, the body is JSON of their shape. A prediction is read back into the
+structured response of a real one (status, headers, body).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from backends.world_model.domain import CountTokens
-from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, best_last, omit_oldest, render_observation, size
-from backends.http_messages import error_structured, observation_of, parse_response, render_request, render_response
+from backends.world_model.checks import check_http
+from backends.world_model.domain import Constraint, CountTokens
+from backends.world_model.grammars import http_grammar, infer_json_schema
+from backends.world_model.grounding import Grounding, Row, ground, session_rows
+from backends.world_model.parse import InvalidPrediction
+from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
+from backends.http_messages import observation_of, parse_response, render_request, render_response
 from router.types import Call, Observation, Provenance, Session
 
 TASK = (
@@ -41,12 +47,16 @@ class HttpDomain:
     def __init__(
         self,
         *,
-        demonstrations_for: Callable[[Call], list[Example]] = lambda call: [],
+        records_for: Callable[[Call], Sequence[Row]] = lambda call: (),
+        call_key_of: Callable[[Call], str] | None = None,
+        demonstrations: int = 2,
         initial_state: Mapping[str, str] | None = None,
         simulation_instruction: Mapping[str, str] | None = None,
         body_chars: int = BODY_CHARS,
     ) -> None:
-        self.demonstrations_for = demonstrations_for
+        self.records_for = records_for
+        self.call_key_of = call_key_of
+        self.demonstrations = demonstrations
         self.initial_state = dict(initial_state or {})
         self.simulation_instruction = dict(simulation_instruction or {})
         self.body_chars = body_chars
@@ -68,7 +78,18 @@ class HttpDomain:
             structured = {**structured, "body": body[: self.body_chars] + f"\n[{len(body) - self.body_chars} characters cut]"}
         return render_response(structured)
 
-    def messages(self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens) -> list[dict[str, str]]:
+    def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
+        return ground(
+            self.records_for(call), call,
+            call_key=self.call_key_of(call) if self.call_key_of else None,
+            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens, count_tokens=count_tokens,
+            size_of=lambda row: self.render_response(row["observation"]["structured"]),
+            usable=lambda row: _is_http((row.get("observation") or {}).get("structured")),
+        )
+
+    def messages(
+        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+    ) -> list[dict[str, str]]:
         # The session's exchanges with this host, then the recorded examples as marked
         # turns right before the current request (see prompt.py for why).
         turns: list[tuple[Call, str]] = [
@@ -89,7 +110,9 @@ class HttpDomain:
             return self.render_action(call, number) + "\n\n" + CLOSING.format(what="HTTP server")
 
         system = self.system(call.server)
-        examples = [render_example(past, structured) for past, structured in self.demonstrations_for(call)]
+        if grounding is None:
+            grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)
+        examples = [render_example(past, structured) for past, structured in map(_example_of, grounding.rows)]
         messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
         if size(messages, count_tokens) <= budget_tokens:
             return messages
@@ -104,17 +127,47 @@ class HttpDomain:
     def refusal(self, call: Call, session: Session) -> str | None:
         return None
 
-    def output_schema(self, call: Call) -> dict[str, Any] | None:
-        return None  # a raw HTTP message is native text
+    def constraint(self, call: Call, session: Session, grounding: Grounding, *, max_tokens: int) -> Constraint:
+        bodies = route_json_bodies(grounding.answers, call)
+        json_body = bodies is not None
+        return Constraint(
+            max_tokens=max_tokens,
+            grammar=http_grammar(max_tokens=max_tokens, body_schema=infer_json_schema(bodies) if bodies else None, json_body=json_body),
+            temperature=0.0 if grounding.unanimous else None,
+            check=lambda observation: check_http(observation, json_body=json_body),
+        )
 
-    def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
+    def observation(self, call: Call, prediction: str) -> Observation:
         text = str(prediction)
         try:
             structured = parse_response(read_message(text))
         except ValueError as exc:
-            reason = f"simroute: the world model's answer is not an HTTP response ({exc}): {text[:200]!r}"
-            return observation_of(error_structured(502, reason), Provenance.SIM)
+            raise InvalidPrediction(f"the world model's answer is not an HTTP response ({exc}): {text[:200]!r}") from exc
         return observation_of(structured, Provenance.SIM)
+
+
+def route_json_bodies(rows: Sequence[Row], call: Call) -> list[Any] | None:
+    """The decoded bodies of the route's recorded answers (same method and path)
+    when every one of them is JSON; None when some are not or there are none."""
+    path = call.arguments.get("path")
+    bodies = []
+    for row in rows:
+        if (row.get("arguments") or {}).get("path") != path:
+            continue
+        structured = (row.get("observation") or {}).get("structured") or {}
+        if structured.get("body_encoding", "text") != "text":
+            return None
+        try:
+            bodies.append(json.loads(str(structured.get("body") or "")))
+        except ValueError:
+            return None
+    return bodies or None
+
+
+def _example_of(row: Row) -> Example:
+    arguments = row.get("arguments") or {}
+    past = Call(row.get("channel", "http"), row.get("server", ""), row.get("tool", ""), arguments, row.get("session", ""))
+    return past, row["observation"]["structured"]
 
 
 def read_message(text: str) -> str:
@@ -139,19 +192,3 @@ def read_message(text: str) -> str:
 
 def _is_http(structured: Mapping[str, Any] | None) -> bool:
     return bool(structured) and "status" in structured  # type: ignore[operator]
-
-
-def select_http_demonstrations(rows: Sequence[Mapping[str, Any]], call: Call, k: int) -> list[Example]:
-    """Recorded real exchanges of the same host and method, best last: the same URL,
-    then the same path, then any other path."""
-    url, path = call.arguments.get("url"), call.arguments.get("path")
-    scored = []
-    for row in rows:
-        structured = (row.get("observation") or {}).get("structured")
-        arguments = row.get("arguments") or {}
-        if not _is_http(structured):
-            continue
-        score = 3 if arguments.get("url") == url else 2 if arguments.get("path") == path else 1
-        past = Call(row.get("channel", "http"), row.get("server", call.server), row.get("tool", call.tool), arguments, row.get("session", ""))
-        scored.append((score, (past, structured)))
-    return best_last(scored, k)

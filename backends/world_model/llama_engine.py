@@ -12,6 +12,11 @@
   step N evaluates only the tokens added since step N-1, even with other sessions
   interleaved. A new session takes the least recently used context, whose cached
   system prompt it usually shares.
+- Shared system prompt: the model state right after a system prompt (the tool
+  list, the task) is saved once per system prompt and loaded into any context
+  that starts a session with the same one, so a session's first step reads only
+  its own turns.
+- A grammar (GBNF from the domain, or an output schema) shapes the answer.
 """
 
 from __future__ import annotations
@@ -65,10 +70,16 @@ class LlamaCppEngine:
         cached_sessions: int = 4,
         n_batch: int = 128,  # the deadline is checked between batches of prompt evaluation
         prefill: str = "",
+        chat_format: str | None = None,  # a llama-cpp-python registered format, for GGUF files without a chat template
+        shared_system_states: int = 4,  # saved system-prompt states kept (0: off)
     ) -> None:
         self.model_path = Path(model_path).expanduser()
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 2
+        # Half the cores by default (physical cores on most machines): llama.cpp's threads spin
+        # while they wait, and with every core taken they fight the router's own thread and
+        # any other process; measured on a busy 2-core machine, 40 tokens took 31 s on 2
+        # threads and 2 s on 1.
+        self.n_threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
         self.seed = seed
         self.temperature = temperature
         self.top_p = top_p
@@ -78,6 +89,10 @@ class LlamaCppEngine:
         # Text the answer starts with (e.g. the observation marker): small models
         # that do not think then continue with the observation itself.
         self.prefill = prefill
+        self.chat_format = chat_format
+        self.shared_system_states = shared_system_states
+        # token prefix digest -> (its length, the saved model state after it); used under _compute only
+        self._system_states: OrderedDict[int, tuple[int, Any]] = OrderedDict()
         self._contexts: list[_Context] = []
         self._by_session: OrderedDict[str, _Context] = OrderedDict()
         self._start_lock = asyncio.Lock()
@@ -112,12 +127,20 @@ class LlamaCppEngine:
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelUnavailable(f"cannot load world model {self.model_path}: {exc}") from exc
-        template = llama.metadata.get("tokenizer.chat_template")
-        if not template:
-            raise ModelUnavailable(f"{self.model_path} has no chat template in its metadata")
-        eos = llama.detokenize([llama.token_eos()], special=True).decode(errors="ignore")
-        bos = llama.detokenize([llama.token_bos()], special=True).decode(errors="ignore")
-        context = _Context(llama=llama, formatter=Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos))
+        if self.chat_format:
+            formatter = _registered_formatter(self.chat_format)
+        else:
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                llama.close()
+                raise ModelUnavailable(
+                    f"{self.model_path} has no chat template in its metadata: set world_model.chat_format "
+                    f"(one of llama-cpp-python's registered formats, e.g. chatml, llama-2, gemma)"
+                )
+            eos = llama.detokenize([llama.token_eos()], special=True).decode(errors="ignore")
+            bos = llama.detokenize([llama.token_bos()], special=True).decode(errors="ignore")
+            formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+        context = _Context(llama=llama, formatter=formatter)
         context.abort_callback = llama_cpp.ggml_abort_callback(lambda _data: context.should_stop())
         llama_cpp.llama_set_abort_callback(llama.ctx, context.abort_callback, None)
         return context
@@ -161,6 +184,10 @@ class LlamaCppEngine:
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
         background: bool = False,
+        grammar: str | None = None,
+        stop: list[str] | None = None,
+        temperature: float | None = None,
+        seed_offset: int = 0,
     ) -> Completion:
         await self.start()  # model loading is not charged to the deadline
         context = await self._context_for(session_id)  # nor is loading another context
@@ -180,7 +207,8 @@ class LlamaCppEngine:
             context.last_used = time.monotonic()
             context.cancelled.clear()
             context.stop_at = deadline
-            work = functools.partial(self._complete_sync, context, messages, deadline, deadline_s, max_tokens, json_schema)
+            sampling = _Sampling(json_schema, grammar, list(stop or []), self.temperature if temperature is None else temperature, self.seed + seed_offset)
+            work = functools.partial(self._complete_sync, context, messages, deadline, deadline_s, max_tokens, sampling)
             return await _run_to_the_end(work, context.cancelled)
         finally:
             context.last_used = time.monotonic()
@@ -194,7 +222,7 @@ class LlamaCppEngine:
         deadline: float,
         deadline_s: float,
         max_tokens: int,
-        json_schema: dict[str, Any] | None,
+        sampling: _Sampling,
     ) -> Completion:
         from llama_cpp import StoppingCriteriaList
 
@@ -206,10 +234,17 @@ class LlamaCppEngine:
             raise ContextOverflow(
                 f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds the world model's context of {self.n_ctx}"
             )
-        # Before any evaluation: an unusable schema costs nothing.
-        grammar = None if json_schema is None else _grammar_for(json.dumps(json_schema, sort_keys=True))
+        # Before any evaluation: an unusable grammar costs nothing.
+        if sampling.grammar is not None:
+            grammar = _gbnf_grammar(sampling.grammar)
+            check_grammar(llama, sampling.grammar)
+        elif sampling.json_schema is not None:
+            grammar = _grammar_for(json.dumps(sampling.json_schema, sort_keys=True))
+        else:
+            grammar = None
+        system_end = self._system_prompt_end(llama, formatted.prompt, messages, tokens)
         try:
-            evaluated = self._prefill(llama, tokens, deadline, deadline_s, context.cancelled)
+            evaluated = self._prefill(llama, tokens, deadline, deadline_s, context.cancelled, system_end)
         except WorldModelError:
             raise
         except RuntimeError as exc:  # llama_decode failed: aborted (deadline, cancel), or out of KV cells
@@ -219,15 +254,15 @@ class LlamaCppEngine:
         def past_deadline(input_ids: Any, logits: Any) -> bool:
             return context.should_stop()
 
-        stop = [s for s in ([formatted.stop] if isinstance(formatted.stop, str) else (formatted.stop or []))]
+        stop = [s for s in ([formatted.stop] if isinstance(formatted.stop, str) else (formatted.stop or []))] + sampling.stop
         try:
             result = llama.create_completion(
                 prompt=tokens,
                 max_tokens=max_tokens,
-                temperature=self.temperature,
+                temperature=sampling.temperature,
                 top_p=self.top_p,
                 top_k=self.top_k,
-                seed=self.seed,
+                seed=sampling.seed,
                 stop=stop or None,
                 grammar=grammar,
                 stopping_criteria=StoppingCriteriaList([past_deadline]),
@@ -254,25 +289,51 @@ class LlamaCppEngine:
         if time.monotonic() >= context.stop_at:
             raise WorldModelTimeout(f"world model did not finish within its {deadline_s:g}s deadline (stopped while {doing})")
 
-    def _prefill(self, llama: Any, tokens: list[int], deadline: float, deadline_s: float, cancelled: threading.Event) -> int:
+    def _system_prompt_end(self, llama: Any, prompt: str, messages: list[dict[str, Any]], tokens: list[int]) -> int:
+        """How many leading prompt tokens are the system prompt (0: none worth sharing)."""
+        if not self.shared_system_states or not messages or messages[0].get("role") != "system":
+            return 0
+        content = str(messages[0].get("content") or "")
+        at = prompt.find(content)
+        if at < 0 or not content:
+            return 0
+        head = llama.tokenize(prompt[: at + len(content)].encode(), add_bos=False, special=True)
+        end = _common_prefix(head, tokens) - 1  # the last token may merge with what follows
+        return end if end >= 32 else 0
+
+    def _prefill(
+        self, llama: Any, tokens: list[int], deadline: float, deadline_s: float, cancelled: threading.Event, system_end: int = 0
+    ) -> int:
         """Evaluate the prompt past the cached prefix, in batches, checking the
         deadline between them. Leaves the last token for generation (which needs
-        fresh logits). Returns how many prompt tokens were evaluated."""
-        cached = llama.input_ids[: llama.n_tokens].tolist()
-        prefix = 0
-        for a, b in zip(cached, tokens):
-            if a != b:
-                break
-            prefix += 1
-        prefix = min(prefix, len(tokens) - 1)
+        fresh logits). Returns how many prompt tokens were evaluated.
+
+        A context that does not hold the system prompt loads its saved state
+        when there is one, and else saves it once evaluated."""
+        prefix = min(_common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens), len(tokens) - 1)
+        key = hash(tuple(tokens[:system_end])) if system_end else None
+        if key is not None and prefix < system_end and key in self._system_states:
+            llama.load_state(self._system_states[key][1])
+            self._system_states.move_to_end(key)
+            prefix = system_end
+        save_at = system_end if key is not None and prefix < system_end and key not in self._system_states else None
         llama.n_tokens = prefix  # eval() drops the KV cells past n_tokens
         pending = tokens[prefix:-1]
-        for start in range(0, len(pending), self.n_batch):
+        position = prefix
+        step = self.n_batch
+        while pending:
             if cancelled.is_set():
                 raise _Cancelled
             if time.monotonic() >= deadline:
                 raise WorldModelTimeout(f"world model did not finish reading the prompt within its {deadline_s:g}s deadline")
-            llama.eval(pending[start : start + self.n_batch])
+            take = min(step, save_at - position) if save_at is not None and position < save_at else step
+            llama.eval(pending[:take])
+            pending, position = pending[take:], position + take
+            if save_at is not None and position == save_at:
+                self._system_states[key] = (save_at, llama.save_state())
+                while len(self._system_states) > self.shared_system_states:
+                    self._system_states.popitem(last=False)
+                save_at = None
         return len(tokens) - prefix
 
     async def aclose(self) -> None:
@@ -281,6 +342,70 @@ class LlamaCppEngine:
         for context in contexts:
             async with context.lock:
                 context.llama.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Sampling:
+    json_schema: dict[str, Any] | None
+    grammar: str | None
+    stop: list[str]
+    temperature: float
+    seed: int
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _registered_formatter(name: str) -> Any:
+    """The chat formatter llama-cpp-python registered under `name` (its registry
+    keeps completion handlers; the formatter is the handler's closure)."""
+    import inspect
+
+    from llama_cpp import llama_chat_format
+
+    try:
+        handler = llama_chat_format.get_chat_completion_handler(name)
+    except llama_chat_format.LlamaChatCompletionHandlerNotFoundException as exc:
+        raise ModelUnavailable(f"world_model.chat_format {name!r} is not a registered chat format: {exc}") from exc
+    formatter = inspect.getclosurevars(handler).nonlocals.get("chat_formatter")
+    if formatter is None:
+        raise ModelUnavailable(f"world_model.chat_format {name!r} is a completion handler, not a plain chat format")
+    return formatter
+
+
+_VALID_GRAMMARS: set[str] = set()
+
+
+def check_grammar(llama: Any, text: str) -> None:
+    """Parse GBNF with llama.cpp's own parser before generating with it (llama-cpp-
+    python parses it only when sampling starts, and a NULL sampler there crashes)."""
+    import llama_cpp
+
+    if text in _VALID_GRAMMARS:
+        return
+    sampler = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, text.encode(), b"root")
+    if not sampler:
+        raise WorldModelError(f"the observation grammar is not valid GBNF: {text[:200]!r}")
+    llama_cpp.llama_sampler_free(sampler)
+    if len(_VALID_GRAMMARS) > 1024:
+        _VALID_GRAMMARS.clear()
+    _VALID_GRAMMARS.add(text)
+
+
+@functools.lru_cache(maxsize=128)
+def _gbnf_grammar(text: str) -> Any:
+    from llama_cpp import LlamaGrammar
+
+    try:
+        return LlamaGrammar.from_string(text, verbose=False)
+    except (ValueError, RuntimeError) as exc:
+        raise WorldModelError(f"the observation grammar is not valid GBNF: {exc}") from exc
 
 
 class _Cancelled(Exception):

@@ -1,14 +1,43 @@
-"""The MCP domain: a server's tools as the action space, tool results as observations."""
+"""The MCP domain: a server's tools as the action space, tool results as observations.
+
+Shapes an answer can take, held by grammar and checked:
+- a tool with an output schema: JSON matching it (structured content);
+- a text tool: bounded text that does not start like prompt scaffolding; JSON
+  when every recorded answer of the tool is JSON;
+- either way, the error form `Error: <message>`: an error result (`isError`).
+  Recorded error results are shown to the model in that form, so it predicts
+  one where the real server gave one.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from backends.world_model.domain import CountTokens
+from backends.world_model.checks import check_mcp
+from backends.world_model.domain import Constraint, CountTokens
+from backends.world_model.grammars import mcp_grammar
+from backends.world_model.grounding import Grounding, Row, ground, observation_text, session_rows
 from backends.world_model.mcp_prompt import Example, build_mcp_messages
+from backends.world_model.parse import InvalidPrediction, parse_json_prediction
 from router.types import Call, Observation, Provenance, Session
+
+ERROR_PREFIX = "Error: "
+EXAMPLE_BUDGET = 1 / 3  # of the prompt budget, at most, for recorded examples
+
+
+def shown(text: str, is_error: bool) -> str:
+    """An observation as the model sees it: an error result in the error form."""
+    return ERROR_PREFIX + text if is_error else text
+
+
+def _starts_json(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, (dict, list))
 
 
 class McpDomain:
@@ -16,32 +45,47 @@ class McpDomain:
         self,
         *,
         tools_for: Callable[[str], list[dict[str, Any]]],
-        demonstrations_for: Callable[[Call], list[Example]],
+        records_for: Callable[[Call], Sequence[Row]] = lambda call: (),
         output_schema_for: Callable[[str, str], dict[str, Any] | None],
+        call_key_of: Callable[[Call], str] | None = None,
+        demonstrations: int = 2,
         initial_state: Mapping[str, str] | None = None,
         simulation_instruction: Mapping[str, str] | None = None,
     ) -> None:
         self.tools_for = tools_for
-        self.demonstrations_for = demonstrations_for
+        self.records_for = records_for
         self.output_schema_for = output_schema_for
+        self.call_key_of = call_key_of
+        self.demonstrations = demonstrations
         self.initial_state = dict(initial_state or {})
         self.simulation_instruction = dict(simulation_instruction or {})
 
     def refusal(self, call: Call, session: Session) -> str | None:
         return None  # the front door already checked the arguments against the tool's schema
 
-    def messages(self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens) -> list[dict[str, str]]:
+    def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
+        return ground(
+            self.records_for(call), call,
+            call_key=self.call_key_of(call) if self.call_key_of else None,
+            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens, count_tokens=count_tokens,
+        )
+
+    def messages(
+        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+    ) -> list[dict[str, str]]:
         history = [
-            ({"name": turn.call.tool, "arguments": turn.call.arguments}, turn.observation.text)
+            ({"name": turn.call.tool, "arguments": turn.call.arguments}, shown(turn.observation.text, turn.observation.is_error))
             for turn in session.history
             if turn.call.channel == call.channel and turn.call.server == call.server
         ]
+        if grounding is None:
+            grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=int(budget_tokens * EXAMPLE_BUDGET))
         return build_mcp_messages(
             server=call.server,
             tools=self.tools_for(call.server),
             history=history,
             action={"name": call.tool, "arguments": call.arguments},
-            demonstrations=self.demonstrations_for(call),
+            demonstrations=[example_of(row, call.tool) for row in grounding.rows],
             initial_state=self.initial_state.get(call.server),
             simulation_instruction=self.simulation_instruction.get(call.server),
             budget_tokens=budget_tokens,
@@ -51,9 +95,43 @@ class McpDomain:
     def output_schema(self, call: Call) -> dict[str, Any] | None:
         return self.output_schema_for(call.server, call.tool)
 
-    def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
-        if isinstance(prediction, str):
+    def constraint(self, call: Call, session: Session, grounding: Grounding, *, max_tokens: int) -> Constraint:
+        schema = self.output_schema(call)
+        answers = [observation_text(row) for row in grounding.answers if not (row.get("observation") or {}).get("is_error")]
+        answers = [text for text in answers if text]
+        json_text = schema is None and bool(answers) and all(_starts_json(text) for text in answers)
+        grammar = mcp_grammar(
+            schema=schema,
+            max_tokens=max_tokens,
+            json_text=json_text,
+            # A tool definition echoed back starts with `{`: text tools answer text
+            # unless their recorded answers show JSON.
+            forbid_json=schema is None and not any(text.lstrip().startswith(("{", "[")) for text in answers),
+            allow_fence=any(text.lstrip().startswith("```") for text in answers),
+        )
+        return Constraint(
+            max_tokens=max_tokens,
+            grammar=grammar,
+            json_schema=schema,
+            temperature=0.0 if grounding.unanimous else None,
+            check=lambda observation: check_mcp(observation, schema=schema),
+        )
+
+    def observation(self, call: Call, prediction: str) -> Observation:
+        if prediction.startswith(ERROR_PREFIX):
+            message = prediction[len(ERROR_PREFIX) :].strip()
+            if not message:
+                raise InvalidPrediction("an error result with no message")
+            return Observation([{"type": "text", "text": message}], Provenance.SIM, is_error=True)
+        schema = self.output_schema(call)
+        if schema is None:
             return Observation([{"type": "text", "text": prediction}], Provenance.SIM)
+        value = parse_json_prediction(prediction, schema)
         # MCP servers send structured results as a JSON text block too.
-        block = {"type": "text", "text": json.dumps(prediction, indent=2, ensure_ascii=False)}
-        return Observation([block], Provenance.SIM, structured=prediction)
+        block = {"type": "text", "text": json.dumps(value, indent=2, ensure_ascii=False)}
+        return Observation([block], Provenance.SIM, structured=value)
+
+
+def example_of(row: Row, tool: str) -> Example:
+    observation = row.get("observation") or {}
+    return {"name": tool, "arguments": row.get("arguments") or {}}, shown(observation_text(row), bool(observation.get("is_error")))

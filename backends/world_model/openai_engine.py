@@ -8,7 +8,10 @@ The deadline covers the whole exchange (httpx's timeout is per read, so a server
 that trickles its answer would otherwise hold a call far past it). Output schemas
 go as `response_format` type `json_schema` (vLLM, SGLang, llama-server); a server
 that only knows `json_object` with a `schema` (llama-cpp-python's) gets that form
-from then on.
+from then on. Text-shaped channels (terminal screens, HTTP messages, pages) send
+their GBNF grammar as `grammar` (llama-server applies it); a server that rejects
+the field is sent none from then on. Either way the simulator checks the answer
+with the channel's checker and asks once more before a clear error.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class OpenAICompatibleEngine:
         self.extra_body = dict(extra_body or {})
         self._client: Any = None
         self._schema_as_json_object = False  # learnt from a server that rejects type json_schema
+        self._grammar_rejected = False  # learnt from a server that rejects the `grammar` field
 
     async def start(self) -> None:
         if self._client is None:
@@ -62,6 +66,10 @@ class OpenAICompatibleEngine:
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
         background: bool = False,  # the server schedules its own batches
+        grammar: str | None = None,
+        stop: list[str] | None = None,
+        temperature: float | None = None,
+        seed_offset: int = 0,
     ) -> Completion:
         import httpx2
 
@@ -70,11 +78,14 @@ class OpenAICompatibleEngine:
             "model": self.model,
             "messages": messages,
             "max_tokens": max_tokens,
-            "temperature": self.temperature,
+            "temperature": self.temperature if temperature is None else temperature,
             "top_p": self.top_p,
-            **({"seed": self.seed} if self.seed is not None else {}),
+            **({"seed": self.seed + seed_offset} if self.seed is not None else {}),
+            **({"stop": list(stop)[:4]} if stop else {}),  # OpenAI's API takes up to four
             **self.extra_body,
         }
+        if grammar is not None and json_schema is None and not self._grammar_rejected:
+            body["grammar"] = grammar
         url = f"{self.base_url}/chat/completions"
         started = time.monotonic()
         try:
@@ -82,6 +93,10 @@ class OpenAICompatibleEngine:
                 response = await self._post(url, body, json_schema, deadline_s)
                 if json_schema is not None and not self._schema_as_json_object and _rejects_json_schema(response):
                     self._schema_as_json_object = True
+                    response = await self._post(url, body, json_schema, deadline_s - (time.monotonic() - started))
+                if "grammar" in body and response.status_code in (400, 422) and "grammar" in response.text:
+                    self._grammar_rejected = True
+                    body.pop("grammar")
                     response = await self._post(url, body, json_schema, deadline_s - (time.monotonic() - started))
         except (TimeoutError, httpx2.TimeoutException) as exc:
             raise WorldModelTimeout(f"world model at {url} did not answer within its {deadline_s:g}s deadline") from exc

@@ -90,9 +90,20 @@ def omit_oldest(
     def build(omitted: int) -> list[dict[str, str]]:
         return assemble(system, turns, render_turn, render_final, omitted=omitted, examples=examples)
 
-    needed = next((k for k in range(0, turns + 1) if size(build(k), count_tokens) <= budget_tokens), turns)
-    if needed == 0:
-        return build(0), 0
+    whole = build(0)
+    total = size(whole, count_tokens)
+    if total <= budget_tokens:
+        return whole, 0
+    # Linear in the history: every turn is measured once, then the oldest are taken
+    # off until the rest fits (the omission marker's own size counted in).
+    marker = count_tokens(OMITTED.format(count=turns)) + 2
+    per_turn = [count_tokens(user) + count_tokens(assistant) + 16 for user, assistant in (render_turn(i, i + 1) for i in range(turns))]
+    needed, remaining = turns, total + marker
+    for index, cost in enumerate(per_turn):
+        if remaining <= budget_tokens:
+            needed = index
+            break
+        remaining -= cost
     chunk = _chunk(turns - needed)
     omitted = min(turns, -(-needed // chunk) * chunk)
     return build(omitted), omitted

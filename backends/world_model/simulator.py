@@ -1,7 +1,13 @@
 """The simulated side of any call: session history in, predicted observation out.
 
 One simulator serves every channel; the call's channel picks the domain (MCP,
-Terminal, Web, HTTP) that builds the prompt and shapes the answer.
+Terminal, Web, HTTP) that builds the prompt, constrains the answer's shape and
+reads it back.
+
+Well-formed by construction: the domain's grammar shapes the generation (the
+in-process engine applies it; endpoint engines get it where the server accepts
+one), its checker judges the observation, and a malformed one is asked for once
+more (another seed, the configured temperature) before a clear error.
 
 Never raises for a model failure: a timeout, an overflow, an empty or invalid
 answer, a missing model or a down server each become an error observation
@@ -10,6 +16,7 @@ tagged `sim` that names the cause.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -17,7 +24,8 @@ from typing import Any
 
 from backends.world_model.domain import Domain
 from backends.world_model.engine import WorldModelEngine, WorldModelError
-from backends.world_model.parse import InvalidPrediction, parse_json_prediction, parse_prediction
+from backends.world_model.grounding import generation_budget
+from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
 from router.types import Call, Observation, Provenance, Session
 
 log = logging.getLogger("simroute.sim")
@@ -32,15 +40,19 @@ class WorldModelSimulator:
         max_tokens: int | Mapping[str, int] = 256,
         context_tokens: int = 4096,
         constrained_output: bool = True,
+        size_budgets: bool = True,
     ) -> None:
         self.engine = engine
         self.domains = dict(domains)
         # Per channel where observations differ in size (a page snapshot is longer than a tool result).
         self._max_tokens = max_tokens
         self.context_tokens = context_tokens
-        # In-process engines enforce the output schema by grammar; endpoint models
-        # are validated and asked once more.
+        # In-process engines enforce the shape by grammar; endpoint models are
+        # validated by the same checker and asked once more either way.
         self.constrained_output = constrained_output
+        # A tool's budget follows the sizes of its real answers (off for thinking
+        # models, whose budget is mostly thinking).
+        self.size_budgets = size_budgets
 
     def max_tokens_for(self, channel: str) -> int:
         if isinstance(self._max_tokens, Mapping):
@@ -48,9 +60,17 @@ class WorldModelSimulator:
         return self._max_tokens
 
     def messages_for(self, call: Call, session: Session) -> list[dict[str, Any]]:
-        domain = self.domains[call.channel]
+        return self._grounded_messages(self.domains[call.channel], call, session)[1]
+
+    def _grounded_messages(self, domain: Domain, call: Call, session: Session) -> tuple[Any, list[dict[str, Any]]]:
+        """The grounding (recorded examples, answer sizes) and the prompt. Blocking:
+        the example lookup waits for the store, so this runs in a worker thread."""
+        grounding = domain.ground(call, session, count_tokens=self.engine.count_tokens)
+        return grounding, self._messages(domain, call, session, grounding)
+
+    def _messages(self, domain: Domain, call: Call, session: Session, grounding: Any) -> list[dict[str, Any]]:
         budget = self.context_tokens - self.max_tokens_for(call.channel)
-        return domain.messages(call, session, budget_tokens=budget, count_tokens=self.engine.count_tokens)
+        return domain.messages(call, session, budget_tokens=budget, count_tokens=self.engine.count_tokens, grounding=grounding)
 
     async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
         started = time.monotonic()
@@ -60,32 +80,39 @@ class WorldModelSimulator:
         refusal = domain.refusal(call, session)
         if refusal is not None:
             return Observation.error(refusal, Provenance.SIM, time.monotonic() - started)
-        schema = domain.output_schema(call)
-        attempts = 1 if schema is None or self.constrained_output else 2
         try:
             await self.engine.start()
-            messages = self.messages_for(call, session)
-            for attempt in range(attempts):
+            started = time.monotonic()  # loading the model is not charged to the call's deadline
+            # Grounding reads recorded examples from the store and tokenises: off the event loop.
+            grounding, messages = await asyncio.to_thread(self._grounded_messages, domain, call, session)
+            ceiling = self.max_tokens_for(call.channel)
+            max_tokens = generation_budget(grounding.answer_tokens, ceiling) if self.size_budgets else ceiling
+            constraint = domain.constraint(call, session, grounding, max_tokens=max_tokens)
+            problem = ""
+            for attempt in range(2):
                 remaining = deadline_s - (time.monotonic() - started)
                 completion = await self.engine.complete(
                     messages,
                     session_id=session.id,
                     deadline_s=remaining,
-                    max_tokens=self.max_tokens_for(call.channel),
-                    json_schema=schema,
+                    max_tokens=constraint.max_tokens,
+                    json_schema=constraint.json_schema,
+                    grammar=constraint.grammar,
+                    stop=constraint.stop,
+                    temperature=constraint.temperature if attempt == 0 else None,
+                    seed_offset=attempt,
                     background=background,
                 )
                 try:
-                    prediction = parse_prediction(completion.text) if schema is None else parse_json_prediction(completion.text, schema)
-                except InvalidPrediction:
-                    if attempt + 1 == attempts:
-                        raise
-                    log.info("invalid structured prediction for %s.%s; asking once more", call.server, call.tool)
-                    continue
-                observation = domain.observation(call, prediction)
-                observation.provenance = Provenance.SIM
-                observation.latency_s = time.monotonic() - started
-                return observation
+                    observation = domain.observation(call, parse_prediction(completion.text))
+                    problem = constraint.check(observation) or ""
+                except (InvalidPrediction, EmptyPrediction) as exc:
+                    problem = str(exc)
+                if not problem:
+                    observation.provenance = Provenance.SIM
+                    observation.latency_s = time.monotonic() - started
+                    return observation
+                log.info("malformed prediction for %s %s.%s (%s); asking once more", call.channel, call.server, call.tool, problem)
+            raise InvalidPrediction(f"the world model's answer is malformed, twice: {problem}")
         except WorldModelError as exc:
             return Observation.error(f"simroute: world model failed: {exc}", Provenance.SIM, time.monotonic() - started)
-        raise AssertionError("unreachable")  # pragma: no cover

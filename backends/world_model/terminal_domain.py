@@ -7,19 +7,24 @@ Initial     = the first turn's **Current State** is the empty prompt; the system
               message describes OS, user, working directory and workspace files.
 
 A prediction becomes a `ShellResult` like the real sandbox's: the exit code and
-working directory are read from the predicted prompt line, and are unknown
-(None) when the model did not show them, never invented.
+working directory are read from the predicted prompt line. The in-process
+engine's grammar forces that line (within the token budget: the output before it
+is bounded), so they are always there; an endpoint model that leaves them out is
+asked once more.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from backends.shell.screen import ShellResult, trim_screen
-from backends.world_model.domain import CountTokens
+from backends.world_model.checks import check_terminal
+from backends.world_model.domain import Constraint, CountTokens
+from backends.world_model.grammars import terminal_grammar
+from backends.world_model.grounding import Grounding, Row, ground, session_rows
 from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
 from router.types import Call, Observation, Provenance, Session
 
@@ -43,7 +48,9 @@ class TerminalDomain:
         hostname: str = "sandbox",
         home_cwd: str = "/workspace",
         describe_workspace: Callable[[], str] = lambda: "",
-        demonstrations_for: Callable[[Call], list[Example]] = lambda call: [],
+        records_for: Callable[[Call], Sequence[Row]] = lambda call: (),
+        call_key_of: Callable[[Call], str] | None = None,
+        demonstrations: int = 2,
         initial_state: str | None = None,
         simulation_instruction: str | None = None,
         screen_lines: int = 200,
@@ -51,7 +58,9 @@ class TerminalDomain:
     ) -> None:
         self.user, self.hostname, self.home_cwd = user, hostname, home_cwd
         self.describe_workspace = describe_workspace
-        self.demonstrations_for = demonstrations_for
+        self.records_for = records_for
+        self.call_key_of = call_key_of
+        self.demonstrations = demonstrations
         self.initial_state = initial_state
         self.simulation_instruction = simulation_instruction
         self.screen_lines, self.screen_chars = screen_lines, screen_chars
@@ -97,13 +106,34 @@ class TerminalDomain:
             head += f"**Current State:**\n{self.prompt(None).rstrip()}\n\n"
         return head + f"**Action:**\n```json\n{keys}\n```"
 
-    def messages(self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens) -> list[dict[str, str]]:
+    def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
+        def usable(row: Row) -> bool:
+            observation = row.get("observation") or {}
+            return bool(observation.get("structured")) and bool((row.get("arguments") or {}).get("command"))
+
+        def screen_of(row: Row) -> str:
+            return self.screen(str(row["arguments"]["command"]), ShellResult.from_structured(row["observation"]["structured"]))
+
+        return ground(
+            self.records_for(call), call,
+            call_key=self.call_key_of(call) if self.call_key_of else None,
+            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens,
+            count_tokens=count_tokens, size_of=screen_of, usable=usable,
+        )
+
+    def messages(
+        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+    ) -> list[dict[str, str]]:
         turns = [
             (turn.call.arguments.get("command", ""), turn.call.arguments.get("timeout_s"), ShellResult.from_structured(turn.observation.structured or {"output": turn.observation.text}))
             for turn in session.history
             if turn.call.channel == call.channel and turn.call.server == call.server
         ]
-        demonstrations = self.demonstrations_for(call)
+        if grounding is None:
+            grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)
+        demonstrations = [
+            (str(row["arguments"]["command"]), ShellResult.from_structured(row["observation"]["structured"])) for row in grounding.rows
+        ]
 
         def render_turn(index: int, number: int) -> tuple[str, str]:
             command, timeout_s, result = turns[index]
@@ -132,8 +162,14 @@ class TerminalDomain:
     def refusal(self, call: Call, session: Session) -> str | None:
         return None
 
-    def output_schema(self, call: Call) -> dict[str, Any] | None:
-        return None  # a screen is native text
+    def constraint(self, call: Call, session: Session, grounding: Grounding, *, max_tokens: int) -> Constraint:
+        command = str(call.arguments.get("command", ""))
+        return Constraint(
+            max_tokens=max_tokens,
+            grammar=terminal_grammar(command=command, user=self.user, host=self.hostname, max_tokens=max_tokens),
+            temperature=0.0 if grounding.unanimous else None,
+            check=check_terminal,
+        )
 
     def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
         result = self.parse_screen(call.arguments.get("command", ""), str(prediction))
@@ -153,21 +189,3 @@ class TerminalDomain:
             lines = lines[:-1]
         output, truncated = trim_screen("\n".join(lines), max_lines=self.screen_lines, max_chars=self.screen_chars)
         return ShellResult(output, exit_code, cwd, truncated=truncated)
-
-
-def select_shell_demonstrations(rows: Sequence[Mapping[str, Any]], command: str, k: int) -> list[Example]:
-    """Recorded real results of the same command (or the same program), best last."""
-    if k <= 0:
-        return []
-    program = command.split()[0] if command.split() else ""
-    scored = []
-    for row in rows:
-        observation = row.get("observation") or {}
-        past = (row.get("arguments") or {}).get("command", "")
-        if observation.get("is_error") or not observation.get("structured") or not past:
-            continue
-        score = 2 if past == command else 1 if past.split()[:1] == [program] else 0
-        if score:
-            scored.append((score, len(scored), past, ShellResult.from_structured(observation["structured"])))
-    scored.sort(key=lambda item: (item[0], item[1]))
-    return [(past, result) for _, _, past, result in scored[-k:]]

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from backends.browser.page_state import (
     NO_OPEN_PAGE,
@@ -34,8 +33,11 @@ from backends.browser.page_state import (
     trim_snapshot,
     unknown_ref_message,
 )
-from backends.world_model.domain import CountTokens
-from backends.world_model.prompt import CLOSING, assemble, best_last, cut_to_fit, omit_oldest, render_observation, size
+from backends.world_model.checks import check_web
+from backends.world_model.domain import Constraint, CountTokens
+from backends.world_model.grammars import web_grammar
+from backends.world_model.grounding import Grounding, Row, ground, session_rows
+from backends.world_model.prompt import CLOSING, assemble, cut_to_fit, omit_oldest, render_observation, size
 from router.types import Call, Observation, Provenance, Session
 
 TASK = (
@@ -73,13 +75,17 @@ class WebDomain:
     def __init__(
         self,
         *,
-        demonstrations_for: Callable[[Call, PageState | None], list[Example]] = lambda call, page: [],
+        records_for: Callable[[Call], Sequence[Row]] = lambda call: (),
+        call_key_of: Callable[[Call], str] | None = None,
+        demonstrations: int = 2,
         initial_state: str | None = None,
         simulation_instruction: str | None = None,
         snapshot_max_chars: int = 20000,
         allowed_domains: Sequence[str] | None = None,
     ) -> None:
-        self.demonstrations_for = demonstrations_for
+        self.records_for = records_for
+        self.call_key_of = call_key_of
+        self.demonstrations = demonstrations
         self.initial_state = initial_state
         self.simulation_instruction = simulation_instruction
         self.snapshot_max_chars = snapshot_max_chars
@@ -168,7 +174,22 @@ class WebDomain:
         snapshot, _ = trim_snapshot(page.snapshot, max_chars)
         return PageState(page.url, page.title, snapshot, error=page.error, events=page.events).text()
 
-    def messages(self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens) -> list[dict[str, str]]:
+    def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1500) -> Grounding:
+        def usable(row: Row) -> bool:
+            observation = row.get("observation") or {}
+            return not observation.get("is_error") and bool((observation.get("structured") or {}).get("snapshot"))
+
+        return ground(
+            self.records_for(call), call,
+            call_key=self.call_key_of(call) if self.call_key_of else None,
+            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens, count_tokens=count_tokens,
+            size_of=lambda row: self.page_text(PageState.from_structured(row["observation"]["structured"]), DEMONSTRATION_SNAPSHOT_CHARS),
+            usable=usable,
+        )
+
+    def messages(
+        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+    ) -> list[dict[str, str]]:
         turns = self.pages(call, session)
         first_state = self.initial_state.strip() if self.initial_state else NO_PAGE
         system = self.system()
@@ -176,7 +197,12 @@ class WebDomain:
         # action: small models answer in the real format only when a real observation of
         # the same tool is the turn just before. After the history, so the system +
         # history prefix stays byte-identical from step to step (the prefix cache holds).
-        demonstrations = self.demonstrations_for(call, self.current_page(turns))
+        if grounding is None:
+            grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)
+        demonstrations = [
+            ({"name": call.tool, "arguments": row.get("arguments") or {}}, PageState.from_structured(row["observation"]["structured"]))
+            for row in grounding.rows
+        ]
 
         def demonstration_messages(examples: Sequence[Example], chars: int) -> list[dict[str, str]]:
             out = []
@@ -219,10 +245,16 @@ class WebDomain:
 
     # --- the answer ------------------------------------------------------------------
 
-    def output_schema(self, call: Call) -> dict[str, Any] | None:
-        return None  # a page is native text
+    def constraint(self, call: Call, session: Session, grounding: Grounding, *, max_tokens: int) -> Constraint:
+        url = normalize_url(str(call.arguments.get("url", ""))) if call.tool == "browser_navigate" else None
+        return Constraint(
+            max_tokens=max_tokens,
+            grammar=None if call.tool == "browser_close" else web_grammar(max_tokens=max_tokens, url=url),
+            temperature=0.0 if grounding.unanimous else None,
+            check=check_web,
+        )
 
-    def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
+    def observation(self, call: Call, prediction: str) -> Observation:
         previous = self._last_page.get(call.session_id)
         if call.tool == "browser_close":
             # Closing always answers the same; whatever the model said, no page is left.
@@ -251,38 +283,3 @@ def page_of(observation: Observation) -> PageState:
     if page.error is not None and page.url is None and not (page.snapshot or "").strip():
         page.snapshot = None
     return page
-
-
-def select_web_demonstrations(rows: Sequence[Mapping[str, Any]], call: Call, current: PageState | None, k: int) -> list[Example]:
-    """Recorded real pages for the same browser tool from other sessions, best LAST
-    (small models copy the nearest example): the same URL for a navigation, else
-    the same site as the page the action applies to."""
-    target = normalize_url(str(call.arguments.get("url", ""))) if call.tool == "browser_navigate" else None
-    here = _host(current.url) if current is not None and current.url else None
-    scored = []
-    seen: set[str] = set()
-    for row in rows:
-        observation = row.get("observation") or {}
-        structured = observation.get("structured") or {}
-        if observation.get("is_error") or not structured.get("snapshot"):
-            continue
-        page = PageState.from_structured(structured)
-        if page.snapshot in seen:
-            continue
-        seen.add(page.snapshot)
-        arguments = row.get("arguments") or {}
-        score = 0.0
-        if target is not None:
-            past = normalize_url(str(arguments.get("url", "")))
-            score = 3.0 if past == target else 1.0 if _host(past) == _host(target) else 0.0
-        else:
-            score = (1.0 if here and _host(page.url) == here else 0.0) + (0.5 if arguments == call.arguments else 0.0)
-        scored.append((score, ({"name": call.tool, "arguments": arguments}, page)))
-    return best_last(scored, k)
-
-
-def _host(url: str | None) -> str | None:
-    try:
-        return urlsplit(url or "").hostname
-    except ValueError:
-        return None

@@ -8,25 +8,38 @@ a streaming or large body is passed through as it arrives, its first
 `max_body_bytes` kept for the record. `response`: the record is written
 (before the agent sees a buffered response; when complete for a streamed one).
 `error`: an upstream that is down, too slow or broken is recorded, and the agent
-gets a JSON reason (see `errors.py`).
+gets a JSON reason (see `errors.py`); so is a request body over
+`http.max_request_bytes` (413, see `limits.py`).
+
+Before routing, the request is authenticated (`access.py`), its host and path
+normalised (`normalize.py`: the rules, the keys and the upstream see the same
+request), and, on its way to the real side, its resolved address checked
+(`addresses.py`). A WebSocket upgrade is a call like any request (its messages
+and raw TCP tunnels: `tunnels.py`). Every refusal is a recorded call (`_record_refusal`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from backends.http_decode import Decoded, decode_bounded
 from router.config import HttpConfig
-from router.http import errors
+from router.http import errors, limits
+from router.http.access import Refused
+from router.http.addresses import reach_of
+from router.http.tunnels import open_websocket
+from router.http.normalize import NormalizationError, host_header_contradicts, normalize_host, normalize_path
+from shadow.http_canonical import authority
 from backends.http_messages import (
     PROVENANCE_HEADER,
     RECORD_HEADER,
     ROUTE_HEADER,
+    SAFETY_HEADER,
     BodyCapture,
     HttpSettings,
     encode_body,
@@ -37,19 +50,24 @@ from backends.http_messages import (
     response_record,
 )
 from router.sessions import SessionLimitError
-from router.types import Call, Observation, Provenance, Route
+from router.types import Call, Decision, Observation, Provenance, Route, Session
+from shadow.records import new_record_id
+from shadow.store import RecordError
 
 if TYPE_CHECKING:
     from mitmproxy import connection, http
 
     from router.app import Runtime
     from router.engine import Outcome, Pending
+    from router.http.proxy import Listener
 
 log = logging.getLogger("simroute.http")
 
 _REAL = "simroute.real"  # flow.metadata key of a request on its way to the real upstream
 DEADLINE_MESSAGE = "simroute: deadline for the upstream's answer passed"
 UNPARSED_SESSION = "http-unparsed"  # the agent session of requests too malformed to carry one
+READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})  # no write-ahead record needed
+UNAUTHENTICATED_SESSION = "http-unauthenticated"  # the session of refused credentials
 
 
 @dataclass(slots=True)
@@ -59,48 +77,84 @@ class _RealSide:
     timer: asyncio.TimerHandle | None = None
     capture: BodyCapture | None = None
     timed_out: bool = False
+    note: str = ""  # remarks for the record (a request body whose decoding was cut)
+    websocket: bool = False
 
 
 class HttpRouting:
-    def __init__(self, runtime: Runtime, config: HttpConfig) -> None:
+    def __init__(self, runtime: Runtime, config: HttpConfig, *, listeners: Mapping[str, Listener], master: Any = None) -> None:
         self.runtime = runtime
         self.config = config
         self.settings = HttpSettings(
-            record_headers=tuple(h.lower() for h in config.record_headers), max_body_bytes=config.max_body_bytes
+            record_headers=tuple(h.lower() for h in config.record_headers),
+            max_body_bytes=config.max_body_bytes,
+            credential_headers=tuple(h.lower() for h in runtime.config.replay.credential_headers),
+            credential_key=runtime.secret_key,
         )
-        self._session_header = config.session_header
-        # The session an HTTPS tunnel's CONNECT named (clients send proxy credentials
-        # there, not on the requests inside), by client connection.
-        self._tunnels: dict[str, str] = {}
+        self.listeners = dict(listeners)
+        self.master = master
+        self._tasks: set[asyncio.Task] = set()
 
-    # --- sessions ------------------------------------------------------------------------
+    def listener(self, client: connection.Client) -> Listener:
+        """The door a connection came in by (its gate and address policy)."""
+        mode = client.proxy_mode
+        listener = self.listeners.get(mode.full_spec) if mode is not None else None
+        return listener or next(iter(self.listeners.values()))
 
-    def session_id(self, flow: http.HTTPFlow) -> str:
-        """From the session header, else the proxy-auth user name (of the request, or of
-        the CONNECT that opened its HTTPS tunnel), else one per client connection. Both
-        headers are removed: the upstream never sees them."""
-        headers = flow.request.headers
-        explicit = headers.pop(self._session_header, None)
-        user = _proxy_user(headers.pop("Proxy-Authorization", None))
-        return explicit or user or self._tunnels.get(flow.client_conn.id) or f"http-{flow.client_conn.id[:12]}"
+    # --- refusals ------------------------------------------------------------------------
 
-    def http_connect(self, flow: http.HTTPFlow) -> None:
-        headers = flow.request.headers
-        named = headers.get(self._session_header) or _proxy_user(headers.get("Proxy-Authorization"))
-        if named:
-            self._tunnels[flow.client_conn.id] = named
+    async def _record_refusal(self, call: Call, session: Session, *, policy: str, reason: str) -> Outcome:
+        """Every refusal of the HTTP channel (and its tunnels) is recorded here, before the client sees it."""
+        return await self.runtime.engine.reject(call, session, policy=policy, reason=reason)
+
+    def _transient_or_open(self, session_id: str) -> Session:
+        """The open session, or (past the session cap) a transient one that only carries
+        the refusal's record."""
+        try:
+            return self.runtime.sessions.get(session_id)
+        except SessionLimitError:
+            return Session(id=session_id)
+
+    async def _refuse(self, flow: http.HTTPFlow, refused: Refused, *, session_id: str, call: Call | None = None) -> None:
+        """Answer `flow` with a recorded refusal."""
+        outcome = None
+        if refused.record:
+            session = self._transient_or_open(session_id)
+            if call is None:
+                request = flow.request
+                call = Call("http", _server_of(flow), request.method.upper(), {"method": request.method.upper(), "url": _url_of(request)}, session.id)
+            outcome = await self._record_refusal(call, session, policy=refused.policy, reason=refused.reason)
+        structured = error_structured(refused.status, refused.reason)
+        status, reason, headers, body = response_parts(observation_of(structured, Provenance.NONE), fallback_status=refused.status)
+        flow.response = _make_response(status, reason, [*headers, *refused.headers.items()], body, Route.DENY, outcome)
 
     def record_unparsed(self, message: str) -> str:
         """Record a request mitmproxy could not parse (it answers 400 itself, before any
-        hook): no method or URL, so the call names what was wrong. Returns the record id."""
-        session = self.runtime.sessions.get(UNPARSED_SESSION)
+        hook, from synchronous code): no method or URL, so the call names what was
+        wrong. The record is written by a kept task a moment later; returns its id."""
+        session = self._transient_or_open(UNPARSED_SESSION)
         call = Call("http", "unknown", "INVALID", {"error": message}, session.id)
-        outcome = self.runtime.engine.reject(call, session, policy="http-parser", reason=f"simroute proxy: malformed request: {message}")
-        return outcome.record.id
+        record_id = new_record_id()
+        reason = f"simroute proxy: malformed request: {message}"
+        task = asyncio.get_running_loop().create_task(
+            self.runtime.engine.reject(call, session, policy="http-parser", reason=reason, record_id=record_id), name="simroute-http-record"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return record_id
+
+    # --- connections -----------------------------------------------------------------------
+
+    async def http_connect(self, flow: http.HTTPFlow) -> None:
+        try:
+            self.listener(flow.client_conn).gate.connect(flow.client_conn.id, flow.request.headers)
+        except Refused as refused:
+            await self._refuse(flow, refused, session_id=UNAUTHENTICATED_SESSION)
 
     async def client_disconnected(self, client: connection.Client) -> None:
-        self._tunnels.pop(client.id, None)
-        await self.runtime.sessions.close(f"http-{client.id[:12]}")
+        session_id = self.listener(client).gate.forget(client.id)
+        if session_id is not None:
+            await self.runtime.sessions.close(session_id)
 
     # --- hooks -----------------------------------------------------------------------------
 
@@ -109,42 +163,94 @@ class HttpRouting:
             return
         try:
             await self._route(flow)
-        except Exception as exc:  # the boundary: fail closed (never forward unrouted), the proxy stays up
-            log.exception("routing %s %s failed", flow.request.method, flow.request.url)
+        except Exception as exc:  # the boundary: fail closed (never forward unrouted), recorded, the proxy stays up
+            log.exception("routing %s %s failed", flow.request.method, flow.request.pretty_url)
             real: _RealSide | None = flow.metadata.pop(_REAL, None)
             if real is not None and real.timer is not None:
                 real.timer.cancel()
-            observation = Observation.error(f"simroute: routing failed: {type(exc).__name__}: {exc}")
-            flow.response = _make_response(*response_parts(observation, fallback_status=500), Route.DENY, None)
+            refused = Refused(500, "http-routing", f"simroute: routing failed: {type(exc).__name__}: {exc}")
+            try:
+                await self._refuse(flow, refused, session_id=f"http-{flow.client_conn.id[:12]}")
+            except Exception:  # even the record failed: the request still never goes out
+                log.exception("recording a routing failure failed")
+                flow.response = _make_response(*response_parts(Observation.error(refused.reason), fallback_status=500), Route.DENY, None)
 
     async def _route(self, flow: http.HTTPFlow) -> None:
+        listener = self.listener(flow.client_conn)
         try:
-            session = self.runtime.sessions.get(self.session_id(flow))
+            session_id = listener.gate.session_of(flow.client_conn.id, flow.request.headers)
+        except Refused as refused:
+            await self._refuse(flow, refused, session_id=UNAUTHENTICATED_SESSION)
+            return
+        try:
+            session = self.runtime.sessions.get(session_id)
         except SessionLimitError as exc:
-            flow.response = _make_response(*response_parts(Observation.error(str(exc)), fallback_status=503), Route.DENY, None)
+            await self._refuse(flow, Refused(503, "sessions", str(exc)), session_id=session_id)
             return
         request = flow.request
+        try:
+            self._normalize(request, check_host_header=not listener.mode.startswith("reverse"))
+        except NormalizationError as exc:
+            await self._refuse(flow, Refused(400, "http-normalize", f"simroute proxy: {exc}"), session_id=session.id)
+            return
+        body = decode_bounded(request.raw_content or b"", request.headers.get("content-encoding"), max_bytes=self.config.max_decoded_bytes)
         call = make_call(
             method=request.method,
-            url=request.url,
-            headers=_fields(request.headers),
-            body=request.get_content(strict=False) or b"",
+            url=_url_of(request),
+            headers=_fields(request.headers, drop_encoding=body.decoded),
+            body=body.data,
             session_id=session.id,
             settings=self.settings,
         )
         engine = self.runtime.engine
-        pending = engine.begin(call, session)
-        try:
-            observation = await engine.serve(pending)
-        except Exception as exc:  # recorded like any answer: the agent gets a clear error
-            log.exception("routing %s %s failed", call.tool, call.arguments.get("url"))
-            observation = Observation.error(f"simroute: routing failed: {type(exc).__name__}: {exc}")
-        if observation is None:
-            real = flow.metadata[_REAL] = _RealSide(pending, time.perf_counter())
-            real.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self._expire, flow)
+        websocket = request.headers.get("upgrade", "").lower() == "websocket"
+        # A WebSocket may carry anything once open: written ahead like any side effect.
+        pending = await engine.begin(call, session, read_only=call.tool in READ_ONLY_METHODS and not websocket)
+        if websocket and pending.decision.route in (Route.SIM, Route.REPLAY):
+            reason = f"simroute: a WebSocket cannot be {pending.decision.route}ed yet (only let through or refused): {pending.decision.reason}"
+            outcome = await engine.complete(pending, observation_of(error_structured(501, reason), Provenance.NONE), note=body.note())
+            flow.response = _make_response(*response_parts(outcome.observation, fallback_status=501), pending.decision.route, outcome)
             return
-        outcome = engine.complete(pending, observation)
+        observation = await engine.serve(pending)  # a backend that raises answers with an error observation
+        if observation is None:
+            refusal = await self._address_refusal(request, pending.decision, listener)
+            if refusal is not None:
+                await self._refuse(flow, refusal, session_id=session.id, call=call)
+                return
+            try:
+                await engine.write_ahead(pending)  # a request with side effects is on record before it leaves
+            except RecordError as exc:
+                observation = Observation.error(str(exc))
+            else:
+                real = flow.metadata[_REAL] = _RealSide(pending, time.perf_counter(), note=body.note(), websocket=websocket)
+                real.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self._expire, flow)
+                return
+        outcome = await engine.complete(pending, observation, note=body.note())
         flow.response = _make_response(*response_parts(observation, fallback_status=_fallback_status(outcome)), pending.decision.route, outcome)
+
+    def _normalize(self, request: http.Request, *, check_host_header: bool) -> None:
+        """Rules, keys and the upstream see one form of the request (see normalize.py).
+        The Host header must name the server connected to (reverse mode rewrites it)."""
+        host = normalize_host(request.host)
+        if check_host_header and host_header_contradicts(request.host_header, host, request.port, request.scheme):
+            raise NormalizationError(
+                f"the Host header {request.host_header!r} names another server than the one connected to ({host}:{request.port})"
+            )
+        if host != request.host:
+            request.host = host  # keeps the Host header in step
+        path = normalize_path(request.path)
+        if path != request.path:
+            request.path = path
+
+    async def _address_refusal(self, request: http.Request, decision: Decision, listener: Listener) -> Refused | None:
+        """Judge the address a real request would reach (resolved, when a name)."""
+        try:
+            reach, _ = await reach_of(request.host, request.port)
+        except OSError:
+            return None  # mitmproxy's own connection attempt reports the failure (502)
+        rule_allows = decision.policy.startswith("rules:") and decision.route is not Route.DENY
+        reason = listener.addresses.refusal(reach, request.scheme, request.host, request.port, rule_allows=rule_allows)
+        return Refused(403, listener.addresses.policy, reason) if reason else None
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         real: _RealSide | None = flow.metadata.get(_REAL)
@@ -153,13 +259,19 @@ class HttpRouting:
         response = flow.response
         response.headers[PROVENANCE_HEADER] = "real"
         response.headers[ROUTE_HEADER] = str(real.pending.decision.route)
+        if real.pending.decision.safety:
+            response.headers[SAFETY_HEADER] = real.pending.decision.safety
+        if response.status_code == 101:
+            if real.timer is not None:
+                real.timer.cancel()
+            return
         if _streams(response, self.config.max_body_bytes):
             # A stream may rightly last long (server-sent events): the deadline was for its start.
             if real.timer is not None:
                 real.timer.cancel()
             real.capture = response.stream = BodyCapture(self.config.max_body_bytes)
 
-    def response(self, flow: http.HTTPFlow) -> None:
+    async def response(self, flow: http.HTTPFlow) -> None:
         real: _RealSide | None = flow.metadata.pop(_REAL, None)
         if real is None or flow.response is None:
             return
@@ -168,21 +280,33 @@ class HttpRouting:
         response = flow.response
         limit = self.config.max_body_bytes
         capture = real.capture
+        if response.status_code == 101 and real.websocket:
+            # Recorded when the socket closes, with what passed through it.
+            structured = response_record(101, response.reason, _fields(response.headers), encode_body(b"", limit=limit), decoded=False)
+            open_websocket(flow, real.pending, real.started, real.note, structured)
+            return
+        encoding = response.headers.get("content-encoding")
         if capture is not None:
-            data, decoded = _decoded(response, capture.data, complete=capture.size <= limit)
-            body = encode_body(data, limit=limit) if decoded else encode_body(capture.data, limit=limit, size=capture.size, sha256=capture.sha256)
+            decoded = self._decode(capture.data, encoding) if capture.size <= limit else Decoded(capture.data, False)
+            body = encode_body(decoded.data, limit=limit) if decoded.decoded else encode_body(capture.data, limit=limit, size=capture.size, sha256=capture.sha256)
         else:
-            data, decoded = _decoded(response, response.raw_content or b"", complete=True)
-            body = encode_body(data, limit=limit)
-        structured = response_record(response.status_code, response.reason, _fields(response.headers), body, decoded=decoded)
+            decoded = self._decode(response.raw_content or b"", encoding)
+            body = encode_body(decoded.data, limit=limit)
+        structured = response_record(response.status_code, response.reason, _fields(response.headers), body, decoded=decoded.decoded)
         observation = observation_of(structured, Provenance.REAL, latency_s=time.perf_counter() - real.started)
-        outcome = self.runtime.engine.complete(real.pending, observation, note="streamed" if real.capture is not None else "")
+        note = "; ".join(n for n in (real.note, "streamed" if capture is not None else "", decoded.note()) if n)
+        outcome = await self.runtime.engine.complete(real.pending, observation, note=note)
         if real.capture is None:  # not sent yet: the agent sees the record's id too
             response.headers[RECORD_HEADER] = outcome.record.id
 
-    def error(self, flow: http.HTTPFlow) -> None:
+    def _decode(self, data: bytes, encoding: str | None) -> Decoded:
+        return decode_bounded(data, encoding, max_bytes=self.config.max_decoded_bytes)
+
+    async def error(self, flow: http.HTTPFlow) -> None:
         real: _RealSide | None = flow.metadata.pop(_REAL, None)
         if real is None:
+            if flow.error is not None and flow.error.msg == limits.REQUEST_TOO_LARGE:
+                await self._refuse_large_request(flow)
             return
         if real.timer is not None:
             real.timer.cancel()
@@ -194,7 +318,7 @@ class HttpRouting:
             # The answer broke off while streaming: what arrived is the record.
             body = encode_body(real.capture.data, limit=self.config.max_body_bytes, size=real.capture.size, sha256=real.capture.sha256)
             structured = response_record(flow.response.status_code, flow.response.reason, _fields(flow.response.headers), body, decoded=False)
-            self.runtime.engine.complete(real.pending, observation_of(structured, Provenance.REAL, latency_s=latency), note=f"stream broken: {message}")
+            await self.runtime.engine.complete(real.pending, observation_of(structured, Provenance.REAL, latency_s=latency), note=f"stream broken: {message}")
             return
         if real.timed_out:
             status, reason = 504, (
@@ -204,7 +328,34 @@ class HttpRouting:
             status, reason = 502, f"simroute: upstream {call.server!r} failed on {target}: {message}"
         errors.replace_next(message, status, reason)
         observation = observation_of(error_structured(status, reason), Provenance.NONE, latency_s=latency)
-        self.runtime.engine.complete(real.pending, observation, note="timed out" if real.timed_out else "")
+        await self.runtime.engine.complete(real.pending, observation, note="timed out" if real.timed_out else "")
+
+    async def _refuse_large_request(self, flow: http.HTTPFlow) -> None:
+        """Over `http.max_request_bytes`: mitmproxy stopped reading; the 413 says why."""
+        try:
+            session_id = self.listener(flow.client_conn).gate.session_of(flow.client_conn.id, flow.request.headers)
+        except Refused:
+            session_id = UNAUTHENTICATED_SESSION
+        size = flow.request.headers.get("content-length", "unknown")
+        reason = (
+            f"simroute proxy: the request body ({size} bytes) is over http.max_request_bytes "
+            f"({self.config.max_request_bytes}); it was not routed"
+        )
+        session = self._transient_or_open(session_id)
+        request = flow.request
+        call = Call("http", _server_of(flow), request.method.upper(), {"method": request.method.upper(), "url": _url_of(request), "body_size": size}, session.id)
+        outcome = await self._record_refusal(call, session, policy="http-body-limit", reason=reason)
+        errors.replace_next(limits.REQUEST_TOO_LARGE, 413, reason, record_id=outcome.record.id)
+        # mitmproxy answers and stops reading, but leaves the socket open while the client
+        # is still sending: closed here once the 413 is out, so neither side hangs.
+        writer = self._client_writer(flow.client_conn.id)
+        if writer is not None:
+            asyncio.get_running_loop().call_later(0.2, writer.close)
+
+    def _client_writer(self, client_id: str) -> Any:
+        handler = self.master.addons.get("proxyserver").connections.get(client_id) if self.master is not None else None
+        transport = handler.transports.get(handler.client) if handler is not None else None
+        return transport.writer if transport is not None else None
 
     # --- the real route's deadline --------------------------------------------------------
 
@@ -216,9 +367,9 @@ class HttpRouting:
         if real is None or real.capture is not None or not flow.live:
             return
         real.timed_out = True
-        from mitmproxy import ctx
-
-        handler = ctx.master.addons.get("proxyserver").connections.get(flow.client_conn.id)
+        if self.master is None:
+            return
+        handler = self.master.addons.get("proxyserver").connections.get(flow.client_conn.id)
         transport = handler.transports.get(flow.server_conn) if handler is not None else None
         if transport is None or transport.handler is None:
             log.warning("deadline of %s passed but its upstream connection is gone", flow.request.url)
@@ -226,21 +377,19 @@ class HttpRouting:
         transport.handler.cancel(DEADLINE_MESSAGE)
 
 
-def _proxy_user(value: str | None) -> str | None:
-    if not value:
-        return None
-    scheme, _, token = value.partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        user = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")[0]
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    return user or None
+def _url_of(request: http.Request) -> str:
+    """The request's URL (mitmproxy's `url` leaves an IPv6 host unbracketed)."""
+    return f"{request.scheme}://{authority(request.scheme, request.host, request.port)}{request.path}"
 
 
-def _fields(headers: Any) -> list[tuple[str, str]]:
-    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers.fields]
+def _server_of(flow: http.HTTPFlow) -> str:
+    request = flow.request
+    return authority(request.scheme, request.host or "unknown", request.port)
+
+
+def _fields(headers: Any, *, drop_encoding: bool = False) -> list[tuple[str, str]]:
+    fields = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers.fields]
+    return [(k, v) for k, v in fields if k.lower() != "content-encoding"] if drop_encoding else fields
 
 
 def _streams(response: http.Response, limit: int) -> bool:
@@ -253,20 +402,6 @@ def _streams(response: http.Response, limit: int) -> bool:
     if length is None or not length.strip().isdigit():
         return response.status_code not in (204, 304)
     return int(length) > limit
-
-
-def _decoded(response: http.Response, data: bytes, *, complete: bool) -> tuple[bytes, bool]:
-    """The body content-decoded (gzip, br, …) when it is complete and decodes; else as sent."""
-    encoding = response.headers.get("content-encoding")
-    if not encoding or not complete or not data:
-        return data, False
-    from mitmproxy.net import encoding as codecs
-
-    try:
-        decoded = codecs.decode(data, encoding)
-    except ValueError:
-        return data, False
-    return (decoded, True) if isinstance(decoded, bytes) else (data, False)
 
 
 def _fallback_status(outcome: Outcome) -> int:
@@ -285,4 +420,6 @@ def _make_response(status: int, reason: str, headers: list[tuple[str, str]], bod
     response.headers[ROUTE_HEADER] = str(route)
     if outcome is not None:
         response.headers[RECORD_HEADER] = outcome.record.id
+        if outcome.record.decision.safety:
+            response.headers[SAFETY_HEADER] = outcome.record.decision.safety
     return response

@@ -18,18 +18,47 @@ def certificate_path(ca_dir: Path) -> Path:
     return ca_dir / f"{BASENAME}-ca-cert.pem"
 
 
+class CAError(ValueError):
+    """simroute's CA cannot be used (a corrupt or unreadable file). The message names
+    the file and how to make a new one."""
+
+
+def key_path(ca_dir: Path) -> Path:
+    return ca_dir / f"{BASENAME}-ca.pem"
+
+
 def ensure_ca(ca_dir: Path) -> Path:
-    """Create the CA in `ca_dir` if it is missing; returns the certificate's path."""
+    """Create the CA in `ca_dir` if it is missing, check it loads; returns the
+    certificate's path. Only a folder created here is made private (0700): an
+    existing `ca_dir` (a home, a mounted volume) keeps its mode."""
     from mitmproxy import certs
 
     ca_dir = ca_dir.expanduser()
     try:
-        ca_dir.mkdir(parents=True, exist_ok=True)
-        ca_dir.chmod(0o700)
+        if not ca_dir.exists():
+            ca_dir.mkdir(parents=True)
+            ca_dir.chmod(0o700)
         certs.CertStore.from_store(ca_dir, BASENAME, KEY_SIZE)
     except OSError as exc:
         raise OSError(f"cannot create simroute's CA in {ca_dir}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # mitmproxy/cryptography: the PEM does not parse
+        problem = str(exc).split(". ")[0]
+        raise CAError(
+            f"the CA file {key_path(ca_dir)} is not a valid CA ({problem}); make a new one with "
+            "`simroute ca --regenerate` (clients must then trust the new certificate)"
+        ) from exc
     return certificate_path(ca_dir)
+
+
+def regenerate_ca(ca_dir: Path) -> Path:
+    """Replace the CA in `ca_dir` with a new one (mitmproxy's files of it only)."""
+    ca_dir = ca_dir.expanduser()
+    for stale in ca_dir.glob(f"{BASENAME}-ca*") if ca_dir.is_dir() else ():
+        try:
+            stale.unlink()
+        except OSError as exc:
+            raise OSError(f"cannot remove {stale}: {exc.strerror or exc}") from exc
+    return ensure_ca(ca_dir)
 
 
 def trust_instructions(cert: Path) -> str:

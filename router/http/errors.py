@@ -25,8 +25,8 @@ from backends.http_messages import PROVENANCE_HEADER, RECORD_HEADER
 log = logging.getLogger("simroute.http")
 
 _OVERRIDE_TTL_S = 1.0  # claimed right after the error hook; a stale one must not answer a later error
-# message -> (status, reason, expiry) replacements, consumed in order
-_overrides: dict[str, deque[tuple[int, str, float]]] = {}
+# message -> (status, reason, expiry, record id) replacements, consumed in order
+_overrides: dict[str, deque[tuple[int, str, float, str | None]]] = {}
 # Records a request mitmproxy could not parse (answered 400 before any hook saw it)
 # and returns the record's id; set by the proxy running in this process.
 on_unparsed_request: Callable[[str], str] | None = None
@@ -54,24 +54,24 @@ def _record_unparsed(message: str) -> str | None:
         return None
 
 
-def replace_next(message: str, status: int, reason: str) -> None:
+def replace_next(message: str, status: int, reason: str, *, record_id: str | None = None) -> None:
     """The next error page mitmproxy makes for `message` says `reason` with `status`."""
     now = time.monotonic()
     if len(_overrides) > 256:  # pages never asked for (an HTTP/2 client gets a stream reset instead)
         for stale in [m for m, queue in _overrides.items() if queue[-1][2] < now]:
             del _overrides[stale]
-    _overrides.setdefault(message, deque()).append((status, reason, now + _OVERRIDE_TTL_S))
+    _overrides.setdefault(message, deque()).append((status, reason, now + _OVERRIDE_TTL_S, record_id))
 
 
-def _take(message: str) -> tuple[int, str] | None:
+def _take(message: str) -> tuple[int, str, str | None] | None:
     queue = _overrides.get(message)
     now = time.monotonic()
     while queue:
-        status, reason, expiry = queue.popleft()
+        status, reason, expiry, record_id = queue.popleft()
         if expiry >= now:
             if not queue:
                 del _overrides[message]
-            return status, reason
+            return status, reason, record_id
     _overrides.pop(message, None)
     return None
 
@@ -88,7 +88,8 @@ def install() -> None:
     def make_error_response(status_code: int, message: str = "") -> bytes:
         override = _take(message)
         if override is not None:
-            return error_page(*override)
+            status, reason, record_id = override
+            return error_page(status, reason, record_id=record_id)
         reason = f"simroute proxy: {message}" if message else f"simroute proxy: error {status_code}"
         # A 400 without an override is a request no hook saw: recorded here.
         return error_page(status_code, reason, record_id=_record_unparsed(message) if status_code == 400 else None)

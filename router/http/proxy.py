@@ -1,19 +1,28 @@
-"""mitmproxy, in simroute's process, with the routing addon.
+"""mitmproxy, in simroute's process, with the routing addons.
 
 Only the addons the channel needs are loaded (the proxy server, protocol
 detection, TLS, the block of non-local clients): no flow display, no scripts.
+
+One mitmproxy master per process (mitmproxy keeps its master in a global), with
+one listener per door: the HTTP channel (`simroute http-proxy`, `serve`) and the
+browser's own traffic (loopback, an ephemeral port, the browser's credentials and
+address policy). Each listener names its gate (who may use it, which session) and
+its address policy; the addons pick them by the listener a flow arrived on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from router.config import HttpConfig
 
 if TYPE_CHECKING:
     from router.app import Runtime
+    from router.http.access import ProxyGate
+    from router.http.addresses import BrowserAddresses, ChannelAddresses
 
 log = logging.getLogger("simroute.http")
 
@@ -22,43 +31,77 @@ class ProxyStartError(RuntimeError):
     """The proxy could not listen (port taken, bad address)."""
 
 
+@dataclass(slots=True)
+class Listener:
+    name: str  # "http" (the channel) or "browser"
+    mode: str  # mitmproxy's mode: regular, reverse:URL, upstream:URL
+    host: str
+    port: int
+    gate: ProxyGate
+    addresses: ChannelAddresses | BrowserAddresses
+
+    @property
+    def spec(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.mode}@{host}:{self.port}"
+
+
 class HttpProxy:
-    def __init__(self, runtime: Runtime, config: HttpConfig, *, port: int | None = None) -> None:
+    def __init__(self, runtime: Runtime, config: HttpConfig, listeners: list[Listener]) -> None:
         self.runtime = runtime
         self.config = config
-        self.port = config.port if port is None else port
+        self.listeners = {listener.spec: listener for listener in listeners}
+        self.ports: dict[str, int] = {}  # listener name -> the port it got
         self._master = None
         self._task: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
+        self._routing = None
+
+    @property
+    def started(self) -> bool:
+        return self._master is not None
 
     async def start(self) -> HttpProxy:
+        async with self._starting:
+            if self._master is None:
+                await self._start()
+        return self
+
+    async def _start(self) -> None:
         from mitmproxy import master, options
         from mitmproxy.addons import block, core, dns_resolver, next_layer, proxyserver, tlsconfig
 
-        from router.http import errors
+        from router.http import errors, limits
         from router.http.addon import HttpRouting
-        from router.http.ca import ensure_ca
+        from router.http.ca import CAError, ensure_ca
+        from router.http.tunnels import TunnelRouting
 
         ca_dir = self.runtime.config.ca_dir
-        ensure_ca(ca_dir)
+        try:
+            ensure_ca(ca_dir)
+        except (CAError, OSError) as exc:
+            raise ProxyStartError(str(exc)) from exc
         errors.install()
-        routing = HttpRouting(self.runtime, self.config)
-        errors.on_unparsed_request = routing.record_unparsed
+        limits.install()
         opts = options.Options()
         self._master = m = master.Master(opts, with_termlog=False)
+        self._routing = routing = HttpRouting(self.runtime, self.config, listeners=self.listeners, master=m)
+        errors.on_unparsed_request = routing.record_unparsed
         m.addons.add(
             core.Core(), block.Block(), proxyserver.Proxyserver(), dns_resolver.DnsResolver(), next_layer.NextLayer(),
-            tlsconfig.TlsConfig(), routing,
+            tlsconfig.TlsConfig(), routing, TunnelRouting(self.runtime, routing),
         )
         opts.update(
-            listen_host=self.config.listen_host,
-            listen_port=self.port,
-            mode=[self.config.mode],
+            mode=list(self.listeners),
+            # Request bodies over the limit get 413 before routing (responses are not bounded: limits.py).
+            body_size_limit=str(self.config.max_request_bytes),
             confdir=str(ca_dir),
             ssl_insecure=self.config.ssl_insecure,
             http2=self.config.http2,
             http3=False,
             # Connect upstream only when a request goes real: a simulated, replayed or
-            # denied HTTPS request needs no reachable upstream (nor DNS for it).
+            # denied HTTPS request needs no reachable upstream (nor DNS for it), and a
+            # raw tunnel is refused before it connects.
             connection_strategy="lazy",
         )
         self._task = asyncio.get_running_loop().create_task(m.run(), name="simroute-http-proxy")
@@ -67,16 +110,20 @@ class HttpProxy:
             await asyncio.sleep(0.01)
             if self._task.done():
                 self._task.result()
-            if len(servers) and not servers.is_updating:
+            if len(servers) == len(self.listeners) and not servers.is_updating:
                 break
         failed = [s for s in servers if not s.is_running]
-        if not len(servers) or failed:
+        if len(servers) != len(self.listeners) or failed:
             problem = str(failed[0].last_exception).splitlines()[0] if failed else "no server started"
+            listener = self.listeners.get(failed[0].mode.full_spec) if failed else None
+            where = f"{listener.host}:{listener.port}" if listener else ", ".join(self.listeners)
             await self.aclose()
-            raise ProxyStartError(f"the HTTP proxy cannot listen on {self.config.listen_host}:{self.port}: {problem}")
-        self.port = next(iter(servers)).listen_addrs[0][1]
-        log.info("HTTP(S) proxy (%s) listening on %s:%d; CA in %s", self.config.mode, self.config.listen_host, self.port, ca_dir)
-        return self
+            raise ProxyStartError(f"the HTTP proxy cannot listen on {where}: {problem}")
+        for server in servers:
+            listener = self.listeners[server.mode.full_spec]
+            self.ports[listener.name] = server.listen_addrs[0][1]
+            if listener.name == "http":
+                log.info("HTTP(S) proxy (%s) listening on %s:%d; CA in %s", listener.mode, listener.host, self.ports["http"], ca_dir)
 
     async def aclose(self) -> None:
         if self._master is not None and self._task is not None:
@@ -85,7 +132,9 @@ class HttpProxy:
                 await asyncio.wait_for(self._task, 10)
             except TimeoutError:
                 log.warning("the HTTP proxy did not stop within 10s")
-            self._master = self._task = None
+        self._master = self._task = None
         from router.http import errors
 
-        errors.on_unparsed_request = None
+        if self._routing is not None and errors.on_unparsed_request == self._routing.record_unparsed:
+            errors.on_unparsed_request = None
+        self._routing = None

@@ -7,7 +7,9 @@ function is the real side (fastmcp runs it as `call_next`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from fastmcp.tools.base import Tool
 
@@ -17,3 +19,6 @@ class LocalTool:
     tool: Tool
     channel: str  # "shell", "browser": the Call's channel
     server: str  # the Call's server (names the environment in records and rules)
+    # A check run before routing, in every mode: (policy, reason) when the arguments are
+    # refused (e.g. a browser URL with a non-web scheme), else None. Pure.
+    refusal: Callable[[dict[str, Any]], tuple[str, str] | None] | None = None

@@ -1,7 +1,8 @@
-"""Routes every `tools/call` through the engine; everything else passes through.
+"""Routes every `tools/call`, `resources/read` and `prompts/get` through the engine;
+everything else passes through.
 
-Listing, resources, prompts, notifications and server-to-client requests are
-served by fastmcp's proxy provider over the session's warm upstream, unchanged.
+Listings, notifications and server-to-client requests are served by fastmcp's
+proxy provider over the session's warm upstream, unchanged.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fastmcp.exceptions import NotFoundError
+from dataclasses import dataclass
+
+from fastmcp.exceptions import NotFoundError, PromptError, ResourceError
+from fastmcp.prompts.base import PromptResult
+from fastmcp.resources.base import ResourceResult
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from mcp.shared.exceptions import MCPError
-from mcp_types import TextContent
 
 from backends.errors import BackendUnavailable
 from backends.mcp_upstream import UpstreamError
@@ -25,9 +29,18 @@ from router.app import Runtime
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.provider import SnapshotProxyProvider
-from router.mcp.results import observation_from_result, result_from_observation
+from router.mcp.reads import (
+    GET_PROMPT,
+    READ_RESOURCE,
+    observation_of_prompt,
+    observation_of_resource,
+    prompt_result,
+    resource_result,
+    server_of_uri,
+)
+from router.mcp.results import observation_from_result, result_from_observation, simroute_meta
 from router.sessions import SessionLimitError
-from router.types import Call, Observation, Provenance
+from router.types import Call, Observation, Provenance, Session
 
 log = logging.getLogger("simroute.mcp")
 
@@ -51,6 +64,23 @@ class ToolNames:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """What routing needs of a tool: its input schema and whether it is read-only."""
+
+    input_schema: dict[str, Any]
+    read_only: bool
+
+    @classmethod
+    def of_tool(cls, tool: Tool) -> ToolDefinition:
+        annotations = tool.annotations
+        return cls(tool.parameters or {}, bool(annotations is not None and annotations.read_only_hint))
+
+    @classmethod
+    def of_snapshot(cls, definition: dict[str, Any]) -> ToolDefinition:
+        return cls(definition.get("inputSchema") or {}, bool((definition.get("annotations") or {}).get("readOnlyHint")))
+
+
 class RoutingMiddleware(Middleware):
     def __init__(
         self,
@@ -64,7 +94,10 @@ class RoutingMiddleware(Middleware):
         self.providers = providers
         # simroute's own tools (shell, browser) by name; they win over an upstream's tool of the same name.
         self.local = dict(local or {})
-        self._validators: dict[tuple[str, int], Draft202012Validator | None] = {}
+        # (tool name, id of its schema) -> (the schema, kept so its id stays unique; its validator)
+        self._validators: dict[tuple[str, int], tuple[dict[str, Any], Draft202012Validator | None]] = {}
+
+    # --- tools/call ------------------------------------------------------------------------
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult]) -> ToolResult:
         ctx = context.fastmcp_context
@@ -72,25 +105,23 @@ class RoutingMiddleware(Middleware):
         name = context.message.name
         arguments = dict(context.message.arguments or {})
         local = self.local.get(name)
-        if local is not None:
-            channel, server, upstream_tool, tool = local.channel, local.server, name, local.tool
-        else:
-            target = self.names.split(name)
-            found = await self._tool(ctx, name, target)
-            if target is None or found is None:
-                raise NotFoundError(f"Unknown tool: {name!r}")
-            channel, (server, upstream_tool), tool = "mcp", target, found
+        target = (local.server, name) if local is not None else self.names.split(name)
+        channel = local.channel if local is not None else "mcp"
+        server, upstream_tool = target if target is not None else ("unknown", name)
 
-        session_id = agent_session_id(ctx)
-        try:
-            session = self.runtime.sessions.get(session_id)
-        except SessionLimitError as exc:
-            return _refusal(str(exc))
+        session = await self._session(agent_session_id(ctx), Call(channel, server, upstream_tool, arguments, ""))
+        if isinstance(session, ToolResult):
+            return session
         call = Call(channel, server, upstream_tool, arguments, session.id)
+        definition = ToolDefinition.of_tool(local.tool) if local is not None else await self._definition(ctx, name, target)
+        if definition is None:
+            await self.runtime.engine.reject(call, session, policy="unknown-tool", reason=f"Unknown tool: {name!r}")
+            raise NotFoundError(f"Unknown tool: {name!r}")
 
-        problem = self._schema_problem(name, tool, arguments)
-        if problem is not None:
-            outcome = self.runtime.engine.reject(call, session, policy="input-schema", reason=problem)
+        problem = self._schema_problem(name, definition.input_schema, arguments)
+        refused = ("input-schema", problem) if problem is not None else (local.refusal(arguments) if local is not None and local.refusal else None)
+        if refused is not None:
+            outcome = await self.runtime.engine.reject(call, session, policy=refused[0], reason=refused[1])
             return result_from_observation(outcome.observation, outcome.record)
 
         upstream: list[ToolResult] = []  # the real result, relayed as-is when it is what the agent gets
@@ -100,35 +131,58 @@ class RoutingMiddleware(Middleware):
             try:
                 result = await call_next(context)
             except Exception as exc:
-                if (start_failure := _cause_of_type(exc, UpstreamError)) is not None:
-                    return Observation.error(f"simroute: {start_failure}", Provenance.NONE, time.perf_counter() - started)
-                if (missing := _cause_of_type(exc, BackendUnavailable)) is not None:  # e.g. no Docker engine for the shell
-                    return Observation.error(f"simroute: {missing}", Provenance.NONE, time.perf_counter() - started)
-                if isinstance(exc, MCPError):  # the upstream answered with a protocol error (e.g. invalid params)
-                    return Observation.error(f"upstream {server!r} error: {exc}", Provenance.REAL, time.perf_counter() - started)
-                # The upstream broke mid-call: report it, start a new one next time.
-                log.warning("upstream %r failed on %r: %r", server, upstream_tool, exc)
-                if local is None:
-                    await self.runtime.upstreams.discard(session.id, server)
-                return Observation.error(
-                    f"simroute: upstream {server!r} failed while calling {upstream_tool!r}: {type(exc).__name__}: {exc}",
-                    Provenance.NONE,
-                    time.perf_counter() - started,
-                )
+                return await self._real_failure(exc, call, local is None, session.id, time.perf_counter() - started)
             upstream.append(result)
             return observation_from_result(result, latency_s=time.perf_counter() - started)
 
         note = self._schema_change_note(server) if local is None else ""
-        outcome = await self.runtime.engine.handle(call, session, real, note=note)
+        outcome = await self.runtime.engine.handle(call, session, real, note=note, read_only=definition.read_only)
         return result_from_observation(outcome.observation, outcome.record, upstream=upstream[0] if upstream else None)
 
-    async def _tool(self, ctx: Any, name: str, target: tuple[str, str] | None) -> Tool | None:
-        """The tool's definition, from the proxy provider's listing cache when it is
-        fresh (no provider-chain walk on the hot path), else through fastmcp."""
+    async def _session(self, session_id: str, call: Call) -> Session | ToolResult:
+        """The agent's session, or (past the session cap) the recorded refusal."""
+        try:
+            return self.runtime.sessions.get(session_id)
+        except SessionLimitError as exc:
+            transient = Session(id=session_id)
+            refused = Call(call.channel, call.server, call.tool, call.arguments, session_id)
+            outcome = await self.runtime.engine.reject(refused, transient, policy="sessions", reason=str(exc))
+            return result_from_observation(outcome.observation, outcome.record)
+
+    async def _real_failure(self, exc: Exception, call: Call, upstream_tool: bool, session_id: str, latency: float) -> Observation:
+        if (start_failure := _cause_of_type(exc, UpstreamError)) is not None:
+            return Observation.error(f"simroute: {start_failure}", Provenance.NONE, latency)
+        if (missing := _cause_of_type(exc, BackendUnavailable)) is not None:  # e.g. no Docker engine for the shell
+            return Observation.error(f"simroute: {missing}", Provenance.NONE, latency)
+        if isinstance(exc, MCPError):  # the upstream answered with a protocol error (e.g. invalid params)
+            return Observation.error(f"upstream {call.server!r} error: {exc}", Provenance.REAL, latency)
+        # The upstream broke mid-call: report it, start a new one next time.
+        log.warning("upstream %r failed on %r: %r", call.server, call.tool, exc)
+        if upstream_tool:
+            await self.runtime.upstreams.discard(session_id, call.server)
+        return Observation.error(
+            f"simroute: upstream {call.server!r} failed while calling {call.tool!r}: {type(exc).__name__}: {exc}", Provenance.NONE, latency
+        )
+
+    async def _definition(self, ctx: Any, name: str, target: tuple[str, str] | None) -> ToolDefinition | None:
+        """The tool's definition without waiting on the upstream when it can be had: from
+        the proxy provider's fresh listing cache, else the stored snapshot; only a tool
+        neither knows is listed (under the provider's listing deadline)."""
         if target is None:
             return None
-        cached = self.providers[target[0]].cached_tool(target[1])
-        return cached if cached is not None else await ctx.fastmcp.get_tool(name)
+        server, tool = target
+        provider = self.providers[server]
+        cached = provider.cached_tool(tool)
+        if cached is not None:
+            return ToolDefinition.of_tool(cached)
+        for definition in self.runtime.store.tool_snapshot(server) or []:
+            if definition.get("name") == tool:
+                return ToolDefinition.of_snapshot(definition)
+        try:
+            found = await ctx.fastmcp.get_tool(name)
+        except NotFoundError:
+            return None
+        return ToolDefinition.of_tool(found) if found is not None else None
 
     def _schema_change_note(self, server: str) -> str:
         """Said once, on the first call after an upstream's tool definitions changed."""
@@ -136,19 +190,18 @@ class RoutingMiddleware(Middleware):
         previous, provider.schema_changed_from = provider.schema_changed_from, None
         return f"tool definitions of {server!r} changed since the last snapshot (was {previous})" if previous else ""
 
-    def _schema_problem(self, name: str, tool: Tool, arguments: dict[str, Any]) -> str | None:
+    def _schema_problem(self, name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
         """Why `arguments` fail the tool's input schema, or None. Checked here so that
         simulated and replayed calls are held to the same contract as real ones."""
-        schema = tool.parameters or {}
         key = (name, id(schema))
         if key not in self._validators:
             try:
                 Draft202012Validator.check_schema(schema)
-                self._validators[key] = Draft202012Validator(schema)
+                self._validators[key] = (schema, Draft202012Validator(schema))
             except SchemaError:
                 log.warning("tool %r declares an invalid input schema; arguments are not checked", name)
-                self._validators[key] = None
-        validator = self._validators[key]
+                self._validators[key] = (schema, None)
+        validator = self._validators[key][1]
         if validator is None:
             return None
         error = next(iter(validator.iter_errors(arguments)), None)
@@ -156,6 +209,59 @@ class RoutingMiddleware(Middleware):
             return None
         where = "/".join(str(p) for p in error.absolute_path) or "arguments"
         return f"invalid arguments for tool {name!r}: {where}: {error.message}"
+
+    # --- resources/read and prompts/get ---------------------------------------------------
+
+    async def on_read_resource(self, context: MiddlewareContext[Any], call_next: CallNext[Any, ResourceResult]) -> ResourceResult:
+        uri = str(context.message.uri)
+        target = server_of_uri(uri, self.names.servers, prefixed=self.names.prefixed)
+        server = target[0] if target is not None else "unknown"
+        outcome, upstream = await self._routed_read(context, call_next, server, READ_RESOURCE, {"uri": uri}, observation_of_resource)
+        if outcome.observation.is_error:
+            raise ResourceError(outcome.observation.text)
+        if upstream:
+            return ResourceResult(upstream[0].contents, meta={**(upstream[0].meta or {}), "simroute": simroute_meta(outcome.record)})
+        return resource_result(outcome.observation, {"simroute": simroute_meta(outcome.record)})
+
+    async def on_get_prompt(self, context: MiddlewareContext[Any], call_next: CallNext[Any, PromptResult]) -> PromptResult:
+        name = context.message.name
+        target = self.names.split(name)
+        server, prompt = target if target is not None else ("unknown", name)
+        arguments = {"name": prompt, "arguments": dict(context.message.arguments or {})}
+        outcome, upstream = await self._routed_read(context, call_next, server, GET_PROMPT, arguments, observation_of_prompt)
+        if outcome.observation.is_error:
+            raise PromptError(outcome.observation.text)
+        if upstream:
+            found = upstream[0]
+            return PromptResult(found.messages, description=found.description, meta={**(found.meta or {}), "simroute": simroute_meta(outcome.record)})
+        return prompt_result(outcome.observation, {"simroute": simroute_meta(outcome.record)})
+
+    async def _routed_read(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any], server: str, tool: str, arguments: dict[str, Any], observe):
+        """A resource read or prompt fetch through the engine: (outcome, the upstream's
+        own result when the agent is served it)."""
+        ctx = context.fastmcp_context
+        assert ctx is not None
+        call = Call("mcp", server, tool, arguments, "")
+        session = await self._session(agent_session_id(ctx), call)
+        if isinstance(session, ToolResult):
+            raise (ResourceError if tool == READ_RESOURCE else PromptError)(session.content[0].text)  # type: ignore[union-attr]
+        call = Call("mcp", server, tool, arguments, session.id)
+        upstream: list[Any] = []
+
+        async def real(call: Call) -> Observation:
+            started = time.perf_counter()
+            try:
+                result = await call_next(context)
+            except (ResourceError, PromptError, NotFoundError) as exc:  # the upstream's own refusal
+                return Observation.error(f"upstream {server!r}: {exc}", Provenance.REAL, time.perf_counter() - started)
+            except Exception as exc:
+                return await self._real_failure(exc, call, True, session.id, time.perf_counter() - started)
+            upstream.append(result)
+            return observe(result, latency_s=time.perf_counter() - started)
+
+        # Reading changes nothing: no write-ahead record.
+        outcome = await self.runtime.engine.handle(call, session, real, read_only=True)
+        return outcome, upstream if outcome.observation.provenance is Provenance.REAL and not outcome.observation.is_error else []
 
 
 def _cause_of_type[E: BaseException](exc: BaseException, kind: type[E]) -> E | None:
@@ -169,9 +275,3 @@ def _cause_of_type[E: BaseException](exc: BaseException, kind: type[E]) -> E | N
     return None
 
 
-def _refusal(reason: str) -> ToolResult:
-    return ToolResult(
-        content=[TextContent(type="text", text=reason)],
-        meta={"simroute": {"provenance": "none", "route": "deny", "policy": "sessions", "reason": reason, "record_id": None}},
-        is_error=True,
-    )

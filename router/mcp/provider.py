@@ -10,39 +10,75 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
+import anyio
 import mcp_types
+from fastmcp.prompts.base import Prompt
+from fastmcp.resources.base import Resource
+from fastmcp.resources.template import ResourceTemplate
 from fastmcp.server.providers.proxy import ClientFactoryT, ProxyProvider, ProxyTool, _CacheEntry
 from fastmcp.tools.base import Tool
 
-from shadow.sqlite_store import SQLiteStore, StoreError
+from backends.mcp_upstream import UpstreamError
+from shadow.store import RecordStore, StoreError
 
 log = logging.getLogger("simroute.mcp")
 
 
 class SnapshotProxyProvider(ProxyProvider):
-    def __init__(self, client_factory: ClientFactoryT, *, server: str, store: SQLiteStore) -> None:
+    def __init__(
+        self,
+        client_factory: ClientFactoryT,
+        *,
+        server: str,
+        store: RecordStore,
+        list_timeout_s: float = 30.0,
+        on_tools: Callable[[str, list[dict]], None] | None = None,
+    ) -> None:
         super().__init__(client_factory)
         self.server = server
         self.store = store
+        # Every listing has a deadline: a hung upstream never hangs the agent's request.
+        self.list_timeout_s = list_timeout_s
+        self.on_tools = on_tools  # told every listing's definitions (the safety gate's tool catalog)
         self.schema_changed_from: str | None = None  # the previous snapshot's digest, once
         self._tools_by_name: tuple[object, dict[str, Tool]] = (None, {})
 
+    async def _listed[T](self, kind: str, listing: Callable[[], Awaitable[T]]) -> T:
+        try:
+            with anyio.fail_after(self.list_timeout_s):
+                return await listing()
+        except TimeoutError as exc:
+            raise UpstreamError(f"upstream {self.server!r} did not list its {kind} within {self.list_timeout_s:g}s") from exc
+
+    async def _list_resources(self) -> Sequence[Resource]:
+        return await self._listed("resources", super()._list_resources)
+
+    async def _list_resource_templates(self) -> Sequence[ResourceTemplate]:
+        return await self._listed("resource templates", super()._list_resource_templates)
+
+    async def _list_prompts(self) -> Sequence[Prompt]:
+        return await self._listed("prompts", super()._list_prompts)
+
     async def _list_tools(self) -> Sequence[Tool]:
         try:
-            tools = await super()._list_tools()
-        except Exception as exc:  # the upstream is unreachable: fall back to its last known tools
-            snapshot = self.store.load_tool_snapshot(self.server)
+            tools = await self._listed("tools", super()._list_tools)
+        except Exception as exc:  # the upstream is unreachable or hung: fall back to its last known tools
+            snapshot = self.store.tool_snapshot(self.server)
             if snapshot is None:
                 raise
             log.warning("upstream %r unavailable (%s); serving its tools from the snapshot", self.server, exc)
+            if self.on_tools is not None:
+                self.on_tools(self.server, snapshot)
             tools = [ProxyTool.from_mcp_tool(self.client_factory, mcp_types.Tool.model_validate(t)) for t in snapshot]
             self._tools_cache = _CacheEntry(tools, time.monotonic())
             return tools
         definitions = [tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+        if self.on_tools is not None:
+            self.on_tools(self.server, definitions)
         try:
-            previous = self.store.save_tool_snapshot(self.server, definitions)
+            previous = await self.store.save_tool_snapshot(self.server, definitions)
         except StoreError as exc:
             log.error("%s", exc)
         else:
@@ -67,4 +103,4 @@ class SnapshotProxyProvider(ProxyProvider):
 
     def snapshot(self) -> list[dict]:
         """The upstream's tool definitions as last seen (for prompts and records)."""
-        return self.store.load_tool_snapshot(self.server) or []
+        return self.store.tool_snapshot(self.server) or []

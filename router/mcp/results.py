@@ -31,6 +31,7 @@ def simroute_meta(record: Record) -> dict[str, Any]:
         "route": str(record.decision.route),
         "policy": record.decision.policy,
         "reason": record.decision.reason,
+        **({"safety_class": record.decision.safety, "safety_reason": record.decision.safety_reason} if record.decision.safety else {}),
         "record_id": record.id,
         **({"note": record.note} if record.note else {}),
     }

@@ -59,7 +59,10 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
     server = FastMCP("simroute", instructions=INSTRUCTIONS, lifespan=lifespan)
     names = ToolNames(list(runtime.config.upstreams))
     providers = {
-        upstream: SnapshotProxyProvider(_upstream_client_factory(runtime, upstream), server=upstream, store=runtime.store)
+        upstream: SnapshotProxyProvider(
+            _upstream_client_factory(runtime, upstream), server=upstream, store=runtime.store,
+            list_timeout_s=runtime.config.list_timeout_s, on_tools=runtime.tool_catalog.update,
+        )
         for upstream in names.servers
     }
     for upstream, provider in providers.items():

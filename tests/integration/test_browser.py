@@ -1,7 +1,9 @@
 """The browser channel's real side through `simroute mcp` with a real MCP client and
 Debian's Chromium, against pages served on loopback by the test: links, a form, a
 multi-page flow, bad input, the allowlist, the proxy, and cleanup (no Chromium
-process left behind)."""
+process left behind). Every test runs with Chromium on the host and in its
+container (browser.isolation); what only the container does is in
+test_browser_isolation.py."""
 
 from __future__ import annotations
 
@@ -28,8 +30,28 @@ from servers.web_pages import WebPages
 
 pytestmark = pytest.mark.integration
 
-# The kit turns simroute's own channels off; these tests want the browser on.
-CONFIG_DEFAULTS = {"browser": {}}
+# The kit turns simroute's own channels off; these tests want the browser on, and
+# their pages are served on loopback (which the browser opens only when allowed).
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*"]
+CONFIG_DEFAULTS = {"browser": {"allowed_origins": LOOPBACK_ORIGINS}}
+
+
+
+@pytest.fixture(params=["host", "container"])
+def isolation(request):
+    return request.param
+
+
+@pytest.fixture
+def make_config(make_config, isolation):
+    """The module's configs, with the browser isolation under test."""
+
+    def make(**sections):
+        browser = sections.get("browser", CONFIG_DEFAULTS["browser"])
+        return make_config(**{**sections, "browser": {"isolation": isolation, **browser}})
+
+    return make
+
 
 TOOLS = {"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press_key", "browser_navigate_back", "browser_close"}
 
@@ -51,6 +73,14 @@ def marker():
     assert not chromium_processes(value), "a Chromium process was left behind"
 
 
+def in_this_pid_namespace(pid: int) -> bool:
+    return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+
+
+def is_docker_client(pid: int) -> bool:
+    return Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()).name == "docker"
+
+
 def chromium_processes(marker: str) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -65,7 +95,7 @@ def chromium_processes(marker: str) -> list[int]:
 
 
 def browser_config(make_config, marker, **browser):
-    return make_config(browser={"args": [marker], **browser})
+    return make_config(browser={"args": [marker], "allowed_origins": LOOPBACK_ORIGINS, **browser})
 
 
 async def call(client, tool, **arguments):
@@ -97,14 +127,23 @@ async def test_offered_with_playwright_mcp_shapes_and_no_upstreams(make_config):
     assert proc.returncode == 2 and "nothing to serve" in proc.stderr
 
 
-async def test_links_form_and_a_multi_page_flow(make_config, site, marker):
+async def test_links_form_and_a_multi_page_flow(make_config, site, marker, isolation):
     config = browser_config(make_config, marker)
     async with stdio_client(config) as client:
         result, text, page = await call(client, "browser_navigate", url=site.url("/"))
         assert not result.is_error and meta_of(result)["provenance"] == "real"
         assert text.startswith(f"- Page URL: {site.url('/')}\n- Page Title: Home\n- Page Snapshot:\n```yaml\n")
         assert page["url"] == site.url("/") and page["title"] == "Home" and 'heading "Welcome home"' in page["snapshot"]
-        assert chromium_processes(marker), "the marker should name the running browser"
+        running = chromium_processes(marker)
+        assert running, "the marker should name the running browser"
+        # Contained: not one of the host's processes (another pid namespace), nor the router's user.
+        if isolation == "container":
+            # Here only the `docker run` client that holds its pipe; Chromium's processes are the container's.
+            contained = [pid for pid in running if not in_this_pid_namespace(pid)]
+            assert contained and all(is_docker_client(pid) for pid in set(running) - set(contained))
+            assert {os.stat(f"/proc/{pid}").st_uid for pid in contained} == {1000}
+        else:
+            assert all(in_this_pid_namespace(pid) for pid in running)
 
         # A multi-page flow by links.
         _, _, page = await call(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Start the tour"'), element="Start the tour")
@@ -137,12 +176,17 @@ async def test_links_form_and_a_multi_page_flow(make_config, site, marker):
         assert not result.is_error and page["title"] == "About"
 
     rows = records_of(config)
-    assert {row["channel"] for row in rows} == {"browser"} and {row["server"] for row in rows} == {"browser"}
-    assert rows[0]["tool"] == "browser_navigate" and rows[0]["observation"]["structured"]["title"] == "Home"
+    tools = [row for row in rows if row["channel"] == "browser"]
+    assert {row["server"] for row in tools} == {"browser"}
+    assert tools[0]["tool"] == "browser_navigate" and tools[0]["observation"]["structured"]["title"] == "Home"
+    # Every request the pages made is an HTTP call of the same agent session, through simroute's proxy.
+    pages = [row for row in rows if row["channel"] == "http"]
+    assert {row["channel"] for row in rows} == {"browser", "http"} and {row["session"] for row in pages} == {tools[0]["session"]}
+    assert {row["arguments"]["path"] for row in pages} >= {"/", "/flow/1", "/form", "/greet", "/about"}
 
 
 async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(make_config, site, marker):
-    config = browser_config(make_config, marker, navigation_timeout_s=2, snapshot_max_chars=3000)
+    config = browser_config(make_config, marker, navigation_timeout_s=4, snapshot_max_chars=3000)
     closed_port = free_port()
     async with stdio_client(config) as client:
         # An unknown ref, before and after a page is open.
@@ -158,13 +202,13 @@ async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(m
 
         # An unreachable URL.
         result, text, page = await call(client, "browser_navigate", url=f"http://127.0.0.1:{closed_port}/")
-        assert result.is_error and "ERR_CONNECTION_REFUSED" in text and text.startswith("### Error\nNavigation to")
+        assert result.is_error and "failed (502)" in text and "Connect call failed" in text and text.startswith("### Error\nNavigation to")
 
         # A page that never finishes loading: the deadline answers with the page so far.
         started = time.monotonic()
         result, text, page = await call(client, "browser_navigate", url=site.url("/never"))
         assert time.monotonic() - started < 15
-        assert result.is_error and "did not finish within 2s" in text and 'heading "Still loading"' in page["snapshot"]
+        assert result.is_error and "did not finish within 4s" in text and 'heading "Still loading"' in page["snapshot"]
 
         # A huge page: trimmed, with a marker.
         result, text, page = await call(client, "browser_navigate", url=site.url("/huge"))
@@ -181,7 +225,7 @@ async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(m
         # A link opening a new tab: the new tab becomes the current page.
         _, _, page = await call(client, "browser_navigate", url=site.url("/popup"))
         _, text, page = await call(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Open about in a new tab"'))
-        assert "new tab opened" in text and page["title"] == "About"
+        assert "new tab opened" in text and "replaced the current page, which was closed" in text and page["title"] == "About"
 
         # Still usable after all of it.
         result, _, page = await call(client, "browser_navigate", url=site.url("/about"))
@@ -273,17 +317,20 @@ async def test_each_http_agent_session_has_its_own_browser(make_config, site, ma
     assert not chromium_processes(marker)
 
 
-async def test_without_chromium_the_real_route_names_what_is_missing(make_config, site):
-    config = make_config(browser={"executable_path": "/nonexistent/chromium"})
+async def test_without_chromium_the_real_route_names_what_is_missing(make_config, site, isolation):
+    if isolation == "host":
+        config, missing, remedy = make_config(browser={"executable_path": "/nonexistent/chromium"}), "/nonexistent/chromium", "apt-get install chromium"
+    else:
+        config, missing, remedy = make_config(browser={"image": "simroute-browser:missing"}), "simroute-browser:missing", "scripts/build-images.sh"
     async with stdio_client(config) as client:
         result, text, _ = await call(client, "browser_navigate", url=site.url("/"))
-        assert result.is_error and "/nonexistent/chromium" in text and "apt-get install chromium" in text
+        assert result.is_error and missing in text and remedy in text
         assert meta_of(result)["provenance"] == "none"
         result, text, _ = await call(client, "browser_snapshot")  # still answers, still clearly
         assert result.is_error and "Chromium" in text
 
 
-async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_path, site, marker):
+async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_path, site, marker, isolation):
     # In process, to watch the pool: idle sessions are reaped, shutdown stops Chromium.
     from router.app import Runtime
     from router.config import parse_config
@@ -292,7 +339,8 @@ async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_pa
         "store": {"path": str(tmp_path / "r.db")},
         "shell": {"enabled": False},
         "sessions": {"idle_ttl_s": 0.5},
-        "browser": {"args": [marker]},
+        "http": {"ca_dir": str(tmp_path / "ca")},
+        "browser": {"args": [marker], "allowed_origins": LOOPBACK_ORIGINS, "isolation": isolation},
     }))
     runtime = await Runtime(config).start()
     try:
@@ -309,22 +357,57 @@ async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_pa
     assert not chromium_processes(marker)
 
 
-def test_no_chromium_left_when_the_router_is_killed(tmp_path, marker):
+def test_no_chromium_left_when_the_router_is_killed(tmp_path, marker, isolation):
     # SIGKILL gives simroute no chance to close anything: Playwright's driver sees its
-    # pipe close and takes Chromium down with it.
+    # pipe close and takes Chromium down with it (contained: `docker run` goes, the
+    # container's stdin closes, Chromium exits on its closed pipe, the container is removed).
     script = tmp_path / "killed.py"
     script.write_text(
         "import asyncio, os, sys\n"
         "from router.config import BrowserConfig\n"
         "from backends.browser.pool import BrowserPool\n"
         "async def main():\n"
-        f"    pool = BrowserPool(BrowserConfig(args=[{marker!r}]))\n"
+        f"    pool = BrowserPool(BrowserConfig(args=[{marker!r}], isolation={isolation!r}))\n"
         "    page = await pool.act('a', 'navigate', url='data:text/html,<title>up</title>')\n"
-        "    print(page.title, flush=True)\n"
+        "    from router.process_identity import this_process_owner\n"
+        "    print(page.title, this_process_owner(), flush=True)\n"
         "    os.kill(os.getpid(), 9)\n"
         "asyncio.run(main())\n"
     )
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(Path(__file__).resolve().parents[2]))}
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
-    assert out.returncode == -9 and out.stdout.strip() == "up", out.stderr
-    # The `marker` fixture asserts that no process of this browser is left.
+    title, owner = out.stdout.split()
+    assert out.returncode == -9 and title == "up", out.stderr
+    # The `marker` fixture asserts that no process of this browser is left; no container either.
+    deadline = time.monotonic() + 15
+    while browser_containers(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not browser_containers(marker)
+    if isolation == "container":
+        # The killed router's folder (launcher) is left; the next router's start removes it.
+        assert owner in workdir_owners()
+        from backends.browser.pool import BrowserPool
+        from router.config import BrowserConfig
+
+        async def next_start() -> None:
+            pool = BrowserPool(BrowserConfig(isolation="container"))
+            assert await pool.prepare() == "container"
+            await pool.aclose()
+
+        asyncio.run(next_start())
+        assert owner not in workdir_owners()
+
+
+def workdir_owners() -> set[str]:
+    import tempfile
+
+    return {p.read_text() for p in Path(tempfile.gettempdir()).glob("simroute-browser-*/owner")}
+
+
+def browser_containers(marker: str) -> list[str]:
+    """simroute's browser containers (any state) whose Chromium was given `marker`."""
+    listed = subprocess.run(
+        ["docker", "ps", "--all", "--no-trunc", "--filter", "label=org.simroute.role=browser", "--format", "{{.Names}} {{.Command}}"],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout
+    return [line.split()[0] for line in listed.splitlines() if marker in line]

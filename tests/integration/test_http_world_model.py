@@ -43,23 +43,22 @@ def test_simulated_requests_answer_as_http_with_the_recorded_example(tmp_path, u
     row = p.records()[1]
     assert (row["session"], row["provenance"], row["policy"]) == ("agent", "sim", "rules:simulate-json")
     structured = row["observation"]["structured"]
-    assert simulated.status_code == structured["status"]
-    # Either a parsed HTTP response or a clear 502 naming the unparseable answer: never a raw dump.
-    if simulated.status_code == 502 and row["observation"]["is_error"]:
-        assert "not an HTTP response" in simulated.json()["error"]
-    else:
-        assert simulated.content == structured["body"].encode()
+    assert simulated.status_code == structured["status"] and not row["observation"]["is_error"]
+    assert simulated.status_code < 500  # a well-formed answer of the API, never the world model failing
+    assert simulated.content == structured["body"].encode()
+    assert isinstance(simulated.json(), dict)  # the route's recordings are JSON: so is the simulated body
     print("simulated:", row["observation"]["content"][0]["text"][:400])
 
 
 def test_shadowed_requests_serve_real_and_compare_with_the_model(tmp_path, upstream):
-    config = http_config(tmp_path, world_model=WORLD_MODEL, mode="shadow")
+    config = http_config(tmp_path, world_model=WORLD_MODEL, mode="shadow", shadow={"drain_on_start": False, "stop_grace_s": 0})
     p = start_proxy(config)
     try:
         response = httpx.Client(proxy=p.url, timeout=180).get(f"{upstream}/json", headers={"X-Simroute-Session": "agent"})
     finally:
         p.stop()
     assert response.headers["x-simroute-provenance"] == "real" and response.json()["ok"] is True
+    assert p.records()[-1]["status"] == "pending"  # the stop left the shadow side to drain
     subprocess.run([simroute_executable(), "drain", "--config", str(config)], check=True, capture_output=True, timeout=300)
     row = p.records()[-1]
     assert row["status"] == "complete" and row["shadow"]["provenance"] == "sim"

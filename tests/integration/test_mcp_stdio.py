@@ -99,6 +99,7 @@ async def test_rules_route_by_tool_and_argument_patterns(make_config):
         )
     assert denied.is_error and meta_of(denied) | {"record_id": None} == {
         "provenance": "none", "route": "deny", "policy": "rules:no-asia", "reason": "no Asia today", "record_id": None,
+        "safety_class": "safe", "safety_reason": "tool name 'get_current_time' says 'get'",
     }
     assert "no Asia today" in denied.content[0].text
     assert meta_of(allowed)["route"] == "real" and meta_of(allowed)["provenance"] == "real"

@@ -37,28 +37,31 @@ async def test_simulated_call_answers_in_the_real_format(make_config):
 
 
 async def test_shadow_record_completed_by_drain_after_disconnect(make_config):
-    # A long deadline and no drain on start: the shadow side is still pending when
+    # No grace at stop and no drain on start: the shadow side is still pending when
     # the client hangs up, and `simroute drain` finishes it.
     config = make_config(
         mcpServers={"time": time_server()},
         mode="shadow",
         world_model=WORLD_MODEL,
-        shadow={"drain_on_start": False},
+        shadow={"drain_on_start": False, "stop_grace_s": 0},
     )
     async with stdio_client(config) as client:
         served = await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"})
     assert meta_of(served)["provenance"] == "real" and meta_of(served)["route"] == "shadow"
 
-    rows = records_of(config)
-    assert len(rows) == 1
-    if rows[0]["status"] == "pending":
-        assert rows[0]["shadow"] is None  # never silently one-sided
+    [pending] = records_of(config)
+    assert pending["status"] == "pending" and pending["shadow"] is None  # never silently one-sided
     out = subprocess.run([simroute_executable(), "drain", "--config", str(config)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     [record] = records_of(config)
     assert record["status"] == "complete"
     assert record["observation"]["provenance"] == "real" and record["shadow"]["provenance"] == "sim"
     assert 0.0 <= record["divergence"] <= 1.0
+    # A kind and the evidence behind it: divergent paths with both sides, masked noise.
+    assert record["divergence_kind"] in ("status", "structure", "format", "content", "none")
+    evidence = record["divergence_evidence"]
+    assert set(evidence) == {"divergent", "masked", "note"}
+    assert (record["divergence_kind"] == "none") == (not evidence["divergent"])
 
 
 async def test_world_model_deadline_stops_generation_and_frees_the_model(make_config):

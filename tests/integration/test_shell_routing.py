@@ -44,10 +44,11 @@ async def test_read_only_commands_simulated_others_real_and_the_session_stays_re
 
 
 async def test_shadowed_commands_are_compared_with_the_terminal_model(make_config):
-    config = make_config(shell={"pool_size": 0}, world_model=WORLD_MODEL, mode="shadow")
+    config = make_config(shell={"pool_size": 0}, world_model=WORLD_MODEL, mode="shadow", shadow={"drain_on_start": False, "stop_grace_s": 0})
     async with stdio_client(config) as client:
         result, meta = await run(client, "pwd")
     assert meta["provenance"] == "real" and result.structured_content["output"].strip() == "/workspace"
+    assert records_of(config)[-1]["status"] == "pending"  # the stop left the shadow side to drain
     subprocess.run([simroute_executable(), "drain", "--config", str(config)], check=True, capture_output=True, timeout=300)
     row = records_of(config)[-1]
     assert row["status"] == "complete" and row["shadow"]["provenance"] == "sim"

@@ -40,10 +40,10 @@ async def llama():
 
 
 async def test_completion_and_schema_constrained_output(llama):
-    plain = await llama.complete(messages(0), session_id="plain", deadline_s=60, max_tokens=24)
+    plain = await llama.complete(messages(0), session_id="plain", deadline_s=180, max_tokens=24)
     assert plain.text.strip() and plain.prompt_tokens > 100 and plain.completion_tokens > 0
     schema = {"type": "object", "properties": {"timezone": {"type": "string"}, "is_dst": {"type": "boolean"}}, "required": ["timezone", "is_dst"]}
-    constrained = await llama.complete(messages(0), session_id="plain", deadline_s=60, max_tokens=64, json_schema=schema)
+    constrained = await llama.complete(messages(0), session_id="plain", deadline_s=180, max_tokens=64, json_schema=schema)
     import json
 
     value = json.loads(constrained.text)
@@ -55,7 +55,7 @@ async def test_deadline_stops_generation_and_the_next_call_succeeds(llama):
     with pytest.raises(WorldModelTimeout, match="deadline"):
         await llama.complete(messages(3), session_id="late", deadline_s=0.2, max_tokens=1000)
     assert time.monotonic() - started < 1.2
-    after = await llama.complete(messages(3), session_id="late", deadline_s=60, max_tokens=8)
+    after = await llama.complete(messages(3), session_id="late", deadline_s=180, max_tokens=8)
     assert after.completion_tokens > 0
 
 
@@ -67,14 +67,14 @@ async def test_a_deadline_stops_even_a_long_prompt_mid_batch(llama):
     with pytest.raises(WorldModelTimeout, match="deadline"):
         await llama.complete(long_prompt, session_id="long", deadline_s=0.3, max_tokens=8)
     assert time.monotonic() - started < 0.3 + 1.0
-    after = await llama.complete(messages(0), session_id="long", deadline_s=60, max_tokens=4)
+    after = await llama.complete(messages(0), session_id="long", deadline_s=180, max_tokens=4)
     assert after.completion_tokens > 0
 
 
 async def test_interleaved_sessions_keep_their_own_prefix(llama):
-    first_a = await llama.complete(messages(4, "Europe/Oslo"), session_id="a", deadline_s=60, max_tokens=4)
-    await llama.complete(messages(9, "America/Lima"), session_id="b", deadline_s=60, max_tokens=4)
-    second_a = await llama.complete(messages(5, "Europe/Oslo"), session_id="a", deadline_s=60, max_tokens=4)
+    first_a = await llama.complete(messages(4, "Europe/Oslo"), session_id="a", deadline_s=180, max_tokens=4)
+    await llama.complete(messages(9, "America/Lima"), session_id="b", deadline_s=180, max_tokens=4)
+    second_a = await llama.complete(messages(5, "Europe/Oslo"), session_id="a", deadline_s=180, max_tokens=4)
     # Step 2 of session "a" evaluates the new turn and the final turn, not its whole prefix.
     assert second_a.prompt_tokens > first_a.prompt_tokens
     assert second_a.evaluated_tokens < 0.5 * first_a.prompt_tokens
@@ -87,14 +87,14 @@ async def test_a_cancelled_call_frees_the_model_only_once_its_thread_stopped(lla
     import asyncio
 
     story = [{"role": "user", "content": "Write a very long story about a cat."}]
-    task = asyncio.create_task(llama.complete(story, session_id="cancelled", deadline_s=60, max_tokens=1000))
+    task = asyncio.create_task(llama.complete(story, session_id="cancelled", deadline_s=180, max_tokens=1000))
     await asyncio.sleep(1.0)
     started = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert time.monotonic() - started < 2.0  # stopped at its next token, not at max_tokens
-    after = await llama.complete(story, session_id="cancelled", deadline_s=60, max_tokens=4)
+    after = await llama.complete(story, session_id="cancelled", deadline_s=180, max_tokens=4)
     assert after.completion_tokens > 0
 
 
@@ -103,14 +103,14 @@ async def test_an_output_schema_without_a_grammar_is_a_clear_error(llama):
 
     schema = {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}
     with pytest.raises(WorldModelError, match="cannot be turned into a generation grammar"):
-        await llama.complete(messages(0), session_id="plain", deadline_s=60, max_tokens=8, json_schema=schema)
+        await llama.complete(messages(0), session_id="plain", deadline_s=180, max_tokens=8, json_schema=schema)
 
 
 async def test_context_overflow_is_reported_before_generating(llama):
     from backends.world_model.engine import ContextOverflow
 
     with pytest.raises(ContextOverflow, match="exceeds the world model's context of 2048"):
-        await llama.complete(messages(40), session_id="big", deadline_s=60, max_tokens=64)
+        await llama.complete(messages(40), session_id="big", deadline_s=180, max_tokens=64)
 
 
 async def test_missing_model_file():
@@ -145,11 +145,11 @@ def llama_server():
 async def test_openai_engine_against_a_real_server(llama_server):
     engine = OpenAICompatibleEngine(llama_server, temperature=0.0)
     try:
-        done = await engine.complete(messages(1), session_id="s", deadline_s=60, max_tokens=16)
+        done = await engine.complete(messages(1), session_id="s", deadline_s=180, max_tokens=16)
         assert done.text and done.prompt_tokens > 100 and done.completion_tokens > 0
         # This server knows response_format json_object + schema, not json_schema: the engine adapts.
         schema = {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}
-        structured = await engine.complete(messages(1), session_id="s", deadline_s=60, max_tokens=32, json_schema=schema)
+        structured = await engine.complete(messages(1), session_id="s", deadline_s=180, max_tokens=32, json_schema=schema)
         assert isinstance(json.loads(structured.text)["timezone"], str)
         with pytest.raises(WorldModelTimeout, match="did not answer within"):
             await engine.complete(messages(1), session_id="s", deadline_s=0.01, max_tokens=500)

@@ -9,6 +9,7 @@ import os
 import sys
 
 from fastmcp import Context, FastMCP
+from mcp_types import ToolAnnotations
 
 mcp = FastMCP("toolbox")
 
@@ -84,6 +85,13 @@ async def announce_tools_changed(ctx: Context) -> str:
     return "announced"
 
 
+@mcp.tool(annotations=ToolAnnotations(destructiveHint=True, readOnlyHint=False))
+def tidy_note(path: str) -> str:
+    """Tidy up a note file (it is removed)."""
+    os.remove(path)
+    return f"tidied {path}"
+
+
 @mcp.tool
 def fail(message: str) -> str:
     """Raise a tool error."""
@@ -96,6 +104,51 @@ if os.environ.get("TOOLBOX_EXTRA_TOOL"):
     def extra(value: int) -> int:
         """A tool that exists only when TOOLBOX_EXTRA_TOOL is set (a changed schema)."""
         return value
+
+
+@mcp.tool
+def next_ticket() -> str:
+    """Issue the next ticket number: state that outlives the process when
+    TOOLBOX_TICKETS names a file (a stateful upstream, like a real ticket system)."""
+    path = os.environ.get("TOOLBOX_TICKETS")
+    if not path:
+        raise ValueError("TOOLBOX_TICKETS is not set")
+    try:
+        number = int(open(path).read() or 0) + 1
+    except FileNotFoundError:
+        number = 1
+    with open(path, "w") as counter:
+        counter.write(str(number))
+    return f"ticket {number}"
+
+
+@mcp.tool
+def get_motto() -> str:
+    """The house motto (the same answer every time)."""
+    return "Festina lente: make haste slowly."
+
+
+_visits = 0
+
+
+@mcp.tool
+def get_visits() -> str:
+    """How many times this has been read (a counter: every answer differs)."""
+    global _visits
+    _visits += 1
+    return f"visit number {_visits}"
+
+
+if os.environ.get("TOOLBOX_HANG_LISTINGS"):
+    from fastmcp.server.middleware import Middleware
+
+    class HangListings(Middleware):
+        """tools/list never answers (an upstream stuck in its listing)."""
+
+        async def on_list_tools(self, context, call_next):
+            await asyncio.sleep(3600)
+
+    mcp.add_middleware(HangListings())
 
 
 @mcp.resource("note://greeting")

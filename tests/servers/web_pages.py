@@ -9,6 +9,7 @@ finishes loading, JavaScript dialogs, a new tab.
 from __future__ import annotations
 
 import html
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -59,6 +60,17 @@ PAGES = {
         "<script>fetch('/api/stock').then(r => r.ok ? r.json().then(j => 'in stock: ' + j.count) : 'stock unavailable (' + r.status + ')')"
         ".catch(e => 'stock failed').then(t => document.getElementById('stock').textContent = t)</script>",
     ),
+    "/account": page(
+        "Your account",
+        '<h1>Your account</h1><p>Signed in as widget-fan.</p>'
+        '<form action="/account/delete" method="post"><button type="submit">Delete account</button></form>'
+        '<a href="/">Home</a>',
+    ),
+    "/login": page(
+        "Sign in",
+        '<h1>Sign in</h1><form action="/" method="get">'
+        '<label>User <input name="user"></label><label>Password <input type="password" name="pw"></label></form>',
+    ),
     "/huge": page("Huge", "<h1>Huge</h1><ul>" + "".join(f"<li>Item number {i}</li>" for i in range(20000)) + "</ul>"),
 }
 
@@ -82,6 +94,16 @@ class WebPages:
                 if parts.path == "/outside":  # links and an image on another host name of this server
                     other = f"http://localhost:{self.server.server_address[1]}"
                     return self._send(page("Outside", f'<h1>Outside</h1><img src="{other}/pixel" alt="pixel"><a href="{other}/about">Elsewhere</a>'))
+                if parts.path == "/fetch":  # the page fetches ?to=URL and shows what came back
+                    target = parse_qs(parts.query).get("to", [""])[0]
+                    return self._send(page(
+                        "Fetch",
+                        '<h1>Fetch</h1><p id="outcome">fetching</p>'
+                        f"<script>fetch({json.dumps(target)}).then(r => r.text().then(t => 'answered ' + r.status + ': ' + t))"
+                        ".catch(e => 'fetch failed').then(t => document.getElementById('outcome').textContent = t)</script>",
+                    ))
+                if parts.path == "/open":  # a service any origin may read (CORS): reached, a fetch succeeds
+                    return self._send("secret of the host", content_type="text/plain", headers={"Access-Control-Allow-Origin": "*"})
                 if parts.path == "/api/stock":
                     return self._send('{"count": 42}', content_type="application/json")
                 if parts.path == "/never":
@@ -91,10 +113,18 @@ class WebPages:
                     return self._send(page("Not found", "<h1>404 Not found</h1>"), status=404)
                 self._send(body)
 
-            def _send(self, body: str, status: int = 200, content_type: str = "text/html; charset=utf-8") -> None:
+            def do_POST(self) -> None:
+                parts = urlsplit(self.path)
+                outer.requests.append(f"POST {parts.path}")
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._send(page("Done", "<h1>Account deleted</h1>"))
+
+            def _send(self, body: str, status: int = 200, content_type: str = "text/html; charset=utf-8", headers: dict[str, str] | None = None) -> None:
                 data = body.encode()
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

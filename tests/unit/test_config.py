@@ -14,10 +14,10 @@ def error_of(text: str) -> str:
 
 def test_defaults_and_claude_desktop_form():
     config = parse_config('mcpServers:\n  time:\n    command: uvx\n    args: ["mcp-server-time"]\n', base_dir=Path("/cfg"))
-    assert config.mode is Route.REAL
+    assert config.mode == Route.REAL
     assert config.upstreams["time"].command == "uvx"
     assert config.store_path == Path("/cfg/.simroute/records.db")
-    assert config.replay.on_miss == "real"
+    assert config.replay.on_miss is None and config.replay.record_mode == "new_episodes"
 
 
 def test_vs_code_servers_form_with_types():
@@ -29,7 +29,7 @@ def test_vs_code_servers_form_with_types():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("mode: simulate", "s.yaml:1: mode: Input should be 'real', 'sim', 'replay', 'shadow' or 'deny'"),
+        ("mode: simulate", "s.yaml:1: mode: 'simulate' is not one of real, sim, replay, shadow, deny, learned, rehearsal"),
         ("mcpServers:\n  time:\n    comand: x\n", "s.yaml:3: mcpServers.time.comand: unknown key"),
         ("mcpServers:\n  time:\n    args: []\n", "s.yaml:2: mcpServers.time.command: Field required"),
         ("rules:\n  - match: {tool: 're:('}\n    route: sim\n", "s.yaml:2: rules[0].match.tool: invalid regular expression '('"),

@@ -1,6 +1,6 @@
 """The engine's steps for front doors whose real side arrives later (the HTTP proxy)."""
 
-from test_engine import FakeReal, FakeSimulator, c, make_engine, with_shadow
+from engine_kit import FakeReal, FakeSimulator, c, make_engine, with_shadow
 
 from policies import default_policies
 from router.types import Observation, Provenance, Route, Session
@@ -11,36 +11,38 @@ def real_observation(text="real"):
 
 
 async def test_real_route_needs_the_real_side_and_is_recorded_on_complete(tmp_path):
-    engine, store = make_engine(tmp_path)
+    engine, store = await make_engine(tmp_path)
     session = Session("a")
-    pending = engine.begin(c("a", x=1), session)
+    pending = await engine.begin(c("a", x=1), session, read_only=True)
     assert await engine.serve(pending) is None and pending.needs_real
-    assert store.recent() == []
-    outcome = engine.complete(pending, real_observation())
-    assert store.recent()[0]["id"] == outcome.record.id and session.step == 1
+    assert await store.recent() == []
+    outcome = await engine.complete(pending, real_observation())
+    assert (await store.recent())[0]["id"] == outcome.record.id and session.step == 1
 
 
 async def test_replay_miss_going_real_keeps_its_note_and_hits_need_nothing(tmp_path):
-    engine, store = make_engine(tmp_path, mode=Route.REPLAY, on_miss="real")
-    pending = engine.begin(c("a", q=1), Session("a"))
+    engine, store = await make_engine(tmp_path, mode=Route.REPLAY, on_miss="real")
+    pending = await engine.begin(c("a", q=1), Session("a"))
     assert await engine.serve(pending) is None
-    engine.complete(pending, real_observation("first"))
-    assert "served real" in store.recent()[0]["note"]
-    hit = engine.begin(c("b", q=1), Session("b"))
+    await engine.complete(pending, real_observation("first"))
+    assert "served real" in (await store.recent())[0]["note"]
+    hit = await engine.begin(c("b", q=1), Session("b"))
     observation = await engine.serve(hit)
     assert observation.provenance is Provenance.REPLAY and observation.text == "first" and not hit.needs_real
 
 
 async def test_shadow_submitted_on_complete_and_cancel_records(tmp_path):
-    engine, store = make_engine(tmp_path, mode=Route.SHADOW)
+    engine, store = await make_engine(tmp_path, mode=Route.SHADOW)
     runner = with_shadow(engine, store, FakeSimulator())
-    pending = engine.begin(c("a", n=1), Session("a"))
+    pending = await engine.begin(c("a", n=1), Session("a"))
     assert await engine.serve(pending) is None
-    engine.complete(pending, real_observation())
+    await engine.complete(pending, real_observation())
     await runner.wait(5)
-    assert store.recent()[0]["status"] == "complete" and store.recent()[0]["shadow"]["provenance"] == "sim"
+    rows = await store.recent()
+    assert rows[0]["status"] == "complete" and rows[0]["shadow"]["provenance"] == "sim"
     engine.policies = default_policies(rules=[], mode=Route.REAL)
-    gone = engine.begin(c("a", n=2), Session("a"))
-    engine.cancel(gone, "client went away")
-    assert store.recent()[-1]["note"] == "cancelled" and "client went away" in store.recent()[-1]["observation"]["content"][0]["text"]
+    gone = await engine.begin(c("a", n=2), Session("a"))
+    await engine.cancel(gone, "client went away")
+    last = (await store.recent())[-1]
+    assert last["note"] == "cancelled" and "client went away" in last["observation"]["content"][0]["text"]
     assert FakeReal().calls == 0

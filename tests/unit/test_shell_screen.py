@@ -15,10 +15,24 @@ def test_bounded_capture_keeps_head_and_tail_and_counts_the_rest():
 
 
 def test_bounded_capture_never_splits_into_invalid_text():
-    capture = BoundedCapture(head=1, tail=2)
-    capture.feed("é€".encode())
-    text, _ = capture.text()
-    assert isinstance(text, str)  # undecodable edges are replaced, never raised
+    # "ab€cd€ef": the head's limit falls inside the first €, the tail's inside the second.
+    capture = BoundedCapture(head=3, tail=4)
+    capture.feed("ab€cd€ef".encode())
+    text, dropped = capture.text()
+    # The split characters are left out and counted, never shown as replacement marks.
+    assert dropped and text == "ab\n[... 8 bytes of output omitted ...]\nef"
+    # Whole characters at the edges are kept; a 4-byte one cut in its middle is left out.
+    for sample, head, tail, expected in (
+        ("é€xé", 2, 4, "é\n[... 3 bytes of output omitted ...]\nxé"),
+        ("x😀y😀", 3, 3, "x\n[... 9 bytes of output omitted ...]\n"),
+    ):
+        capture = BoundedCapture(head=head, tail=tail)
+        capture.feed(sample.encode())
+        assert capture.text() == (expected, True), sample
+    # Output that is not UTF-8 at all (a binary file) is shown with replacement marks, never raised.
+    binary = BoundedCapture(head=8, tail=8)
+    binary.feed(b"\xff\xfe")
+    assert binary.text() == ("\ufffd\ufffd", False)
 
 
 def test_trim_screen_keeps_a_quarter_from_the_top():

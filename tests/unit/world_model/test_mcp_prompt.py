@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from backends.world_model.mcp_prompt import build_mcp_messages, select_demonstrations
+from backends.world_model.mcp_prompt import build_mcp_messages
 from backends.world_model.prompt import OMITTED
 
 GOLDEN = Path(__file__).parent / "golden" / "mcp_three_step_session.json"
@@ -103,8 +103,12 @@ def test_select_demonstrations_best_last():
         {"tool": "read_file", "arguments": {"path": "/b"}, "observation": {"content": [{"type": "text", "text": "E"}], "is_error": True}},
         {"tool": "list_dir", "arguments": {"path": "/b"}, "observation": {"content": [{"type": "text", "text": "L"}], "is_error": False}},
     ]
-    chosen = select_demonstrations(rows, "read_file", {"path": "/b"}, 2)
-    assert [text for _, text in chosen] == ["A", "B"]
+    from backends.world_model.grounding import ground, observation_text
+    from router.types import Call
+
+    chosen = ground(rows, Call("mcp", "fs", "read_file", {"path": "/b"}, "s"), k=2).rows
+    # The same call's answers (its error too: the real server gave one), best last.
+    assert [observation_text(row) for row in chosen] == ["E", "B"]
 
 
 def test_trimmed_history_keeps_its_prefix_for_several_steps():

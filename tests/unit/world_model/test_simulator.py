@@ -1,6 +1,7 @@
 """WorldModelSimulator with a scripted engine: every model failure becomes a
 clear error observation tagged sim, never an exception or an empty success."""
 
+import asyncio
 import pytest
 
 from backends.world_model.engine import Completion, ContextOverflow, ModelUnavailable, WorldModelTimeout
@@ -33,13 +34,18 @@ class ScriptedEngine:
         pass
 
 
-def simulator(engine, *, schema=None, constrained=True):
+def simulator(engine, *, schema=None, constrained=True, rows=()):
     domain = McpDomain(
         tools_for=lambda server: [{"name": "t", "description": "a tool"}],
-        demonstrations_for=lambda call: [],
+        records_for=lambda call: list(rows),
         output_schema_for=lambda server, tool: schema,
     )
     return WorldModelSimulator(engine, domains={"mcp": domain}, constrained_output=constrained)
+
+
+def real_row(arguments, text, *, is_error=False, session="old"):
+    return {"session": session, "channel": "mcp", "server": "srv", "tool": "t", "arguments": arguments,
+            "observation": {"content": [{"type": "text", "text": text}], "is_error": is_error, "structured": None}}
 
 
 CALL = Call("mcp", "srv", "t", {"x": 1}, "s")
@@ -64,6 +70,39 @@ async def test_structured_prediction_is_schema_valid():
     assert observation.structured == {"n": 3} and '"n": 3' in observation.text
 
 
+async def test_the_error_form_is_an_error_result_and_recorded_errors_are_shown_in_it():
+    engine = ScriptedEngine("Error: no such file: /x")
+    rows = [real_row({"x": 1}, "no such file: /y", is_error=True)]
+    observation = await simulator(engine, schema=SCHEMA, rows=rows).simulate(CALL, Session("s"), deadline_s=5)
+    assert observation.is_error and observation.text == "no such file: /x" and observation.provenance is Provenance.SIM
+    messages, options = engine.seen[0]
+    assert messages[-2]["content"] == "**Environment Observation:**\nError: no such file: /y"
+    assert 'root ::= result | error' in options["grammar"] and options["json_schema"] == SCHEMA
+
+
+async def test_scaffolding_in_a_text_answer_is_asked_for_once_more():
+    engine = ScriptedEngine("### Turn 3\n**Action:** more", "hello")
+    observation = await simulator(engine).simulate(CALL, Session("s"), deadline_s=5)
+    assert observation.text == "hello" and not observation.is_error
+    assert [options["seed_offset"] for _, options in engine.seen] == [0, 1]
+    engine = ScriptedEngine('{"name": "t", "inputSchema": {}}', "**Action:**")
+    failed = await simulator(engine).simulate(CALL, Session("s"), deadline_s=5)
+    assert failed.is_error and "malformed, twice" in failed.text and "prompt scaffolding" in failed.text
+
+
+async def test_agreeing_records_sample_at_temperature_zero_and_the_budget_follows_answer_sizes():
+    engine = ScriptedEngine("v1.2.3", "v1.2.3")
+    rows = [real_row({"x": 1}, "v1.2.3", session=f"old{i}") for i in range(3)]
+    await simulator(engine, rows=rows).simulate(CALL, Session("s"), deadline_s=5)
+    options = engine.seen[0][1]
+    assert options["temperature"] == 0.0
+    assert options["max_tokens"] == 48  # a one-line answer: the floor, not the configured 256
+    # Disagreeing records: the configured temperature.
+    rows.append(real_row({"x": 1}, "v1.2.4", session="old9"))
+    await simulator(engine, rows=rows).simulate(CALL, Session("s"), deadline_s=5)
+    assert engine.seen[1][1]["temperature"] is None
+
+
 async def test_unconstrained_engines_get_one_retry_then_a_clear_error():
     retried = await simulator(ScriptedEngine('{"n": "x"}', '{"n": 4}'), schema=SCHEMA, constrained=False).simulate(CALL, Session("s"), deadline_s=5)
     assert retried.structured == {"n": 4}
@@ -72,7 +111,7 @@ async def test_unconstrained_engines_get_one_retry_then_a_clear_error():
 
 
 @pytest.mark.parametrize(
-    ("answer", "message"),
+    ("answer", "message"),  # a malformed answer is asked for twice
     [
         (WorldModelTimeout("did not finish within its 1s deadline"), "deadline"),
         (ContextOverflow("prompt of 5000 tokens"), "5000 tokens"),
@@ -81,7 +120,7 @@ async def test_unconstrained_engines_get_one_retry_then_a_clear_error():
     ],
 )
 async def test_model_failures_become_error_observations(answer, message):
-    observation = await simulator(ScriptedEngine(answer)).simulate(CALL, Session("s"), deadline_s=5)
+    observation = await simulator(ScriptedEngine(answer, answer)).simulate(CALL, Session("s"), deadline_s=5)
     assert observation.is_error and observation.provenance is Provenance.SIM
     assert observation.text.startswith("simroute: world model failed:") and message in observation.text
 
@@ -120,6 +159,19 @@ async def test_a_domain_refusal_answers_without_the_model():
             return "no such element"
 
     engine = ScriptedEngine()
-    domain = Refusing(tools_for=lambda s: [], demonstrations_for=lambda c: [], output_schema_for=lambda s, t: None)
+    domain = Refusing(tools_for=lambda s: [], output_schema_for=lambda s, t: None)
     observation = await WorldModelSimulator(engine, domains={"mcp": domain}).simulate(CALL, Session("s"), deadline_s=5)
     assert observation.is_error and observation.text == "no such element" and engine.seen == []
+
+
+async def test_loading_the_model_is_not_charged_to_the_calls_deadline():
+    class SlowToLoad(ScriptedEngine):
+        async def start(self):
+            await asyncio.sleep(0.3)  # longer than the call's whole deadline
+
+        async def complete(self, messages, **kwargs):
+            assert kwargs["deadline_s"] > 0.15  # the deadline left after loading is the call's own
+            return await super().complete(messages, **kwargs)
+
+    observation = await simulator(SlowToLoad("<predicted_observation>ready</predicted_observation>")).simulate(CALL, Session("s"), deadline_s=0.2)
+    assert not observation.is_error and observation.text == "ready"

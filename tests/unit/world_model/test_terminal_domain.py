@@ -4,7 +4,7 @@ and predictions read back into the real backend's shape."""
 import json
 
 from backends.shell.screen import ShellResult
-from backends.world_model.terminal_domain import TerminalDomain, select_shell_demonstrations
+from backends.world_model.terminal_domain import TerminalDomain
 from router.types import Call, Observation, Provenance, Session, Turn
 
 
@@ -58,19 +58,32 @@ def test_old_turns_are_dropped_to_fit_the_budget():
     assert "earlier turns omitted" in messages[1]["content"] and "echo 29" in json.dumps(messages)
 
 
-def test_demonstrations_prefer_the_same_command_then_the_same_program():
-    def row(command, output):
-        return {"arguments": {"command": command}, "observation": {"is_error": False, "structured": ShellResult(output, 0, "/workspace").structured()}}
+def row(command, output, cwd="/workspace"):
+    return {"tool": "shell_exec", "arguments": {"command": command}, "session": "old",
+            "observation": {"is_error": False, "structured": ShellResult(output, 0, cwd).structured()}}
 
-    rows = [row("git status", "On branch main"), row("git log", "commit abc"), row("ls", "a b")]
-    chosen = select_shell_demonstrations(rows, "git status", 2)
-    assert [command for command, _ in chosen] == ["git log", "git status"]  # best last
-    assert select_shell_demonstrations(rows, "python3 x.py", 2) == []
+
+def test_demonstrations_prefer_the_same_command_then_the_nearest():
+    rows = [row("ls", "a b"), row("git status", "On branch main"), row("git log", "commit abc")]
+    domain = TerminalDomain(records_for=lambda call: rows)
+    chosen = domain.ground(shell("git status"), Session("s"), count_tokens=lambda t: len(t) // 4).rows
+    assert [r["arguments"]["command"] for r in chosen] == ["git log", "git status"]  # best last
+
+
+def test_the_grammar_forces_the_prompt_line_within_the_budget():
+    from backends.world_model.grammars import terminal_grammar
+
+    grammar = terminal_grammar(command="ls -la", user="agent", host="sandbox", max_tokens=64)
+    assert grammar.startswith('root ::= "ls -la\\n" output prompt')
+    assert 'prompt ::= "[" code "] agent@sandbox:" cwd "$"' in grammar
+    # The output before the prompt line is bounded so that the line fits in the budget.
+    bound = int(grammar.split("]{0,", 1)[1].split("}", 1)[0])
+    assert 0 < bound <= 64 - len("ls -la\n") - len("[255] agent@sandbox:$")
 
 
 def test_demonstrations_are_marked_turns_right_before_the_action():
-    examples = [("git log", ShellResult("commit abc\n", 0, "/repo")), ("git status", ShellResult("On branch main\n", 0, "/repo"))]
-    domain = TerminalDomain(demonstrations_for=lambda call: examples)
+    rows = [row("git status", "On branch main\n", "/repo"), row("git log", "commit abc\n", "/repo")]
+    domain = TerminalDomain(records_for=lambda call: rows)
     session = Session("s", history=[real_turn("cd /workspace", "", 0, "/workspace")])
     messages = domain.messages(shell("git status"), session, budget_tokens=10_000, count_tokens=lambda t: len(t) // 4)
     assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * 3 + ["user"]

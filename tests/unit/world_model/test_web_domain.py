@@ -4,7 +4,7 @@ refusals where the real browser fails, and lenient parsing of predictions."""
 import json
 
 from backends.browser.page_state import PageState
-from backends.world_model.web_domain import WebDomain, select_web_demonstrations
+from backends.world_model.web_domain import WebDomain
 from router.types import Call, Observation, Provenance, Session, Turn
 
 HOME = '- generic [ref=e1]:\n  - heading "Welcome home" [level=1] [ref=e2]\n  - link "About us" [ref=e3] [cursor=pointer]:\n    - /url: /about'
@@ -101,14 +101,16 @@ def test_demonstrations_prefer_the_same_url_then_the_same_site():
         row("http://other.test/", "Other", {"url": "http://other.test/"}),
         row("http://site.test/", "Home", {"url": "http://site.test/"}),
     ]
-    chosen = select_web_demonstrations(rows, browser("browser_navigate", url="http://site.test/"), None, 2)
-    assert [page.title for _, page in chosen] == ["About", "Home"]  # best last
-    assert select_web_demonstrations(rows, browser("browser_navigate", url="x"), None, 0) == []
+    domain = WebDomain(records_for=lambda call: rows)
+    chosen = domain.ground(browser("browser_navigate", url="http://site.test/"), Session("s"), count_tokens=count).rows
+    assert [r["observation"]["structured"]["title"] for r in chosen] == ["About", "Home"]  # best last
+    assert WebDomain(records_for=lambda call: rows, demonstrations=0).ground(browser("browser_navigate", url="x"), Session("s"), count_tokens=count).rows == []
 
 
 def test_demonstrations_are_the_turns_right_before_the_action():
     demo = PageState("http://site.test/about", "About", ABOUT)
-    domain = WebDomain(demonstrations_for=lambda call, page: [({"name": "browser_click", "arguments": {"ref": "e3"}}, demo)])
+    demo_row = {"tool": "browser_click", "arguments": {"ref": "e3"}, "session": "old", "observation": {"structured": demo.structured(), "is_error": False}}
+    domain = WebDomain(records_for=lambda call: [demo_row])
     messages = domain.messages(browser("browser_click", ref="e3"), home_session(), budget_tokens=10_000, count_tokens=count)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert messages[3]["content"].startswith("An example from another session:\n**Action:**")

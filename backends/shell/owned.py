@@ -1,0 +1,112 @@
+"""`OwnedContainers`: the sandbox containers this process started, tied to its life.
+
+A sandbox is created with its stdin open, attached by this process before it
+starts, and its command reads that stdin until end of file. The engine closes
+the container's stdin when the attach connection (the lifeline) closes, and
+that happens however this process ends: a clean stop cuts every lifeline at
+once, and a crash, SIGTERM or SIGKILL closes them with the process's sockets.
+The container's command then exits and the engine removes it (auto-remove), in
+well under a second and in parallel. So no sandbox outlives its router, with
+no cooperation needed from a dying process.
+
+Blocking code (docker-py): callers run it in a worker thread. The only window
+left is a process killed between `create` and the attach (no process runs in
+such a container); the reaper at the next start removes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any
+
+from backends.errors import BackendUnavailable
+from backends.shell.bash_stream import close_exec_socket
+
+log = logging.getLogger("simroute.shell")
+
+
+class SandboxesClosed(BackendUnavailable):
+    """The router is stopping: no new sandbox starts."""
+
+
+class OwnedContainers:
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._lock = threading.Lock()
+        self._lifelines: dict[str, Any] = {}  # container id -> the attach socket holding its stdin
+        self._containers: dict[str, Any] = {}
+        self._closed = False
+
+    def start(self, options: dict[str, Any]) -> Any:
+        """Create, attach the lifeline, start. Refused once `close_all` ran; a
+        container created while it ran is removed here, never left behind."""
+        self._refuse_if_closed()
+        container = self.client.containers.create(**options)
+        lifeline = None
+        try:
+            lifeline = self.client.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
+            with self._lock:
+                if not self._closed:
+                    self._lifelines[container.id] = lifeline
+                    self._containers[container.id] = container
+            self._refuse_if_closed()
+            container.start()
+        except BaseException:
+            self.release(container, lifeline)
+            raise
+        return container
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise SandboxesClosed("simroute is stopping: no new sandbox is started")
+
+    def release(self, container: Any, lifeline: Any = None) -> None:
+        """Remove one sandbox: cut its lifeline (the engine removes it), then
+        remove it outright so it is gone when this returns."""
+        with self._lock:
+            lifeline = self._lifelines.pop(container.id, lifeline)
+            self._containers.pop(container.id, None)
+        if lifeline is not None:
+            _cut(lifeline)
+        remove_container(container)
+
+    def close_all(self) -> list[Any]:
+        """Refuse new sandboxes and cut every lifeline now (no waiting: the engine
+        removes the containers in parallel). Returns the containers, for a
+        caller that wants to wait until they are gone (`remove_container` each)."""
+        with self._lock:
+            self._closed = True
+            lifelines, self._lifelines = list(self._lifelines.values()), {}
+            containers, self._containers = list(self._containers.values()), {}
+        for lifeline in lifelines:
+            _cut(lifeline)
+        return containers
+
+
+def _cut(lifeline: Any) -> None:
+    # shutdown() ends the connection even while other references to the socket
+    # exist (docker-py's response object keeps one); close() alone would not.
+    raw = getattr(lifeline, "_sock", lifeline)
+    try:
+        raw.shutdown(socket.SHUT_RDWR)
+    except (OSError, AttributeError):  # already closed, or not a socket (closing below suffices)
+        pass
+    close_exec_socket(lifeline)
+
+
+def remove_container(container: Any) -> None:
+    """Force-remove; a container already gone (or being removed by the engine) is fine."""
+    try:
+        container.remove(force=True)
+    except Exception as exc:
+        if _already_going(exc):
+            return
+        raise
+
+
+def _already_going(exc: Exception) -> bool:
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    # 404: gone; 409: "removal of container … is already in progress" (auto-remove won the race).
+    return status in (404, 409) or type(exc).__name__ == "NotFound"

@@ -1,0 +1,108 @@
+"""One well-formedness checker per channel: is an observation the right shape
+for what the agent expects? Shared by the simulator (a malformed prediction is
+asked for once more), the tests and the fidelity benchmark.
+
+A checker returns None when the observation is well-formed, else the reason.
+It judges the shape only, never the provenance or the truth of the content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from router.types import Observation
+
+# Prompt scaffolding an answer must never carry: turn headings, the action and
+# observation labels, the answer tags, tool definitions echoed back.
+_SCAFFOLDING = re.compile(
+    r"### Turn \d|\*\*Action:\*\*|\*\*Environment Observation:\*\*|</?predicted_observation>|\"inputSchema\"\s*:|"
+    r"\(A real [a-zA-Z ]+ in another session"
+)
+_REF = re.compile(r"\[ref=e\d+\]")
+
+
+def check(channel: str, observation: Observation, *, schema: dict[str, Any] | None = None, json_body: bool = False) -> str | None:
+    if channel == "mcp":
+        return check_mcp(observation, schema=schema)
+    if channel == "shell":
+        return check_terminal(observation)
+    if channel == "http":
+        return check_http(observation, json_body=json_body)
+    if channel == "browser":
+        return check_web(observation)
+    return f"no checker for the {channel!r} channel"
+
+
+def check_mcp(observation: Observation, *, schema: dict[str, Any] | None = None) -> str | None:
+    """A tool result: text content without prompt scaffolding; with an output
+    schema and no error, structured content matching it."""
+    text = observation.text
+    if not text.strip():
+        return "empty result"
+    if _SCAFFOLDING.search(text):
+        return f"prompt scaffolding in the result: {_SCAFFOLDING.search(text).group(0)!r}"
+    if observation.is_error or schema is None:
+        return None
+    if observation.structured is None:
+        return "no structured content for a tool with an output schema"
+    error = next(iter(Draft202012Validator(schema).iter_errors(observation.structured)), None)
+    if error is not None:
+        return f"structured content does not match the output schema: {error.message}"
+    return None
+
+
+def check_terminal(observation: Observation) -> str | None:
+    """A shell result: an integer exit code and a working directory (read from
+    the prompt line that ends the screen)."""
+    structured = observation.structured or {}
+    if not isinstance(structured.get("exit_code"), int):
+        return f"no integer exit code (got {structured.get('exit_code')!r})"
+    cwd = structured.get("cwd")
+    if not isinstance(cwd, str) or not cwd.startswith(("/", "~")):
+        return f"no working directory (got {cwd!r})"
+    if _SCAFFOLDING.search(str(structured.get("output", ""))):
+        return "prompt scaffolding in the output"
+    return None
+
+
+def check_http(observation: Observation, *, json_body: bool = False) -> str | None:
+    """An HTTP response: a status, headers, a body; JSON when the route answers JSON.
+    simroute's own 502 for an answer that was not HTTP is malformed."""
+    structured = observation.structured or {}
+    status = structured.get("status")
+    if not isinstance(status, int) or not 100 <= status <= 599:
+        return f"no HTTP status (got {status!r})"
+    if "not an HTTP response" in str(structured.get("body", "")) and status == 502:
+        return "the world model's answer was not an HTTP response"
+    if not isinstance(structured.get("headers", []), list):
+        return "headers are not a list"
+    if json_body:
+        try:
+            json.loads(str(structured.get("body") or ""))
+        except ValueError:
+            return "the body is not JSON (the route's recorded answers are)"
+    if _SCAFFOLDING.search(str(structured.get("body", ""))):
+        return "prompt scaffolding in the body"
+    return None
+
+
+def check_web(observation: Observation) -> str | None:
+    """A browser result: a page URL, a title and an aria snapshot with [ref=eN]
+    markers; or an error page (a refusal, a closed browser)."""
+    structured = observation.structured or {}
+    if observation.is_error:
+        return None if observation.text.strip() else "empty error"
+    if structured.get("snapshot") is None and structured.get("url") is None:
+        return None  # no page open (after browser_close): the real tools say so too
+    url = structured.get("url")
+    if not isinstance(url, str) or url in ("", "unknown") or ":" not in url:
+        return f"no page URL (got {url!r})"
+    if not isinstance(structured.get("title"), str):
+        return "no page title"
+    if not _REF.search(str(structured.get("snapshot") or "")):
+        return "no [ref=eN] marker in the snapshot"
+    return None

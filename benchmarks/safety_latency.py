@@ -1,0 +1,114 @@
+"""Latency of the safety classifier, per call, by channel.
+
+Shell command lines go through the tree-sitter-bash parser: a short one and one
+of about 2,000 characters, each repeated (its parse cached, as for an agent
+that repeats itself) and each new every time (a cache miss). MCP and HTTP calls
+are classed from tool names and annotations, and method, host, path.
+
+Baseline, interleaved in the same run: a pattern-only scan of the same call
+(the destructive raw-text regexes over the call's JSON), what a gateway that
+only pattern-matches does. The ratio says what parsing costs over it.
+
+Usage: python benchmarks/safety_latency.py [--iterations 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import time
+
+from policies.safety import SafetyClassifier, SafetySettings
+from policies.safety.shell import classify_shell, raw_destructive
+from policies.safety.shell_parse import parse_shell
+from router.types import Call
+
+SHORT = "cd /workspace/app && git status --short | grep -v '^??' | head -20"
+
+
+def long_command() -> str:
+    steps = [
+        "set -euo pipefail",
+        'export APP_ENV=staging LOG_LEVEL="${LOG_LEVEL:-info}"',
+        "cd /workspace/app",
+        "for f in $(git ls-files '*.py' | grep -v tests/); do python3 -m py_compile \"$f\" || echo \"bad: $f\" >> compile.log; done",
+        "find . -name '*.pyc' -newer setup.cfg -print | sort | uniq -c | sort -rn | head -50 > pyc.txt",
+        "cat requirements.txt | grep -v '^#' | cut -d= -f1 | xargs -n1 pip show 2>/dev/null | grep -E '^(Name|Version):' | paste - - | column -t",
+        "if [ -f docker-compose.yml ]; then docker compose config --services | while read -r s; do docker compose ps \"$s\"; done; fi",
+        "awk -F, 'NR>1 {sum[$1]+=$3} END {for (k in sum) printf \"%s %d\\n\", k, sum[k]}' data/sales.csv | sort -k2 -nr | head",
+        "curl -fsS -H 'Accept: application/json' \"https://api.example.com/v1/status?env=$APP_ENV\" | jq -r '.services[] | select(.ok == false) | .name'",
+        "tar -tzf dist/app-$(cat VERSION).tar.gz | grep -c '\\.py$'",
+        'printf "%s\\n" "done at $(date -u +%FT%TZ)" | tee -a build.log',
+    ]
+    text = "\n".join(steps)
+    while len(text) < 2000:
+        text += f"\nsed -n '{len(text) % 97},+3p' logs/app.log | grep -i -E 'error|warn' | wc -l"
+    return text[:2000].rsplit("\n", 1)[0] + "\necho ok"
+
+
+def shell(command: str) -> Call:
+    return Call("shell", "shell", "shell_exec", {"command": command}, "bench")
+
+
+def unique(command: str):
+    """A new command line every time (same shape), so every parse misses the cache."""
+    for n in itertools.count():
+        yield shell(f"{command} # {n}")
+
+
+TOOLS = {("github", "create_pull_request"): {"name": "create_pull_request", "description": "Create a new pull request", "annotations": {"readOnlyHint": False, "destructiveHint": False}}}
+
+
+def cases():
+    mcp = Call("mcp", "github", "create_pull_request", {"owner": "o", "repo": "r", "title": "Fix", "head": "fix", "base": "main"}, "bench")
+    http = Call(
+        "http", "api.example.com", "POST",
+        {"method": "POST", "url": "https://api.example.com/v1/charges", "path": "/v1/charges", "query": {}, "headers": {"content-type": "application/json"}, "body": {"amount": 500, "currency": "usd"}},
+        "bench",
+    )
+    long = long_command()
+    return {
+        f"shell short ({len(SHORT)} chars), repeated": itertools.repeat(shell(SHORT)),
+        f"shell short ({len(SHORT)} chars), new each time": unique(SHORT),
+        f"shell long ({len(long)} chars), repeated": itertools.repeat(shell(long)),
+        f"shell long ({len(long)} chars), new each time": unique(long),
+        "mcp tool call": itertools.repeat(mcp),
+        "http POST": itertools.repeat(http),
+    }
+
+
+def pattern_scan(call: Call) -> object:
+    return raw_destructive(json.dumps(call.arguments))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=5000)
+    options = parser.parse_args()
+    classifier = SafetyClassifier(SafetySettings(), lambda server, tool: TOOLS.get((server, tool)))
+    print(f"{options.iterations} classifications per case, interleaved with a pattern-only scan of the same call\n")
+    print(f"{'case':44} {'class':12} {'p50 us':>8} {'p99 us':>8} {'scan p50':>9} {'ratio':>7}")
+    for label, calls in cases().items():
+        parse_shell.cache_clear()
+        classify_shell.cache_clear()
+        measured, baseline = [], []
+        verdict = None
+        for i in range(options.iterations + 200):  # the first 200: warm-up
+            call = next(calls)
+            started = time.perf_counter_ns()
+            verdict = classifier.classify(call)
+            classified = time.perf_counter_ns()
+            pattern_scan(call)
+            scanned = time.perf_counter_ns()
+            if i >= 200:
+                measured.append((classified - started) / 1000)
+                baseline.append((scanned - classified) / 1000)
+        q = statistics.quantiles(measured, n=100)
+        p50, base = statistics.median(measured), statistics.median(baseline)
+        print(f"{label:44} {verdict.cls:12} {p50:8.1f} {q[98]:8.1f} {base:9.1f} {p50 / base:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Replay latency and a simulated call's routing overhead as the store grows.
+
+Three stores hold 100, 10,000 and 100,000 records of the same tool. For each,
+the engine serves (a) replayed calls (the source lookup and the occurrence row)
+and (b) simulated calls through the real world-model simulator and MCP prompt
+builder, the model stubbed to answer at once: what remains is simroute's own
+work, the store's example lookup included. Rounds are interleaved across the
+three stores. Target: the largest store <= 1.5x the smallest.
+
+Run: .venv/bin/python benchmarks/store_scaling.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from backends.replay import ReplayBackend  # noqa: E402
+from backends.world_model.engine import Completion  # noqa: E402
+from policies import default_policies  # noqa: E402
+from router.config import Config  # noqa: E402
+from router.engine import Engine  # noqa: E402
+from router.types import Call, Observation, Provenance, Route, Session  # noqa: E402
+from router.world import ExampleLookup, build_simulator  # noqa: E402
+from shadow.record_log import RecordLog  # noqa: E402
+from shadow.sqlite_store import SQLiteStore  # noqa: E402
+
+SIZES = (100, 10_000, 100_000)
+ROUNDS = 5
+CALLS_PER_ROUND = 40
+
+
+class InstantModel:
+    """A world-model engine that answers at once (the model's own time left out)."""
+
+    async def start(self) -> None: ...
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4
+
+    async def complete(self, messages, **kwargs) -> Completion:
+        return Completion("<predicted_observation>sunny, 21 C</predicted_observation>", 0, 0, 0, 0.0, "stop")
+
+    async def aclose(self) -> None: ...
+
+
+def rows(count: int) -> list[dict]:
+    from shadow.canonical import call_key
+
+    out = []
+    for i in range(count):
+        arguments = {"city": f"city-{i % 50}"}
+        key = call_key("mcp", "weather", "forecast", arguments)
+        out.append({
+            "id": f"{i:032x}", "ts": 1_000_000 + i, "session": f"s{i // 10}", "step": i % 10, "channel": "mcp", "server": "weather",
+            "tool": "forecast", "arguments": arguments, "call_key": key, "replay_key": key, "occurrence": 1, "route": "real",
+            "policy": "mode", "reason": "", "note": "", "provenance": "real", "latency_ms": 1.0,
+            "observation": {"content": [{"type": "text", "text": f"forecast {i}: sunny"}], "provenance": "real"},
+            "shadow": None, "divergence": None, "status": "complete",
+        })
+    return out
+
+
+async def build(folder: Path, size: int) -> tuple[Engine, Engine]:
+    store = await SQLiteStore(folder / f"r{size}.db").open()
+    everything = rows(size)
+    for start in range(0, size, 5000):
+        await store.upsert(everything[start : start + 5000])
+    records = await RecordLog(store, folder / f"r{size}.spool.jsonl").start()
+    config = Config()
+    examples = ExampleLookup(store)
+    examples.loop = asyncio.get_running_loop()
+    simulator = build_simulator(config, store, InstantModel(), examples)
+    replay = ReplayBackend(store)
+    examples.call_key_of = lambda call: replay.keys(call).replay
+    examples.exact_key_of = lambda call: replay.keys(call).exact
+
+    def engine(mode: Route) -> Engine:
+        return Engine(policies=default_policies(rules=[], mode=mode), records=records, replay=replay, simulator=simulator)
+
+    return engine(Route.REPLAY), engine(Route.SIM)
+
+
+async def timed(engine: Engine, session: Session, calls: int, prefix: str) -> list[float]:
+    async def real(call: Call) -> Observation:
+        return Observation([{"type": "text", "text": "real"}], Provenance.REAL)
+
+    out = []
+    for n in range(calls):
+        call = Call("mcp", "weather", "forecast", {"city": f"{prefix}-{(n * 7) % 40}"}, session.id)
+        started = time.perf_counter()
+        outcome = await engine.handle(call, session, real, read_only=True)
+        out.append(time.perf_counter() - started)
+        assert outcome.observation.provenance in (Provenance.REPLAY, Provenance.SIM), outcome.observation.text
+    return out
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        engines = {size: await build(folder, size) for size in SIZES}
+        replay_ms: dict[int, list[float]] = {size: [] for size in SIZES}
+        sim_ms: dict[int, list[float]] = {size: [] for size in SIZES}
+        for round_ in range(ROUNDS):
+            for size in SIZES if round_ % 2 == 0 else reversed(SIZES):
+                replay_engine, sim_engine = engines[size]
+                replay_ms[size] += await timed(replay_engine, Session(f"replay-{round_}-{size}"), CALLS_PER_ROUND, "city")
+                sim_ms[size] += await timed(sim_engine, Session(f"sim-{round_}-{size}"), CALLS_PER_ROUND // 4, "elsewhere")  # never a replay source
+    print(f"{'records of the tool':>20} {'replay p50 ms':>14} {'replay p99 ms':>14} {'sim overhead p50 ms':>20} {'sim p99 ms':>11}")
+    for size in SIZES:
+        r, s = sorted(replay_ms[size]), sorted(sim_ms[size])
+        print(f"{size:>20,} {statistics.median(r) * 1e3:14.3f} {r[int(len(r) * 0.99) - 1] * 1e3:14.3f} {statistics.median(s) * 1e3:20.3f} {s[int(len(s) * 0.99) - 1] * 1e3:11.3f}")
+    small, large = SIZES[0], SIZES[-1]
+    replay_ratio = statistics.median(replay_ms[large]) / statistics.median(replay_ms[small])
+    sim_ratio = statistics.median(sim_ms[large]) / statistics.median(sim_ms[small])
+    print(f"\nlargest / smallest (median): replay {replay_ratio:.2f}, simulated-call overhead {sim_ratio:.2f}  (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

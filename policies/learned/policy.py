@@ -1,0 +1,187 @@
+"""`LearnedPolicy`: each call to the cheapest route whose answer is likely faithful.
+
+For a call, each candidate route (replay, sim) gets P(acceptable): from the
+model's derived scorer once the tool has `min_labels` labels for that route and
+the route was trained, else from the per-tool Beta-Binomial lower bound. A
+route whose probability clears its threshold is eligible; among eligible routes
+and real, the lowest `price + latency_weight * expected latency` wins. The
+reason carries the probabilities and thresholds.
+
+Guards before any of that: only calls the safety gate classes `safe` may leave
+the real side (unless `simulate_side_effects`), replay needs a real recording
+of the call's replay key and is not eligible for a server this session already
+changed through a real call with side effects (`after_call` notes those), and
+stateful channels never replay (the sticky policy pins their first route).
+Exploration: `explore_rate` of calls decided real are shadowed, and the same
+share of read-only calls decided sim or replay go real with shadow, so labels
+keep coming and a drifting tool is noticed. Draws are a stable hash of the
+session and step: the policy stays a pure function.
+
+Pure: `decide` reads the model and state it holds (swapped whole by reloads),
+and does no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+from policies.learned.features import CallFacts, call_features, hashed, tool_key
+from policies.learned.model import LearnedModel
+from policies.learned.state import EMPTY_STATE, LearnedState
+from policies.safety.verdict import SafetyVerdict
+from router.types import Call, Decision, Route, Session
+
+POLICY = "learned"
+STATEFUL_CHANNELS = frozenset({"shell", "browser"})
+_UNLABELLED_BOUND = 0.0  # a tool with no labels at all: never trusted off the real side
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedSettings:
+    target_fidelity: float = 0.9
+    min_labels: int = 20
+    explore_rate: float = 0.05
+    latency_weight: float = 0.1  # cost per second of expected latency
+    sim_price: float = 0.1
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # cost.<server>.<tool> (globs)
+    simulate_side_effects: bool = False
+
+    def real_price(self, server: str, tool: str) -> float:
+        for server_glob, tools in self.prices.items():
+            if fnmatchcase(server, server_glob):
+                for tool_glob, price in tools.items():
+                    if fnmatchcase(tool, tool_glob):
+                        return float(price)
+        return 1.0
+
+
+@dataclass(slots=True)  # not frozen: built twice per decision, and frozen init is slower
+class Candidate:
+    route: str
+    probability: float | None  # None: not eligible before scoring
+    threshold: float | None
+    source: str  # "model", "prior (n labels)", or why it is not eligible
+    cost: float
+
+    @property
+    def eligible(self) -> bool:
+        return self.probability is not None and self.threshold is not None and self.probability >= self.threshold
+
+    def describe(self) -> str:
+        if self.probability is None:
+            return f"{self.route}: {self.source}"
+        sign = ">=" if self.eligible else "<"
+        return f"{self.route}: P(ok)={self.probability:.3f} {sign} {self.threshold:.3f} ({self.source}), cost {self.cost:.2f}"
+
+    def to_json(self) -> dict:
+        return {"route": self.route, "probability": None if self.probability is None else round(self.probability, 6),
+                "threshold": self.threshold, "source": self.source, "cost": round(self.cost, 4), "eligible": self.eligible}
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    route: Route
+    candidates: tuple[Candidate, ...]
+    real_cost: float
+    reason: str
+
+
+class LearnedPolicy:
+    name = POLICY
+    wants_safety = True
+
+    def __init__(
+        self, settings: LearnedSettings = LearnedSettings(), *, replay_key_of: Callable[[Call], str] | None = None,
+        model: LearnedModel | None = None, state: LearnedState = EMPTY_STATE,
+    ) -> None:
+        self.settings = settings
+        self.replay_key_of = replay_key_of
+        self.model = model  # swapped whole by a reload
+        self.state = state  # swapped whole by a refresh
+
+    def decide(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Decision:
+        assessment = self.assess(call, session, safety)
+        route, reason = assessment.route, assessment.reason
+        if call.channel not in STATEFUL_CHANNELS and self._explores(call, session):
+            if route is Route.REAL:
+                route, reason = Route.SHADOW, f"{reason}; explored: shadowed (learned.explore_rate {self.settings.explore_rate:g})"
+            elif _is_safe(safety):
+                route, reason = Route.SHADOW, f"{reason}; explored: served real with shadow instead of {route} (learned.explore_rate {self.settings.explore_rate:g})"
+        return Decision(route, self.name, reason)
+
+    def assess(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Assessment:
+        settings, state, model = self.settings, self.state, self.model
+        key = tool_key(call.channel, call.server, call.tool)
+        stats = state.stats.get(key)
+        real_latency = (stats.mean_latency("real") if stats else None) or 0.0
+        real_cost = settings.real_price(call.server, call.tool) + settings.latency_weight * real_latency
+        if not _is_safe(safety) and not settings.simulate_side_effects:
+            cls = safety.cls if safety is not None else "unclassified"
+            return Assessment(Route.REAL, (), real_cost, f"{cls} calls go real (learned.simulate_side_effects is off)")
+        features = None
+        candidates = []
+        for route in ("replay", "sim"):
+            price = 0.0 if route == "replay" else settings.sim_price
+            latency = 0.0 if route == "replay" else ((stats.mean_latency("sim") if stats else None) or state.sim_latency_s)
+            cost = price + settings.latency_weight * latency
+            blocked = self._blocked(route, call, session)
+            if blocked:
+                candidates.append(Candidate(route, None, None, blocked, cost))
+                continue
+            labels = stats.labels(route) if stats else 0
+            route_model = model.routes.get(route) if model is not None else None
+            if route_model is not None and labels >= settings.min_labels:
+                scorer = route_model.scorer
+                if features is None:  # made once per call, shared by both routes' scorers
+                    facts = CallFacts(call.channel, call.server, call.tool, call.arguments, str(safety.cls) if safety else None, session.steps, stats)
+                    features = hashed(call_features(facts), scorer.n_bits)
+                probability, threshold, source = scorer.probability_of_columns(features), route_model.threshold, f"model {model.digest}"
+            else:
+                probability = state.priors.get((key, route), _UNLABELLED_BOUND)
+                threshold, source = settings.target_fidelity, f"per-tool estimate, {labels} label{'s' if labels != 1 else ''}"
+            candidate = Candidate(route, probability, threshold, source, cost)
+            # The replay key costs a canonical encoding and a digest: made only for a
+            # replay the probability would allow.
+            if route == "replay" and candidate.eligible and not self._recorded(call):
+                candidate = Candidate(route, None, None, "no real recording of this call", cost)
+            candidates.append(candidate)
+        best = min((c for c in candidates if c.eligible), key=lambda c: c.cost, default=None)
+        route = Route(best.route) if best is not None and best.cost < real_cost else Route.REAL
+        parts = "; ".join(c.describe() for c in candidates)
+        reason = f"{parts}; real cost {real_cost:.2f} -> {route}"
+        return Assessment(route, tuple(candidates), real_cost, reason)
+
+    def _blocked(self, route: str, call: Call, session: Session) -> str:
+        """Why `route` cannot serve this call before any probability, or ''."""
+        if route != "replay":
+            return ""
+        if call.channel in STATEFUL_CHANNELS:
+            return f"not eligible on the stateful {call.channel} channel"
+        if (call.channel, call.server) in session.side_effects:
+            return f"not eligible after a real call with side effects on {call.server!r} in this session"
+        return ""
+
+    def _recorded(self, call: Call) -> bool:
+        return self.replay_key_of is not None and self.replay_key_of(call) in self.state.recorded_keys
+
+    def _explores(self, call: Call, session: Session) -> bool:
+        rate = self.settings.explore_rate
+        if rate <= 0:
+            return False
+        digest = hashlib.blake2b(f"{session.id}\x1f{session.steps}\x1f{call.server}\x1f{call.tool}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "little") / 2**64 < rate
+
+
+def _is_safe(safety: SafetyVerdict | None) -> bool:
+    return safety is not None and str(safety.cls) == "safe" and safety.analysed
+
+
+def after_call(session: Session, call: Call, decision: Decision) -> None:
+    """The engine calls this once a call completed: a call that went to the real side
+    and is not known to be read-only may have changed that server, so its
+    recordings are not replayed to this session from now on."""
+    if decision.route in (Route.REAL, Route.SHADOW) and decision.safety != "safe":
+        session.side_effects.add((call.channel, call.server))

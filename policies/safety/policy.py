@@ -1,0 +1,49 @@
+"""The safety gate in the policy chain: it classifies every call first, hands the
+verdict to the policies that use it (rules' `safety` key, rehearsal), and
+attaches it to whatever decision the chain makes, so records, `_meta.simroute`
+and the HTTP channel's `X-Simroute-Safety` header show it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from policies.base import Policy
+from policies.safety.classifier import SafetyClassifier
+from policies.safety.verdict import SafetyClass, SafetyVerdict
+from router.types import Call, Decision, Session
+
+
+class SafetyPolicy:
+    name = "safety"
+
+    def __init__(self, inner: Sequence[Policy], *, classifier: SafetyClassifier) -> None:
+        self.inner = list(inner)
+        self.classifier = classifier
+
+    def verdict(self, call: Call, session: Session | None) -> SafetyVerdict:
+        """The classifier's verdict; `unknown` (not analysed) when it raised, so that
+        rehearsal fails closed and the record says why."""
+        try:
+            return self.classifier.classify(call, session)
+        except Exception as exc:  # a classifier bug must not take routing down: recorded as unknown
+            return SafetyVerdict(SafetyClass.UNKNOWN, f"classification failed: {type(exc).__name__}: {exc}", analysed=False)
+
+    def decide(self, call: Call, session: Session) -> Decision | None:
+        verdict = self.verdict(call, session)
+        decision = decide_with(self.inner, call, session, verdict)
+        if decision is None:
+            return None
+        return replace(decision, safety=str(verdict.cls), safety_reason=verdict.reason)
+
+
+def decide_with(policies: Sequence[Policy], call: Call, session: Session, verdict: SafetyVerdict | None) -> Decision | None:
+    """Run `policies` in order, handing `verdict` to those that want it (`wants_safety`)."""
+    for policy in policies:
+        if getattr(policy, "wants_safety", False):
+            decision = policy.decide(call, session, verdict)  # type: ignore[call-arg]
+        else:
+            decision = policy.decide(call, session)
+        if decision is not None:
+            return decision
+    return None

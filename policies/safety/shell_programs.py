@@ -1,0 +1,329 @@
+"""What one simple command does to the world, by program and arguments.
+
+`command_verdict(cmd)` classes one `SimpleCommand` (already unquoted and
+unwrapped by `shell_parse`). Programs not known to be read-only are side
+effects; the destructive ones are listed with the arguments that make them so
+(files, disks, system paths, processes, services here; developer and operations
+tools in `shell_devtools`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from policies.safety.shell_args import (
+    DESTRUCTIVE,
+    DYNAMIC,
+    SAFE,
+    SIDE,
+    Rule,
+    downloads,
+    is_device,
+    is_system_path,
+    operands,
+    short_flags,
+    verdict,
+)
+from policies.safety.shell_devtools import DEVTOOL_RULES, packages
+from policies.safety.shell_parse import SimpleCommand, is_shell
+from policies.safety.verdict import SafetyVerdict
+
+READ_ONLY = frozenset(
+    """ls ll dir vdir cat tac head tail less more grep egrep fgrep rg ag ack pwd echo printf wc sort uniq cut tr diff
+    cmp comm file stat du df free uptime whoami id groups uname printenv which type whereis ps pgrep pidof lsof netstat
+    ss test [ [[ true false : cd pushd popd dirs basename dirname realpath readlink md5sum sha1sum sha256sum sha512sum
+    cksum b2sum jq yq column nl xxd hexdump od strings tree history sleep seq yes man help info fold fmt expand unexpand
+    paste join rev base64 base32 cal bc expr locale nproc lscpu lsblk lsusb lspci lsmod blkid findmnt getent dig
+    nslookup host ping traceroute tracepath whois top htop vmstat iostat mpstat dmesg last lastlog w who users alias
+    set shopt export local declare typeset readonly read let wait jobs hash ulimit umask tty clear tput stty
+    numfmt shuf look zcat zgrep zless zmore bzcat xzcat zstdcat ldd nm objdump readelf size file sha224sum
+    env nohup time logname arch getconf hostnamectl timedatectl lsns lslocks iconv fc-list sensors
+    watch xargs timeout nice ionice command builtin stdbuf setsid chronic""".split()
+)
+_WRAPPERS = frozenset({"sudo", "doas", "run0", "env", "nice", "ionice", "nohup", "time", "command", "builtin", "exec", "setsid", "stdbuf", "timeout", "xargs", "watch", "eval", "chronic", "unbuffer"})
+_INTERPRETERS = frozenset({"python", "python2", "python3", "node", "nodejs", "ruby", "perl", "php", "deno", "bun", "lua", "Rscript", "pwsh"})
+
+
+def command_verdict(cmd: SimpleCommand) -> SafetyVerdict:
+    """The class of one simple command, with a reason naming it."""
+    if not cmd.argv:
+        return verdict(SAFE, "no command")
+    if cmd.dynamic_program:
+        shown = cmd.text()[:80]
+        if downloads(cmd.argv[0]) or any(p in ("curl", "wget") for p in cmd.substituted):
+            return verdict(DESTRUCTIVE, f"runs code downloaded at run time: {shown}", analysed=False)
+        return verdict(SIDE, f"runs a program or script only known at run time: {shown}", analysed=False)
+    name = cmd.program
+    args = cmd.argv[1:]
+    via = " via " + " > ".join(cmd.via) if cmd.via else ""
+    special = _BY_PROGRAM.get(name) or _by_prefix(name)
+    if special is not None:
+        found = special(name, args, cmd)
+        if found is not None:
+            cls, why, *analysed = found  # a rule may add False: it could not see what runs
+            return verdict(cls, f"{why}{via}", analysed=analysed[0] if analysed else True)
+    if name in _WRAPPERS:
+        return verdict(SAFE, f"{name} runs the command it wraps")
+    if name in READ_ONLY:
+        return verdict(SAFE, f"{name} only reads")
+    return verdict(SIDE, f"{name} is not known to be read-only{via}")
+
+
+def _rm(name, args, cmd):
+    flags = short_flags(args)
+    recursive = "r" in flags or "R" in flags or "--recursive" in args
+    targets = operands(args)
+    if recursive:
+        return DESTRUCTIVE, f"recursive delete: {cmd.text()[:120]}"
+    if any(is_system_path(t) for t in targets):
+        return DESTRUCTIVE, f"deletes a system path: {cmd.text()[:120]}"
+    if any(v.startswith(("find -exec", "find -execdir", "find -ok", "xargs")) for v in cmd.via):
+        return DESTRUCTIVE, f"bulk delete of every file fed to {name} ({cmd.via[-1]})"
+    return SIDE, f"deletes files: {cmd.text()[:120]}"
+
+
+def _wipe(name, args, cmd):
+    return DESTRUCTIVE, f"{name} wipes disks, filesystems or file contents"
+
+
+def _dd(name, args, cmd):
+    target = next((a[3:] for a in args if a.startswith("of=")), None)
+    if target is None:
+        return SAFE, "dd without of= writes to stdout"
+    if is_device(target) or is_system_path(target) or DYNAMIC in target:
+        return DESTRUCTIVE, f"dd overwrites {target.replace(DYNAMIC, '$')}"
+    return SIDE, f"dd writes {target}"
+
+
+def _writes_paths(name, args, cmd):
+    targets = operands(args)
+    if name == "mv" and any(is_system_path(t) for t in targets):
+        return DESTRUCTIVE, f"moves a system path: {cmd.text()[:120]}"
+    if name in ("cp", "ln", "install", "rsync", "scp") and targets and is_system_path(targets[-1]):
+        return DESTRUCTIVE, f"overwrites a system path: {cmd.text()[:120]}"
+    if name in ("touch", "mkdir", "tee", "rmdir", "unlink", "patch") and any(is_system_path(t) for t in targets):
+        return DESTRUCTIVE, f"{name} changes a system path: {cmd.text()[:120]}"
+    if name == "rsync" and any(a.startswith("--delete") or a == "--remove-source-files" for a in args):
+        return DESTRUCTIVE, "rsync --delete deletes files at the destination"
+    return SIDE, f"{name} writes files"
+
+
+def _sed(name, args, cmd):
+    in_place = "i" in short_flags(tuple(a for a in args if not a.startswith("-e"))) or any(a.startswith("--in-place") for a in args)
+    if name == "perl" and not in_place:
+        return None
+    if not in_place:
+        return SAFE, f"{name} without -i writes to stdout"
+    if any(is_system_path(t) for t in operands(args)):
+        return DESTRUCTIVE, f"{name} -i rewrites a system file"
+    return SIDE, f"{name} -i edits files in place"
+
+
+def _awk(name, args, cmd):
+    program = " ".join(args)
+    if re.search(r"system\s*\(|\|\s*getline|print[f]?\b[^;}]*>{1,2}\s*[\"$a-zA-Z]|\|\s*\"", program):
+        return SIDE, f"{name} program runs commands or writes files"
+    return SAFE, f"{name} reads and prints"
+
+
+def _find(name, args, cmd):
+    if "-delete" in args:
+        return DESTRUCTIVE, "find -delete deletes every file it matches"
+    if any(a in ("-fprint", "-fprintf", "-fls", "-fprint0") for a in args):
+        return SIDE, "find writes a file list"
+    return SAFE, "find only lists"
+
+
+def _chmod(name, args, cmd):
+    recursive = "R" in short_flags(args) or "--recursive" in args
+    targets = operands(args)[1:] if name != "chattr" else operands(args)
+    if recursive and any(is_system_path(t) for t in targets):
+        return DESTRUCTIVE, f"recursive {name} on a system path: {cmd.text()[:120]}"
+    if any(t.rstrip("/*") == "" or re.search(r"sudoers|/etc/(shadow|passwd|group)\b|/\.ssh/", t) for t in targets if t.startswith("/")):
+        return DESTRUCTIVE, f"{name} on a system-critical path: {cmd.text()[:120]}"
+    if recursive and any(t.replace(DYNAMIC, "$").rstrip("/") in ("~", "$HOME", "${HOME}") for t in targets):
+        return DESTRUCTIVE, f"recursive {name} on the home folder"
+    return SIDE, f"{name} changes permissions or owners"
+
+
+def _kill(name, args, cmd):
+    if name in ("killall5",):
+        return DESTRUCTIVE, "killall5 signals every process"
+    targets = list(args)
+    if targets[:1] in (["-s"], ["-n"]):
+        targets = targets[2:]
+    elif len(targets) > 1 and targets[0].startswith("-") and targets[0] != "--":
+        targets = targets[1:]  # the signal: -9, -KILL, -SIGTERM
+    if targets[:1] == ["--"]:
+        targets = targets[1:]
+    if name == "kill" and any(t in ("1", "-1") for t in targets):
+        return DESTRUCTIVE, "kill of init (pid 1) or of every process (-1)"
+    if name in ("pkill", "killall") and any(t in ("init", "systemd", "-u", "sshd") for t in args):
+        return DESTRUCTIVE, f"{name} of system processes"
+    return SIDE, f"{name} signals processes"
+
+
+def _power(name, args, cmd):
+    if name in ("init", "telinit") and not any(a in ("0", "6", "1", "s", "S") for a in args):
+        return None
+    if name == "shutdown" and "-c" in args:
+        return SIDE, "shutdown -c cancels a pending shutdown"
+    return DESTRUCTIVE, f"{name} stops or restarts the machine"
+
+
+_SERVICE_STOP = {"stop", "disable", "mask", "kill", "isolate", "poweroff", "reboot", "halt", "kexec", "emergency", "rescue", "suspend", "hibernate"}
+_SERVICE_READ = {"status", "show", "list-units", "list-unit-files", "list-timers", "list-sockets", "is-active", "is-enabled", "is-failed", "cat", "help", "--version", "get-default", "list-dependencies"}
+
+
+def _systemctl(name, args, cmd):
+    words = operands(args)
+    if name == "service":
+        action = words[1] if len(words) > 1 else (words[0] if words and words[0].startswith("--status") else "")
+        if action in ("stop", "disable"):
+            return DESTRUCTIVE, f"service {words[0]} {action} stops a service"
+        return (SAFE, "service status") if action in ("status", "") or "--status-all" in args else (SIDE, f"service {action} changes a service")
+    verb = words[0] if words else ""
+    if verb in _SERVICE_STOP:
+        return DESTRUCTIVE, f"{name} {verb} stops or disables services"
+    if verb in _SERVICE_READ or not verb:
+        return SAFE, f"{name} {verb or 'list'} only reads"
+    return SIDE, f"{name} {verb} changes services"
+
+
+def _crontab(name, args, cmd):
+    flags = short_flags(args)
+    if "r" in flags:
+        return DESTRUCTIVE, "crontab -r removes the crontab"
+    if "l" in flags:
+        return SAFE, "crontab -l lists"
+    return SIDE, "crontab replaces or edits the crontab"
+
+
+def _user_admin(name, args, cmd):
+    if name in ("userdel", "deluser", "groupdel", "delgroup"):
+        return DESTRUCTIVE, f"{name} deletes accounts"
+    return SIDE, f"{name} changes accounts"
+
+
+def _firewall(name, args, cmd):
+    flags = short_flags(args)
+    if "F" in flags or "X" in flags or "--flush" in args or ("flush" in args and "ruleset" in args):
+        return DESTRUCTIVE, f"{name} flushes firewall rules"
+    if "L" in flags or "S" in flags or "--list" in args or (args[:1] == ("list",)):
+        return SAFE, f"{name} lists rules"
+    return SIDE, f"{name} changes firewall rules"
+
+
+def _truncate(name, args, cmd):
+    return DESTRUCTIVE, f"truncate cuts files: {cmd.text()[:120]}"
+
+
+# Program text handed to an interpreter (`python -c`, `node -e`, `perl -e`): what it
+# deletes or runs is looked for in the text; it is not otherwise analysed.
+_CODE_DELETES = re.compile(r"rmtree|os\.(remove|unlink|rmdir|removedirs)\b|\.unlink\(|unlinkSync|rmSync|rmdirSync|rimraf|fs\.rm\b|FileUtils\.rm_r|File\.delete|\bunlink\s*\(")
+_CODE_RUNS = re.compile(r"os\.system|subprocess|os\.exec|os\.popen|child_process|execSync|spawn|\bsystem\s*\(|`[^`]+`|\bexec\s*\(|eval\s*\(")
+
+
+def _code(name, args, cmd):
+    """(class, why, analysed) of inline program text, or None when there is none."""
+    code = " ".join(args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-e", "-E", "--eval", "-r", "-p") or (a.startswith("-") and not a.startswith("--") and a[-1] in "ce"))
+    if not code:
+        return None
+    from policies.safety.shell import raw_destructive  # the shell's own raw patterns, for code that shells out
+
+    if (why := raw_destructive(code)) is not None:
+        return DESTRUCTIVE, f"{name} code runs a {why}", False
+    if _CODE_DELETES.search(code):
+        return DESTRUCTIVE, f"{name} code deletes files", False
+    if _CODE_RUNS.search(code):
+        return SIDE, f"{name} code runs other programs", False
+    return SIDE, f"{name} runs inline code"
+
+
+def _interpreter(name, args, cmd):
+    if not args and any(downloads(u) for u in cmd.upstream):
+        return DESTRUCTIVE, f"pipes a download into {name}"
+    if not operands(args) and cmd.upstream and not any(a in ("-c", "-e", "-m") for a in args):
+        return SIDE, f"{name} runs a program read from its input", False
+    if (inline := _code(name, args, cmd)) is not None and not (name == "perl" and "i" in short_flags(args)):
+        return inline
+    if args[:1] in (("--version",), ("-V",), ("-v",), ("--help",), ("-h",)):
+        return SAFE, f"{name} {args[0]}"
+    if len(args) >= 2 and args[0] == "-m" and args[1] in ("pip", "pip3"):
+        return packages("pip", args[2:], cmd)
+    if name == "perl" and "i" in short_flags(args):
+        return _sed(name, ("-i",) + args, cmd)
+    if args and args[0] in ("-m",) and len(args) > 1 and args[1] in ("http.server", "SimpleHTTPServer"):
+        return SIDE, f"{name} -m {args[1]} starts a server"
+    return SIDE, f"{name} runs a program"
+
+
+def _shell(name, args, cmd):
+    if any(downloads(u) for u in cmd.upstream) and (not operands(args) or "-s" in args):
+        return DESTRUCTIVE, f"pipes a download into {name}"
+    if any(p in ("curl", "wget", "fetch") for p in cmd.substituted):
+        return DESTRUCTIVE, f"{name} runs a downloaded script"
+    if any(a.startswith("-") and "c" in a[1:] and not a.startswith("--") for a in args):
+        return SAFE, f"{name} -c runs the script it is given"
+    if args[:1] in (("--version",),):
+        return SAFE, f"{name} --version"
+    if not operands(args) and cmd.stdin_text:
+        return SAFE, f"{name} runs the here-document it is given"  # parsed and classed as its own commands
+    if not operands(args) and cmd.upstream:
+        return SIDE, f"{name} runs a script read from its input", False
+    return SIDE, f"{name} runs a script"
+
+
+def _source(name, args, cmd):
+    if any(p in ("curl", "wget", "fetch") for p in cmd.substituted) or any(downloads(a) for a in args):
+        return DESTRUCTIVE, f"{name} runs a downloaded script"
+    return SIDE, f"{name} runs a script in the current shell"
+
+
+def _misc_side(message: str) -> Rule:
+    return lambda name, args, cmd: (SIDE, message.format(name=name))
+
+
+def _date(name, args, cmd):
+    return (SIDE, "date -s sets the clock") if "-s" in args or any(a.startswith("--set") for a in args) else (SAFE, "date prints the time")
+
+
+def _hostname(name, args, cmd):
+    return (SAFE, "hostname prints") if not operands(args) else (SIDE, "hostname renames the machine")
+
+
+_BY_PROGRAM: dict[str, Rule] = {
+    "rm": _rm, "shred": _wipe, "wipefs": _wipe, "mkswap": _wipe, "fdisk": _wipe, "sfdisk": _wipe, "gdisk": _wipe, "sgdisk": _wipe,
+    "parted": _wipe, "blkdiscard": _wipe, "mke2fs": _wipe, "dd": _dd, "truncate": _truncate,
+    "mv": _writes_paths, "cp": _writes_paths, "ln": _writes_paths, "install": _writes_paths, "rsync": _writes_paths, "scp": _writes_paths,
+    "touch": _writes_paths, "mkdir": _writes_paths, "tee": _writes_paths, "rmdir": _writes_paths, "unlink": _writes_paths, "patch": _writes_paths,
+    "sed": _sed, "gsed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "find": _find,
+    "chmod": _chmod, "chown": _chmod, "chgrp": _chmod, "chattr": _chmod, "setfacl": _chmod,
+    "kill": _kill, "pkill": _kill, "killall": _kill, "killall5": _kill,
+    "shutdown": _power, "reboot": _power, "halt": _power, "poweroff": _power, "init": _power, "telinit": _power,
+    "systemctl": _systemctl, "service": _systemctl, "crontab": _crontab,
+    "userdel": _user_admin, "deluser": _user_admin, "groupdel": _user_admin, "delgroup": _user_admin,
+    "useradd": _user_admin, "usermod": _user_admin, "passwd": _user_admin, "chpasswd": _user_admin,
+    "iptables": _firewall, "ip6tables": _firewall, "nft": _firewall, "ufw": _firewall,
+    "source": _source, ".": _source,
+    "date": _date, "hostname": _hostname,
+    "journalctl": lambda n, a, c: (SIDE, "journalctl deletes or rotates journals") if any(x.startswith(("--vacuum", "--rotate", "--flush")) for x in a) else (SAFE, "journalctl reads logs"),
+    "mount": lambda n, a, c: (SAFE, "mount lists mounts") if not a else (SIDE, "mount changes mounts"),
+    "umount": _misc_side("{name} unmounts filesystems"), "swapoff": _misc_side("{name} disables swap"),
+    **DEVTOOL_RULES,
+}
+for _interp in _INTERPRETERS:
+    _BY_PROGRAM[_interp] = _interpreter
+
+
+def _by_prefix(name: str) -> Rule | None:
+    if name.startswith("mkfs"):
+        return _wipe
+    if is_shell(name):
+        return _shell
+    if re.fullmatch(r"python3(\.\d+)?|pip3\.\d+", name):
+        return _interpreter if name.startswith("python") else DEVTOOL_RULES["pip"]
+    return None
+
+
+__all__ = ["READ_ONLY", "command_verdict"]

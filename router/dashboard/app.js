@@ -1,0 +1,224 @@
+// The dashboard page: reads the JSON API with the filters kept in the address,
+// draws charts with Chart.js, and polls for new records with a cursor (the newest id).
+"use strict";
+
+const RANGES = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400, all: null };
+const FILTERS = ["channel", "server", "tool", "route", "session", "divergent"];
+const POLL_MS = 2000;
+let charts = [];
+let poller = null;
+
+function state() { return new URLSearchParams(location.search); }
+
+function apiQuery(extra = {}) {
+  const s = state(), q = new URLSearchParams();
+  const range = s.get("range") || "24h";
+  const span = RANGES[range];
+  q.set("since", span === null ? "0" : String(Date.now() / 1000 - span));
+  for (const name of FILTERS) if (s.get(name)) q.set(name, s.get(name));
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined && v !== null) q.set(k, v);
+  return q.toString();
+}
+
+async function api(path, extra) {
+  const response = await fetch(`/dashboard/api/${path}?${apiQuery(extra)}`, { credentials: "same-origin" });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function go(params) {
+  const s = state();
+  for (const [k, v] of Object.entries(params)) { if (v === null || v === "") s.delete(k); else s.set(k, v); }
+  history.pushState(null, "", `${location.pathname}?${s}`);
+  render();
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v; else if (k.startsWith("on")) node.addEventListener(k.slice(2), v); else node.setAttribute(k, v);
+  }
+  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(child ?? ""));
+  return node;
+}
+
+function when(ts) { return new Date(ts * 1000).toISOString().replace("T", " ").slice(0, 19); }
+function fmt(x, digits = 3) { return x === null || x === undefined ? "–" : Number(x).toFixed(digits); }
+
+function chart(container, config) {
+  const canvas = el("canvas");
+  container.append(el("div", { class: "chart" }, canvas));
+  config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false }, config.options || {});
+  charts.push(new Chart(canvas, config));
+}
+
+const PALETTE = ["#2b7bb9", "#e06c2c", "#3a9d5d", "#b83b5e", "#7f5bb8", "#8c8c2c", "#555"];
+
+function series(rows, buckets, key) {
+  const names = [...new Set(rows.map((r) => r[key]))].sort();
+  return names.map((name, i) => {
+    const counts = new Map();
+    for (const r of rows) if (r[key] === name) counts.set(r.bucket, (counts.get(r.bucket) || 0) + r.calls);
+    return { label: name, data: buckets.map((b) => counts.get(b) || 0), backgroundColor: PALETTE[i % PALETTE.length], stack: key };
+  });
+}
+
+// --- views ---------------------------------------------------------------------------------
+
+async function overview(main) {
+  const data = await api("overview");
+  const buckets = [...new Set(data.rows.map((r) => r.bucket))].sort((a, b) => a - b);
+  const labels = buckets.map((b) => when(b).slice(5, 16));
+  const total = data.rows.reduce((n, r) => n + r.calls, 0);
+  const byProvenance = {};
+  for (const r of data.rows) byProvenance[r.provenance] = (byProvenance[r.provenance] || 0) + r.calls;
+  const notReal = total - (byProvenance.real || 0);
+  main.append(el("p", { class: "stats" },
+    el("span", { id: "total-calls" }, `${total} calls`),
+    el("span", {}, `simulated or replayed: ${total ? ((100 * notReal) / total).toFixed(1) : 0}%`),
+    el("span", {}, `shadow queue: ${data.shadow_queue ?? "–"}`),
+    el("span", {}, `shadow skipped: ${data.shadow_skipped ?? "–"}`)));
+  if (!total) { main.append(el("p", { class: "note" }, "No records in this range.")); return; }
+  const grid = el("div", { class: "charts" });
+  main.append(grid);
+  const stacked = { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } } };
+  chart(grid, { type: "bar", data: { labels, datasets: series(data.rows, buckets, "route") }, options: { ...stacked, plugins: { title: { display: true, text: "Calls by route" } } } });
+  chart(grid, { type: "bar", data: { labels, datasets: series(data.rows, buckets, "channel") }, options: { ...stacked, plugins: { title: { display: true, text: "Calls by channel" } } } });
+  const names = Object.keys(byProvenance).sort();
+  chart(grid, { type: "doughnut", data: { labels: names, datasets: [{ data: names.map((n) => byProvenance[n]), backgroundColor: PALETTE }] },
+    options: { plugins: { title: { display: true, text: "Served by (provenance)" } } } });
+  const rate = buckets.map((b) => {
+    const rows = data.rows.filter((r) => r.bucket === b);
+    const shadowed = rows.reduce((n, r) => n + r.shadowed, 0);
+    return shadowed ? rows.reduce((n, r) => n + r.divergent, 0) / shadowed : null;
+  });
+  chart(grid, { type: "line", data: { labels, datasets: [{ label: "divergent share of shadowed calls", data: rate, borderColor: "#d33", spanGaps: true }] },
+    options: { scales: { y: { min: 0, max: 1 } }, plugins: { title: { display: true, text: "Divergence rate" } } } });
+}
+
+async function fidelity(main) {
+  const data = await api("fidelity");
+  const s = state();
+  const sortKey = s.get("sort") || "mean_divergence";
+  const rows = data.rows.slice().sort((a, b) => (b[sortKey] ?? -1) > (a[sortKey] ?? -1) ? 1 : (b[sortKey] ?? -1) < (a[sortKey] ?? -1) ? -1 : 0);
+  const columns = [["channel", "Channel"], ["server", "Server"], ["tool", "Tool"], ["calls", "Calls"], ["shadow_pairs", "Shadow pairs"],
+    ["mean_divergence", "Mean divergence"], ["kinds", "Kinds"], ["noise_pairs", "Noise pairs"], ["noisy_paths", "Noisy paths"]];
+  const head = el("tr", {}, ...columns.map(([key, title]) => el("th", { onclick: () => go({ sort: key }) }, title + (key === sortKey ? " ▼" : ""))));
+  const body = rows.map((r) => el("tr", { class: "clickable", onclick: () => go({ view: "records", channel: r.channel, server: r.server, tool: r.tool }) },
+    ...columns.map(([key]) => el("td", {}, key === "kinds" ? Object.entries(r.kinds).map(([k, n]) => `${k}: ${n}`).join(", ")
+      : key === "mean_divergence" ? fmt(r[key]) : String(r[key] ?? "")))));
+  main.append(el("table", { id: "fidelity" }, el("thead", {}, head), el("tbody", {}, ...body)));
+  if (!rows.length) main.append(el("p", { class: "note" }, "No records in this range."));
+}
+
+function recordRow(r) {
+  // A call rehearsal kept away from the real world (diverted to sim, or denied).
+  const diverted = (r.policy || "").startsWith("rehearsal") && r.route !== "real";
+  return el("tr", { class: diverted ? "clickable diverted" : "clickable", "data-id": r.id, onclick: () => go({ view: "record", id: r.id }) },
+    el("td", {}, when(r.ts)), el("td", {}, el("a", { onclick: (e) => { e.stopPropagation(); go({ view: "session", session: r.session }); } }, r.session)),
+    el("td", {}, String(r.step)), el("td", {}, r.channel), el("td", {}, `${r.server}.${r.tool}`), el("td", {}, r.route),
+    el("td", {}, r.provenance), el("td", {}, r.status), el("td", {}, fmt(r.divergence)), el("td", {}, r.divergence_kind || ""),
+    el("td", { title: r.reason || "" }, r.policy || ""));
+}
+
+async function records(main, { session = false } = {}) {
+  const data = await api("records", { limit: 100 });
+  const head = el("tr", {}, ...["Time", "Session", "Step", "Channel", "Tool", "Route", "Provenance", "Status", "Divergence", "Kind", "Policy"].map((t) => el("th", {}, t)));
+  const rows = session ? data.rows.slice().reverse() : data.rows;
+  const body = el("tbody", {}, ...rows.map(recordRow));
+  main.append(el("h2", {}, session ? `Session ${state().get("session")}` : "Records"), el("table", { id: "records" }, el("thead", {}, head), body));
+  let cursor = data.rows.length ? data.rows[0].id : null;
+  poller = setInterval(async () => {
+    const fresh = await api("records", { limit: 100, after: cursor, since: "0" });
+    if (!fresh.rows.length) return;
+    cursor = fresh.rows[0].id;
+    const nodes = fresh.rows.map((r) => { const tr = recordRow(r); tr.classList.add("new"); return tr; });
+    if (session) body.append(...nodes.reverse()); else body.prepend(...nodes);
+  }, POLL_MS);
+}
+
+function tree(value, path, evidence) {
+  const divergent = evidence.divergent.map((d) => d.path);
+  const hit = (p) => divergent.some((d) => d === p || (d.startsWith(p) && !/^[.\[]/.test(d.slice(p.length))));
+  const masked = (p) => evidence.masked.some((m) => m === p);
+  const node = (v, p, label) => {
+    const cls = hit(p) ? "divergent" : masked(p) ? "masked" : "";
+    const prefix = label === null ? "" : `${label}: `;
+    if (v && typeof v === "object") {
+      const entries = Array.isArray(v) ? v.map((x, i) => [i, x, `${p}[${i}]`]) : Object.entries(v).map(([k, x]) => [k, x, `${p}.${k}`]);
+      return el("div", { class: cls, "data-path": p }, prefix + (Array.isArray(v) ? "[" : "{"), ...entries.map(([k, x, cp]) => node(x, cp, k)), Array.isArray(v) ? "]" : "}");
+    }
+    return el("div", { class: cls, "data-path": p }, prefix + JSON.stringify(v));
+  };
+  return node(value, path, null);
+}
+
+function observationBody(o) { return o ? { content: o.content, structured: o.structured, is_error: o.is_error } : null; }
+
+async function record(main) {
+  const { record: r } = await api("record", { id: state().get("id") });
+  if (!r) { main.append(el("p", {}, "No such record.")); return; }
+  const evidence = Object.assign({ divergent: [], masked: [], note: "" }, r.divergence_evidence || {});
+  main.append(el("h2", {}, `${r.channel} ${r.server}.${r.tool} — ${r.route} (${r.provenance})`),
+    el("p", {}, `Decision: ${r.route} by ${r.policy}: ${r.reason}`), el("p", {}, `Session `, el("a", { onclick: () => go({ view: "session", session: r.session, id: null }) }, r.session), ` step ${r.step}; divergence ${fmt(r.divergence)} (${r.divergence_kind || "not shadowed"})`),
+    el("pre", { class: "tree" }, JSON.stringify(r.arguments, null, 2)));
+  const served = observationBody(r.observation), other = observationBody(r.shadow);
+  const servedIsReal = r.provenance === "real";
+  const [real, sim] = servedIsReal ? [served, other] : [other, served];
+  main.append(el("div", { class: "side" },
+    el("div", { id: "real" }, el("h3", {}, "Real"), real ? el("div", { class: "tree" }, tree(real, "$", evidence)) : el("p", { class: "note" }, "none")),
+    el("div", { id: "sim" }, el("h3", {}, "Simulated"), sim ? el("div", { class: "tree" }, tree(sim, "$", evidence)) : el("p", { class: "note" }, "none"))));
+  if (evidence.divergent.length || evidence.masked.length) {
+    main.append(el("h3", {}, "Differences"), el("table", { id: "evidence" },
+      el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Kind"), el("th", {}, "Real"), el("th", {}, "Simulated"))),
+      el("tbody", {}, ...evidence.divergent.map((d) => el("tr", { class: "divergent", "data-path": d.path }, el("td", {}, d.path), el("td", {}, d.kind), el("td", {}, JSON.stringify(d.real)), el("td", {}, JSON.stringify(d.sim)))),
+        ...evidence.masked.map((m) => el("tr", { class: "masked", "data-path": m }, el("td", {}, m), el("td", {}, "noise (masked)"), el("td"), el("td"))))));
+  }
+  if (evidence.note) main.append(el("p", { class: "note" }, evidence.note));
+}
+
+async function router(main) {
+  const { card } = await api("router");
+  if (!card) { main.append(el("p", { id: "router-unavailable" }, "Router view: not available yet (no learned model: run `simroute train`).")); return; }
+  main.append(el("h2", {}, `Learned router (created ${card.created}, target fidelity ${card.target_fidelity})`));
+  const grid = el("div", { class: "charts" });
+  main.append(grid);
+  for (const [route, report] of Object.entries(card.routes || {})) {
+    main.append(el("h3", {}, route), el("pre", { class: "tree" }, JSON.stringify(report, null, 2)));
+    const curve = report.curve || [];
+    if (curve.length) chart(grid, { type: "line", data: { labels: curve.map((p) => fmt(p.threshold ?? p[0], 2)), datasets: [
+      { label: "share routed", data: curve.map((p) => p.share ?? p[1]), borderColor: "#2b7bb9" },
+      { label: "fidelity kept", data: curve.map((p) => p.fidelity ?? p[2]), borderColor: "#3a9d5d" }] },
+      options: { plugins: { title: { display: true, text: `${route}: share vs fidelity` } } } });
+  }
+}
+
+const VIEWS = { overview, fidelity, records, record, router, session: (main) => records(main, { session: true }) };
+
+async function render() {
+  if (poller) { clearInterval(poller); poller = null; }
+  charts.forEach((c) => c.destroy());
+  charts = [];
+  const s = state();
+  const view = VIEWS[s.get("view")] ? s.get("view") : "overview";
+  document.querySelectorAll("#views a").forEach((a) => a.classList.toggle("active", a.dataset.view === view));
+  const form = document.getElementById("filters");
+  form.range.value = s.get("range") || "24h";
+  for (const name of FILTERS) { const input = form[name]; if (input.type === "checkbox") input.checked = s.get(name) === "1"; else input.value = s.get(name) || ""; }
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  main.dataset.view = view;
+  delete main.dataset.ready;
+  try { await VIEWS[view](main); main.dataset.ready = "1"; } catch (err) { main.append(el("p", { class: "error" }, String(err))); }
+}
+
+document.querySelectorAll("#views a").forEach((a) => a.addEventListener("click", () => go({ view: a.dataset.view, id: null })));
+document.getElementById("filters").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const form = e.target, params = { range: form.range.value };
+  for (const name of FILTERS) { const input = form[name]; params[name] = input.type === "checkbox" ? (input.checked ? "1" : null) : input.value.trim(); }
+  go(params);
+});
+window.addEventListener("popstate", render);
+render();

@@ -1,0 +1,158 @@
+"""The dashboard's HTTP routes: the page, its static files, the JSON API, /metrics.
+
+Filters come from the query string (the page keeps them in its address, so a
+view can be shared); every figure comes from a store query (shadow/store.py
+`DashboardQueries`), paged or grouped in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from router.auth import Tokens
+from router.dashboard.access import refusal
+from router.metrics import CONTENT_TYPE, CallMetrics, StoreTotals
+from shadow.store import RecordFilter, StoreError
+
+CHART_JS = Path("/usr/share/javascript/chart.js/chart.min.js")  # Debian's libjs-chart.js (MIT)
+DEFAULT_RANGE_S = 24 * 3600
+MAX_PAGE = 500
+_STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+class BadQuery(ValueError):
+    """A query string the API cannot read (answered with 400)."""
+
+
+def record_filter(params: Any, *, now: float) -> RecordFilter:
+    """A RecordFilter from the query string: since/until (epoch seconds; default the
+    last 24 h), channel, server, tool, route, session, divergent=1."""
+    try:
+        since = float(params.get("since") or now - DEFAULT_RANGE_S)
+        until = float(params["until"]) if params.get("until") else None
+    except ValueError as exc:
+        raise BadQuery(f"since/until must be epoch seconds: {exc}") from exc
+    pick = {name: (params.get(name) or None) for name in ("channel", "server", "tool", "route", "session")}
+    return RecordFilter(since=since, until=until, divergent=params.get("divergent") in ("1", "true", "on"), **pick)
+
+
+def bucket_for(where: RecordFilter, *, now: float) -> float:
+    """About 60 buckets over the range, rounded to whole minutes (at least one)."""
+    span = (where.until or now) - where.since
+    return max(60.0, round(span / 60 / 60) * 60.0)
+
+
+@dataclass
+class Dashboard:
+    store: Any  # a RecordStore with DashboardQueries
+    tokens: Tokens
+    metrics: CallMetrics
+    totals: StoreTotals
+    model_card: Path | None = None
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/dashboard", self.page, methods=["GET"]),
+            Route("/dashboard/static/{name}", self.static, methods=["GET"]),
+            Route("/dashboard/api/overview", self.api(self.overview), methods=["GET"]),
+            Route("/dashboard/api/fidelity", self.api(self.fidelity), methods=["GET"]),
+            Route("/dashboard/api/records", self.api(self.records), methods=["GET"]),
+            Route("/dashboard/api/record", self.api(self.record), methods=["GET"]),
+            Route("/dashboard/api/router", self.api(self.router), methods=["GET"]),
+            Route("/metrics", self.prometheus, methods=["GET"]),
+        ]
+
+    # --- pages ---------------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        if (refused := refusal(request, self.tokens)) is not None:
+            return refused
+        html = resources.files("router.dashboard").joinpath("page.html").read_text(encoding="utf-8")
+        return Response(html, media_type="text/html", headers=_NO_STORE)
+
+    async def static(self, request: Request) -> Response:
+        if (refused := refusal(request, self.tokens)) is not None:
+            return refused
+        name = request.path_params["name"]
+        if name == "chart.min.js":
+            if not CHART_JS.exists():
+                return JSONResponse({"error": f"charts need Debian's libjs-chart.js ({CHART_JS} is missing)"}, status_code=404)
+            return FileResponse(CHART_JS, media_type="text/javascript")
+        if name not in _STATIC:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        text = resources.files("router.dashboard").joinpath(name).read_text(encoding="utf-8")
+        return Response(text, media_type=_STATIC[name])
+
+    # --- the JSON API ----------------------------------------------------------------------
+
+    def api(self, handler):
+        async def endpoint(request: Request) -> Response:
+            if (refused := refusal(request, self.tokens)) is not None:
+                return refused
+            try:
+                return JSONResponse(await handler(request.query_params, now=time.time()), headers=_NO_STORE)
+            except BadQuery as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+            except StoreError as exc:
+                return JSONResponse({"error": f"simroute: {exc}"}, status_code=503)
+
+        return endpoint
+
+    async def overview(self, params: Any, *, now: float) -> dict[str, Any]:
+        where = record_filter(params, now=now)
+        bucket_s = bucket_for(where, now=now)
+        return {"bucket_s": bucket_s, "since": where.since, "until": where.until or now, "rows": await self.store.overview(where, bucket_s=bucket_s), **self._live()}
+
+    async def fidelity(self, params: Any, *, now: float) -> dict[str, Any]:
+        return {"rows": await self.store.fidelity(record_filter(params, now=now))}
+
+    async def records(self, params: Any, *, now: float) -> dict[str, Any]:
+        try:
+            limit = min(int(params.get("limit") or 50), MAX_PAGE)
+        except ValueError as exc:
+            raise BadQuery(f"limit must be a number: {exc}") from exc
+        rows = await self.store.page(record_filter(params, now=now), before=params.get("before") or None, after=params.get("after") or None, limit=limit)
+        return {"rows": [_summary(row) for row in rows]}
+
+    async def record(self, params: Any, *, now: float) -> dict[str, Any]:
+        record_id = params.get("id")
+        if not record_id:
+            raise BadQuery("id is required")
+        return {"record": await self.store.record(record_id)}
+
+    async def router(self, params: Any, *, now: float) -> dict[str, Any]:
+        if self.model_card is None or not self.model_card.exists():
+            return {"card": None}
+        try:
+            return {"card": json.loads(self.model_card.read_text(encoding="utf-8")), "path": str(self.model_card)}
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot read the learned model card {self.model_card}: {exc}") from exc
+
+    def _live(self) -> dict[str, Any]:
+        gauges = {m.name: m.samples[0].value for m in self.metrics.registry.collect() if m.name.startswith("simroute_shadow") and m.samples}
+        return {"shadow_queue": gauges.get("simroute_shadow_queue_depth"), "shadow_skipped": gauges.get("simroute_shadow_skipped")}
+
+    # --- /metrics ----------------------------------------------------------------------------
+
+    async def prometheus(self, request: Request) -> Response:
+        if (refused := refusal(request, self.tokens)) is not None:
+            return refused
+        await self.totals.refresh()
+        return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+_NO_STORE = {"cache-control": "no-store"}
+_SUMMARY_FIELDS = ("id", "ts", "session", "step", "channel", "server", "tool", "route", "provenance", "status", "divergence", "divergence_kind", "policy", "reason", "latency_ms")
+
+
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
+    return {name: row.get(name) for name in _SUMMARY_FIELDS}

@@ -1,0 +1,83 @@
+"""Puts the dashboard and /metrics together: on a runtime (`simroute serve`, which
+counts the calls it routes) or alone on a store (`simroute dashboard`, which reports
+the store's totals)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from router.dashboard.routes import Dashboard
+from router.metrics import CallMetrics, RuntimeGauges, StoreTotals
+
+if TYPE_CHECKING:
+    from router.app import Runtime
+    from router.config import Config
+
+
+def _card_path(config: Config):
+    from policies.learned.persistence import card_path
+
+    return card_path(config.learned_model_path)
+
+
+def runtime_dashboard(runtime: Runtime) -> Dashboard:
+    """The dashboard of a serving runtime: its record writes are counted."""
+    metrics = CallMetrics()
+    runtime.records.observers.append(metrics.observe)
+
+    def live() -> dict[str, float]:
+        shadow = runtime.shadow
+        try:
+            spool_bytes = os.stat(runtime.records.spool.path).st_size
+        except FileNotFoundError:
+            spool_bytes = 0
+        return {
+            "queue_depth": getattr(shadow, "in_flight", 0),  # the Redis queue's depth lives in Redis
+            "skipped": getattr(shadow, "skipped", 0),
+            "spool_bytes": spool_bytes,
+            "spooled": runtime.records.spooled,
+        }
+
+    metrics.add_collector(RuntimeGauges(live))
+    totals = StoreTotals(runtime.store)
+    metrics.add_collector(totals)
+    return Dashboard(runtime.store, runtime.tokens, metrics, totals, _card_path(runtime.config))
+
+
+def mount(server: Any, dashboard: Dashboard) -> None:
+    """Serve the dashboard's routes beside the MCP endpoint (fastmcp custom routes)."""
+    for route in dashboard.routes():
+        server.custom_route(route.path, methods=sorted(route.methods or ("GET",)), include_in_schema=False)(route.endpoint)
+
+
+def standalone_app(config: Config, tokens: Any):
+    """A Starlette app serving the dashboard and /metrics on the config's store
+    (read-only), opened and closed with the app."""
+    from starlette.applications import Starlette
+
+    store = config.open_store(read_only=True)
+    metrics = CallMetrics()
+    totals = StoreTotals(store)
+    metrics.add_collector(totals)
+    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await store.open()
+        try:
+            yield
+        finally:
+            await store.aclose()
+
+    # Host and Origin checked as on the MCP endpoint: a DNS-rebinding page gets 421/403.
+    from fastmcp.server.http import HostOriginGuardMiddleware
+    from starlette.middleware import Middleware
+
+    guard = Middleware(
+        HostOriginGuardMiddleware, mode="strict",
+        allowed_hosts=list(config.service.allowed_hosts) or None, allowed_origins=list(config.service.allowed_origins) or None,
+    )
+    return Starlette(routes=dashboard.routes(), lifespan=lifespan, middleware=[guard])

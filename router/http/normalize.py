@@ -1,0 +1,94 @@
+"""What a request really addresses, before rules see it.
+
+A rule written for `api.example.com` and `/admin/*` must also see
+`API.example.com.`, `/%61dmin/x` and `/public/../admin/x`: the host is lower-cased,
+its trailing dot dropped and IDNA-encoded; the path's percent-encoded unreserved
+characters are decoded (RFC 3986 2.3) and its `.`/`..` segments resolved (5.2.4);
+the query's unreserved characters likewise. The normalised request is also what
+goes upstream, so the rule and the server see the same thing. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+class NormalizationError(ValueError):
+    """The request cannot be normalised safely (answered 400)."""
+
+
+def normalize_host(host: str) -> str:
+    """Lower case, no trailing dot, IDNA (punycode) for international names."""
+    host = host.strip()
+    if host.startswith("[") or ":" in host:  # an IPv6 literal
+        return host.lower()
+    host = host.rstrip(".").lower()
+    if not host:
+        raise NormalizationError("the request names no host")
+    if host.isascii():
+        return host
+    try:
+        import idna
+
+        return idna.encode(host, uts46=True).decode("ascii")
+    except idna.IDNAError as exc:
+        raise NormalizationError(f"host {host!r} is not a valid international domain name: {exc}") from exc
+
+
+def _decode_unreserved(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        value = int(match.group(1), 16)
+        return chr(value) if value in _UNRESERVED else f"%{match.group(1).upper()}"
+
+    return _PERCENT.sub(replace, text)
+
+
+def normalize_path(path: str) -> str:
+    """`path` (with its query, as mitmproxy's `request.path`) normalised. Raises
+    NormalizationError when `..` would climb above the root: the server would
+    resolve it against a prefix the rules never saw."""
+    if path == "*" or not path.startswith("/"):
+        return path  # OPTIONS * and absolute-form targets are left to the parser
+    raw, sep, query = path.partition("?")
+    decoded = _decode_unreserved(raw)
+    output: list[str] = []
+    segments = decoded.split("/")[1:]
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == ".":
+            if last:
+                output.append("")
+            continue
+        if segment == "..":
+            if not output:
+                raise NormalizationError(f"path {raw!r} climbs above the root with '..'")
+            output.pop()
+            if last:
+                output.append("")
+            continue
+        output.append(segment)
+    normalized = "/" + "/".join(output)
+    return normalized + (sep + _decode_unreserved(query) if sep else "")
+
+
+def host_header_contradicts(header: str | None, host: str, port: int, scheme: str) -> bool:
+    """Whether a Host header names another server than the one connected to."""
+    if header is None:
+        return False
+    header = header.strip()
+    if header.startswith("["):
+        name, _, rest = header[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    else:
+        name, _, port_text = header.rpartition(":") if header.count(":") == 1 else (header, "", "")
+    if port_text and not port_text.isdigit():
+        return True
+    header_port = int(port_text) if port_text else _DEFAULT_PORTS.get(scheme, port)
+    try:
+        return normalize_host(name) != normalize_host(host) or header_port != port
+    except NormalizationError:
+        return True

@@ -1,0 +1,45 @@
+"""Who owns a record or a container: a process named by host, pid and start time.
+
+A leaf module (imports nothing of simroute): records and sandboxes both carry an
+owner, and whoever finds an owner gone (a killed router) cleans up after it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from pathlib import Path
+
+
+def process_identity(pid: int) -> str | None:
+    """host:pid:start-time: unique for a process even when pids are reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Fields after the command name (which may hold spaces): 3 is the state, 22 the start time.
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        # A zombie is dead, only not yet reaped: a killed router whose parent is gone
+        # stays one for good where pid 1 reaps nothing (many containers).
+        return None
+    start_time = fields[19]
+    return f"{socket.gethostname()}:{pid}:{start_time}"
+
+
+def owner_is_alive(owner: str) -> bool:
+    """False only for an owner identity of this host whose process is gone."""
+    host, pid, start_time = (owner.split(":") + ["", "", ""])[:3]
+    if not (pid.isdigit() and start_time.isdigit()) or owner.count(":") != 2:
+        return True  # not an identity simroute writes: not ours to judge
+    if host != socket.gethostname():
+        return True  # another machine's router (shared engine): not ours to judge
+    return process_identity(int(pid)) == owner
+
+
+@functools.cache
+def this_process_owner() -> str:
+    identity = process_identity(os.getpid())
+    assert identity is not None  # our own /proc entry exists
+    return identity

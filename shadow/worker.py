@@ -1,0 +1,118 @@
+"""Shadow work at scale: routers put jobs on a Redis stream, `simroute worker`
+processes consume them in a consumer group.
+
+A job names a `pending` record; the worker rebuilds the session's history from
+the store (as the agent saw it), simulates, compares and completes the record,
+then acknowledges and deletes the job (so the stream's length is the queue's).
+A job a crashed worker held longer than `claim_after_s` is claimed by another.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any
+
+from router.types import Session, Turn
+from shadow.records import Record
+from shadow.redis_store import RedisStore
+from shadow.runner import DrainReport, ShadowRunner, shadow_session_id
+from shadow.store import StoreError
+
+log = logging.getLogger("simroute.worker")
+
+GROUP = "shadow-workers"
+_HISTORY = 256
+
+
+class RedisShadowQueue:
+    """The engine's side: shadow jobs go to the stream, bounded by `queue_size`."""
+
+    def __init__(self, store: RedisStore, *, queue_size: int, drain_runner: ShadowRunner) -> None:
+        self.store = store
+        self.queue_size = queue_size
+        self.skipped = 0
+        self._drain_runner = drain_runner  # `simroute drain` still completes pending records here
+
+    @property
+    def stream(self) -> str:
+        return self.store._key("shadow")
+
+    async def has_room(self) -> bool:
+        try:
+            return int(await self.store._run("measuring the shadow queue", lambda r: r.xlen(self.stream))) < self.queue_size
+        except StoreError:
+            return False  # Redis away: no shadow work is queued (the call itself is spooled)
+
+    async def submit(self, record: Record, history: list[Turn]) -> None:
+        # The record is already stored `pending`: a worker rebuilds the history from it.
+        try:
+            await self.store._run("queueing shadow work", lambda r: r.xadd(self.stream, {"id": record.id}))
+        except StoreError as exc:  # stays pending: drain completes it
+            log.error("shadow job for %s not queued: %s", record.id, exc)
+
+    async def drain(self) -> DrainReport:
+        return await self._drain_runner.drain()
+
+    async def aclose(self, grace_s: float = 2.0) -> None:
+        await self._drain_runner.aclose(grace_s)
+
+
+class ShadowWorker:
+    """One consumer of the shadow stream (see module doc)."""
+
+    def __init__(self, store: RedisStore, runner: ShadowRunner, *, claim_after_s: float = 60.0, name: str | None = None) -> None:
+        self.store = store
+        self.runner = runner
+        self.claim_after_s = claim_after_s
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}"
+        self.completed = 0
+
+    @property
+    def stream(self) -> str:
+        return self.store._key("shadow")
+
+    async def start(self) -> ShadowWorker:
+        async def create_group(r: Any) -> None:
+            try:
+                await r.xgroup_create(self.stream, GROUP, id="0", mkstream=True)
+            except Exception as exc:  # the group exists already
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
+        await self.store._run("creating the worker group", create_group)
+        return self
+
+    async def run_forever(self, *, block_ms: int = 1000) -> None:
+        while True:
+            await self.step(block_ms=block_ms)
+
+    async def step(self, *, block_ms: int = 1000) -> int:
+        """Claim stale jobs, read new ones, process them; returns how many were done."""
+        claimed = await self.store._run(
+            "claiming stale shadow jobs",
+            lambda r: r.xautoclaim(self.stream, GROUP, self.name, min_idle_time=int(self.claim_after_s * 1000), start_id="0-0", count=10),
+        )
+        jobs = list(claimed[1]) if claimed else []
+        if not jobs:
+            read = await self.store._run(
+                "reading shadow jobs", lambda r: r.xreadgroup(GROUP, self.name, {self.stream: ">"}, count=1, block=block_ms)
+            )
+            jobs = [entry for _, entries in (read or []) for entry in entries]
+        for job_id, fields in jobs:
+            await self._process(job_id, fields.get("id", ""))
+        return len(jobs)
+
+    async def _process(self, job_id: str, record_id: str) -> None:
+        rows = await self.store._bodies([record_id] if record_id else [])
+        if rows and rows[0].get("status") == "pending":
+            record = Record.from_json(rows[0])
+            earlier = await self.store.session_records(record.call.session_id, before_step=record.step, limit=_HISTORY)
+            session = Session(id=shadow_session_id(record), history=[Turn(r.call, r.served) for r in earlier])
+            await self.runner.complete(record, session)
+            self.completed += 1
+        # Done, or nothing left to do (completed elsewhere, or gone): the job leaves the queue.
+        await self.store._run("acknowledging a shadow job", lambda r: r.xack(self.stream, GROUP, job_id))
+        await self.store._run("removing a shadow job", lambda r: r.xdel(self.stream, job_id))
+

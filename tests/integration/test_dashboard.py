@@ -1,0 +1,173 @@
+"""The dashboard in real headless Chromium, against `simroute dashboard` launched as a
+user launches it, on a generated store of ~10,000 records (Playwright's sync API:
+this module's tests are synchronous; /metrics of `simroute serve` is tested in
+test_metrics.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from backends.browser.pool import BASE_ARGS
+from dashboard_kit import KNOWN_PATH, fill_store, generated_record
+from kit import simroute_executable, write_config
+from router.launch import free_port, stop, wait_for_port
+from shadow.sqlite_store import SQLiteStore
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "dashboard-test-token-0123456789"
+RECORDS = 10_000
+
+
+class Launched:
+    def __init__(self, url: str, store: Path, known_id: str, out: Path) -> None:
+        self.url, self.store, self.known_id, self.out = url, store, known_id, out
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launched]:
+    folder = tmp_path_factory.mktemp("dashboard")
+    config = write_config(folder)
+    filled = asyncio.run(fill_store(folder / "records.db", RECORDS, now=time.time()))
+    port = free_port()
+    log = folder / "dashboard.log"
+    process = subprocess.Popen(
+        [simroute_executable(), "dashboard", "--config", str(config), "--port", str(port)],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", "SIMROUTE_TOKEN": TOKEN},
+    )
+    try:
+        wait_for_port(port, process, describe=log.read_text)
+        yield Launched(f"http://127.0.0.1:{port}", folder / "records.db", filled["known_id"], folder)
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="module")
+def page(dashboard: Launched):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=list(BASE_ARGS))
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{dashboard.url}/dashboard?token={TOKEN}")  # once: the token becomes an HttpOnly cookie
+            yield page
+        finally:
+            browser.close()
+
+
+def ready(page) -> None:
+    page.wait_for_selector("#main[data-ready='1']", timeout=15_000)
+
+
+def painted_pixels(page, canvas) -> int:
+    return canvas.evaluate(
+        "c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }"
+    )
+
+
+def shot(page, dashboard: Launched, name: str) -> None:
+    page.screenshot(path=str(dashboard.out / f"{name}.png"), full_page=True)
+    assert (dashboard.out / f"{name}.png").stat().st_size > 0
+
+
+def test_the_token_is_required_and_traded_for_an_http_only_cookie(dashboard: Launched, page):
+    assert httpx.get(f"{dashboard.url}/dashboard/api/overview", timeout=10).status_code == 401
+    assert httpx.get(f"{dashboard.url}/metrics", timeout=10).status_code == 401
+    rebound = httpx.get(f"{dashboard.url}/dashboard", headers={"Host": "evil.example", "Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    assert rebound.status_code == 421  # a DNS-rebinding page is refused by its Host
+    assert "token=" not in page.url  # dropped from the address once in the cookie
+    cookie = next(c for c in page.context.cookies() if c["name"] == "simroute_dashboard")
+    assert cookie["httpOnly"]
+    assert httpx.get(f"{dashboard.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).status_code == 200
+
+
+def test_overview_draws_its_charts_from_the_store(dashboard: Launched, page):
+    page.goto(f"{dashboard.url}/dashboard?view=overview")
+    ready(page)
+    assert page.inner_text("#total-calls") == f"{RECORDS + 2} calls"
+    canvases = page.query_selector_all("#main canvas")
+    assert len(canvases) == 4
+    for canvas in canvases:
+        assert painted_pixels(page, canvas) > 500
+    shot(page, dashboard, "overview")
+
+
+def test_fidelity_table_and_a_filter_kept_in_the_address(dashboard: Launched, page):
+    page.goto(f"{dashboard.url}/dashboard?view=fidelity")
+    ready(page)
+    rows = page.query_selector_all("#fidelity tbody tr")
+    assert len(rows) == 6  # one per generated tool, and the diverted call's
+    weather = next(r.inner_text() for r in rows if "forecast" in r.inner_text())
+    assert "content:" in weather and "none:" in weather
+    shot(page, dashboard, "fidelity")
+
+    page.fill("#filters input[name=tool]", "echo")
+    page.click("#filters button[type=submit]")
+    ready(page)
+    assert "tool=echo" in page.url and "view=fidelity" in page.url
+    rows = page.query_selector_all("#fidelity tbody tr")
+    assert [r.inner_text().split("\t")[2] for r in rows] == ["echo"]
+    page.reload()  # the address alone brings the filtered view back
+    ready(page)
+    assert page.input_value("#filters input[name=tool]") == "echo"
+    assert len(page.query_selector_all("#fidelity tbody tr")) == 1
+
+
+def test_record_view_highlights_the_divergent_path_and_shows_masked_ones(dashboard: Launched, page):
+    page.goto(f"{dashboard.url}/dashboard?view=record&id={dashboard.known_id}")
+    ready(page)
+    sim = page.query_selector(f"#sim .divergent[data-path='{KNOWN_PATH}']")
+    real = page.query_selector(f"#real .divergent[data-path='{KNOWN_PATH}']")
+    assert sim is not None and sim.inner_text() == "temperature: 21.5"
+    assert real is not None and real.inner_text() == "temperature: 3.5"
+    assert page.query_selector("#real .masked[data-path='$.structured.at']") is not None
+    assert page.query_selector("#real .divergent[data-path='$.structured.unit']") is None  # agreeing paths are not marked
+    assert page.query_selector(f"#evidence tr.divergent[data-path='{KNOWN_PATH}']") is not None
+    shot(page, dashboard, "record")
+
+
+def test_session_timeline_and_router_view(dashboard: Launched, page):
+    page.goto(f"{dashboard.url}/dashboard?view=session&session=session-3")
+    ready(page)
+    steps = [int(r.query_selector_all("td")[2].inner_text()) for r in page.query_selector_all("#records tbody tr")]
+    assert steps == list(range(1, 21))  # step by step, in order
+    shot(page, dashboard, "session")
+    page.goto(f"{dashboard.url}/dashboard?view=session&session=session-known")
+    ready(page)
+    rows = page.query_selector_all("#records tbody tr")
+    assert [r.get_attribute("class") for r in rows] == ["clickable", "clickable diverted"]  # where rehearsal diverted a call
+    assert rows[1].query_selector_all("td")[10].inner_text() == "rehearsal"
+    page.goto(f"{dashboard.url}/dashboard?view=router")
+    ready(page)
+    assert "not available yet" in page.inner_text("#router-unavailable")
+
+
+def test_a_new_record_appears_without_reloading(dashboard: Launched, page):
+    page.goto(f"{dashboard.url}/dashboard?view=records")
+    ready(page)
+    assert len(page.query_selector_all("#records tbody tr")) == 100
+    record = generated_record(random.Random(1), time.time(), 999_999, session="live-session")
+
+    async def write() -> None:
+        store = await SQLiteStore(dashboard.store).open()
+        try:
+            await store.upsert([record.to_json(), generated_record(random.Random(2), time.time(), 999_998).to_json()])
+        finally:
+            await store.aclose()
+
+    with ThreadPoolExecutor(1) as writer:  # Playwright's sync API holds this thread's event loop
+        writer.submit(asyncio.run, write()).result()
+    page.wait_for_selector(f"#records tbody tr.new[data-id='{record.id}']", timeout=10_000)
+    shot(page, dashboard, "live")

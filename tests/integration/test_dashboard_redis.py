@@ -1,0 +1,95 @@
+"""The dashboard's queries on a real redis-server give what SQLite gives on the same
+records (Redis from aggregates kept at write time), and `simroute dashboard` serves
+them from a Redis store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from redis_kit import RedisServer
+
+from dashboard_kit import KNOWN_PATH, fill
+from kit import simroute_executable, write_config
+from router.launch import free_port, stop, wait_for_port
+from shadow.redis_store import RedisStore
+from shadow.sqlite_store import SQLiteStore
+from shadow.store import RecordFilter
+
+pytestmark = pytest.mark.integration
+
+NOW = time.time()
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    server = RedisServer(tmp_path).start()
+    yield server
+    server.kill()
+
+
+def rounded(rows: list[dict]) -> list[dict]:
+    return [{k: (round(v, 9) if isinstance(v, float) else v) for k, v in row.items()} for row in rows]
+
+
+async def test_redis_aggregates_match_sqlite_on_the_same_records(tmp_path: Path, redis_server: RedisServer):
+    sqlite = await SQLiteStore(tmp_path / "records.db").open()
+    redis = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
+    try:
+        for store in (sqlite, redis):
+            filled = await fill(store, 3000, now=NOW, span_s=4 * 3600, batch=500)
+            # A record rewritten (pending, then completed with its divergence) counts once.
+            row = await store.record(filled["known_id"])
+            await store.upsert([{**row, "status": "complete"}])
+        # Minutes are the Redis overview's grain: a range starting mid-minute reads the whole minute.
+        start, end = (NOW - 3 * 3600) // 600 * 600, (NOW - 3600) // 600 * 600
+        for where in (RecordFilter(since=NOW - 86400), RecordFilter(since=start, until=end, channel="mcp", route="shadow")):
+            assert rounded(await redis.overview(where, bucket_s=600.0)) == rounded(await sqlite.overview(where, bucket_s=600.0))
+        # Hours are the Redis fidelity table's grain: compare from an hour boundary.
+        hour = (NOW - 3 * 3600) // 3600 * 3600
+        for where in (RecordFilter(since=hour), RecordFilter(since=hour, tool="forecast")):
+            assert rounded(await redis.fidelity(where)) == rounded(await sqlite.fidelity(where))
+        for where in (RecordFilter(since=NOW - 86400), RecordFilter(since=NOW - 86400, tool="echo", divergent=True), RecordFilter(since=0, session="session-3")):
+            first = await sqlite.page(where, limit=30)
+            assert [r["id"] for r in await redis.page(where, limit=30)] == [r["id"] for r in first]
+            older = await sqlite.page(where, before=first[-1]["id"], limit=30)
+            assert [r["id"] for r in await redis.page(where, before=first[-1]["id"], limit=30)] == [r["id"] for r in older]
+            assert [r["id"] for r in await redis.page(where, after=first[3]["id"])] == [r["id"] for r in first[:3]]
+        assert (await redis.record(filled["known_id"]))["divergence_evidence"]["divergent"][0]["path"] == KNOWN_PATH
+    finally:
+        await sqlite.aclose()
+        await redis.aclose()
+
+
+async def test_simroute_dashboard_serves_a_redis_store(tmp_path: Path, redis_server: RedisServer):
+    store = await RedisStore(redis_server.url).open()  # the prefix a config's store.url uses
+    try:
+        filled = await fill(store, 500, now=NOW, span_s=3600, batch=500)
+    finally:
+        await store.aclose()
+    config = write_config(tmp_path, store={"url": redis_server.url})
+    port = free_port()
+    log = tmp_path / "dashboard.log"
+    process = subprocess.Popen([simroute_executable(), "dashboard", "--config", str(config), "--port", str(port)],
+                               stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        wait_for_port(port, process, describe=log.read_text)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+            overview = (await http.get("/dashboard/api/overview")).json()
+            records = (await http.get("/dashboard/api/records", params={"tool": "forecast", "limit": 5})).json()
+            known = (await http.get("/dashboard/api/records", params={"session": "session-known"})).json()
+            refused = await http.get("/dashboard/api/overview", params={"tool": "echo"})
+            metrics = (await http.get("/metrics")).text
+    finally:
+        stop(process)
+    assert sum(row["calls"] for row in overview["rows"]) == filled["count"]
+    assert [r["tool"] for r in records["rows"]] == ["forecast"] * 5
+    assert [r["ts"] for r in records["rows"]] == sorted((r["ts"] for r in records["rows"]), reverse=True)
+    assert [r["id"] for r in known["rows"]] == [filled["diverted_id"], filled["known_id"]]  # newest first
+    assert refused.status_code == 503 and "records view" in refused.json()["error"]
+    assert f"simroute_store_records {float(filled['count'])}" in metrics

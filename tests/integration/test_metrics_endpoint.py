@@ -1,0 +1,76 @@
+"""/metrics of `simroute serve`, launched as a user launches it, after real MCP calls
+through it to the test toolbox server: parsed with prometheus-client's parser."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from prometheus_client.parser import text_string_to_metric_families
+
+from kit import simroute_executable, toolbox_server, write_config
+from router.launch import free_port, stop, wait_for_port
+
+pytestmark = pytest.mark.integration
+
+
+async def test_metrics_of_serve_count_the_calls_made(tmp_path: Path):
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()})
+    port = free_port()
+    log = tmp_path / "serve.log"
+    process = subprocess.Popen(
+        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        wait_for_port(port, process, describe=log.read_text)
+        async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp")) as client:
+            for n in range(3):
+                await client.call_tool("echo", {"text": f"hello {n}"})
+        async with httpx.AsyncClient(timeout=10) as http:
+            text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+            dashboard_page = await http.get(f"http://127.0.0.1:{port}/dashboard")
+    finally:
+        stop(process)
+    assert dashboard_page.status_code == 200 and "simroute dashboard" in dashboard_page.text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(text) for s in family.samples}
+    calls = {labels: value for (name, labels), value in samples.items() if name == "simroute_calls_total"}
+    assert calls == {(("channel", "mcp"), ("outcome", "complete"), ("provenance", "real"), ("route", "real")): 3.0}
+    assert samples[("simroute_call_latency_seconds_count", (("route", "real"),))] == 3.0
+    assert samples[("simroute_store_records", ())] == 3.0
+    assert samples[("simroute_store_records_by_route", (("route", "real"),))] == 3.0
+    assert samples[("simroute_shadow_queue_depth", ())] == 0.0
+    assert samples[("simroute_store_errors_total", ())] == 0.0
+
+
+async def test_with_a_token_serve_asks_for_it_on_the_dashboard_and_metrics_too(tmp_path: Path):
+    token = "serve-dashboard-token-0123456789"
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()})
+    port = free_port()
+    log = tmp_path / "serve.log"
+    process = subprocess.Popen(
+        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", "SIMROUTE_TOKEN": token},
+    )
+    try:
+        wait_for_port(port, process, describe=log.read_text)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+            assert (await http.get("/metrics")).status_code == 401
+            assert (await http.get("/dashboard/api/records")).status_code == 401
+            assert (await http.get("/dashboard", params={"token": "wrong-token-wrong-token"})).status_code == 401
+            assert (await http.get("/metrics", headers={"Authorization": f"Bearer {token}"})).status_code == 200
+            traded = await http.get("/dashboard", params={"token": token, "view": "fidelity"})
+            assert traded.status_code == 303 and traded.headers["location"] == "/dashboard?view=fidelity"
+            assert "httponly" in traded.headers["set-cookie"].lower() and "samesite=strict" in traded.headers["set-cookie"].lower()
+            assert (await http.get("/dashboard/api/records")).status_code == 200  # the cookie, kept by the client
+            # The MCP endpoint still wants its bearer token: the dashboard's cookie is not one.
+            mcp = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                  headers={"accept": "application/json, text/event-stream"})
+            assert mcp.status_code == 401
+    finally:
+        stop(process)

@@ -1,0 +1,169 @@
+"""The Redis store behind the same protocol, against a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from engine_kit import FakeReal, c, check_replay_mapping, make_engine
+from redis_kit import RedisServer
+
+from kit import records_of, stdio_client, toolbox_server
+from policies import default_policies
+from router.types import Route, Session
+from shadow.redis_store import RedisStore
+
+pytestmark = pytest.mark.integration
+
+
+
+def redis_store(server: RedisServer) -> RedisStore:
+    return RedisStore(server.url, prefix=f"t{uuid.uuid4().hex[:8]}")
+
+
+async def test_replay_maps_occurrences_after_mixed_sessions_on_redis(tmp_path, redis_server):
+    engine, store = await make_engine(tmp_path, store=redis_store(redis_server))
+    await check_replay_mapping(engine)
+    aggregates = await store.aggregates()
+    assert aggregates["total"] == 11 and aggregates["by_provenance"] == {"real": 4, "replay": 7}
+    await store.aclose()
+
+
+async def test_examples_pending_sessions_recordings_and_orphans_on_redis(tmp_path, redis_server):
+    import socket
+
+    from router.process_identity import owner_is_alive
+    from router.replay_modes import ReplayModes
+
+    engine, store = await make_engine(tmp_path, store=redis_store(redis_server), recording="golden")
+    real = FakeReal()
+    session = Session("a")
+    for n in range(5):
+        await engine.handle(c("a", n=n), session, real)
+    engine.replay_modes = ReplayModes()
+    examples = await store.examples("mcp", "srv", "tool", exclude_session="other", call_key=engine.replay.keys(c("a", n=3)).exact, limit=3)
+    assert [e["arguments"] for e in examples] == [{"n": 3}, {"n": 4}, {"n": 2}]  # the same call first, then the newest
+    assert await store.examples("mcp", "srv", "tool", exclude_session="a", call_key=None, limit=3) == []
+    history = await store.session_records("a", before_step=3, limit=2)
+    assert [r.call.arguments for r in history] == [{"n": 1}, {"n": 2}]
+    [golden] = await store.recordings()
+    assert (golden.name, golden.sessions, golden.records) == ("golden", 1, 5)
+    engine.owner = f"{socket.gethostname()}:999999999:1"
+    await engine.write_ahead(await engine.begin(c("b", n=9), Session("b")))
+    assert await store.interrupt_orphans(owner_is_alive) == 1
+    assert [r["status"] for r in await store.recent(session="b")] == ["interrupted"]
+    await store.aclose()
+
+
+async def test_redis_killed_mid_load_loses_no_record_and_keeps_order(make_config, tmp_path):
+    server = RedisServer(tmp_path, persistent=True).start()
+    config = make_config(mcpServers={"toolbox": toolbox_server()}, store={"url": server.url})
+    try:
+        async with stdio_client(config) as client:
+            for n in range(10):
+                await client.call_tool("echo", {"text": f"n{n}"})
+            server.kill()  # Redis goes away mid-load: calls go on, records spool
+            for n in range(10, 20):
+                result = await client.call_tool("echo", {"text": f"n{n}"})
+                assert result.content[0].text == f"n{n}"
+            server.start()  # back on the same port: the spool flushes in order
+            for _ in range(50):
+                await asyncio.sleep(0.2)
+                if not (tmp_path / ".simroute" / f"redis-127.0.0.1-{server.port}-0.spool.jsonl").read_text():
+                    break
+            await client.call_tool("echo", {"text": "after"})
+        texts = [r["arguments"]["text"] for r in records_of(config)]
+        assert texts == [*(f"n{n}" for n in range(20)), "after"]  # every record, in order
+    finally:
+        server.kill()
+
+
+async def test_retention_on_redis(tmp_path, redis_server):
+    from engine_kit import check_retention
+
+    engine, store = await make_engine(tmp_path, store=redis_store(redis_server))
+    await check_retention(engine, store)
+    await store.aclose()
+
+
+async def test_two_replicas_share_a_sessions_occurrences_history_and_pins(tmp_path, redis_server):
+    """Two engines ("replicas") over one Redis, each with its own in-memory session
+    object for the same agent session: occurrences and history carry across."""
+    from engine_kit import FakeSimulator
+
+    from router.session_state import RedisSessionState
+    from router.world import HistoryReadBack
+
+    store = redis_store(redis_server)
+    a, _ = await make_engine(tmp_path / "a", store=store)
+    b, _ = await make_engine(tmp_path / "b", store=store)
+    for engine in (a, b):
+        engine.session_state = RedisSessionState(store, ttl_s=600)
+    counter = FakeReal()
+    recorded = Session("rec")
+    for _ in range(3):
+        await a.handle(c("rec", op="next"), recorded, counter)
+    for engine in (a, b):
+        engine.policies = default_policies(rules=[], mode=Route.REPLAY)
+    on_a, on_b = Session("agent"), Session("agent")
+    seen = [
+        (await a.handle(c("agent", op="next"), on_a, counter)).observation.text,
+        (await b.handle(c("agent", op="next"), on_b, counter)).observation.text,  # B knows this is occurrence 2
+        (await a.handle(c("agent", op="next"), on_a, counter)).observation.text,
+    ]
+    assert [text.split(" ")[1] for text in seen] == ["#1", "#2", "#3"]
+    simulator = FakeSimulator()
+    b.simulator = HistoryReadBack(simulator, store, shared=True)
+    b.policies = default_policies(rules=[], mode=Route.SIM)
+    await b.handle(c("agent", op="look"), on_b, counter)
+    assert simulator.seen_history[-1] == [{"op": "next"}] * 3  # A's turns, as the agent saw them
+    assert [r["step"] for r in await store.recent(session="agent")] == [0, 1, 2, 3]
+
+    from router.types import Call
+
+    shell = Call("shell", "shell", "shell_exec", {"command": "ls"}, "agent")
+    a.simulator = FakeSimulator()
+    a.policies = default_policies(rules=[], mode=Route.SIM)
+    await a.handle(shell, on_a, counter)  # pins the session's shell to sim
+    b.policies = default_policies(rules=[], mode=Route.REAL)
+    moved = await b.handle(shell, on_b, counter)
+    assert moved.record.decision.route is Route.SIM and moved.record.decision.policy == "sticky"  # the pin travelled
+    await store.aclose()
+
+
+async def test_noise_table_on_redis(tmp_path, redis_server):
+    from engine_kit import check_noise_table
+
+    engine, store = await make_engine(tmp_path, store=redis_store(redis_server))
+    await check_noise_table(engine, store)
+    await store.aclose()
+
+
+async def test_two_router_processes_share_an_agent_sessions_occurrences(make_config, simroute_http, redis_server, tmp_path):
+    """Two `simroute mcp --http` processes on one Redis: an agent session that moves
+    between them keeps its replay occurrences (tickets 1, 2, 3 in order)."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from kit import meta_of
+
+    tickets = tmp_path / "tickets"
+    servers = {"toolbox": toolbox_server(TOOLBOX_TICKETS=str(tickets))}
+    recording = simroute_http(make_config(mcpServers=servers, store={"url": redis_server.url}))
+    async with Client(recording.url) as client:
+        for _ in range(3):
+            await client.call_tool("next_ticket", {})
+    replaying = make_config(mcpServers=servers, store={"url": redis_server.url}, mode="replay", replay={"record_mode": "none"})
+    a, b = simroute_http(replaying), simroute_http(replaying)
+
+    def agent(server):
+        return Client(StreamableHttpTransport(server.url, headers={"X-Simroute-Session": "agent-7"}))
+
+    seen = []
+    async with agent(a) as on_a, agent(b) as on_b:
+        for client in (on_a, on_b, on_a):
+            result = await client.call_tool("next_ticket", {}, raise_on_error=False)
+            seen.append((result.content[0].text, meta_of(result)["provenance"]))
+    assert seen == [("ticket 1", "replay"), ("ticket 2", "replay"), ("ticket 3", "replay")]
+    assert tickets.read_text() == "3"  # the real ticket system saw only the recording session

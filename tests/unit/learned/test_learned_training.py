@@ -1,0 +1,75 @@
+"""Training on shadow records with a known signal: labels, AUC, the threshold for
+the target fidelity on held-aside records, and the derived scorer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from learned_kit import generate
+from policies.learned.curve import fidelity_at
+from policies.learned.features import call_features
+from policies.learned.labels import labels_from_rows
+from policies.learned.scorer import LinearScorer
+from policies.learned.training import TrainingSettings, route_labels, train
+
+TARGET = 0.9
+
+
+@pytest.fixture(scope="module")
+def split():
+    labels = labels_from_rows(generate(900), max_divergence=0.2)
+    cut = int(len(labels) * 0.7)  # train on the past, judge on what came after
+    return labels[:cut], labels[cut:]
+
+
+@pytest.fixture(scope="module")
+def trained(split):
+    return train(split[0], TrainingSettings(target_fidelity=TARGET, cv_folds=3))
+
+
+def test_labels_for_both_routes():
+    labels = labels_from_rows(generate(300), max_divergence=0.2)
+    sim = route_labels(labels, "sim")
+    replay = route_labels(labels, "replay")
+    assert len(sim) == 300
+    by_tool = {tool: [l.acceptable for l in replay if l.facts.tool == tool] for tool in ("get_motto", "get_visits")}
+    # The constant answer replays faithfully; the counter never does.
+    assert by_tool["get_motto"] and all(by_tool["get_motto"])
+    assert by_tool["get_visits"] and not any(by_tool["get_visits"])
+    # status and structure kinds are never acceptable, whatever the score.
+    assert not any(l.acceptable for l in sim if l.kind in ("status", "structure"))
+
+
+@pytest.mark.parametrize("route", ["sim", "replay"])
+def test_auc_and_threshold_on_held_aside_records(split, trained, route):
+    held = route_labels(split[1], route)
+    report = trained.reports[route]
+    assert report.trained and report.auc >= 0.85, report.to_json()
+    scorer = LinearScorer.from_classifier(trained.classifiers[route])
+    probabilities = [scorer.probability(call_features(l.facts)) for l in held]
+    y = [l.acceptable for l in held]
+    assert roc_auc_score(y, probabilities) >= 0.85
+    share, fidelity = fidelity_at(trained.thresholds[route], probabilities, [l.divergence for l in held])
+    assert fidelity >= TARGET, (share, fidelity)
+    assert share > 0.2  # it does send calls to the cheaper route
+
+
+def test_derived_scorer_agrees_with_predict_proba(split, trained):
+    for route in ("sim", "replay"):
+        held = route_labels(split[1], route)
+        X = [call_features(l.facts) for l in held]
+        classifier = trained.classifiers[route]
+        expected = classifier.predict_proba(X)[:, 1]
+        scorer = LinearScorer.from_classifier(classifier)
+        got = np.array([scorer.probability(x) for x in X])
+        assert np.max(np.abs(got - expected)) <= 1e-6
+
+
+def test_a_route_with_one_class_uses_the_per_tool_estimate():
+    rows = [r for r in generate(300) if r["tool"] == "get_motto"]
+    result = train(labels_from_rows(rows), TrainingSettings(cv_folds=3))
+    assert not result.reports["replay"].trained
+    assert "all" in result.reports["replay"].why_not and "acceptable" in result.reports["replay"].why_not
+    assert "replay" not in result.classifiers

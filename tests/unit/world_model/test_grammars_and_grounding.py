@@ -1,0 +1,113 @@
+"""The per-channel grammars compile in llama.cpp's GBNF parser, and the grounding
+ranking puts the right recorded answers last."""
+
+import pytest
+
+from backends.world_model import grammars
+from backends.world_model.grounding import generation_budget, ground, observation_text
+from router.types import Call, Observation, Provenance, Session, Turn
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    """The bundled model's vocabulary only (no weights): llama.cpp's grammar parser needs one."""
+    from llama_cpp import Llama
+
+    from kit import model_path
+
+    llama = Llama(str(model_path()), vocab_only=True, verbose=False)
+    yield llama
+    llama.close()
+
+
+def compiles(llama, text):
+    from backends.world_model.llama_engine import check_grammar
+
+    check_grammar(llama, text)  # raises on invalid GBNF
+    return True
+
+
+def test_invalid_gbnf_is_a_clear_error(vocab):
+    from backends.world_model.engine import WorldModelError
+
+    with pytest.raises(WorldModelError, match="not valid GBNF"):
+        compiles(vocab, 'root ::= "unclosed')
+
+
+@pytest.mark.parametrize(
+    "grammar",
+    [
+        grammars.terminal_grammar(command='echo "a\\b" > x.txt', user="agent", host="sandbox", max_tokens=96),
+        grammars.terminal_grammar(command="x" * 500, user="agent", host="sandbox", max_tokens=64),  # no room to echo
+        grammars.http_grammar(max_tokens=128),
+        grammars.http_grammar(max_tokens=128, json_body=True),
+        grammars.http_grammar(max_tokens=128, body_schema=grammars.infer_json_schema([{"id": 1, "tags": ["a"]}, {"id": 2, "tags": []}])),
+        grammars.web_grammar(max_tokens=256, url='http://site.test/a?q="x"'),
+        grammars.web_grammar(max_tokens=256),
+        grammars.mcp_grammar(schema=None, max_tokens=64),
+        grammars.mcp_grammar(schema=None, max_tokens=64, forbid_json=True, allow_fence=True),
+        grammars.mcp_grammar(schema=None, max_tokens=64, json_text=True),
+        grammars.mcp_grammar(schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, max_tokens=64),
+    ],
+)
+def test_every_grammar_compiles(vocab, grammar):
+    assert compiles(vocab, grammar)
+
+
+def test_inferred_body_schemas_bound_strings_and_arrays():
+    schema = grammars.infer_json_schema([{"name": "Ann", "tags": ["x", "y"]}, {"name": "Bob-Bob", "tags": []}])
+    assert schema["properties"]["name"]["maxLength"] == 2 * 7 + 8
+    assert schema["properties"]["tags"]["maxItems"] == 2 * 2 + 1
+    assert grammars.infer_json_schema([]) is None
+
+
+def row(arguments, text, *, session="old", tool="read", is_error=False, call_key=None):
+    return {"session": session, "tool": tool, "arguments": arguments, "call_key": call_key,
+            "observation": {"content": [{"type": "text", "text": text}], "is_error": is_error}}
+
+
+def test_same_call_key_first_then_nearest_arguments_best_last():
+    call = Call("mcp", "fs", "read", {"path": "/notes/today.txt"}, "s")
+    rows = [
+        row({"path": "/etc/hosts"}, "far"),
+        row({"path": "/notes/today.txt"}, "same", call_key="K"),
+        row({"path": "/notes/todo.txt"}, "near"),
+        row({"path": "/x"}, "other tool", tool="write"),
+    ]
+    chosen = ground(rows, call, call_key="K", k=3).rows
+    assert [observation_text(r) for r in chosen] == ["far", "near", "same"]
+    keyed = ground(rows, call, call_key="K", k=3)
+    assert keyed.unanimous  # one recorded answer to the key: nothing disagrees
+
+
+def test_the_sessions_own_observation_of_the_same_resource_comes_before_examples():
+    call = Call("mcp", "fs", "read", {"path": "/a"}, "s")
+    own = [row({"path": "/a"}, "mine", session="s")]
+    chosen = ground([row({"path": "/a"}, "theirs")], call, own=own, k=2).rows
+    assert [observation_text(r) for r in chosen] == ["theirs", "mine"]  # best last
+
+
+def test_disagreeing_answers_are_not_unanimous_and_the_budget_limits_examples():
+    call = Call("mcp", "fs", "read", {"path": "/a"}, "s")
+    rows = [row({"path": "/a"}, "one"), row({"path": "/a"}, "two"), row({"path": "/b"}, "x" * 400)]
+    grounding = ground(rows, call, k=3, budget_tokens=10, count_tokens=len)
+    assert not grounding.unanimous
+    assert [observation_text(r) for r in grounding.rows] == ["two", "one"]  # the long one is over budget
+    assert grounding.answer_tokens == 400
+
+
+def test_generation_budget_follows_real_answer_sizes_under_the_ceiling():
+    assert generation_budget(None, 256) == 256
+    assert generation_budget(10, 256) == 48
+    assert generation_budget(100, 256) == 166
+    assert generation_budget(1000, 256) == 256
+
+
+def test_session_rows_come_from_the_history_of_the_same_server():
+    from backends.world_model.grounding import session_rows
+
+    session = Session("s", history=[
+        Turn(Call("mcp", "fs", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "A"}], Provenance.REAL)),
+        Turn(Call("mcp", "other", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "B"}], Provenance.REAL)),
+    ])
+    assert [observation_text(r) for r in session_rows(Call("mcp", "fs", "read", {}, "s"), session)] == ["A"]
