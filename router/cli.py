@@ -71,6 +71,9 @@ def mcp(
     server = build_server(runtime)
     _stop_cleanly_on_sigterm()
     if http:
+        from router.dashboard.wiring import mount, runtime_dashboard
+
+        mount(server, runtime_dashboard(runtime))  # /dashboard and /metrics beside /mcp, as `serve` has them
         host, port = _parse_host_port(http)
         server.run(transport="http", host=host, port=port, show_banner=False, log_level="WARNING", **options)
     else:

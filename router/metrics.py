@@ -88,6 +88,8 @@ class RuntimeGauges(Collector):
         yield CounterMetricFamily("simroute_shadow_skipped", "Shadow work skipped because the queue was full.", value=values.get("skipped", 0))
         yield GaugeMetricFamily("simroute_spool_bytes", "Size of the record spool file (records waiting for the store).", value=values.get("spool_bytes", 0))
         yield CounterMetricFamily("simroute_spooled_records", "Records written to the spool instead of the store.", value=values.get("spooled", 0))
+        yield GaugeMetricFamily("simroute_shell_pool_ready", "Started sandboxes waiting in the warm pool for a new session.", value=values.get("pool_ready", 0))
+        yield GaugeMetricFamily("simroute_shell_sandboxes", "Sandboxes held by agent sessions.", value=values.get("sandboxes", 0))
 
 
 class StoreTotals(Collector):

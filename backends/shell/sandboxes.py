@@ -180,7 +180,13 @@ class Sandboxes:
 
     @property
     def ready(self) -> int:
+        """Sandboxes started and waiting in the warm pool."""
         return len(self._ready)
+
+    @property
+    def in_use(self) -> int:
+        """Sandboxes held by agent sessions."""
+        return len(self._sessions)
 
     # --- the warm pool ----------------------------------------------------------------
 

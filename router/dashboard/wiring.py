@@ -39,6 +39,8 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
             "skipped": getattr(shadow, "skipped", 0),
             "spool_bytes": spool_bytes,
             "spooled": runtime.records.spooled,
+            "pool_ready": runtime.shell.ready if runtime.shell is not None else 0,
+            "sandboxes": runtime.shell.in_use if runtime.shell is not None else 0,
         }
 
     metrics.add_collector(RuntimeGauges(live))

@@ -25,6 +25,21 @@ async def run(client, command, **arguments):
 
 
 
+async def metric_reaches(url: str, name: str, value: float, *, timeout_s: float) -> bool:
+    """Whether a gauge of simroute's /metrics reaches `value` within `timeout_s`."""
+    import httpx2 as httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient() as http:
+        while time.monotonic() < deadline:
+            for family in text_string_to_metric_families((await http.get(url)).text):
+                if any(sample.name == name and sample.value >= value for sample in family.samples):
+                    return True
+            await asyncio.sleep(0.2)
+    return False
+
+
 def container_id_seen_from_inside(out: dict) -> str:
     # cgroup v1 paths name the container: /docker/<id>
     for line in out["output"].splitlines():
@@ -157,9 +172,8 @@ async def test_sessions_get_their_own_sandbox_from_the_warm_pool(make_config, si
 
     server = simroute_http(make_config(shell={"pool_size": 2}))
     owners = {owner_of(server.process.pid)}
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(sandboxes(owners)) < 2:
-        time.sleep(0.2)
+    # Ready, not only started: a container still bootstrapping its shell is not in the pool yet.
+    assert await metric_reaches(server.url.replace("/mcp", "/metrics"), "simroute_shell_pool_ready", 2, timeout_s=60)
     pooled = {c.id for c in sandboxes(owners)}
     assert len(pooled) == 2
 
@@ -177,9 +191,7 @@ async def test_sessions_get_their_own_sandbox_from_the_warm_pool(make_config, si
         _, out = await run(client, "cat /workspace/who")
         assert out["output"].strip() == "agent-a"
     # The pool refills for the next sessions.
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(sandboxes(owners)) < 4:
-        time.sleep(0.2)
+    assert await metric_reaches(server.url.replace("/mcp", "/metrics"), "simroute_shell_pool_ready", 2, timeout_s=60)
     assert len(sandboxes(owners)) == 4
     server.process.terminate()
     server.process.wait(30)
