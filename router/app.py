@@ -192,7 +192,10 @@ class Runtime:
         redaction = self.config.redaction
         self.secret_key = await asyncio.to_thread(redaction_key, key_env=redaction.key_env, key_file=self.config.redaction_key_file)
         redactor = (
-            Redactor(key=self.secret_key, fields=redaction.fields, patterns=redaction.patterns, observations=redaction.observations)
+            Redactor(
+                key=self.secret_key, fields=redaction.fields, patterns=redaction.patterns, observations=redaction.observations,
+                password_input=self.browser.is_password_input if self.browser is not None else None,
+            )
             if redaction.enabled
             else None
         )

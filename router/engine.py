@@ -253,7 +253,7 @@ class Engine:
 
     def _record(self, pending: Pending, observation: Observation, note: str, *, status: str) -> Record:
         if self.redactor is not None:
-            observation = self.redactor.observation(observation)
+            observation = self.redactor.observation(observation, session_id=pending.call.session_id)
         return Record(
             call=pending.stored_call, decision=pending.decision, served=observation, step=pending.step,
             call_key=pending.keys.exact, id=pending.record_id, ts=pending.ts, note=note, status=status,

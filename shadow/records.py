@@ -50,8 +50,8 @@ class Record:
         return replace(
             self,
             call=redactor.call(self.call),
-            served=redactor.observation(self.served),
-            shadow=redactor.observation(self.shadow) if self.shadow is not None else None,
+            served=redactor.observation(self.served, session_id=self.call.session_id),
+            shadow=redactor.observation(self.shadow, session_id=self.call.session_id) if self.shadow is not None else None,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -78,11 +78,20 @@ def redaction_key(*, key_env: str | None, key_file: Path) -> bytes:
 
 class Redactor:
     def __init__(
-        self, *, key: bytes, fields: Iterable[str] = CREDENTIAL_FIELDS, patterns: Iterable[str] = (), observations: bool = True
+        self,
+        *,
+        key: bytes,
+        fields: Iterable[str] = CREDENTIAL_FIELDS,
+        patterns: Iterable[str] = (),
+        observations: bool = True,
+        password_input: Callable[[str, str], bool] | None = None,
     ) -> None:
+        """`password_input(session_id, ref)`: whether the real page says an element is an
+        `<input type=password>` (the browser channel's answer, known without I/O)."""
         if not key:
             raise ValueError("the redaction key is empty")
         self.key = key
+        self.password_input = password_input
         self.fields = tuple(fields)
         self.observations = observations  # redact observations too (else calls only)
         self._assignments = Assignments(self.fields)
@@ -120,6 +129,29 @@ class Redactor:
         for pattern in self._extra:
             text = pattern.sub(self._whole_or_group, text)
         return text
+
+    def _password_values(self, observation: Observation, session_id: str) -> Observation:
+        """The values a snapshot shows in the session's password inputs, as markers."""
+        assert self.password_input is not None
+        is_password = self.password_input
+
+        def masked(text: str) -> str:
+            if "textbox" not in text:
+                return text
+
+            def value(match: re.Match[str]) -> str:
+                ref = _SNAPSHOT_REF.search(match["head"])
+                if ref is None or MARKER_PREFIX in match["value"] or not is_password(session_id, ref[1]):
+                    return match[0]
+                return match["head"] + self.marker(match["value"])
+
+            return _SNAPSHOT_TEXTBOX.sub(value, text)
+
+        content = [{**block, "text": masked(block["text"])} if isinstance(block.get("text"), str) else block for block in observation.content]
+        structured = observation.structured
+        if isinstance(structured, dict) and isinstance(structured.get("snapshot"), str):
+            structured = {**structured, "snapshot": masked(structured["snapshot"])}
+        return replace(observation, content=content, structured=structured)
 
     def _secret_textbox(self, match: re.Match[str]) -> str:
         value = match["value"]
@@ -203,14 +235,16 @@ class Redactor:
         arguments = dict(call.arguments)
         if call.channel == "http":
             arguments = self._http_arguments(arguments)
-        elif call.channel == "browser" and call.tool in _TYPING_TOOLS and self._types_a_secret(arguments, target_name):
+        elif call.channel == "browser" and call.tool in _TYPING_TOOLS and self._types_a_secret(call, target_name):
             arguments = {**self.value({k: v for k, v in arguments.items() if k != "text"}), "text": self.marker(str(arguments.get("text", "")))}
         else:
             arguments = self.value(arguments)
         return replace(call, arguments=arguments)
 
-    def _types_a_secret(self, arguments: dict[str, Any], target_name: str | None) -> bool:
-        names = [str(arguments.get("element") or ""), target_name or ""]
+    def _types_a_secret(self, call: Call, target_name: str | None) -> bool:
+        if self.password_input is not None and self.password_input(call.session_id, str(call.arguments.get("ref") or "")):
+            return True
+        names = [str(call.arguments.get("element") or ""), target_name or ""]
         return any(SECRET_INPUT_NAME.search(name) for name in names)
 
     def _http_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -224,13 +258,20 @@ class Redactor:
                 result[key] = self.value(value)
         return result
 
-    def observation(self, observation: Observation) -> Observation:
-        """An observation with its secrets redacted (unchanged when `observations` is off)."""
+    def observation(self, observation: Observation, *, session_id: str | None = None) -> Observation:
+        """An observation with its secrets redacted (unchanged when `observations` is off).
+        `session_id`: the agent session it was observed in, whose real page says which
+        snapshot text boxes are password inputs (their shown values are redacted too)."""
         if not self.observations:
             return observation
+        if session_id is not None and self.password_input is not None:
+            observation = self._password_values(observation, session_id)
         content = [self.value(block) if block.get("type") == "text" else block for block in observation.content]
         structured = self.value(observation.structured) if observation.structured is not None else None
         return replace(observation, content=content, structured=structured)
+
+
+_SNAPSHOT_REF = re.compile(r"\[ref=((?:f\d+)?e\d+)\]")
 
 
 def element_name(snapshot: str | None, ref: str) -> str | None:

@@ -92,6 +92,14 @@ def refs_in(snapshot: str | None) -> set[str]:
     return set(_REF.findall(snapshot or ""))
 
 
+_TEXTBOX_REF = re.compile(r"^\s*- textbox\b.*\[ref=((?:f\d+)?e\d+)\]", re.MULTILINE)
+
+
+def textbox_refs(snapshot: str | None, limit: int = 32) -> list[str]:
+    """The refs of a snapshot's text boxes (the elements text can be typed into), at most `limit`."""
+    return _TEXTBOX_REF.findall(snapshot or "")[:limit]
+
+
 def is_ref(value: str) -> bool:
     return bool(_REF_ARGUMENT.match(value))
 

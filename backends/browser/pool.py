@@ -171,6 +171,11 @@ class BrowserPool:
             return PageState(None, None, None, error=f"{lost} during this call; this session's pages are gone. The next call opens a fresh browser.")
         return state
 
+    def is_password_input(self, session_id: str, ref: str) -> bool:
+        """Whether `ref` in the session's latest real snapshot is a password input (no I/O)."""
+        browser_session = self._sessions.get(session_id)
+        return browser_session is not None and browser_session.is_password_input(ref)
+
     async def close_session(self, session_id: str) -> None:
         self._opening.pop(session_id, None)
         browser_session = self._sessions.pop(session_id, None)

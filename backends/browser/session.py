@@ -24,6 +24,7 @@ from backends.browser.page_state import (
     is_ref,
     normalize_url,
     refs_in,
+    textbox_refs,
     trim_snapshot,
     unknown_ref_message,
 )
@@ -36,6 +37,9 @@ log = logging.getLogger("simroute.browser")
 SETTLE_S = 0.25
 # How long a page that started loading gets to finish after an action ("load").
 LOAD_AFTER_ACTION_S = 5.0
+# Asked of each text box in a snapshot (see `_password_inputs`).
+_IS_PASSWORD = "e => e instanceof HTMLInputElement && e.type === 'password'"
+_PASSWORD_QUERY_MS = 2000
 
 
 class BrowserSession:
@@ -51,6 +55,7 @@ class BrowserSession:
         self.lock = asyncio.Lock()  # one action at a time per session, in arrival order
         self._events: list[str] = []  # reported with the next observation
         self._refs: set[str] = set()  # refs of the current page's latest snapshot
+        self._password_refs: set[str] = set()  # those of them that are password inputs (from the DOM)
         self._ref_page: Any = None  # the page those refs belong to
         self._watched: set[int] = set()  # pages with our dialog and close handlers (ids)
         self._closing: set[int] = set()  # pages replaced by a popup, closed by us (ids)
@@ -260,6 +265,7 @@ class BrowserSession:
             events.append(f"the accessibility snapshot failed: {_first_line(exc)}")
             full = ""
         self._refs, self._ref_page = refs_in(full), page
+        self._password_refs = await self._password_inputs(page, full)
         text, truncated = trim_snapshot(full, self.config.snapshot_max_chars)
         try:
             title = await asyncio.wait_for(page.title(), timeout=self.config.action_timeout_s)
@@ -269,6 +275,27 @@ class BrowserSession:
 
     def _current_refs(self) -> set[str]:
         return self._refs if self._ref_page is self.page else set()
+
+    def is_password_input(self, ref: str) -> bool:
+        """Whether `ref` of the latest snapshot is an `<input type=password>` (known
+        without I/O: asked of the DOM when the snapshot was taken)."""
+        return self._ref_page is self.page and ref in self._password_refs
+
+    async def _password_inputs(self, page: Any, snapshot: str) -> set[str]:
+        """The snapshot's text boxes that are password inputs, asked of the DOM: their
+        accessible name need not say so, and what is typed there must be redacted
+        before any record sees it. A few per page, asked together."""
+
+        async def is_password(ref: str) -> bool:
+            try:
+                return bool(await page.locator(f"aria-ref={ref}").evaluate(_IS_PASSWORD, timeout=_PASSWORD_QUERY_MS))
+            except Exception as exc:  # gone meanwhile, a frame that went away: not known to be one
+                log.debug("asking whether %s is a password input: %r", ref, exc)
+                return False
+
+        refs = textbox_refs(snapshot)
+        answers = await asyncio.gather(*(is_password(ref) for ref in refs))
+        return {ref for ref, password in zip(refs, answers) if password}
 
     async def _deadline(self, work: Callable[[], Awaitable[PageState]], what: str) -> PageState:
         # Playwright's timeouts come first; this catches a call they do not cover

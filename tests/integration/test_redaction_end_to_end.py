@@ -76,3 +76,24 @@ async def test_text_typed_into_a_password_field_is_redacted(make_config, tmp_pat
     [typing] = [row for row in records_of(config) if row["tool"] == "browser_type"]
     assert typing["arguments"]["text"].startswith("[redacted:")
     assert [path.name for path in written_files(tmp_path) if secret.encode() in path.read_bytes()] == []
+
+
+async def test_text_typed_into_a_password_input_the_name_does_not_reveal_is_redacted(make_config, tmp_path):
+    """The real page says which inputs are passwords: a field labelled "Access phrase"
+    is one, though no name rule would catch it."""
+    import re
+
+    from kit import stdio_client
+    from servers.web_pages import WebPages
+
+    secret = "PHRASEtyped0123456789"
+    with WebPages() as site:
+        config = make_config(browser={"allowed_origins": ["http://127.0.0.1:*"]})
+        async with stdio_client(config) as client:
+            page = await client.call_tool("browser_navigate", {"url": site.url("/vault")})
+            ref = re.search(r'textbox "Access phrase" \[ref=([^\]]+)\]', page.structured_content["snapshot"]).group(1)
+            typed = await client.call_tool("browser_type", {"ref": ref, "text": secret, "element": "Access phrase"})
+            assert not typed.is_error
+    [typing] = [row for row in records_of(config) if row["tool"] == "browser_type"]
+    assert typing["arguments"]["text"].startswith("[redacted:")
+    assert [path.name for path in written_files(tmp_path) if secret.encode() in path.read_bytes()] == []

@@ -71,6 +71,11 @@ PAGES = {
         '<h1>Sign in</h1><form action="/" method="get">'
         '<label>User <input name="user"></label><label>Password <input type="password" name="pw"></label></form>',
     ),
+    "/vault": page(
+        "Vault",
+        '<h1>Vault</h1><form action="/" method="get">'
+        '<label>Access phrase <input type="password" name="phrase"></label></form>',
+    ),
     "/huge": page("Huge", "<h1>Huge</h1><ul>" + "".join(f"<li>Item number {i}</li>" for i in range(20000)) + "</ul>"),
 }
 

@@ -66,3 +66,11 @@ def test_parsing_what_a_small_model_writes():
     assert (page.url, page.title, page.snapshot) == ("http://a.test/about", "About", '{"title": "About us"}')
     empty_title = parse_page_text("- Page URL: http://a.test/\n- Page Title:\n- Page Snapshot:\n```yaml\n- text: hi\n```")
     assert (empty_title.url, empty_title.title, empty_title.snapshot) == ("http://a.test/", "", "- text: hi")
+
+
+def test_textbox_refs_are_the_text_boxes_of_a_snapshot_in_order():
+    from backends.browser.page_state import textbox_refs
+
+    snapshot = '- heading "Vault" [ref=e1]\n- textbox "Access phrase" [ref=e2]\n  - textbox [ref=f1e7]: typed\n- button "Go" [ref=e3]'
+    assert textbox_refs(snapshot) == ["e2", "f1e7"]
+    assert textbox_refs(snapshot, limit=1) == ["e2"] and textbox_refs(None) == []
