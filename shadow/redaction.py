@@ -96,9 +96,11 @@ class Redactor:
         self.observations = observations  # redact observations too (else calls only)
         self._assignments = Assignments(self.fields)
         # Words a text must hold for any rule to apply: most texts hold none, and are left after one search.
-        words = {*_HEADER_WORDS, *_SCHEME_WORDS, "textbox", *self._assignments.words, *(t for triggers, _ in KEY_SHAPES for t in triggers)}
+        words = {*_HEADER_WORDS, *_SCHEME_WORDS, "textbox", *self._assignments.words}
         # Searched in the lower-cased text (a case-sensitive alternation is far faster).
         self._maybe_secret = re.compile("|".join(re.escape(word.lower()) for word in sorted(words)))
+        # Key shapes start with case-sensitive prefixes (`ASIA…` is a key, `Asia/Tokyo` is not).
+        self._maybe_key = re.compile("|".join(re.escape(t) for triggers, _ in KEY_SHAPES for t in sorted(triggers)))
         self._extra = tuple(re.compile(p) for p in patterns)
 
     # --- values ------------------------------------------------------------------------
@@ -114,7 +116,7 @@ class Redactor:
         if not text:
             return text
         lowered = text.lower()
-        if not self._extra and self._maybe_secret.search(lowered) is None:
+        if not self._extra and self._maybe_secret.search(lowered) is None and self._maybe_key.search(text) is None:
             return text
         if any(name in lowered for name in _HEADER_WORDS):
             text = SECRET_HEADER_LINE.sub(lambda m: m[1] + m[2] + self.header(m[1], m[3]), text)
