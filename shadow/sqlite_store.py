@@ -31,7 +31,7 @@ from shadow.canonical import snapshot_digest, tool_key
 from shadow.group_commit import GroupCommit
 from shadow.noise import NoiseStats
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 log = logging.getLogger("simroute.records")
 
@@ -103,6 +103,51 @@ _V3_COLUMNS = (("divergence_kind", "TEXT"),)
 _V3_INDEXES = """
 DROP INDEX IF EXISTS records_by_ts;
 CREATE INDEX records_by_ts ON records (ts, channel, server, tool, route, provenance, divergence, divergence_kind);
+"""
+
+# Version 4: per-minute counts kept at write time by triggers, in the same transaction
+# as the record (an upsert that replaces a row takes the old row's counts back first:
+# recursive_triggers makes REPLACE's delete fire); the dashboard's overview and
+# fidelity table and /metrics' totals read them instead of the records. The time
+# index is narrow again: the aggregates no longer need it to cover their columns.
+_KIND_COLUMNS = ("kind_status", "kind_structure", "kind_format", "kind_content", "kind_none")
+_COUNTED = "minute, channel, server, tool, route, provenance, status"
+
+
+def _count(row: str, sign: str) -> str:
+    """The statement adding (sign "") or taking back (sign "-") the counts of `row` (NEW or OLD)."""
+    kinds = ", ".join(f"{sign}({row}.divergence_kind IS '{column[5:]}')" for column in _KIND_COLUMNS)
+    updates = ", ".join(f"{c} = {c} + excluded.{c}" for c in ("calls", "shadowed", "divergent", "divergence_sum", *_KIND_COLUMNS))
+    return (
+        f"INSERT INTO minute_counts VALUES (CAST({row}.ts / 60 AS INTEGER), {row}.channel, {row}.server, {row}.tool, {row}.route, "
+        f"{row}.provenance, {row}.status, {sign}1, {sign}({row}.divergence IS NOT NULL), {sign}COALESCE({row}.divergence > 0, 0), "
+        f"{sign}COALESCE({row}.divergence, 0), {kinds}) "
+        f"ON CONFLICT DO UPDATE SET {updates};"
+    )
+
+
+_COUNTED_COLUMNS = "ts, channel, server, tool, route, provenance, status, divergence, divergence_kind"
+
+
+_V4_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS minute_counts (
+    minute INTEGER NOT NULL, channel TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
+    route TEXT NOT NULL, provenance TEXT NOT NULL, status TEXT NOT NULL,
+    calls INTEGER NOT NULL, shadowed INTEGER NOT NULL, divergent INTEGER NOT NULL, divergence_sum REAL NOT NULL,
+    {", ".join(f"{c} INTEGER NOT NULL" for c in _KIND_COLUMNS)},
+    PRIMARY KEY ({_COUNTED})
+) WITHOUT ROWID;
+DELETE FROM minute_counts;
+INSERT INTO minute_counts SELECT CAST(ts / 60 AS INTEGER) AS minute, channel, server, tool, route, provenance, status,
+    COUNT(*), COUNT(divergence), SUM(COALESCE(divergence > 0, 0)), SUM(COALESCE(divergence, 0)),
+    {", ".join(f"SUM(divergence_kind IS '{c[5:]}')" for c in _KIND_COLUMNS)}
+    FROM records GROUP BY {_COUNTED};
+CREATE TRIGGER IF NOT EXISTS records_counted AFTER INSERT ON records BEGIN {_count("NEW", "")} END;
+CREATE TRIGGER IF NOT EXISTS records_uncounted AFTER DELETE ON records BEGIN {_count("OLD", "-")} END;
+CREATE TRIGGER IF NOT EXISTS records_recounted AFTER UPDATE OF {_COUNTED_COLUMNS} ON records
+    BEGIN {_count("OLD", "-")} {_count("NEW", "")} END;
+DROP INDEX IF EXISTS records_by_ts;
+CREATE INDEX records_by_ts ON records (ts);
 """
 
 _COLUMNS = (
@@ -197,6 +242,8 @@ class SQLiteStore:
         db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
         # Checkpoint the WAL less often: fewer long commits on the agent's path.
         db.execute("PRAGMA wal_autocheckpoint=4000")
+        # An upsert that replaces a record fires the delete trigger: its old counts go.
+        db.execute("PRAGMA recursive_triggers=ON")
         return db
 
     def _connect_reader(self) -> sqlite3.Connection:
@@ -507,13 +554,7 @@ class SQLiteStore:
         return [RecordingInfo(*row) for row in rows]
 
     async def aggregates(self) -> dict[str, Any]:
-        def work(db: sqlite3.Connection) -> dict[str, Any]:
-            out: dict[str, Any] = {"total": db.execute("SELECT COUNT(*) FROM records").fetchone()[0]}
-            for column in ("channel", "route", "provenance", "status"):
-                out[f"by_{column}"] = dict(db.execute(f"SELECT {column}, COUNT(*) FROM records GROUP BY {column}").fetchall())
-            return out
-
-        return await self._read(work)
+        return await self._read(dashboard.totals)
 
     # --- the dashboard's aggregates and pages (shadow/sqlite_dashboard.py) ---------------
 
@@ -566,14 +607,30 @@ def _migrate(db: sqlite3.Connection) -> None:
             if name not in existing:
                 db.execute(f"ALTER TABLE records ADD COLUMN {name} {declaration}")
                 db.execute(f"UPDATE records SET {name} = json_extract(body, '$.{name}') WHERE divergence IS NOT NULL")
-        for statement in _V3_INDEXES.split(";"):
-            if statement.strip():
-                db.execute(statement)
+        if version < 3:
+            for statement in _V3_INDEXES.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+        for statement in _statements(_V4_SCHEMA):
+            db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def _statements(script: str) -> list[str]:
+    """A script's statements, trigger bodies kept whole (their `;` are inside BEGIN … END)."""
+    statements, current = [], ""
+    for piece in script.split(";"):
+        current += piece
+        if current.strip() and (" BEGIN " not in current or current.rstrip().endswith("END")):
+            statements.append(current.strip())
+            current = ""
+        elif current.strip():
+            current += ";"
+    return statements
 
 
 def _readable_records(bodies) -> list[Record]:

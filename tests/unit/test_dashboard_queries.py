@@ -37,20 +37,102 @@ async def store(tmp_path):
     await store.aclose()
 
 
-async def test_the_overview_and_fidelity_queries_read_a_time_range_through_an_index(store):
+async def test_the_overview_and_fidelity_queries_read_minute_counts_and_indexes(store):
     def check(db: sqlite3.Connection) -> None:
         for where in (RecordFilter(since=NOW - 86400), RecordFilter(since=NOW - 86400, channel="mcp", route="sim", divergent=True)):
+            first, end = queries.whole_minutes(where)
+            for sql, params in (queries.overview_counts_sql(where, 60.0, first, end), queries.fidelity_counts_sql(where, first, end)):
+                text = plan(db, sql, params)  # the counts kept at write time, searched by minute
+                assert "SEARCH minute_counts USING PRIMARY KEY (minute>?)" in text, text
             for sql, params in (queries.overview_sql(where, 60.0), queries.fidelity_sql(where)):
-                text = plan(db, sql, params)  # aggregates read the index alone, never the table
-                assert "SEARCH records USING COVERING INDEX records_by_ts (ts>?" in text, text
+                text = plan(db, sql, params)  # a range's partial minutes: the records through the time index
+                assert "SEARCH records USING INDEX records_by_ts (ts>?" in text, text
             text = plan(db, *queries.page_sql(where, before=None, after="x", limit=50))
             assert "SEARCH records USING INDEX records_by_ts (ts>?" in text and "SCAN" not in text, text
         session = RecordFilter(since=NOW - 86400, session="sess-1")
+        assert queries.whole_minutes(session) is None  # a session's view reads its records
         text = plan(db, *queries.overview_sql(session, 60.0))
         assert "records_by_session" in text or "records_by_ts" in text, text
         assert "SCAN records" not in text, text
 
     await store.reader.run(check)
+
+
+async def recount(store, where: RecordFilter, bucket_s: float):
+    """The overview and fidelity table computed from the records alone (the reference)."""
+    def work(db):
+        overview = [
+            {"bucket": b, "route": r, "channel": c, "provenance": p, "calls": n, "shadowed": s, "divergent": d or 0}
+            for b, r, c, p, n, s, d in db.execute(*queries.overview_sql(where, bucket_s))
+        ]
+        fidelity = {
+            (c, s, t): (n, pairs, round(total, 9), {k: v for k, v in zip(queries.KINDS, kinds) if v})
+            for c, s, t, n, pairs, total, *kinds in db.execute(*queries.fidelity_sql(where))
+        }
+        return sorted(overview, key=lambda r: (r["bucket"], r["route"], r["channel"], r["provenance"])), fidelity
+
+    return await store.reader.run(work)
+
+
+async def test_minute_counts_follow_every_upsert_replacement_and_prune(store):
+    """Counts kept by triggers equal a recount of the records after records are
+    replaced (a pending record completed with its divergence) and pruned, for
+    ranges whose ends fall inside a minute."""
+    pending = Record(Call("mcp", "s", "t0", {"n": 99}, "sess-9"), Decision(Route.SHADOW, "mode", ""),
+                     Observation(content=[], provenance=Provenance.REAL), step=0, call_key="k99", ts=NOW - 95.5, status="pending")
+    await store.upsert([pending.to_json()])
+    pending.status, pending.divergence, pending.divergence_kind = "complete", 0.9, "structure"
+    await store.upsert([pending.to_json()])  # replaces the row: its pending counts are taken back
+    await store.prune(before_ts=NOW - 3000)
+    orphan = Record(Call("mcp", "s", "t1", {"n": 98}, "sess-9"), Decision(Route.REAL, "mode", ""),
+                    Observation(content=[], provenance=Provenance.REAL), step=1, call_key="k98", ts=NOW - 30.2, status="started", owner="gone:1:1")
+    await store.upsert([orphan.to_json()])
+    assert await store.interrupt_orphans(lambda owner: False) == 1  # an UPDATE of the status: recounted
+
+    async def same(where: RecordFilter, bucket_s: float) -> None:
+        overview, fidelity = await recount(store, where, bucket_s)
+        got = await store.overview(where, bucket_s=bucket_s)
+        assert sorted(got, key=lambda r: (r["bucket"], r["route"], r["channel"], r["provenance"])) == overview
+        got_fidelity = {
+            (r["channel"], r["server"], r["tool"]): (r["calls"], r["shadow_pairs"], round((r["mean_divergence"] or 0) * r["shadow_pairs"], 9), r["kinds"])
+            for r in await store.fidelity(where)
+        }
+        assert got_fidelity == fidelity
+
+    for where in (
+        RecordFilter(since=NOW - 7200),
+        RecordFilter(since=NOW - 3333.3, until=NOW - 61.7),
+        RecordFilter(since=NOW - 7200, tool="t0", divergent=True),
+        RecordFilter(since=NOW - 7200, route="shadow"),
+    ):
+        await same(where, 60.0)
+        await same(where, 1800.0)
+    totals = await store.aggregates()
+    assert totals["total"] == await store.count() and totals["by_status"] == {"complete": await store.count() - 1, "interrupted": 1}
+
+
+async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
+    import shadow.sqlite_store as sqlite_store
+
+    path = tmp_path / "records.db"
+    store = await SQLiteStore(path).open()
+    for n in range(30):
+        record = Record(Call("mcp", "s", "t", {"n": n}, "a"), Decision(Route.REAL, "mode", ""), Observation(content=[], provenance=Provenance.REAL),
+                        step=n, call_key=f"k{n}", ts=NOW - 600 + n * 10)
+        await store.upsert([record.to_json()])
+    await store.aclose()
+    db = sqlite3.connect(path)  # what a version-3 file looks like: no counts, no triggers
+    db.executescript(
+        "DROP TRIGGER records_counted; DROP TRIGGER records_uncounted; DROP TRIGGER records_recounted;"
+        " DROP TABLE minute_counts; PRAGMA user_version = 3;"
+    )
+    db.close()
+    store = await SQLiteStore(path).open()
+    try:
+        assert sum(r["calls"] for r in await store.overview(RecordFilter(since=NOW - 3600), bucket_s=60.0)) == 30
+        assert (await store.reader.run(lambda db: db.execute("PRAGMA user_version").fetchone()[0])) == sqlite_store.SCHEMA_VERSION
+    finally:
+        await store.aclose()
 
 
 async def test_aggregates_come_back_grouped(store):
