@@ -23,7 +23,7 @@ from router.types import Observation
 from shadow.canonical import snapshot_digest, tool_key
 from shadow.group_commit import GroupCommit
 from shadow.noise import NoiseStats
-from shadow.records import Record
+from shadow.records import Record, row_text
 from shadow import redis_dashboard as dashboard
 from shadow.redis_dashboard import SEP
 from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreError
@@ -187,7 +187,7 @@ class RedisStore:
 
     def _args(self, row: dict[str, Any]) -> list[Any]:
         return [
-            self.prefix, row["id"], json.dumps(row, ensure_ascii=False, default=str), row["ts"], row["session"], row["step"],
+            self.prefix, row["id"], row_text(row), row["ts"], row["session"], row["step"],
             row.get("replay_key") or row["call_key"], int(row.get("occurrence") or 0), row.get("recording") or "",
             row["provenance"], row["status"], row["call_key"], tool_key(row["channel"], row["server"], row["tool"]),
             row["channel"], row["route"], self.max_log, EXAMPLES_PER_KEY,

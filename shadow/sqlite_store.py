@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from router.types import Observation
-from shadow.records import Record
+from shadow.records import Record, row_text
 from shadow import sqlite_dashboard as dashboard
 from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreBusy, StoreError
 from shadow.canonical import snapshot_digest, tool_key
@@ -110,6 +110,8 @@ CREATE INDEX records_by_ts ON records (ts, channel, server, tool, route, provena
 # recursive_triggers makes REPLACE's delete fire); the dashboard's overview and
 # fidelity table and /metrics' totals read them instead of the records. The time
 # index is narrow again: the aggregates no longer need it to cover their columns.
+# The replay index leads with the session: a commit then dirties the pages of the
+# session's own range, not one page per distinct call (its only query names all three).
 _KIND_COLUMNS = ("kind_status", "kind_structure", "kind_format", "kind_content", "kind_none")
 _COUNTED = "minute, channel, server, tool, route, provenance, status"
 
@@ -148,6 +150,8 @@ CREATE TRIGGER IF NOT EXISTS records_recounted AFTER UPDATE OF {_COUNTED_COLUMNS
     BEGIN {_count("OLD", "-")} {_count("NEW", "")} END;
 DROP INDEX IF EXISTS records_by_ts;
 CREATE INDEX records_by_ts ON records (ts);
+DROP INDEX IF EXISTS records_by_replay;
+CREATE INDEX records_by_replay ON records (session, replay_key, occurrence);
 """
 
 _COLUMNS = (
@@ -161,7 +165,7 @@ def _row_values(row: dict[str, Any]) -> tuple[Any, ...]:
     return (
         row["id"], row["ts"], row["session"], row["step"], row["channel"], row["server"], row["tool"], row["call_key"],
         tool_key(row["channel"], row["server"], row["tool"]), row["route"], row["provenance"], row["status"],
-        row.get("divergence"), json.dumps(row, ensure_ascii=False, default=str),
+        row.get("divergence"), row_text(row),
         row.get("replay_key") or row["call_key"], row.get("key_scheme") or "", int(row.get("occurrence") or 0),
         row.get("recording"), row.get("owner") or "", row.get("divergence_kind"),
     )
@@ -318,7 +322,7 @@ class SQLiteStore:
                 row = json.loads(body)
                 row["status"] = "interrupted"
                 row["note"] = "; ".join(n for n in (row.get("note"), "interrupted: its router stopped before the call finished") if n)
-                db.execute("UPDATE records SET status = 'interrupted', body = ? WHERE id = ?", (json.dumps(row, ensure_ascii=False, default=str), rid))
+                db.execute("UPDATE records SET status = 'interrupted', body = ? WHERE id = ?", (row_text(row), rid))
             return len(gone)
 
         return await self._write(work)
