@@ -89,6 +89,12 @@ def tool_key(channel: str, server: str, tool: str) -> str:
 
 def call_features(facts: CallFacts) -> list[Feature]:
     """The named features of a call (see module doc)."""
+    return static_features(facts) + moving_features(facts)
+
+
+def static_features(facts: CallFacts) -> list[Feature]:
+    """The features the call itself fixes (tool, safety class, arguments): the same
+    for every repetition of a call, so their score can be kept per call."""
     tool = f"{facts.server}/{facts.tool}"
     out: list[Feature] = [
         ("bias", 1.0),
@@ -97,8 +103,6 @@ def call_features(facts: CallFacts) -> list[Feature]:
         (f"tool={tool}", 1.0),
         (f"safety={facts.safety or 'none'}", 1.0),
         (f"tool={tool}|safety={facts.safety or 'none'}", 1.0),
-        (f"step_bucket={min(max(facts.step, 0).bit_length(), 12)}", 1.0),
-        ("log_step", math.log1p(max(facts.step, 0)) / 5.0),
     ]
     for key in sorted(facts.arguments)[:MAX_KEYS]:
         out.append((f"key={tool}:{key}", 1.0))
@@ -108,6 +112,16 @@ def call_features(facts: CallFacts) -> list[Feature]:
         if isinstance(value, str):
             for word in _WORD.findall(value.lower())[:MAX_WORDS]:
                 out.append((f"word={tool}:{path}:{word}", 1.0))
+    return out
+
+
+def moving_features(facts: CallFacts) -> list[Feature]:
+    """The features that move between repetitions of a call: the session's step and
+    the per-tool statistics."""
+    out: list[Feature] = [
+        (f"step_bucket={min(max(facts.step, 0).bit_length(), 12)}", 1.0),
+        ("log_step", math.log1p(max(facts.step, 0)) / 5.0),
+    ]
     stats = facts.stats
     if stats is not None:
         if stats.sim_labels:

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from policies.learned.features import CallFacts, call_features, hashed, tool_key
+from policies.learned.features import CallFacts, hashed, moving_features, static_features, tool_key
 from policies.learned.model import LearnedModel
 from policies.learned.state import EMPTY_STATE, LearnedState
 from policies.safety.verdict import SafetyVerdict
@@ -101,6 +102,13 @@ class LearnedPolicy:
         self.replay_key_of = replay_key_of
         self.model = model  # swapped whole by a reload
         self.state = state  # swapped whole by a refresh
+        # The static part of each route's score per call (scorer, call): most calls
+        # repeat, and their features are most of a decision's time. Emptied when the
+        # model is swapped or the cache is full.
+        self._static_scores: dict[tuple[Any, ...], float] = {}
+        self._scored_by: LearnedModel | None = None
+        self._recorded_calls: dict[tuple[Any, ...], bool] = {}  # per call, for the state below
+        self._recorded_in: LearnedState | None = None
 
     def decide(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Decision:
         assessment = self.assess(call, session, safety)
@@ -137,8 +145,9 @@ class LearnedPolicy:
                 scorer = route_model.scorer
                 if features is None:  # made once per call, shared by both routes' scorers
                     facts = CallFacts(call.channel, call.server, call.tool, call.arguments, str(safety.cls) if safety else None, session.steps, stats)
-                    features = hashed(call_features(facts), scorer.n_bits)
-                probability, threshold, source = scorer.probability_of_columns(features), route_model.threshold, f"model {model.digest}"
+                    features = hashed(moving_features(facts), scorer.n_bits)
+                score = scorer.intercept + self._static_score(route, scorer, facts) + scorer.partial_score(features)
+                probability, threshold, source = scorer.calibrated(score), route_model.threshold, f"model {model.digest}"
             else:
                 probability = state.priors.get((key, route), _UNLABELLED_BOUND)
                 threshold, source = settings.target_fidelity, f"per-tool estimate, {labels} label{'s' if labels != 1 else ''}"
@@ -154,6 +163,17 @@ class LearnedPolicy:
         reason = f"{parts}; real cost {real_cost:.2f} -> {route}"
         return Assessment(route, tuple(candidates), real_cost, reason)
 
+    def _static_score(self, route: str, scorer: Any, facts: CallFacts) -> float:
+        if self._scored_by is not self.model or len(self._static_scores) > _STATIC_SCORES_KEPT:
+            self._static_scores, self._scored_by = {}, self.model
+        key = _call_identity(route, facts)
+        if key is None:  # arguments that are not flat scalars: scored each time
+            return scorer.partial_score(hashed(static_features(facts), scorer.n_bits))
+        score = self._static_scores.get(key)
+        if score is None:
+            score = self._static_scores[key] = scorer.partial_score(hashed(static_features(facts), scorer.n_bits))
+        return score
+
     def _blocked(self, route: str, call: Call, session: Session) -> str:
         """Why `route` cannot serve this call before any probability, or ''."""
         if route != "replay":
@@ -165,7 +185,19 @@ class LearnedPolicy:
         return ""
 
     def _recorded(self, call: Call) -> bool:
-        return self.replay_key_of is not None and self.replay_key_of(call) in self.state.recorded_keys
+        """Whether the call's replay key has a real recording (kept per call until the
+        state is refreshed: the key is a canonical encoding and a digest)."""
+        if self.replay_key_of is None:
+            return False
+        if self._recorded_in is not self.state or len(self._recorded_calls) > _STATIC_SCORES_KEPT:
+            self._recorded_calls, self._recorded_in = {}, self.state
+        key = _call_identity("recorded", CallFacts(call.channel, call.server, call.tool, call.arguments, None, 0))
+        found = self._recorded_calls.get(key) if key is not None else None
+        if found is None:
+            found = self.replay_key_of(call) in self.state.recorded_keys
+            if key is not None:
+                self._recorded_calls[key] = found
+        return found
 
     def _explores(self, call: Call, session: Session) -> bool:
         rate = self.settings.explore_rate
@@ -173,6 +205,20 @@ class LearnedPolicy:
             return False
         digest = hashlib.blake2b(f"{session.id}\x1f{session.steps}\x1f{call.server}\x1f{call.tool}".encode(), digest_size=8).digest()
         return int.from_bytes(digest, "little") / 2**64 < rate
+
+
+_STATIC_SCORES_KEPT = 1 << 16
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _call_identity(route: str, facts: CallFacts) -> tuple[Any, ...] | None:
+    """A hashable identity of what the static features depend on, when the arguments
+    are flat scalars (most tool calls); None otherwise."""
+    arguments = facts.arguments
+    if not all(isinstance(value, _SCALARS) for value in arguments.values()):
+        return None
+    # The type keeps 1, 1.0 and True apart (their features differ: "1", "1.0", "true").
+    return (route, facts.channel, facts.server, facts.tool, facts.safety, tuple(sorted((k, type(v), v) for k, v in arguments.items())))
 
 
 def _is_safe(safety: SafetyVerdict | None) -> bool:

@@ -53,6 +53,17 @@ class LinearScorer:
                 total += weight * sign * value
         return total
 
+    def partial_score(self, columns: dict[int, float]) -> float:
+        """The part of the linear score some hashed features make (no intercept): the
+        score of a call is the intercept plus the partial scores of its feature parts."""
+        weights = self.weights
+        total = 0.0
+        for column, value in columns.items():
+            weight = weights.get(column)
+            if weight is not None:
+                total += weight * value
+        return total
+
     def score_columns(self, columns: dict[int, float]) -> float:
         """The linear score of a call's hashed features (`features.hashed`, made once
         per call and shared by the routes' scorers)."""

@@ -73,3 +73,33 @@ def test_a_route_with_one_class_uses_the_per_tool_estimate():
     assert not result.reports["replay"].trained
     assert "all" in result.reports["replay"].why_not and "acceptable" in result.reports["replay"].why_not
     assert "replay" not in result.classifiers
+
+
+def test_the_policys_probabilities_are_predict_probas_for_new_and_repeated_calls(split, trained):
+    """The decision path scores a call's static features once per call (kept) and its
+    moving ones (step, statistics) each time: still predict_proba, within 1e-6."""
+    from policies.learned import LearnedModel, LearnedPolicy, LearnedSettings, RouteModel
+    from policies.learned.features import CallFacts
+    from policies.safety.verdict import SafetyVerdict
+    from router.types import Call, Session
+
+    model = LearnedModel(
+        {route: RouteModel(LinearScorer.from_classifier(c), trained.thresholds[route]) for route, c in trained.classifiers.items()}, digest="t"
+    )
+    policy = LearnedPolicy(LearnedSettings(min_labels=0, explore_rate=0.0), model=model)
+    safe = SafetyVerdict("safe", "a read", analysed=True)
+    calls = [Call("mcp", "srv", "get_weather", {"city": "Oslo"}, "s"), Call("mcp", "srv", "get_weather", {"city": {"name": "Rome"}}, "s")]
+    compared = 0
+    for step in (1, 7, 7, 300):  # a repeated call hits the kept static score
+        for call in calls:
+            session = Session("s")
+            session.steps = step
+            facts = CallFacts(call.channel, call.server, call.tool, call.arguments, "safe", step, None)
+            [features] = [call_features(facts)]
+            for candidate in policy.assess(call, session, safe).candidates:
+                if candidate.probability is None:
+                    continue
+                expected = trained.classifiers[candidate.route].predict_proba([features])[0, 1]
+                assert abs(candidate.probability - expected) <= 1e-6
+                compared += 1
+    assert compared == 8  # the sim route of both calls at four steps
