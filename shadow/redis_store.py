@@ -92,6 +92,51 @@ return prev
 """
 
 
+# One pruned record: its keys and index entries go, and what the write script added
+# to the aggregates (store totals, the dashboard's minutes and hours) is taken back,
+# so the dashboard and /metrics count what the store holds.
+_PRUNE = """
+local p, id, ts, session = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local rkey, occ, tkey = ARGV[5], ARGV[6], ARGV[7]
+local channel, route, prov, tool, div, kind = ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
+local prev = redis.call('HGET', p .. ':status', id)
+if not prev then return 0 end
+redis.call('DEL', p .. ':rec:' .. id)
+redis.call('ZREM', p .. ':all', id)
+redis.call('HDEL', p .. ':status', id)
+redis.call('ZREM', p .. ':session:' .. session, id)
+redis.call('HDEL', p .. ':occ:' .. rkey .. ':' .. session, occ)
+redis.call('ZREM', p .. ':ex:call:' .. rkey, id)
+redis.call('ZREM', p .. ':ex:tool:' .. tkey, id)
+local sep = string.char(31)
+local dim = sep .. route .. sep .. channel .. sep .. prov
+local minute, hour = math.floor(ts / 60) * 60, math.floor(ts / 3600) * 3600
+local mkey, hkey = p .. ':dash:m:' .. minute, p .. ':dash:h:' .. hour
+-- A count that reaches zero is removed, so an emptied minute or hour reads as absent.
+local function down(key, field)
+  if redis.call('HINCRBY', key, field, -1) <= 0 then redis.call('HDEL', key, field) end
+end
+if prev ~= 'started' then
+  local agg = p .. ':agg'
+  for _, field in ipairs({'total', 'channel:' .. channel, 'route:' .. route, 'provenance:' .. prov}) do down(agg, field) end
+  down(mkey, 'calls' .. dim)
+  down(hkey, tool .. sep .. 'calls')
+end
+if redis.call('HDEL', p .. ':dash:shadowed', id) == 1 then
+  down(mkey, 'shadowed' .. dim)
+  if div ~= '' and tonumber(div) > 0 then down(mkey, 'divergent' .. dim) end
+  if redis.call('HINCRBY', hkey, tool .. sep .. 'pairs', -1) <= 0 then
+    redis.call('HDEL', hkey, tool .. sep .. 'pairs', tool .. sep .. 'divsum')
+  elseif div ~= '' then
+    redis.call('HINCRBYFLOAT', hkey, tool .. sep .. 'divsum', -tonumber(div))
+  end
+  down(hkey, tool .. sep .. 'kind:' .. kind)
+end
+if redis.call('EXISTS', mkey) == 0 then redis.call('ZREM', p .. ':dash:minutes', minute) end
+if redis.call('EXISTS', hkey) == 0 then redis.call('ZREM', p .. ':dash:hours', hour) end
+return 1
+"""
+
 def parse_redis_url(url: str) -> tuple[str, int, int]:
     """(host, port, db) of `redis://host:port/db`; raises ValueError naming the problem."""
     parts = urlsplit(url)
@@ -112,6 +157,7 @@ class RedisStore:
         self.max_log = max_log
         self._client: Any = None
         self._upsert: Any = None
+        self._prune: Any = None
         self._snapshots: dict[str, list[dict[str, Any]]] = {}
         self._group = GroupCommit(self._upsert_many)
 
@@ -138,6 +184,7 @@ class RedisStore:
             retry=Retry(NoBackoff(), 0), decode_responses=True,
         )
         self._upsert = self._client.register_script(_UPSERT)
+        self._prune = self._client.register_script(_PRUNE)
         try:
             self._snapshots = {server: json.loads(tools) for server, tools in (await self._client.hgetall(self._key("snapshots"))).items()}
         except Exception as exc:
@@ -191,6 +238,14 @@ class RedisStore:
             row.get("replay_key") or row["call_key"], int(row.get("occurrence") or 0), row.get("recording") or "",
             row["provenance"], row["status"], row["call_key"], tool_key(row["channel"], row["server"], row["tool"]),
             row["channel"], row["route"], self.max_log, EXAMPLES_PER_KEY,
+            SEP.join((row["channel"], row["server"], row["tool"])),
+            "" if row.get("divergence") is None else repr(float(row["divergence"])), row.get("divergence_kind") or "none",
+        ]
+
+    def _prune_args(self, row: dict[str, Any]) -> list[Any]:
+        return [
+            self.prefix, row["id"], row["ts"], row["session"], row.get("replay_key") or row["call_key"], str(row.get("occurrence") or 0),
+            tool_key(row["channel"], row["server"], row["tool"]), row["channel"], row["route"], row["provenance"],
             SEP.join((row["channel"], row["server"], row["tool"])),
             "" if row.get("divergence") is None else repr(float(row["divergence"])), row.get("divergence_kind") or "none",
         ]
@@ -254,21 +309,13 @@ class RedisStore:
             if not rows:
                 continue
 
-            async def delete(r, rows=rows):
+            async def delete(r, rows=rows) -> int:
                 pipe = r.pipeline(transaction=False)
                 for row in rows:
-                    record_id, replay_key = row["id"], row.get("replay_key") or row["call_key"]
-                    pipe.delete(self._key("rec", record_id))
-                    pipe.zrem(all_key, record_id)
-                    pipe.hdel(self._key("status"), record_id)
-                    pipe.zrem(self._key("session", row["session"]), record_id)
-                    pipe.hdel(self._key("occ", replay_key, row["session"]), str(row.get("occurrence") or 0))
-                    pipe.zrem(self._key("ex", "call", replay_key), record_id)
-                    pipe.zrem(self._key("ex", "tool", tool_key(row["channel"], row["server"], row["tool"])), record_id)
-                await pipe.execute()
+                    await self._prune(args=self._prune_args(row), client=pipe)
+                return sum(await pipe.execute())
 
-            await self._run("pruning records", delete)
-            removed += len(rows)
+            removed += await self._run("pruning records", delete)
         return removed
 
     # --- the noise table ------------------------------------------------------------------

@@ -66,6 +66,50 @@ async def test_redis_aggregates_match_sqlite_on_the_same_records(tmp_path: Path,
         await redis.aclose()
 
 
+async def test_prune_takes_pruned_records_out_of_the_aggregates_of_both_stores(tmp_path: Path, redis_server: RedisServer):
+    sqlite = await SQLiteStore(tmp_path / "records.db").open()
+    redis = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
+    hour = (NOW - 3 * 3600) // 3600 * 3600
+    try:
+        for store in (sqlite, redis):
+            await fill(store, 1200, now=NOW, span_s=4 * 3600, batch=400)
+            assert await store.prune(before_ts=hour + 3600) > 0  # whole hours (the Redis fidelity grain) go
+        remaining = await sqlite.count()
+        assert await redis.count() == remaining and 0 < remaining < 1202
+        for store in (sqlite, redis):
+            totals = await store.aggregates()
+            assert totals["total"] == remaining and sum(totals["by_route"].values()) == remaining
+            overview = await store.overview(RecordFilter(since=NOW - 86400), bucket_s=600.0)
+            assert sum(r["calls"] for r in overview) == remaining
+        shadowed = len([r for r in await sqlite.recent() if r.get("divergence") is not None])
+        assert sum(r["shadow_pairs"] for r in await redis.fidelity(RecordFilter(since=0))) == shadowed
+        assert rounded(await redis.overview(RecordFilter(since=0), bucket_s=600.0)) == rounded(await sqlite.overview(RecordFilter(since=0), bucket_s=600.0))
+        assert rounded(await redis.fidelity(RecordFilter(since=0))) == rounded(await sqlite.fidelity(RecordFilter(since=0)))
+    finally:
+        await sqlite.aclose()
+        await redis.aclose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+async def test_simroute_prune_leaves_the_dashboard_counting_what_remains(tmp_path: Path, redis_server: RedisServer, kind: str):
+    store_section = {"path": str(tmp_path / "records.db")} if kind == "sqlite" else {"url": redis_server.url}
+    store = await (SQLiteStore(store_section["path"]) if kind == "sqlite" else RedisStore(redis_server.url)).open()
+    try:
+        await fill(store, 300, now=NOW, span_s=3 * 3600, batch=300)
+    finally:
+        await store.aclose()
+    config = write_config(tmp_path, store={**store_section, "max_records": 100})
+    pruned = subprocess.run([simroute_executable(), "prune", "--config", str(config)], capture_output=True, text=True, timeout=120)
+    assert pruned.returncode == 0 and "pruned 202 record(s)" in pruned.stdout, pruned.stdout + pruned.stderr
+    store = await (SQLiteStore(store_section["path"]) if kind == "sqlite" else RedisStore(redis_server.url)).open()
+    try:
+        assert await store.count() == 100 and (await store.aggregates())["total"] == 100
+        assert sum(r["calls"] for r in await store.overview(RecordFilter(since=0), bucket_s=600.0)) == 100
+        assert sum(r["calls"] for r in await store.fidelity(RecordFilter(since=0))) == 100
+    finally:
+        await store.aclose()
+
+
 async def test_simroute_dashboard_serves_a_redis_store(tmp_path: Path, redis_server: RedisServer):
     store = await RedisStore(redis_server.url).open()  # the prefix a config's store.url uses
     try:
