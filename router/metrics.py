@@ -3,6 +3,8 @@
 Counted where records are written (`RecordLog.observers`): a call is counted
 once, when its record first reaches a finished status; its divergence when the
 shadow comparison lands (possibly later, in a second write of the record).
+The world model's tokens and generation time are counted per completion
+(`WorldModelSimulator.observers`), by engine and domain (the call's channel).
 Live gauges (shadow queue, skips, spool) are read from the runtime at scrape
 time. A process that routes nothing itself (`simroute dashboard`) reports the
 store's totals through `StoreTotals`, refreshed at most every 5 seconds.
@@ -27,6 +29,7 @@ _UNFINISHED = frozenset({"started"})  # written ahead of the call: not served ye
 _REMEMBERED_IDS = 65536  # records counted recently: a later write of the same record is not a new call
 LATENCY_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 DIVERGENCE_BUCKETS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+GENERATION_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
 
 
 class CallMetrics:
@@ -45,6 +48,18 @@ class CallMetrics:
         self.divergence = Histogram(
             "simroute_divergence", "Divergence of shadowed calls (0 same, 1 unrelated), per channel.", ("channel",),
             buckets=DIVERGENCE_BUCKETS, registry=self.registry,
+        )
+        by_model = ("engine", "domain")
+        self.prompt_tokens = Counter(
+            "simroute_world_model_prompt_tokens", "Prompt tokens sent to the world model.", by_model, registry=self.registry)
+        self.evaluated_tokens = Counter(
+            "simroute_world_model_evaluated_tokens", "Prompt tokens the world model evaluated (not reused from a cached prefix).",
+            by_model, registry=self.registry)
+        self.completion_tokens = Counter(
+            "simroute_world_model_completion_tokens", "Tokens the world model generated.", by_model, registry=self.registry)
+        self.generation = Histogram(
+            "simroute_world_model_generation_seconds", "Time of one world-model completion.", by_model,
+            buckets=GENERATION_BUCKETS_S, registry=self.registry,
         )
         self.store_errors = Counter("simroute_store_errors", "Record writes the store refused (the record went to the spool).", registry=self.registry)
         self._counted: OrderedDict[str, bool] = OrderedDict()  # record id -> its divergence was counted
@@ -68,6 +83,17 @@ class CallMetrics:
         self._counted.move_to_end(record.id)
         while len(self._counted) > _REMEMBERED_IDS:
             self._counted.popitem(last=False)
+
+    def completion_observer(self, engine: str) -> Callable[[str, Any], None]:
+        """An observer for `WorldModelSimulator.observers`, labelled with `engine`."""
+
+        def observe(domain: str, completion: Any) -> None:
+            self.prompt_tokens.labels(engine, domain).inc(completion.prompt_tokens)
+            self.evaluated_tokens.labels(engine, domain).inc(completion.evaluated_tokens)
+            self.completion_tokens.labels(engine, domain).inc(completion.completion_tokens)
+            self.generation.labels(engine, domain).observe(max(completion.latency_s, 0.0))
+
+        return observe
 
     def add_collector(self, collector: Collector) -> None:
         self.registry.register(collector)

@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from backends.world_model.domain import Domain
-from backends.world_model.engine import WorldModelEngine, WorldModelError
+from backends.world_model.engine import Completion, WorldModelEngine, WorldModelError
 from backends.world_model.grounding import generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
 from router.types import Call, Observation, Provenance, Session
@@ -53,6 +53,9 @@ class WorldModelSimulator:
         # A tool's budget follows the sizes of its real answers (off for thinking
         # models, whose budget is mostly thinking).
         self.size_budgets = size_budgets
+        # Told of every completion (the call's channel names the domain): /metrics counts
+        # the world model's tokens and generation time with them.
+        self.observers: list[Callable[[str, Completion], None]] = []
 
     def max_tokens_for(self, channel: str) -> int:
         if isinstance(self._max_tokens, Mapping):
@@ -103,6 +106,8 @@ class WorldModelSimulator:
                     seed_offset=attempt,
                     background=background,
                 )
+                for observe in self.observers:
+                    observe(call.channel, completion)
                 try:
                     observation = domain.observation(call, parse_prediction(completion.text))
                     problem = constraint.check(observation) or ""

@@ -27,6 +27,7 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
     """The dashboard of a serving runtime: its record writes are counted."""
     metrics = CallMetrics()
     runtime.records.observers.append(metrics.observe)
+    runtime.simulator.observers.append(metrics.completion_observer(runtime.config.world_model.engine))
 
     def live() -> dict[str, float]:
         shadow = runtime.shadow

@@ -74,3 +74,37 @@ async def test_with_a_token_serve_asks_for_it_on_the_dashboard_and_metrics_too(t
             assert mcp.status_code == 401
     finally:
         stop(process)
+
+
+async def test_metrics_count_the_world_models_tokens_and_generation_time(tmp_path: Path):
+    """A simulated call through `simroute serve` with the bundled GGUF model: its
+    prompt and generated tokens and its generation time, by engine and domain."""
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="sim", world_model={"max_tokens": 64, "deadline_s": 120})
+    port = free_port()
+    log = tmp_path / "serve.log"
+    process = subprocess.Popen(
+        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        wait_for_port(port, process, describe=log.read_text)
+        async with httpx.AsyncClient(timeout=10) as http:
+            before = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+        async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=180) as client:
+            result = await client.call_tool("echo", {"text": "hello"}, raise_on_error=False)
+        async with httpx.AsyncClient(timeout=10) as http:
+            text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+    finally:
+        stop(process)
+    assert result.meta["simroute"]["provenance"] == "sim", log.read_text()
+    assert "simroute_world_model_prompt_tokens_total{" not in before  # nothing generated yet
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(text) for s in family.samples}
+    labels = (("domain", "mcp"), ("engine", "llama"))
+    completions = samples[("simroute_world_model_generation_seconds_count", labels)]
+    assert 1 <= completions <= 2  # one answer, or one more after a malformed one
+    assert samples[("simroute_world_model_prompt_tokens_total", labels)] > 50 * completions  # the prompt holds the tool list
+    assert 0 < samples[("simroute_world_model_completion_tokens_total", labels)] <= 64 * completions
+    assert 0 < samples[("simroute_world_model_evaluated_tokens_total", labels)] <= samples[("simroute_world_model_prompt_tokens_total", labels)]
+    assert samples[("simroute_world_model_generation_seconds_sum", labels)] > 0
+    sim_calls = [value for (name, labels), value in samples.items() if name == "simroute_calls_total" and ("provenance", "sim") in labels]
+    assert sim_calls == [1.0]
