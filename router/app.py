@@ -107,20 +107,13 @@ class Runtime:
         )
 
     def _learned_service(self):
-        from policies.learned import LearnedPolicy
-        from router.learned_service import LearnedService
-        from router.policy_chain import learned_settings
+        from router.learned_service import build_learned_service
 
         def replay_key_of(call: Call) -> str:
             redactor = self.engine.redactor
             return self.replay.keys(redactor.call(call) if redactor is not None else call).replay
 
-        section = self.config.learned
-        policy = LearnedPolicy(learned_settings(self.config), replay_key_of=replay_key_of)
-        return LearnedService(
-            policy, self.store, model_path=self.config.learned_model_path, max_divergence=section.max_divergence,
-            confidence=section.prior_confidence, refresh_s=section.refresh_s, watch_s=section.watch_s, max_records=section.max_records,
-        )
+        return build_learned_service(self.config, self.store, replay_key_of=replay_key_of)
 
     def _session_state(self):
         if self.config.store.redis_url is None:

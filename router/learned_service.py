@@ -146,6 +146,18 @@ class LearnedService:
                 log.warning("learned router: statistics not refreshed: %s", exc)
 
 
+def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None) -> LearnedService:
+    """The service of a learned policy configured by `config.learned`, on `store`."""
+    from router.policy_chain import learned_settings
+
+    section = config.learned
+    return LearnedService(
+        LearnedPolicy(learned_settings(config), replay_key_of=replay_key_of), store, model_path=config.learned_model_path,
+        max_divergence=section.max_divergence, confidence=section.prior_confidence, refresh_s=section.refresh_s,
+        watch_s=section.watch_s, max_records=section.max_records,
+    )
+
+
 def touch(path: Path) -> None:
     """Mark the model file changed (what `simroute reload` does without Redis)."""
     os.utime(path)

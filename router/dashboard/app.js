@@ -97,17 +97,35 @@ async function overview(main) {
     options: { scales: { y: { min: 0, max: 1 } }, plugins: { title: { display: true, text: "Divergence rate" } } } });
 }
 
+// The learned router's view of a tool, flattened into sortable columns.
+function withRouter(r) {
+  const out = Object.assign({}, r, { decision: "not available yet", p_sim: null, p_replay: null, router_reason: "" });
+  if (r.router) {
+    out.decision = r.router.decision;
+    out.router_reason = r.router.reason;
+    for (const c of r.router.candidates) out[`p_${c.route}`] = c.probability;
+    out.router_sources = r.router.candidates.map((c) => `${c.route}: ${c.source}${c.threshold === null ? "" : `, threshold ${fmt(c.threshold)}`}`).join("; ");
+  }
+  return out;
+}
+
 async function fidelity(main) {
   const data = await api("fidelity");
   const s = state();
   const sortKey = s.get("sort") || "mean_divergence";
-  const rows = data.rows.slice().sort((a, b) => (b[sortKey] ?? -1) > (a[sortKey] ?? -1) ? 1 : (b[sortKey] ?? -1) < (a[sortKey] ?? -1) ? -1 : 0);
+  const rows = data.rows.map(withRouter).sort((a, b) => (b[sortKey] ?? -1) > (a[sortKey] ?? -1) ? 1 : (b[sortKey] ?? -1) < (a[sortKey] ?? -1) ? -1 : 0);
   const columns = [["channel", "Channel"], ["server", "Server"], ["tool", "Tool"], ["calls", "Calls"], ["shadow_pairs", "Shadow pairs"],
-    ["mean_divergence", "Mean divergence"], ["kinds", "Kinds"], ["noise_pairs", "Noise pairs"], ["noisy_paths", "Noisy paths"]];
+    ["mean_divergence", "Mean divergence"], ["kinds", "Kinds"], ["noise_pairs", "Noise pairs"], ["noisy_paths", "Noisy paths"],
+    ["decision", "Router decision"], ["p_sim", "P(ok) sim"], ["p_replay", "P(ok) replay"]];
   const head = el("tr", {}, ...columns.map(([key, title]) => el("th", { onclick: () => go({ sort: key }) }, title + (key === sortKey ? " ▼" : ""))));
-  const body = rows.map((r) => el("tr", { class: "clickable", onclick: () => go({ view: "records", channel: r.channel, server: r.server, tool: r.tool }) },
-    ...columns.map(([key]) => el("td", {}, key === "kinds" ? Object.entries(r.kinds).map(([k, n]) => `${k}: ${n}`).join(", ")
-      : key === "mean_divergence" ? fmt(r[key]) : String(r[key] ?? "")))));
+  const cell = (r, key) => {
+    if (key === "kinds") return el("td", {}, Object.entries(r.kinds).map(([k, n]) => `${k}: ${n}`).join(", "));
+    if (key === "mean_divergence" || key === "p_sim" || key === "p_replay") return el("td", { class: key, title: r.router_sources || "" }, fmt(r[key]));
+    if (key === "decision") return el("td", { class: r.router ? "decision" : "decision note", title: r.router_reason }, r.decision);
+    return el("td", {}, String(r[key] ?? ""));
+  };
+  const body = rows.map((r) => el("tr", { class: "clickable", "data-tool": `${r.channel}/${r.server}/${r.tool}`, onclick: () => go({ view: "records", channel: r.channel, server: r.server, tool: r.tool }) },
+    ...columns.map(([key]) => cell(r, key))));
   main.append(el("table", { id: "fidelity" }, el("thead", {}, head), el("tbody", {}, ...body)));
   if (!rows.length) main.append(el("p", { class: "note" }, "No records in this range."));
 }

@@ -58,6 +58,7 @@ class Dashboard:
     metrics: CallMetrics
     totals: StoreTotals
     model_card: Path | None = None
+    outlook: Any = None  # a RouterOutlook: the router's decision and probabilities per tool
 
     def routes(self) -> list[Route]:
         return [
@@ -113,7 +114,10 @@ class Dashboard:
         return {"bucket_s": bucket_s, "since": where.since, "until": where.until or now, "rows": await self.store.overview(where, bucket_s=bucket_s), **self._live()}
 
     async def fidelity(self, params: Any, *, now: float) -> dict[str, Any]:
-        return {"rows": await self.store.fidelity(record_filter(params, now=now))}
+        rows = await self.store.fidelity(record_filter(params, now=now))
+        if self.outlook is not None:
+            await self.outlook.annotate(rows)
+        return {"rows": rows}
 
     async def records(self, params: Any, *, now: float) -> dict[str, Any]:
         try:

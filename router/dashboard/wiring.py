@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from router.dashboard.outlook import RouterOutlook
 from router.dashboard.routes import Dashboard
 from router.metrics import CallMetrics, RuntimeGauges, StoreTotals
 
@@ -21,6 +22,15 @@ def _card_path(config: Config):
     from policies.learned.persistence import card_path
 
     return card_path(config.learned_model_path)
+
+
+def _outlook(config: Config, store: Any, service: Any = None) -> RouterOutlook:
+    """The router's view of each tool: the runtime's learned service when it has one,
+    else one of the dashboard's own, made once a model card exists."""
+    from router.learned_service import build_learned_service
+
+    return RouterOutlook(_card_path(config), store, make_service=lambda: build_learned_service(config, store), service=service,
+                         refresh_s=config.learned.refresh_s)
 
 
 def runtime_dashboard(runtime: Runtime) -> Dashboard:
@@ -47,7 +57,7 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
     metrics.add_collector(RuntimeGauges(live))
     totals = StoreTotals(runtime.store)
     metrics.add_collector(totals)
-    return Dashboard(runtime.store, runtime.tokens, metrics, totals, _card_path(runtime.config))
+    return Dashboard(runtime.store, runtime.tokens, metrics, totals, _card_path(runtime.config), _outlook(runtime.config, runtime.store, runtime.learned))
 
 
 def mount(server: Any, dashboard: Dashboard) -> None:
@@ -65,7 +75,7 @@ def standalone_app(config: Config, tokens: Any):
     metrics = CallMetrics()
     totals = StoreTotals(store)
     metrics.add_collector(totals)
-    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config))
+    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config), _outlook(config, store))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -111,6 +111,7 @@ def test_fidelity_table_and_a_filter_kept_in_the_address(dashboard: Launched, pa
     assert len(rows) == 6  # one per generated tool, and the diverted call's
     weather = next(r.inner_text() for r in rows if "forecast" in r.inner_text())
     assert "content:" in weather and "none:" in weather
+    assert {r.query_selector("td.decision").inner_text() for r in rows} == {"not available yet"}  # no model card yet
     shot(page, dashboard, "fidelity")
 
     page.fill("#filters input[name=tool]", "echo")
@@ -123,6 +124,27 @@ def test_fidelity_table_and_a_filter_kept_in_the_address(dashboard: Launched, pa
     ready(page)
     assert page.input_value("#filters input[name=tool]") == "echo"
     assert len(page.query_selector_all("#fidelity tbody tr")) == 1
+
+
+def test_fidelity_table_shows_the_routers_decision_and_probability_once_a_model_is_trained(dashboard: Launched, page):
+    from learned_kit import generate, train_and_save
+
+    model = dashboard.out / ".simroute" / "router.skops"
+    train_and_save(model, generate(900))  # `simroute train`'s output: the model and its card
+    try:
+        page.goto(f"{dashboard.url}/dashboard?view=fidelity&sort=p_sim")
+        ready(page)
+        rows = page.query_selector_all("#fidelity tbody tr")
+        assert len(rows) == 6
+        forecast = page.query_selector("#fidelity tbody tr[data-tool='mcp/weather/forecast']")
+        # The generated records carry no safety class: the router keeps them real, and shows P(ok) beside it.
+        assert forecast.query_selector("td.decision").inner_text() == "real"
+        assert 0.0 <= float(forecast.query_selector("td.p_sim").inner_text()) <= 1.0
+        assert "sim: model" in forecast.query_selector("td.p_sim").get_attribute("title")
+        shot(page, dashboard, "fidelity-router")
+    finally:
+        model.unlink()
+        model.with_suffix(".card.json").unlink()
 
 
 def test_record_view_highlights_the_divergent_path_and_shows_masked_ones(dashboard: Launched, page):
