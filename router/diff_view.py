@@ -4,7 +4,6 @@ divergent and masked paths of the record's evidence."""
 
 from __future__ import annotations
 
-import difflib
 import json
 from typing import Any
 
@@ -13,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from router.types import Observation
-from shadow.text_diff import compare_text
+from shadow.line_diff import DIVERGENT as DIVERGENT_LINE
+from shadow.line_diff import EQUAL, aligned, text_states
 
 DIVERGENT, MASKED = "bold red", "dim"
 
@@ -45,37 +45,22 @@ def render_diff(row: dict[str, Any], *, max_lines: int = 80) -> Group:
 
 
 def side_by_side(real_text: str, sim_text: str, *, max_lines: int) -> Table:
-    """Both texts aligned line by line (difflib), each changed row styled by whether
-    its differences are all noise (built-in detectors) or not."""
-    real_lines, sim_lines = real_text.split("\n"), sim_text.split("\n")
-    styles: dict[int, str] = {}
-    for difference in compare_text(real_text, sim_text, "$")[0]:
-        number = difference.path.split(":", 1)[1].split("#", 1)[0]
-        if number.startswith("+"):
-            continue
-        line = int(number)
-        noisy = difference.detector is not None
-        styles[line] = DIVERGENT if not noisy or styles.get(line) == DIVERGENT else MASKED
+    """Both texts aligned line by line, each changed row styled by whether its
+    differences are all noise (built-in detectors) or not (shadow/line_diff.py)."""
+    diff = aligned(real_text, sim_text, text_states(real_text, sim_text), max_rows=max_lines)
     table = Table(show_header=True, header_style="bold", expand=True)
     table.add_column("", width=1, no_wrap=True)
     table.add_column("real", overflow="fold", ratio=1)
     table.add_column("simulated", overflow="fold", ratio=1)
-    rows = 0
-    matcher = difflib.SequenceMatcher(None, real_lines, sim_lines, autojunk=False)
-    for tag, r1, r2, s1, s2 in matcher.get_opcodes():
-        for offset in range(max(r2 - r1, s2 - s1)):
-            if rows >= max_lines:
-                table.add_row("…", f"(cut at {max_lines} lines)", "")
-                return table
-            real_index, sim_index = r1 + offset, s1 + offset
-            real_line = real_lines[real_index] if real_index < r2 else ""
-            sim_line = sim_lines[sim_index] if sim_index < s2 else ""
-            if tag == "equal":
-                table.add_row(" ", real_line, sim_line)
-            else:
-                style = styles.get(real_index + 1, DIVERGENT) if real_index < r2 and sim_index < s2 else DIVERGENT
-                table.add_row(Text("≠" if style == DIVERGENT else "~", style=style), Text(real_line, style=style), Text(sim_line, style=style))
-            rows += 1
+    for row in diff["rows"]:
+        real_line, sim_line = row["real"] or "", row["sim"] or ""
+        if row["state"] == EQUAL:
+            table.add_row(" ", real_line, sim_line)
+        else:
+            style = DIVERGENT if row["state"] == DIVERGENT_LINE else MASKED
+            table.add_row(Text("≠" if style == DIVERGENT else "~", style=style), Text(real_line, style=style), Text(sim_line, style=style))
+    if diff["cut"]:
+        table.add_row("…", f"(cut at {max_lines} lines)", "")
     return table
 
 

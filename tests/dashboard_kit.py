@@ -87,3 +87,28 @@ async def fill(store: Any, count: int, *, now: float, span_s: float = 86000.0, s
     rows.append(diverted.to_json())
     await store.upsert(rows)
     return {"known_id": known.id, "diverted_id": diverted.id, "count": count + 2}
+
+
+SHELL_REAL = "total 12\n-rw-r--r-- 1 agent agent 120 notes.txt\nbuilt at 2026-11-23T10:00:00Z\nok: 3 files"
+SHELL_SIM = "total 12\n-rw-r--r-- 1 agent agent 120 notes.txt\nbuilt at 2026-11-23T11:30:00Z\nok: 5 files"
+SHELL_DIVERGENT_LINE, SHELL_NOISY_LINE = 4, 3  # "ok: 3 files" vs "ok: 5 files"; the build time differs as noise
+
+
+def shell_record(ts: float) -> Record:
+    """A shadowed shell command whose screen diverges on one line and differs in a
+    timestamp on another, its evidence from the real comparison (shadow/divergence.py)."""
+    from shadow.divergence import compare
+
+    def screen(output: str, provenance: Provenance) -> Observation:
+        return Observation(content=[{"type": "text", "text": f"{output}\n[exit code 0, cwd /workspace]"}],
+                           structured={"output": output, "exit_code": 0, "cwd": "/workspace"}, provenance=provenance)
+
+    real, sim = screen(SHELL_REAL, Provenance.REAL), screen(SHELL_SIM, Provenance.SIM)
+    found = compare(real, sim, channel="shell")
+    record = Record(call=Call("shell", "shell", "run", {"command": "ls -l && make"}, "session-shell"),
+                    decision=Decision(Route.SHADOW, "mode", "shadow: compare the world model"), served=real, step=1,
+                    call_key="shell.run:known", ts=ts, shadow=sim, divergence=found.score, divergence_kind=found.kind,
+                    divergence_evidence=found.evidence)
+    record.id = f"{int(ts * 1e9):016x}{'shell':0>16}"
+    return record
+

@@ -174,19 +174,41 @@ function tree(value, path, evidence) {
 
 function observationBody(o) { return o ? { content: o.content, structured: o.structured, is_error: o.is_error } : null; }
 
+const DIFF_MODES = [["tree", "JSON tree"], ["text", "Text lines"], ["screen", "Terminal screen"], ["snapshot", "Page snapshot"]];
+
+// Real and simulated aligned line by line; divergent lines highlighted, noise (masked) lines shown as such.
+function lineDiff(mode, diff) {
+  const mark = { divergent: "≠", masked: "~ noise", equal: "" };
+  const rows = diff.rows.map((d) => el("tr", { class: d.state, "data-real-line": d.real_line ?? "", "data-sim-line": d.sim_line ?? "" },
+    el("td", { class: "ln" }, d.real_line ?? ""), el("td", { class: "line" }, d.real ?? ""),
+    el("td", { class: "ln" }, d.sim_line ?? ""), el("td", { class: "line" }, d.sim ?? ""), el("td", { class: "mark" }, mark[d.state])));
+  const table = el("table", { id: "line-diff", class: `lines ${mode}` },
+    el("thead", {}, el("tr", {}, el("th", {}, "#"), el("th", {}, "Real"), el("th", {}, "#"), el("th", {}, "Simulated"), el("th", {}, ""))),
+    el("tbody", {}, ...rows));
+  return diff.cut ? el("div", {}, table, el("p", { class: "note" }, "cut: the view shows the first lines only")) : table;
+}
+
 async function record(main) {
-  const { record: r } = await api("record", { id: state().get("id") });
+  const { record: r, diffs = {} } = await api("record", { id: state().get("id") });
   if (!r) { main.append(el("p", {}, "No such record.")); return; }
   const evidence = Object.assign({ divergent: [], masked: [], note: "" }, r.divergence_evidence || {});
   main.append(el("h2", {}, `${r.channel} ${r.server}.${r.tool} — ${r.route} (${r.provenance})`),
     el("p", {}, `Decision: ${r.route} by ${r.policy}: ${r.reason}`), el("p", {}, `Session `, el("a", { onclick: () => go({ view: "session", session: r.session, id: null }) }, r.session), ` step ${r.step}; divergence ${fmt(r.divergence)} (${r.divergence_kind || "not shadowed"})`),
     el("pre", { class: "tree" }, JSON.stringify(r.arguments, null, 2)));
-  const served = observationBody(r.observation), other = observationBody(r.shadow);
-  const servedIsReal = r.provenance === "real";
-  const [real, sim] = servedIsReal ? [served, other] : [other, served];
-  main.append(el("div", { class: "side" },
-    el("div", { id: "real" }, el("h3", {}, "Real"), real ? el("div", { class: "tree" }, tree(real, "$", evidence)) : el("p", { class: "note" }, "none")),
-    el("div", { id: "sim" }, el("h3", {}, "Simulated"), sim ? el("div", { class: "tree" }, tree(sim, "$", evidence)) : el("p", { class: "note" }, "none"))));
+  const modes = DIFF_MODES.filter(([mode]) => mode === "tree" || diffs[mode]);
+  const fallback = diffs.screen ? "screen" : diffs.snapshot ? "snapshot" : "tree";
+  const mode = modes.some(([m]) => m === state().get("diff")) ? state().get("diff") : fallback;
+  main.append(el("p", { id: "diff-modes" }, "Compare as: ", ...modes.map(([m, title]) =>
+    el("button", { type: "button", "data-mode": m, class: m === mode ? "active" : "", onclick: () => go({ diff: m }) }, title))));
+  if (mode === "tree") {
+    const served = observationBody(r.observation), other = observationBody(r.shadow);
+    const [real, sim] = r.provenance === "real" ? [served, other] : [other, served];
+    main.append(el("div", { class: "side" },
+      el("div", { id: "real" }, el("h3", {}, "Real"), real ? el("div", { class: "tree" }, tree(real, "$", evidence)) : el("p", { class: "note" }, "none")),
+      el("div", { id: "sim" }, el("h3", {}, "Simulated"), sim ? el("div", { class: "tree" }, tree(sim, "$", evidence)) : el("p", { class: "note" }, "none"))));
+  } else {
+    main.append(lineDiff(mode, diffs[mode]));
+  }
   if (evidence.divergent.length || evidence.masked.length) {
     main.append(el("h3", {}, "Differences"), el("table", { id: "evidence" },
       el("thead", {}, el("tr", {}, el("th", {}, "Path"), el("th", {}, "Kind"), el("th", {}, "Real"), el("th", {}, "Simulated"))),

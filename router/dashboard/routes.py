@@ -7,6 +7,7 @@ view can be shared); every figure comes from a store query (shadow/store.py
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from starlette.routing import Route
 
 from router.auth import Tokens
 from router.dashboard.access import refusal
+from shadow.line_diff import record_diffs
 from router.metrics import CONTENT_TYPE, CallMetrics, StoreTotals
 from shadow.store import RecordFilter, StoreError
 
@@ -131,7 +133,9 @@ class Dashboard:
         record_id = params.get("id")
         if not record_id:
             raise BadQuery("id is required")
-        return {"record": await self.store.record(record_id)}
+        row = await self.store.record(record_id)
+        # Line diffs cost a difflib pass over the record's text: off the event loop.
+        return {"record": row, "diffs": await asyncio.to_thread(record_diffs, row) if row else {}}
 
     async def router(self, params: Any, *, now: float) -> dict[str, Any]:
         if self.model_card is None or not self.model_card.exists():

@@ -160,6 +160,43 @@ def test_record_view_highlights_the_divergent_path_and_shows_masked_ones(dashboa
     shot(page, dashboard, "record")
 
 
+def test_record_view_line_diffs_highlight_a_divergent_screen_line_and_show_noise(dashboard: Launched, page):
+    from dashboard_kit import SHELL_DIVERGENT_LINE, SHELL_NOISY_LINE, shell_record
+
+    record = shell_record(time.time() - 2 * 86400)  # outside the default range: the overview's totals stay
+
+    async def write() -> None:
+        store = await SQLiteStore(dashboard.store).open()
+        try:
+            await store.upsert([record.to_json()])
+        finally:
+            await store.aclose()
+
+    with ThreadPoolExecutor(1) as writer:
+        writer.submit(asyncio.run, write()).result()
+    page.goto(f"{dashboard.url}/dashboard?view=record&id={record.id}")
+    ready(page)
+    assert page.query_selector("#diff-modes button.active").get_attribute("data-mode") == "screen"  # a shell record opens on its screen
+    divergent = page.query_selector_all("#line-diff tbody tr.divergent")
+    assert [r.get_attribute("data-real-line") for r in divergent] == [str(SHELL_DIVERGENT_LINE)]
+    assert divergent[0].inner_text().split("\t")[1:4] == ["ok: 3 files", str(SHELL_DIVERGENT_LINE), "ok: 5 files"]
+    assert divergent[0].query_selector("td.line").evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 214, 214)"
+    noisy = page.query_selector_all("#line-diff tbody tr.masked")
+    assert [r.get_attribute("data-real-line") for r in noisy] == [str(SHELL_NOISY_LINE)] and "noise" in noisy[0].inner_text()
+    assert len(page.query_selector_all("#line-diff tbody tr.equal")) == 2
+    shot(page, dashboard, "record-screen")
+
+    page.click("#diff-modes button[data-mode=text]")  # the text line diff: the status line too, equal
+    ready(page)
+    assert "diff=text" in page.url
+    assert [r.get_attribute("data-real-line") for r in page.query_selector_all("#line-diff tbody tr.divergent")] == [str(SHELL_DIVERGENT_LINE)]
+    assert len(page.query_selector_all("#line-diff tbody tr.equal")) == 3
+    page.click("#diff-modes button[data-mode=tree]")
+    ready(page)
+    assert page.query_selector("#real .tree") is not None and page.query_selector("#line-diff") is None
+    shot(page, dashboard, "record-text")
+
+
 def test_session_timeline_and_router_view(dashboard: Launched, page):
     page.goto(f"{dashboard.url}/dashboard?view=session&session=session-3")
     ready(page)
