@@ -84,6 +84,19 @@ async def time_calls(client: Client, calls: int) -> list[float]:
     return samples
 
 
+def child_environment() -> dict[str, str]:
+    """What an MCP client passes a stdio server, plus PYTHONPATH when set: a checkout
+    other than the installed one (a worktree) is then the code measured."""
+    import os
+
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment()
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
 async def run_variant(name: str, transport: str, command: list[str] | None, calls: int, mode: str) -> list[float]:
     if name == "A":
         client = Client(StdioTransport(UPSTREAM[0], UPSTREAM[1:], keep_alive=False), mode=mode)
@@ -91,7 +104,7 @@ async def run_variant(name: str, transport: str, command: list[str] | None, call
             return await time_calls(client, calls)
     assert command is not None
     if transport == "stdio":
-        async with Client(StdioTransport(command[0], command[1:], keep_alive=False), mode=mode) as client:
+        async with Client(StdioTransport(command[0], command[1:], env=child_environment(), keep_alive=False), mode=mode) as client:
             return await time_calls(client, calls)
     headers = {"Authorization": f"Bearer {TOKEN}"} if name == "C-auth" else None
     async with http_server(command) as url:

@@ -1,5 +1,7 @@
-"""The record view's line diffs: real and simulated aligned line by line (difflib),
-each row marked equal, divergent or masked (noise).
+"""The record view's diffs. The JSON tree shows both sides in the canonical form
+the divergence was computed on, so its paths are the evidence's. The line diffs
+align real and simulated line by line (difflib), each row marked equal, divergent
+or masked (noise):
 
 - text: the observations' text, any channel; a changed line is noise when the
   built-in detectors (timestamps, ids, durations…) explain all its differences
@@ -81,18 +83,29 @@ def aligned(real_text: str, sim_text: str, states: dict[tuple[str, int], str], *
     return {"rows": rows, "cut": False}
 
 
+def compared(form: Any) -> dict[str, Any]:
+    """A canonical form as the tree the divergence's paths name: the outcome facts
+    (`$.exit_code`, `$.error`) and the sections (`$.result.count`, `$.screen`)."""
+    return {**{name: fact.value for name, fact in form.outcome.items()}, **form.sections}
+
+
 def record_diffs(row: dict[str, Any]) -> dict[str, Any]:
-    """The line diffs a record's view offers: `text` always when both sides exist,
-    `screen` for shell and `snapshot` for browser records."""
+    """The views a shadowed record's page offers: `tree` (both sides in the canonical
+    form the evidence's paths name), `text` (the observations' text), and `screen` for
+    shell or `snapshot` for browser records. Empty when the record was not shadowed."""
     if not row.get("observation") or not row.get("shadow"):
         return {}
     served, other = Observation.from_json(row["observation"]), Observation.from_json(row["shadow"])
     real, sim = (served, other) if row.get("provenance") == "real" else (other, served)
-    diffs: dict[str, Any] = {"text": aligned(real.text, sim.text, text_states(real.text, sim.text))}
-    section = SECTIONS.get(row.get("channel", ""))
+    channel = row.get("channel", "mcp")
+    real_form, sim_form = canonical(real, channel), canonical(sim, channel)
+    diffs: dict[str, Any] = {
+        "tree": {"real": compared(real_form), "sim": compared(sim_form)},
+        "text": aligned(real.text, sim.text, text_states(real.text, sim.text)),
+    }
+    section = SECTIONS.get(channel)
     if section is not None:
-        real_text = canonical(real, row["channel"]).sections.get(section)
-        sim_text = canonical(sim, row["channel"]).sections.get(section)
+        real_text, sim_text = real_form.sections.get(section), sim_form.sections.get(section)
         if isinstance(real_text, str) and isinstance(sim_text, str):
             diffs[section] = aligned(real_text, sim_text, evidence_states(section, row.get("divergence_evidence") or {}))
     return diffs

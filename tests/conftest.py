@@ -77,3 +77,13 @@ def redis_server(tmp_path):
     server = RedisServer(tmp_path).start()
     yield server
     server.kill()
+
+
+@pytest.fixture(scope="session")
+async def learned(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A store filled by a real learned-router run (tests/learned_run_kit.py), made once
+    for the learned-router and dashboard tests."""
+    from learned_run_kit import learned_run
+
+    return await learned_run(tmp_path_factory.mktemp("learned"))
+

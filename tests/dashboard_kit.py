@@ -13,7 +13,7 @@ from shadow.records import Record
 from shadow.sqlite_store import SQLiteStore
 
 TOOLS = [("mcp", "time", "get_current_time"), ("mcp", "toolbox", "echo"), ("mcp", "weather", "forecast"), ("shell", "shell", "run"), ("http", "api.example", "GET")]
-KNOWN_PATH = "$.structured.temperature"
+KNOWN_PATH = "$.result.temperature"  # the canonical form's path (shadow/observation_forms.py)
 
 
 def observation(provenance: Provenance, temperature: float, *, latency_s: float = 0.02) -> Observation:
@@ -40,7 +40,7 @@ def generated_record(rng: random.Random, ts: float, n: int, *, session: str | No
         record.divergence_kind = "content" if diverges else "none"
         record.divergence_evidence = {
             "divergent": [{"path": KNOWN_PATH, "kind": "content", "real": temperature, "sim": sim_temperature}] if diverges else [],
-            "masked": ["$.structured.at"], "note": "",
+            "masked": ["$.result.at"], "note": "",
         }
     return record
 
@@ -51,7 +51,7 @@ def known_divergent_record(ts: float) -> Record:
         decision=Decision(Route.SHADOW, "mode", "shadow: compare the world model"), served=observation(Provenance.REAL, 3.5),
         step=1, call_key="weather.forecast:known", ts=ts, shadow=observation(Provenance.SIM, 21.5),
         divergence=0.9, divergence_kind="content",
-        divergence_evidence={"divergent": [{"path": KNOWN_PATH, "kind": "content", "real": 3.5, "sim": 21.5}], "masked": ["$.structured.at"], "note": ""},
+        divergence_evidence={"divergent": [{"path": KNOWN_PATH, "kind": "content", "real": 3.5, "sim": 21.5}], "masked": ["$.result.at"], "note": ""},
     )
     record.id = f"{int(ts * 1e9):016x}{'known':0>16}"
     return record

@@ -201,8 +201,9 @@ async function record(main) {
   main.append(el("p", { id: "diff-modes" }, "Compare as: ", ...modes.map(([m, title]) =>
     el("button", { type: "button", "data-mode": m, class: m === mode ? "active" : "", onclick: () => go({ diff: m }) }, title))));
   if (mode === "tree") {
+    // Shadowed: both sides in the compared (canonical) form, whose paths the evidence names.
     const served = observationBody(r.observation), other = observationBody(r.shadow);
-    const [real, sim] = r.provenance === "real" ? [served, other] : [other, served];
+    const [real, sim] = diffs.tree ? [diffs.tree.real, diffs.tree.sim] : r.provenance === "real" ? [served, other] : [other, served];
     main.append(el("div", { class: "side" },
       el("div", { id: "real" }, el("h3", {}, "Real"), real ? el("div", { class: "tree" }, tree(real, "$", evidence)) : el("p", { class: "note" }, "none")),
       el("div", { id: "sim" }, el("h3", {}, "Simulated"), sim ? el("div", { class: "tree" }, tree(sim, "$", evidence)) : el("p", { class: "note" }, "none"))));

@@ -1,5 +1,5 @@
 """The dashboard in real headless Chromium, against `simroute dashboard` launched as a
-user launches it, on a generated store of ~10,000 records (Playwright's sync API:
+user launches it, on a generated store of ~10,000 records in SQLite and in Redis (Playwright's sync API:
 this module's tests are synchronous; /metrics of `simroute serve` is tested in
 test_metrics.py)."""
 
@@ -18,9 +18,11 @@ import httpx2 as httpx
 import pytest
 
 from backends.browser.pool import BASE_ARGS
-from dashboard_kit import KNOWN_PATH, fill_store, generated_record
+from dashboard_kit import KNOWN_PATH, fill, generated_record
 from kit import simroute_executable, write_config
 from router.launch import free_port, stop, wait_for_port
+from redis_kit import RedisServer
+from shadow.redis_store import RedisStore
 from shadow.sqlite_store import SQLiteStore
 
 pytestmark = pytest.mark.integration
@@ -30,26 +32,59 @@ RECORDS = 10_000
 
 
 class Launched:
-    def __init__(self, url: str, store: Path, known_id: str, out: Path) -> None:
-        self.url, self.store, self.known_id, self.out = url, store, known_id, out
+    def __init__(self, url: str, kind: str, open_store, known_id: str, out: Path) -> None:
+        self.url, self.kind, self.open_store, self.known_id, self.out = url, kind, open_store, known_id, out
+
+    def write(self, rows: list[dict]) -> None:
+        """Write records into the dashboard's store from another thread (Playwright's
+        sync API holds this thread's event loop)."""
+
+        async def work() -> None:
+            store = await self.open_store()
+            try:
+                await store.upsert(rows)
+            finally:
+                await store.aclose()
+
+        with ThreadPoolExecutor(1) as writer:
+            writer.submit(asyncio.run, work()).result()
 
 
-@pytest.fixture(scope="module")
-def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launched]:
-    folder = tmp_path_factory.mktemp("dashboard")
-    config = write_config(folder)
-    filled = asyncio.run(fill_store(folder / "records.db", RECORDS, now=time.time()))
-    port = free_port()
-    log = folder / "dashboard.log"
-    process = subprocess.Popen(
-        [simroute_executable(), "dashboard", "--config", str(config), "--port", str(port)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", "SIMROUTE_TOKEN": TOKEN},
-    )
+@pytest.fixture(scope="module", params=["sqlite", "redis"])
+def dashboard(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launched]:
+    """`simroute dashboard` on a generated store: SQLite, then Redis (a real redis-server)."""
+    folder = tmp_path_factory.mktemp(f"dashboard-{request.param}")
+    redis = RedisServer(folder).start() if request.param == "redis" else None
     try:
-        wait_for_port(port, process, describe=log.read_text)
-        yield Launched(f"http://127.0.0.1:{port}", folder / "records.db", filled["known_id"], folder)
+        if redis is None:
+            config = write_config(folder)
+            open_store = lambda: SQLiteStore(folder / "records.db").open()  # noqa: E731
+        else:
+            config = write_config(folder, store={"url": redis.url})
+            open_store = lambda: RedisStore(redis.url).open()  # noqa: E731 (the prefix a config's store.url uses)
+        filled = asyncio.run(fill_opened(open_store, RECORDS))
+        port = free_port()
+        log = folder / "dashboard.log"
+        process = subprocess.Popen(
+            [simroute_executable(), "dashboard", "--config", str(config), "--port", str(port)],
+            stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", "SIMROUTE_TOKEN": TOKEN},
+        )
+        try:
+            wait_for_port(port, process, describe=log.read_text)
+            yield Launched(f"http://127.0.0.1:{port}", request.param, open_store, filled["known_id"], folder)
+        finally:
+            stop(process)
     finally:
-        stop(process)
+        if redis is not None:
+            redis.kill()
+
+
+async def fill_opened(open_store, count: int) -> dict:
+    store = await open_store()
+    try:
+        return await fill(store, count, now=time.time())
+    finally:
+        await store.aclose()
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +113,9 @@ def painted_pixels(page, canvas) -> int:
 
 
 def shot(page, dashboard: Launched, name: str) -> None:
-    page.screenshot(path=str(dashboard.out / f"{name}.png"), full_page=True)
-    assert (dashboard.out / f"{name}.png").stat().st_size > 0
+    path = dashboard.out / f"{dashboard.kind}-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 0
 
 
 def test_the_token_is_required_and_traded_for_an_http_only_cookie(dashboard: Launched, page):
@@ -154,8 +190,8 @@ def test_record_view_highlights_the_divergent_path_and_shows_masked_ones(dashboa
     real = page.query_selector(f"#real .divergent[data-path='{KNOWN_PATH}']")
     assert sim is not None and sim.inner_text() == "temperature: 21.5"
     assert real is not None and real.inner_text() == "temperature: 3.5"
-    assert page.query_selector("#real .masked[data-path='$.structured.at']") is not None
-    assert page.query_selector("#real .divergent[data-path='$.structured.unit']") is None  # agreeing paths are not marked
+    assert page.query_selector("#real .masked[data-path='$.result.at']") is not None
+    assert page.query_selector("#real .divergent[data-path='$.result.unit']") is None  # agreeing paths are not marked
     assert page.query_selector(f"#evidence tr.divergent[data-path='{KNOWN_PATH}']") is not None
     shot(page, dashboard, "record")
 
@@ -164,16 +200,7 @@ def test_record_view_line_diffs_highlight_a_divergent_screen_line_and_show_noise
     from dashboard_kit import SHELL_DIVERGENT_LINE, SHELL_NOISY_LINE, shell_record
 
     record = shell_record(time.time() - 2 * 86400)  # outside the default range: the overview's totals stay
-
-    async def write() -> None:
-        store = await SQLiteStore(dashboard.store).open()
-        try:
-            await store.upsert([record.to_json()])
-        finally:
-            await store.aclose()
-
-    with ThreadPoolExecutor(1) as writer:
-        writer.submit(asyncio.run, write()).result()
+    dashboard.write([record.to_json()])
     page.goto(f"{dashboard.url}/dashboard?view=record&id={record.id}")
     ready(page)
     assert page.query_selector("#diff-modes button.active").get_attribute("data-mode") == "screen"  # a shell record opens on its screen
@@ -218,15 +245,6 @@ def test_a_new_record_appears_without_reloading(dashboard: Launched, page):
     ready(page)
     assert len(page.query_selector_all("#records tbody tr")) == 100
     record = generated_record(random.Random(1), time.time(), 999_999, session="live-session")
-
-    async def write() -> None:
-        store = await SQLiteStore(dashboard.store).open()
-        try:
-            await store.upsert([record.to_json(), generated_record(random.Random(2), time.time(), 999_998).to_json()])
-        finally:
-            await store.aclose()
-
-    with ThreadPoolExecutor(1) as writer:  # Playwright's sync API holds this thread's event loop
-        writer.submit(asyncio.run, write()).result()
+    dashboard.write([record.to_json(), generated_record(random.Random(2), time.time(), 999_998).to_json()])
     page.wait_for_selector(f"#records tbody tr.new[data-id='{record.id}']", timeout=10_000)
     shot(page, dashboard, "live")

@@ -54,3 +54,12 @@ def test_long_texts_are_cut():
     text = "\n".join(f"line {n}" for n in range(50))
     diff = aligned(text, text, {}, max_rows=10)
     assert diff["cut"] and len(diff["rows"]) == 10
+
+
+def test_the_tree_shows_both_sides_in_the_compared_form_whose_paths_the_evidence_names():
+    real = Observation(content=[{"type": "text", "text": '{"count": 3}'}], structured={"count": 3}, provenance=Provenance.REAL)
+    sim = Observation(content=[{"type": "text", "text": '{"count": 4}'}], structured={"count": 4}, provenance=Provenance.SIM)
+    row = shadowed_row("mcp", real, sim)
+    tree = record_diffs(row)["tree"]
+    assert [d["path"] for d in row["divergence_evidence"]["divergent"]] == ["$.result.count"]
+    assert tree["real"]["result"] == {"count": 3} and tree["sim"]["result"] == {"count": 4} and tree["real"]["error"] is False
