@@ -418,6 +418,23 @@ class RedisStore:
         rows = await self._bodies([record_id])
         return rows[0] if rows else None
 
+    async def records_by_prefix(self, prefix: str, *, limit: int = 2) -> list[dict[str, Any]]:
+        # Ids begin with their creation time: the prefix bounds the records' timestamps,
+        # so the lookup reads one slice of the time index, not every id.
+        from shadow.record_queries import id_time_window
+
+        low, high = id_time_window(prefix)
+        ids = await self._run("finding a record", lambda r: r.zrangebyscore(self._key("all"), low, high))
+        matching = sorted(i for i in ids if i.startswith(prefix))
+        if not matching:  # a record whose `ts` was set apart from its id: look through every id (a rare miss)
+            total = await self.count()
+            for start in range(0, total, 10_000):
+                chunk = await self._run("finding a record", lambda r, start=start: r.zrange(self._key("all"), start, start + 9_999))
+                matching += [i for i in chunk if i.startswith(prefix)]
+                if len(matching) >= limit:
+                    break
+        return await self._bodies(sorted(matching)[:limit])
+
     async def count(self) -> int:
         return int(await self._run("counting records", lambda r: r.zcard(self._key("all"))))
 

@@ -529,6 +529,13 @@ class SQLiteStore:
     async def record(self, record_id: str) -> dict[str, Any] | None:
         return await self._read(lambda db: dashboard.record(db, record_id))
 
+    async def records_by_prefix(self, prefix: str, *, limit: int = 2) -> list[dict[str, Any]]:
+        def work(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = db.execute("SELECT body FROM records WHERE id >= ? AND id < ? ORDER BY id LIMIT ?", (prefix, prefix + "g", limit))
+            return [json.loads(body) for (body,) in rows.fetchall()]
+
+        return await self._read(work)
+
     async def count(self) -> int:
         return (await self._read(lambda db: db.execute("SELECT COUNT(*) FROM records").fetchone()))[0]
 
