@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from shadow import record_json
 from shadow.records import Record
 from shadow.store import RecordError, RecordStore, StoreError
 
@@ -43,7 +44,7 @@ class Spool:
         self.quarantine_path = self.path.with_name(self.path.name.replace(".jsonl", "") + ".quarantine.jsonl")
 
     def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        data = "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows).encode()
+        data = "".join(record_json.dumps(row) + "\n" for row in rows).encode()
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:

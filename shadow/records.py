@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from router.types import Call, Decision, Observation, Route
+from shadow import record_json
 
 if TYPE_CHECKING:
     from shadow.redaction import Redactor
@@ -87,7 +87,7 @@ class Record:
         }
 
     def to_line(self) -> str:
-        return json.dumps(self.to_json(), ensure_ascii=False, default=str)
+        return record_json.dumps(self.to_json())
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Record:

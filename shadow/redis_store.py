@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from router.types import Observation
 from shadow.canonical import snapshot_digest, tool_key
+from shadow import record_json
 from shadow.group_commit import GroupCommit
 from shadow.noise import NoiseStats
 from shadow.records import Record
@@ -187,7 +188,7 @@ class RedisStore:
 
     def _args(self, row: dict[str, Any]) -> list[Any]:
         return [
-            self.prefix, row["id"], json.dumps(row, ensure_ascii=False, default=str), row["ts"], row["session"], row["step"],
+            self.prefix, row["id"], record_json.dumps(row), row["ts"], row["session"], row["step"],
             row.get("replay_key") or row["call_key"], int(row.get("occurrence") or 0), row.get("recording") or "",
             row["provenance"], row["status"], row["call_key"], tool_key(row["channel"], row["server"], row["tool"]),
             row["channel"], row["route"], self.max_log, EXAMPLES_PER_KEY,

@@ -28,6 +28,7 @@ from shadow.records import Record
 from shadow import sqlite_dashboard as dashboard
 from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreBusy, StoreError
 from shadow.canonical import snapshot_digest, tool_key
+from shadow import record_json
 from shadow.group_commit import GroupCommit
 from shadow.noise import NoiseStats
 
@@ -109,14 +110,20 @@ _COLUMNS = (
     "id", "ts", "session", "step", "channel", "server", "tool", "call_key", "tool_key", "route", "provenance", "status",
     "divergence", "body", "replay_key", "key_scheme", "occurrence", "recording", "owner", "divergence_kind",
 )
-_UPSERT = f"INSERT OR REPLACE INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+# An upsert rather than INSERT OR REPLACE: a record written twice (started, then
+# complete; pending, then its shadow result) is updated in place instead of deleted
+# and inserted again, which spares a delete in every index.
+_UPSERT = (
+    f"INSERT INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+    f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS if c != 'id')}"
+)
 
 
 def _row_values(row: dict[str, Any]) -> tuple[Any, ...]:
     return (
         row["id"], row["ts"], row["session"], row["step"], row["channel"], row["server"], row["tool"], row["call_key"],
         tool_key(row["channel"], row["server"], row["tool"]), row["route"], row["provenance"], row["status"],
-        row.get("divergence"), json.dumps(row, ensure_ascii=False, default=str),
+        row.get("divergence"), record_json.dumps(row),
         row.get("replay_key") or row["call_key"], row.get("key_scheme") or "", int(row.get("occurrence") or 0),
         row.get("recording"), row.get("owner") or "", row.get("divergence_kind"),
     )
