@@ -103,7 +103,8 @@ class Runtime:
             deadline_for=self._deadline_for,
             sim_deadline_for=self._sim_deadline_for,
             session_state=self._session_state(),
-            noise_learner=NoiseLearner(self.store),
+            noise_learner=NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s),
+            noise_probe_rate=config.shadow.noise_probe_rate,
         )
 
     def _learned_service(self):
@@ -248,6 +249,8 @@ class Runtime:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        if self.engine.noise_learner is not None:  # probes first: they call upstreams closed next
+            await self.engine.noise_learner.aclose()
         await self.sessions.aclose()
         await self.upstreams.aclose()
         if shell_closed is not None:
@@ -257,8 +260,6 @@ class Runtime:
         if self.proxy is not None:
             await self.proxy.aclose()
         await self.world_model.aclose()
-        if self.engine.noise_learner is not None:
-            await self.engine.noise_learner.aclose()
         await self.records.aclose()
         await self.store.aclose()
         log.info("stopped")

@@ -58,11 +58,8 @@ def diff(
     from shadow.record_queries import QueryError, record_by_id
 
     cfg = load_or_exit(config)
-    if not cfg.store_path.exists():
-        typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
-        raise typer.Exit(1)
     try:
-        row = record_by_id(cfg.store_path, record_id.strip().lower())
+        row = read_store(cfg, lambda store: record_by_id(store, record_id))  # SQLite or Redis
     except QueryError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc

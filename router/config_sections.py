@@ -210,6 +210,10 @@ class ShadowConfig(Strict):
     stop_grace_s: float = Field(default=1.0, ge=0.0)  # at stop, shadow work still running gets this long, then stays pending
     claim_after_s: PositiveFloat = 60.0  # Redis: a shadow job a worker held this long is claimed by another worker
     noise: NoiseConfig = NoiseConfig()
+    # Fraction of real calls known read-only (MCP readOnlyHint and safety class safe;
+    # HTTP is not probed) made a second time off the agent's path to teach the noise table.
+    noise_probe_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    noise_probe_delay_s: float = Field(default=1.0, ge=0.0, le=60.0)  # the probe waits this long: a clock in seconds has moved
 
 
 class ShellLimits(Strict):

@@ -61,6 +61,20 @@ class Pending:
     route_note: str = ""
     needs_real: bool = False
     written_ahead: bool = False
+    # The noise learner's view: the server's epoch when the call was decided (None:
+    # a call that may write to it was in flight), and whether this call announced a write.
+    quiet_epoch: int | None = None
+    announced_write: bool = False
+
+    def reads_only(self) -> bool:
+        """Whether the call reads only, as far as anything knows: the front door (MCP
+        readOnlyHint, HTTP GET/HEAD/OPTIONS) or the safety gate (class `safe`)."""
+        return self.read_only or self.decision.safety == "safe"
+
+    def known_read_only(self) -> bool:
+        """Whether the call may be made again unasked (a noise probe): the front door
+        says it reads only and the safety gate found nothing that writes."""
+        return self.read_only and self.decision.safety in (None, "safe")
 
 
 class Engine:
@@ -80,6 +94,7 @@ class Engine:
         session_state: SessionState | None = None,
         redactor: Redactor | None = None,
         noise_learner: NoiseLearner | None = None,
+        noise_probe_rate: float = 0.0,
     ) -> None:
         self.policies = list(policies)
         self.records = records
@@ -96,6 +111,8 @@ class Engine:
         self.redactor = redactor
         # Real answers to repeated calls teach the noise table, off the agent's path.
         self.noise_learner = noise_learner
+        # A sample of calls known read-only is made again off-path: pairs without repeated agent calls.
+        self.noise_probe_rate = noise_probe_rate
         self.owner = this_process_owner()
 
     async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False) -> Outcome:
@@ -114,7 +131,25 @@ class Engine:
             raise
         except RecordError as exc:  # the write-ahead record could not be written: fail closed
             observation = Observation.error(str(exc))
-        return await self.complete(pending, observation, note=note)
+        outcome = await self.complete(pending, observation, note=note)
+        if self.noise_probe_rate > 0 and pending.needs_real:
+            self._maybe_probe(pending, outcome.record, real)
+        return outcome
+
+    def _maybe_probe(self, pending: Pending, record: Record, real: CallNext) -> None:
+        """A `noise_probe_rate` sample of real calls known read-only is made again off
+        the agent's path, and the two answers teach the noise table."""
+        if self.noise_learner is None or not pending.known_read_only() or self.rng.random() >= self.noise_probe_rate:
+            return
+        call, redactor = pending.call, self.redactor
+        deadline = pending.decision.deadline_s or self.deadline_for(call)
+
+        async def again() -> Observation:
+            with anyio.fail_after(deadline):
+                answer = await real(call)
+            return redactor.observation(answer) if redactor is not None else answer  # compared like the record
+
+        self.noise_learner.probe(record, again, sent_in=pending.quiet_epoch)
 
     # The steps of `handle`, for front doors whose real side does not fit one awaited
     # call (the HTTP proxy forwards the request itself and sees the answer in a later hook).
@@ -133,7 +168,10 @@ class Engine:
             decision = Decision(Route.DENY, "engine", f"a routing policy failed: {type(exc).__name__}: {exc}")
         if session.pinned != pins:
             await self._save_pins(session)
-        return Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
+        pending = Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
+        if self.noise_learner is not None:
+            pending.quiet_epoch = self.noise_learner.quiet_epoch(call.channel, call.server)
+        return pending
 
     def _redacted(self, call: Call, session: Session) -> Call:
         if self.redactor is None:
@@ -173,6 +211,10 @@ class Engine:
         placeholder = Observation.error(_STARTED)
         await self.records.write(self._record(pending, placeholder, pending.route_note, status="started"))
         pending.written_ahead = True
+        if self.noise_learner is not None and not pending.reads_only():
+            # Until it ends, answers from this server are no evidence of noise.
+            self.noise_learner.writing(pending.call.channel, pending.call.server)
+            pending.announced_write = True
 
     async def run_real(self, pending: Pending, real: CallNext) -> Observation:
         """The real side under the call's deadline, written ahead first."""
@@ -224,7 +266,10 @@ class Engine:
             shadowed = False
         session.add_turn(Turn(record.call, record.served))  # the world model's history: as stored (redacted)
         if self.noise_learner is not None:
-            self.noise_learner.offer(record)
+            if pending.announced_write:
+                self.noise_learner.written(pending.call.channel, pending.call.server)
+                pending.announced_write = False
+            self.noise_learner.offer(record, read_only=pending.reads_only(), sent_in=pending.quiet_epoch)
         session.touch()
         pins = dict(session.pinned)
         rehearsal.after_call(session, pending.call, decision)  # a diverted call keeps the session's world simulated

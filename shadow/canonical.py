@@ -7,10 +7,10 @@ paths have the same key.
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 import json
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 
@@ -52,7 +52,7 @@ def call_key(channel: str, server: str, tool: str, arguments: dict[str, Any], ig
     return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
-@functools.lru_cache(maxsize=4096)  # a handful of tools, asked for on every record
+@lru_cache(maxsize=4096)  # a few tools, asked on every record write
 def tool_key(channel: str, server: str, tool: str) -> str:
     """A stable digest of (channel, server, tool): all calls of one tool."""
     return hashlib.sha256(canonical_json([channel, server, tool]).encode()).hexdigest()[:32]

@@ -1,11 +1,17 @@
 """The noise model: which paths of a tool's answers differ between two real calls.
 
 Diffy's idea, without extra traffic: real-vs-real pairs of the same call key
-(two real calls with the same arguments, already in the store) show which
-paths change on their own. A path is noisy for a tool when the pairs disagree
-there often enough: the Wilson lower bound of the disagreement rate over at
-least `min_pairs` pairs reaches `min_rate`. A comparison then masks those paths
-(see `Noise`), beside the built-in detectors that apply from the first call.
+(two real calls with the same arguments) show which paths change on their own.
+A path is noisy for a tool when the pairs disagree there often enough: the
+Wilson lower bound of the disagreement rate over at least `min_pairs` pairs
+reaches `min_rate`. A comparison then masks those paths (see `Noise`), beside
+the built-in detectors that apply from the first call.
+
+A pair is evidence of noise only when nothing the router saw could have
+changed what the call reads: which pairs qualify is the learner's business
+(`shadow.noise_learner`: read-only calls, no side effect on the server in
+between); a counter counting up between them is state, never noise
+(`is_counter_step`).
 
 The learning is pure (`NoiseModel`); where the counts live is a `NoiseStore`
 (in memory here; the record stores implement the same protocol).
@@ -14,13 +20,14 @@ The learning is pure (`NoiseModel`); where the counts live is a `NoiseStore`
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from router.types import Observation
-from shadow.canonical import tool_key as tool_key_of
+from shadow.difference import Difference
 from shadow.divergence import NO_NOISE, Noise, compare
 
 
@@ -88,28 +95,41 @@ class MemoryNoiseStore:
 
 
 def pair_disagreements(first: Observation, second: Observation, *, channel: str) -> set[str]:
-    """Where two real answers to the same call disagree, as noise-model paths."""
-    return {d.noise_key for d in compare(first, second, channel=channel, noise=NO_NOISE).differences}
+    """Where two real answers to the same call disagree, as noise-model paths, leaving
+    out counter steps (`is_counter_step`): a value that counts calls is state the world
+    model is expected to carry forward from the session's history, not noise."""
+    return {d.noise_key for d in compare(first, second, channel=channel, noise=NO_NOISE).differences if not is_counter_step(d)}
+
+
+# How far a counter may move between two answers to the same call: one step, or a
+# couple more when other callers read it in between.
+COUNTER_STEPS = range(1, 4)
+_INTEGER = re.compile(r"-?\d+")
+
+
+def is_counter_step(difference: Difference) -> bool:
+    """Whether `difference` (the earlier answer as `real`, the later as `sim`) is an
+    integer counting up by a small step (`42` -> `43`, "visit number 1" -> "visit
+    number 2"): the later value is the earlier one plus 1 to 3, everything around
+    it equal. Values of a noisy shape (timestamps, durations) are never counters."""
+    if difference.detector is not None:
+        return False
+    earlier, later = difference.real, difference.sim
+    if isinstance(earlier, int) and isinstance(later, int) and not isinstance(earlier, bool) and not isinstance(later, bool):
+        return later - earlier in COUNTER_STEPS
+    if not (isinstance(earlier, str) and isinstance(later, str)):
+        return False
+    earlier_numbers, later_numbers = _INTEGER.findall(earlier), _INTEGER.findall(later)
+    if len(earlier_numbers) != len(later_numbers) or _INTEGER.sub("#", earlier) != _INTEGER.sub("#", later):
+        return False
+    moved = [(int(a), int(b)) for a, b in zip(earlier_numbers, later_numbers, strict=True) if a != b]
+    return len(moved) == 1 and moved[0][1] - moved[0][0] in COUNTER_STEPS
 
 
 async def noise_for_tool(store: NoiseStore | None, tool_key: str, *, rule: NoiseRule = NoiseRule()) -> Noise:
     """The noise mask of one tool, from the store's counts (built-in detectors only without a store)."""
     paths = (await store.noise_stats(tool_key)).noisy(rule) if store is not None else frozenset()
     return Noise(builtin=rule.builtin_detectors, paths=paths)
-
-
-def pair_of_records(previous: dict[str, Any], current: dict[str, Any]) -> tuple[str, set[str]] | None:
-    """(tool key, disagreeing paths) of two real records of the same call key (rows as
-    `Record.to_json()` writes them), or None when they are not such a pair. For
-    learning at write time: a new real record and the previous one of its call key."""
-    if previous["call_key"] != current["call_key"] or not (_is_real(previous) and _is_real(current)):
-        return None
-    first, second = Observation.from_json(previous["observation"]), Observation.from_json(current["observation"])
-    return tool_key_of(current["channel"], current["server"], current["tool"]), pair_disagreements(first, second, channel=current["channel"])
-
-
-def _is_real(row: dict[str, Any]) -> bool:
-    return row.get("provenance") == "real" and bool(row.get("observation"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,23 +158,6 @@ class NoiseModel:
     def noise_for(self, tool_key: str) -> Noise:
         stats = self.stats.get(tool_key)
         return Noise(builtin=self.rule.builtin_detectors, paths=stats.noisy(self.rule) if stats else frozenset())
-
-    def learn_from_records(self, rows: Iterable[dict[str, Any]]) -> NoiseModel:
-        """Learn from real records (rows as `Record.to_json()` writes them): per call
-        key, each real answer against the one before it, in time order."""
-        by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for row in rows:
-            if _is_real(row):
-                by_key[row["call_key"]].append(row)
-        for group in by_key.values():
-            group.sort(key=lambda row: (row["ts"], row["id"]))
-            for previous, current in zip(group, group[1:]):
-                pair = pair_of_records(previous, current)
-                if pair is not None:
-                    key, disagreeing = pair
-                    self.stats[key].add(disagreeing)
-                    self.names[key] = f"{current['server']}.{current['tool']}"
-        return self
 
     def table(self) -> list[NoiseRow]:
         rows = []

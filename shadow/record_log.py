@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from shadow.records import Record, row_text
+from shadow import record_json
+from shadow.records import Record
 from shadow.store import RecordError, RecordStore, StoreError
 
 log = logging.getLogger("simroute.records")
@@ -43,7 +44,7 @@ class Spool:
         self.quarantine_path = self.path.with_name(self.path.name.replace(".jsonl", "") + ".quarantine.jsonl")
 
     def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        data = "".join(row_text(row) + "\n" for row in rows).encode()
+        data = "".join(record_json.dumps(row) + "\n" for row in rows).encode()
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:

@@ -1,18 +1,11 @@
 """Read-only helpers of the command line: `--since` durations and dates, and one
-record of the SQLite store by (a prefix of) its id.
-
-The file is opened read-only (`mode=ro`), so a listing never takes a write lock
-from a running router.
-"""
+record by (a prefix of) its id, from either store (`RecordStore.records_by_prefix`)."""
 
 from __future__ import annotations
 
-import json
 import re
-import sqlite3
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
@@ -38,26 +31,28 @@ def parse_since(text: str, *, now: float | None = None) -> float:
     return moment.timestamp()
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    try:
-        return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
-    except sqlite3.Error as exc:
-        raise QueryError(f"cannot open record store {path}: {exc}") from exc
-
-
-def record_by_id(path: Path, prefix: str) -> dict[str, Any]:
-    """The record whose id is or starts with `prefix` (the listing shows 12 characters)."""
+def check_id_prefix(prefix: str) -> str:
+    """A record id or its first characters (the listing shows 12), lower-cased."""
+    prefix = prefix.strip().lower()
     if not re.fullmatch(r"[0-9a-f]{4,32}", prefix):
         raise QueryError(f"a record id is 4 to 32 hexadecimal characters, got {prefix!r}")
-    db = _connect(path)
-    try:
-        rows = db.execute("SELECT body FROM records WHERE id >= ? AND id < ? LIMIT 2", (prefix, prefix + "g")).fetchall()
-    except sqlite3.Error as exc:
-        raise QueryError(f"cannot read record store {path}: {exc}") from exc
-    finally:
-        db.close()
+    return prefix
+
+
+async def record_by_id(store: Any, prefix: str) -> dict[str, Any]:
+    """The record of `store` (SQLite or Redis) whose id is or starts with `prefix`."""
+    prefix = check_id_prefix(prefix)
+    rows = await store.records_by_prefix(prefix, limit=2)
     if not rows:
         raise QueryError(f"no record with id {prefix}")
     if len(rows) > 1:
         raise QueryError(f"more than one record id starts with {prefix}: give more characters")
-    return json.loads(rows[0][0])
+    return rows[0]
+
+
+def id_time_window(prefix: str, *, margin_s: float = 60.0) -> tuple[float, float]:
+    """The timestamps a record whose id starts with `prefix` can have: ids begin with
+    the creation time in nanoseconds (16 hex digits), written within moments of `ts`."""
+    head = prefix[:16]
+    low, high = int(head.ljust(16, "0"), 16) / 1e9, int(head.ljust(16, "f"), 16) / 1e9
+    return low - margin_s, high + margin_s

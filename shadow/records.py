@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from router.types import Call, Decision, Observation, Route
+from shadow import record_json
 
 if TYPE_CHECKING:
     from shadow.redaction import Redactor
-
-
-def row_text(row: dict[str, Any]) -> str:
-    """A stored row as JSON text: the store's body, a spool line, a Redis value. orjson
-    (several times faster than json, on every record's path); what it cannot encode
-    (an integer beyond 64 bits) falls back to json."""
-    try:
-        return orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-    except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(row, ensure_ascii=False, default=str)
 
 
 def new_record_id() -> str:
@@ -99,7 +87,7 @@ class Record:
         }
 
     def to_line(self) -> str:
-        return row_text(self.to_json())
+        return record_json.dumps(self.to_json())
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Record:

@@ -21,9 +21,10 @@ from urllib.parse import urlsplit
 
 from router.types import Observation
 from shadow.canonical import snapshot_digest, tool_key
+from shadow import record_json
 from shadow.group_commit import GroupCommit
 from shadow.noise import NoiseStats
-from shadow.records import Record, row_text
+from shadow.records import Record
 from shadow import redis_dashboard as dashboard
 from shadow.redis_dashboard import SEP
 from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreError
@@ -234,7 +235,7 @@ class RedisStore:
 
     def _args(self, row: dict[str, Any]) -> list[Any]:
         return [
-            self.prefix, row["id"], row_text(row), row["ts"], row["session"], row["step"],
+            self.prefix, row["id"], record_json.dumps(row), row["ts"], row["session"], row["step"],
             row.get("replay_key") or row["call_key"], int(row.get("occurrence") or 0), row.get("recording") or "",
             row["provenance"], row["status"], row["call_key"], tool_key(row["channel"], row["server"], row["tool"]),
             row["channel"], row["route"], self.max_log, EXAMPLES_PER_KEY,
@@ -464,6 +465,23 @@ class RedisStore:
     async def record(self, record_id: str) -> dict[str, Any] | None:
         rows = await self._bodies([record_id])
         return rows[0] if rows else None
+
+    async def records_by_prefix(self, prefix: str, *, limit: int = 2) -> list[dict[str, Any]]:
+        # Ids begin with their creation time: the prefix bounds the records' timestamps,
+        # so the lookup reads one slice of the time index, not every id.
+        from shadow.record_queries import id_time_window
+
+        low, high = id_time_window(prefix)
+        ids = await self._run("finding a record", lambda r: r.zrangebyscore(self._key("all"), low, high))
+        matching = sorted(i for i in ids if i.startswith(prefix))
+        if not matching:  # a record whose `ts` was set apart from its id: look through every id (a rare miss)
+            total = await self.count()
+            for start in range(0, total, 10_000):
+                chunk = await self._run("finding a record", lambda r, start=start: r.zrange(self._key("all"), start, start + 9_999))
+                matching += [i for i in chunk if i.startswith(prefix)]
+                if len(matching) >= limit:
+                    break
+        return await self._bodies(sorted(matching)[:limit])
 
     async def count(self) -> int:
         return int(await self._run("counting records", lambda r: r.zcard(self._key("all"))))

@@ -101,7 +101,8 @@ class ShadowRunner:
     async def submit(self, record: Record, history: list[Turn]) -> None:
         """Simulate `record`'s call given the history before it; update the record when
         done. Ask `has_room()` first: a full queue raises asyncio.QueueFull."""
-        self._queue.put_nowait((record, Session(id=shadow_session_id(record), history=list(history))))
+        # `history` is the caller's copy already (taken when the call completed): not copied again.
+        self._queue.put_nowait((record, Session(id=shadow_session_id(record), history=history)))
         if not self._workers:
             loop = asyncio.get_running_loop()
             self._workers = [loop.create_task(self._work(), name=f"simroute-shadow-{n}") for n in range(self.concurrency)]

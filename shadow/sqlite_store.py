@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from router.types import Observation
-from shadow.records import Record, row_text
+from shadow.records import Record
 from shadow import sqlite_dashboard as dashboard
 from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreBusy, StoreError
 from shadow.canonical import snapshot_digest, tool_key
+from shadow import record_json
 from shadow.group_commit import GroupCommit
 from shadow.noise import NoiseStats
 
@@ -158,14 +159,20 @@ _COLUMNS = (
     "id", "ts", "session", "step", "channel", "server", "tool", "call_key", "tool_key", "route", "provenance", "status",
     "divergence", "body", "replay_key", "key_scheme", "occurrence", "recording", "owner", "divergence_kind",
 )
-_UPSERT = f"INSERT OR REPLACE INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+# An upsert rather than INSERT OR REPLACE: a record written twice (started, then
+# complete; pending, then its shadow result) is updated in place instead of deleted
+# and inserted again, which spares a delete in every index.
+_UPSERT = (
+    f"INSERT INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+    f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS if c != 'id')}"
+)
 
 
 def _row_values(row: dict[str, Any]) -> tuple[Any, ...]:
     return (
         row["id"], row["ts"], row["session"], row["step"], row["channel"], row["server"], row["tool"], row["call_key"],
         tool_key(row["channel"], row["server"], row["tool"]), row["route"], row["provenance"], row["status"],
-        row.get("divergence"), row_text(row),
+        row.get("divergence"), record_json.dumps(row),
         row.get("replay_key") or row["call_key"], row.get("key_scheme") or "", int(row.get("occurrence") or 0),
         row.get("recording"), row.get("owner") or "", row.get("divergence_kind"),
     )
@@ -322,7 +329,7 @@ class SQLiteStore:
                 row = json.loads(body)
                 row["status"] = "interrupted"
                 row["note"] = "; ".join(n for n in (row.get("note"), "interrupted: its router stopped before the call finished") if n)
-                db.execute("UPDATE records SET status = 'interrupted', body = ? WHERE id = ?", (row_text(row), rid))
+                db.execute("UPDATE records SET status = 'interrupted', body = ? WHERE id = ?", (record_json.dumps(row), rid))
             return len(gone)
 
         return await self._write(work)
@@ -573,6 +580,13 @@ class SQLiteStore:
 
     async def record(self, record_id: str) -> dict[str, Any] | None:
         return await self._read(lambda db: dashboard.record(db, record_id))
+
+    async def records_by_prefix(self, prefix: str, *, limit: int = 2) -> list[dict[str, Any]]:
+        def work(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = db.execute("SELECT body FROM records WHERE id >= ? AND id < ? ORDER BY id LIMIT ?", (prefix, prefix + "g", limit))
+            return [json.loads(body) for (body,) in rows.fetchall()]
+
+        return await self._read(work)
 
     async def count(self) -> int:
         return (await self._read(lambda db: db.execute("SELECT COUNT(*) FROM records").fetchone()))[0]

@@ -151,6 +151,9 @@ class RecordStore(DashboardQueries, Protocol):
 
     async def load_tool_snapshot(self, server: str) -> list[dict[str, Any]] | None: ...
 
+    async def records_by_prefix(self, prefix: str, *, limit: int = 2) -> list[dict[str, Any]]:
+        """At most `limit` records whose id starts with `prefix` (lower-case hex)."""
+
     async def count(self) -> int: ...
 
     async def aclose(self) -> None: ...

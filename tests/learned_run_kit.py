@@ -24,10 +24,9 @@ def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 async def learned_run(folder: Path) -> dict[str, Any]:
     """One store of real shadow records, one trained model, one learned session."""
     sections = {"mcpServers": {"toolbox": toolbox_server()}, "world_model": WORLD_MODEL, "learned": {"min_labels": 3, "explore_rate": 0}}
-    # A counter's value changes on every real call, so the passive noise model would
-    # learn it as noise after a few pairs and mask it; this test is about the router,
-    # so learned noise stays out of its labels (built-in detectors still apply).
-    shadow = {"stop_grace_s": 0, "drain_on_start": False, "noise": {"min_pairs": 1000}}
+    # The counter's changing value is state, not noise: the passive noise model must not
+    # mask it (it counts up between real answers), or its sim labels would look acceptable.
+    shadow = {"stop_grace_s": 0, "drain_on_start": False}
     shadowing = write_config(folder, mode="shadow", shadow=shadow, **sections)
     async with stdio_client(shadowing) as client:
         for _ in range(ROUNDS):

@@ -167,3 +167,43 @@ async def test_two_router_processes_share_an_agent_sessions_occurrences(make_con
             seen.append((result.content[0].text, meta_of(result)["provenance"]))
     assert seen == [("ticket 1", "replay"), ("ticket 2", "replay"), ("ticket 3", "replay")]
     assert tickets.read_text() == "3"  # the real ticket system saw only the recording session
+
+
+async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
+    """`simroute diff RECORD_ID` with `store.url: redis://…`: the record is found by the
+    first 12 characters of its id, as `simroute records` lists it."""
+    import json
+    import os
+    import subprocess
+
+    from kit import simroute_executable, write_config
+    from router.types import Call, Decision, Observation, Provenance
+    from shadow.canonical import call_key
+    from shadow.divergence import compare
+    from shadow.records import Record
+
+    def answer(offset: str, provenance: Provenance) -> Observation:
+        body = {"timezone": "Asia/Tokyo", "datetime": f"2026-11-23T19:19:49{offset}"}
+        return Observation([{"type": "text", "text": json.dumps(body, indent=2)}], provenance, structured=body)
+
+    config = write_config(tmp_path, store={"url": redis_server.url})
+    call = Call("mcp", "time", "get_current_time", {"timezone": "Asia/Tokyo"}, "s1")
+    shadowed = Record(call, Decision(Route.SHADOW, "mode", "test"), answer("+09:00", Provenance.REAL), step=0,
+                      call_key=call_key("mcp", "time", "get_current_time", call.arguments))
+    shadowed.shadow = answer("+08:00", Provenance.SIM)
+    result = compare(shadowed.served, shadowed.shadow, channel="mcp")
+    shadowed.divergence, shadowed.divergence_kind, shadowed.divergence_evidence = result.score, result.kind, result.evidence
+    store = await RedisStore(redis_server.url).open()  # the prefix the config's routers use
+    await store.upsert([shadowed.to_json(), Record(call, Decision(Route.REAL, "mode", "test"), answer("+09:00", Provenance.REAL), step=1, call_key="k").to_json()])
+    await store.aclose()
+
+    def diff(record_id: str) -> subprocess.CompletedProcess:
+        return subprocess.run([simroute_executable(), "diff", record_id, "--config", str(config)], capture_output=True, text=True,
+                              env={**os.environ, "COLUMNS": "160"}, timeout=60)
+
+    shown = diff(shadowed.id[:12])
+    assert shown.returncode == 0, shown.stderr
+    assert "$.result.datetime#offset" in shown.stdout and "+08:00" in shown.stdout and "≠" in shown.stdout
+    assert "masked as noise: $.result.datetime#instant" in shown.stdout
+    missing = diff("ffff0000")
+    assert missing.returncode == 1 and "no record with id ffff0000" in missing.stderr

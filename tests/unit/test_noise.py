@@ -8,6 +8,7 @@ from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.canonical import call_key, tool_key
 from shadow.divergence import compare
 from shadow.noise import MemoryNoiseStore, NoiseModel, NoiseRule, noise_for_tool, pair_disagreements, wilson_lower_bound
+from shadow.noise_learner import NoiseLearner
 from shadow.records import Record
 
 
@@ -57,17 +58,58 @@ async def test_store_protocol_in_memory():
     assert (await noise_for_tool(None, key)).paths == frozenset()
 
 
-def record(n, body, *, ts, provenance=Provenance.REAL, arguments=None):
+def record(n, body, *, server="quotes", tool="get_quote", arguments=None):
     arguments = arguments or {"q": 1}
-    call = Call("mcp", "quotes", "get_quote", arguments, "s1")
-    observation = answer(body, provenance)
-    return Record(call, Decision(Route.REAL, "mode", "test"), observation, step=n, call_key=call_key("mcp", "quotes", "get_quote", arguments), ts=ts).to_json()
+    call = Call("mcp", server, tool, arguments, "s1")
+    return Record(call, Decision(Route.REAL, "mode", "test"), answer(body), step=n, call_key=call_key("mcp", server, tool, arguments))
 
 
-def test_learns_from_records_grouped_by_call_key():
-    rows = [record(n, {"price": 100 + n, "name": "ACME"}, ts=float(n)) for n in range(4)]
-    rows.append(record(9, {"price": 1, "name": "other"}, ts=9.0, arguments={"q": 2}))  # another call: no pair
-    rows.append(record(10, {"price": 7, "name": "sim"}, ts=10.0, provenance=Provenance.SIM))  # not real: not learned from
-    model = NoiseModel().learn_from_records(reversed(rows))  # order of the rows does not matter
-    table = model.table()
-    assert [(row.tool, row.path, row.disagreements, row.pairs, row.noisy) for row in table] == [("quotes.get_quote", "$.result.price", 3, 3, True)]
+def test_counter_steps_are_state_not_noise():
+    counted = pair_disagreements(answer({"visits": 4, "price": 1.5}), answer({"visits": 5, "price": 1.7}), channel="mcp")
+    assert counted == {"$.result.price"}
+    text = Observation([{"type": "text", "text": "visit number 9"}], Provenance.REAL)
+    assert pair_disagreements(text, Observation([{"type": "text", "text": "visit number 10"}], Provenance.REAL), channel="mcp") == set()
+    # Not counters: a jump, a step down, two numbers moving, a timestamp's seconds.
+    assert pair_disagreements(answer({"n": 4}), answer({"n": 40}), channel="mcp") == {"$.result.n"}
+    assert pair_disagreements(answer({"n": 4}), answer({"n": 3}), channel="mcp") == {"$.result.n"}
+    assert pair_disagreements(answer({"s": "3 of 7"}), answer({"s": "4 of 8"}), channel="mcp") == {"$.result.s"}
+    clock = pair_disagreements(answer({"at": "2026-01-01T10:00:01+09:00"}), answer({"at": "2026-01-01T10:00:02+09:00"}), channel="mcp")
+    assert clock == {"$.result.at#instant"}
+
+
+async def test_learner_counts_read_only_pairs_with_nothing_written_in_between():
+    store = MemoryNoiseStore()
+    learner = NoiseLearner(store)
+    key = tool_key("mcp", "quotes", "get_quote")
+
+    def read(n, price, *, read_only=True):
+        learner.offer(record(n, {"price": price}), read_only=read_only, sent_in=learner.quiet_epoch("mcp", "quotes"))
+
+    read(1, 1.0)
+    read(2, 2.0)  # a pair
+    learner.writing("mcp", "quotes")  # a write to the same server is sent ...
+    read(3, 3.0)  # ... a read while it is in flight is no baseline
+    learner.written("mcp", "quotes")
+    read(4, 4.0)  # the previous answer (2) was read before the write: no pair
+    learner.writing("mcp", "other")  # another server's writes do not matter
+    read(5, 5.0)  # a pair with 4
+    read(6, 6.0, read_only=False)  # a call that writes: no pair, and no baseline for the next
+    read(7, 7.0)
+    await learner.wait(5)
+    assert (store.stats[key].pairs, learner.unsettled) == (2, 1)
+    await learner.aclose()
+
+
+async def test_probe_pairs_the_first_answer_with_a_second_call():
+    store = MemoryNoiseStore()
+    learner = NoiseLearner(store, probe_delay_s=0)
+    first = record(1, {"price": 1.0})
+
+    async def again():
+        return answer({"price": 2.0})
+
+    assert learner.probe(first, again, sent_in=learner.quiet_epoch("mcp", "quotes"))
+    assert not learner.probe(first, again, sent_in=None)  # sent while something was writing: not probed
+    await learner.wait(5)
+    assert store.stats[tool_key("mcp", "quotes", "get_quote")].disagreements == {"$.result.price": 1} and learner.probed == 1
+    await learner.aclose()

@@ -83,11 +83,22 @@ def test_since_and_ids(store_file):
     with pytest.raises(QueryError, match="--since"):
         parse_since("yesterday")
     newest = query(store_file, limit=1)[0]
-    assert record_by_id(store_file, newest["id"][:12])["id"] == newest["id"]
+    assert by_id(store_file, newest["id"][:12])["id"] == newest["id"]
     with pytest.raises(QueryError, match="no record"):
-        record_by_id(store_file, "ffff")
+        by_id(store_file, "ffff")
     with pytest.raises(QueryError, match="hexadecimal"):
-        record_by_id(store_file, "'; drop")
+        by_id(store_file, "'; drop")
+
+
+def by_id(path, prefix):
+    async def run():
+        store = await SQLiteStore(path, read_only=True).open()
+        try:
+            return await record_by_id(store, prefix)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(run())
 
 
 def test_records_command_with_filters(store_file):
