@@ -44,8 +44,13 @@ class LinearScorer:
 
     def score(self, features: Iterable[Feature]) -> float:
         """The regression's linear score of a call."""
+        return self.intercept + self.partial(features)
+
+    def partial(self, features: Iterable[Feature]) -> float:
+        """The weighted sum of some of a call's features, without the intercept (the
+        decision path adds the call's dynamic features to its cached static score)."""
         weights, n_bits = self.weights, self.n_bits
-        total = self.intercept
+        total = 0.0
         for name, value in features:
             column, sign = feature_index(name, n_bits)
             weight = weights.get(column)
