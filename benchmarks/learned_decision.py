@@ -8,12 +8,19 @@ the derived scorer). Baseline, interleaved in the same run: scikit-learn's own
 Also interleaved: the same chain ending in `mode: real`, for the learned
 router's own share. Targets: chain p50 <= 50 us, p99 <= 250 us.
 
-Usage: python benchmarks/learned_decision.py [--iterations 20000]
+Measured as the router runs: a warm-up pass first (caches filled, as after a
+router's first calls), the garbage collector left on (the router does not turn it
+off, so p99 includes its pauses), the three cases interleaved call by call so load
+on the machine hits them alike; the load average is printed with the figures.
+
+Usage: python benchmarks/learned_decision.py [--iterations 50000] [--warmup 2000]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import random
 import statistics
 import sys
@@ -44,7 +51,8 @@ def percentile(samples: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=20_000)
+    parser.add_argument("--iterations", type=int, default=50_000)
+    parser.add_argument("--warmup", type=int, default=2_000)
     options = parser.parse_args()
     rows = generate(900)
     replay = ReplayBackend(None)  # type: ignore[arg-type]  # keys only: the router's replay keys, as it makes them per call
@@ -68,8 +76,14 @@ def main() -> None:
     features = [call_features(CallFacts(c.channel, c.server, c.tool, c.arguments, "safe", 3, builder.labels.stats.get(f"mcp\x1fsrv\x1f{c.tool}"))) for c in calls]
     fallback = Decision(Route.REAL, "default", "none")
     rng = random.Random(0)
-    chain_us, plain_us, sklearn_us, routes = [], [], [], {}
     session = Session("bench")
+    for n in range(options.warmup):  # not timed: the caches a serving router has filled
+        session.steps = n
+        decide(chain, calls[n % len(calls)], session, fallback=fallback)
+        decide(plain, calls[n % len(calls)], session, fallback=fallback)
+        if n % 100 == 0:
+            classifier.predict_proba([features[n % len(calls)]])
+    chain_us, plain_us, sklearn_us, routes = [], [], [], {}
     for n in range(options.iterations):
         i = rng.randrange(len(calls))
         session.steps = n
@@ -91,6 +105,7 @@ def main() -> None:
     print(f"{'same chain, mode real (no learned router)':58} {statistics.median(plain_us):9.1f} {percentile(plain_us, 0.99):9.1f} {len(plain_us):7}")
     print(f"{'scikit-learn predict_proba, one call (features made)':58} {sk_p50:9.1f} {sk_p99:9.1f} {len(sklearn_us):7}")
     print(f"chain / predict_proba at p50: {chain_p50 / sk_p50:.3f}; routes decided: {routes}")
+    print(f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; gc {'on' if gc.isenabled() else 'off'}")
     print(f"targets: p50 <= 50 us {'met' if chain_p50 <= 50 else 'MISSED'}, p99 <= 250 us {'met' if chain_p99 <= 250 else 'MISSED'}")
 
 

@@ -191,6 +191,12 @@ class Engine:
         except StoreError as exc:
             log.warning("session pins not shared: %s", exc)
 
+    async def _save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        try:
+            await self.session_state.save_side_effects(session, marks)
+        except StoreError as exc:
+            log.warning("side-effect marks of session %s not shared: %s", session.id[:8], exc)
+
     async def serve(self, pending: Pending) -> Observation | None:
         """The observation of a route that needs no real side (sim, replay, deny), or
         None when the real side must answer; `pending.needs_real` then says so too.
@@ -271,11 +277,13 @@ class Engine:
                 pending.announced_write = False
             self.noise_learner.offer(record, read_only=pending.reads_only(), sent_in=pending.quiet_epoch)
         session.touch()
-        pins = dict(session.pinned)
+        pins, marks = dict(session.pinned), set(session.side_effects)
         rehearsal.after_call(session, pending.call, decision)  # a diverted call keeps the session's world simulated
         learned.after_call(session, pending.call, decision)  # a real side effect makes that server's recordings stale
         if session.pinned != pins:
             await self._save_pins(session)
+        if len(session.side_effects) != len(marks):  # marks only grow
+            await self._save_side_effects(session, session.side_effects - marks)
         if shadowed:
             assert self.shadow is not None
             await self.shadow.submit(record, history)

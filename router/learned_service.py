@@ -27,13 +27,14 @@ log = logging.getLogger("simroute.learned")
 class LearnedService:
     def __init__(
         self, policy: LearnedPolicy, store: Any, *, model_path: Path, max_divergence: float, confidence: float,
-        refresh_s: float = 30.0, watch_s: float = 1.0, max_records: int = 50_000,
+        refresh_s: float = 30.0, watch_s: float = 1.0, max_records: int = 50_000, publish_poll_s: float = 10.0,
     ) -> None:
         self.policy = policy
         self.store = store
         self.model_path = model_path
         self.refresh_s = refresh_s
         self.watch_s = watch_s
+        self.publish_poll_s = publish_poll_s  # the fallback behind the reload channel's announcements
         self.max_records = max_records
         self.builder = StateBuilder(max_divergence=max_divergence, confidence=confidence)
         self.last_error: str | None = None
@@ -95,18 +96,39 @@ class LearnedService:
                 self._file_seen = signature
 
     async def follow_published(self) -> None:
-        """With a Redis store: load the model `simroute reload` published there."""
-        while True:
-            await asyncio.sleep(self.watch_s)
-            try:
-                version = await self.store.model_version()
-                if version and version != self._published:
-                    data = await self.store.published_model()
-                    self._published = version
-                    if data:
-                        await self.load_bytes(data, f"redis (version {version[:12]})")
-            except StoreError as exc:
-                log.warning("learned router: cannot read the published model: %s", exc)
+        """With a Redis store: load the model `simroute reload` published there. The
+        announcement on the reload channel wakes this at once; the version key is also
+        read every `publish_poll_s` (and on every wake), so a replica that was not
+        subscribed when a model was published (starting, or Redis briefly away)
+        still loads it."""
+        subscription = None
+        try:
+            while True:
+                try:
+                    if subscription is None:
+                        subscription = await self.store.subscribe_models()
+                        await self.check_published()  # anything published before the subscription
+                    await self.store.next_announcement(subscription, timeout_s=self.publish_poll_s)
+                except StoreError as exc:
+                    log.warning("learned router: model announcements not received (%s); polling every %gs", exc, self.publish_poll_s)
+                    subscription = await _closed(subscription)
+                    await asyncio.sleep(self.publish_poll_s)
+                await self.check_published()
+        finally:
+            await _closed(subscription)
+
+    async def check_published(self) -> bool:
+        """Load the published model if its version is new; True if one was loaded."""
+        try:
+            version = await self.store.model_version()
+            if not version or version == self._published:
+                return False
+            data = await self.store.published_model()
+        except StoreError as exc:
+            log.warning("learned router: cannot read the published model: %s", exc)
+            return False
+        self._published = version
+        return bool(data) and await self.load_bytes(data, f"redis (version {version[:12]})")
 
     # --- statistics ------------------------------------------------------------------------------
 
@@ -161,3 +183,13 @@ def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None)
 def touch(path: Path) -> None:
     """Mark the model file changed (what `simroute reload` does without Redis)."""
     os.utime(path)
+
+
+async def _closed(subscription) -> None:
+    """Close a pub/sub subscription, whatever state its connection is in."""
+    if subscription is not None:
+        try:
+            await subscription.aclose()
+        except Exception as exc:  # a dead connection may fail to close: nothing left to release
+            log.debug("closing the model subscription: %s", exc)
+    return None

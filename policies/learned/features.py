@@ -88,25 +88,26 @@ def tool_key(channel: str, server: str, tool: str) -> str:
 
 
 def call_features(facts: CallFacts) -> list[Feature]:
-    """The named features of a call (see module doc)."""
-    return static_features(facts) + moving_features(facts)
+    """The named features of a call (see module doc): its static part (the call
+    itself) and its dynamic part (the session step, the tool's statistics)."""
+    return [*static_features(facts.channel, facts.server, facts.tool, facts.arguments, facts.safety), *dynamic_features(facts.step, facts.stats)]
 
 
-def static_features(facts: CallFacts) -> list[Feature]:
-    """The features the call itself fixes (tool, safety class, arguments): the same
-    for every repetition of a call, so their score can be kept per call."""
-    tool = f"{facts.server}/{facts.tool}"
+def static_features(channel: str, server: str, tool_name: str, arguments: Mapping[str, Any], safety: str | None) -> list[Feature]:
+    """The features of the call itself: the same every time the same call comes with the
+    same safety class (the decision path caches their score per call)."""
+    tool = f"{server}/{tool_name}"
     out: list[Feature] = [
         ("bias", 1.0),
-        (f"channel={facts.channel}", 1.0),
-        (f"server={facts.channel}/{facts.server}", 1.0),
+        (f"channel={channel}", 1.0),
+        (f"server={channel}/{server}", 1.0),
         (f"tool={tool}", 1.0),
-        (f"safety={facts.safety or 'none'}", 1.0),
-        (f"tool={tool}|safety={facts.safety or 'none'}", 1.0),
+        (f"safety={safety or 'none'}", 1.0),
+        (f"tool={tool}|safety={safety or 'none'}", 1.0),
     ]
-    for key in sorted(facts.arguments)[:MAX_KEYS]:
+    for key in sorted(arguments)[:MAX_KEYS]:
         out.append((f"key={tool}:{key}", 1.0))
-    for path, value in _values(facts.arguments):
+    for path, value in _values(arguments):
         text = _text(value)[:MAX_VALUE_CHARS]
         out.append((f"arg={tool}:{path}={text}", 1.0))
         if isinstance(value, str):
@@ -115,14 +116,12 @@ def static_features(facts: CallFacts) -> list[Feature]:
     return out
 
 
-def moving_features(facts: CallFacts) -> list[Feature]:
-    """The features that move between repetitions of a call: the session's step and
-    the per-tool statistics."""
+def dynamic_features(step: int, stats: ToolStats | None) -> list[Feature]:
+    """The features that change between calls: the session step and the tool's statistics."""
     out: list[Feature] = [
-        (f"step_bucket={min(max(facts.step, 0).bit_length(), 12)}", 1.0),
-        ("log_step", math.log1p(max(facts.step, 0)) / 5.0),
+        (f"step_bucket={min(max(step, 0).bit_length(), 12)}", 1.0),
+        ("log_step", math.log1p(max(step, 0)) / 5.0),
     ]
-    stats = facts.stats
     if stats is not None:
         if stats.sim_labels:
             out.append(("sim_mean_divergence", stats.sim_divergence / stats.sim_labels))

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import Any
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from policies.learned.features import CallFacts, hashed, moving_features, static_features, tool_key
+from policies.learned.features import dynamic_features, hashed, static_features, tool_key
 from policies.learned.model import LearnedModel
 from policies.learned.state import EMPTY_STATE, LearnedState
 from policies.safety.verdict import SafetyVerdict
@@ -38,6 +37,11 @@ from router.types import Call, Decision, Route, Session
 POLICY = "learned"
 STATEFUL_CHANNELS = frozenset({"shell", "browser"})
 _UNLABELLED_BOUND = 0.0  # a tool with no labels at all: never trusted off the real side
+# Calls whose static score and replay key are cached (agents repeat calls); the cache
+# is emptied when full or when the model changes. Arguments longer than this (as text)
+# are not cached: they would hold memory for calls unlikely to repeat.
+_CACHE_ENTRIES = 4096
+_CACHE_MAX_ARGUMENTS = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +106,10 @@ class LearnedPolicy:
         self.replay_key_of = replay_key_of
         self.model = model  # swapped whole by a reload
         self.state = state  # swapped whole by a refresh
-        # The static part of each route's score per call (scorer, call): most calls
-        # repeat, and their features are most of a decision's time. Emptied when the
-        # model is swapped or the cache is full.
-        self._static_scores: dict[tuple[Any, ...], float] = {}
-        self._scored_by: LearnedModel | None = None
-        self._recorded_calls: dict[tuple[Any, ...], bool] = {}  # per call, for the state below
-        self._recorded_in: LearnedState | None = None
+        self._cache: dict[tuple, _CallEntry] = {}
+        self._cache_model: LearnedModel | None = model
+        self._prices: dict[tuple[str, str], float] = {}
+        self._prices_of: LearnedSettings | None = None
 
     def decide(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Decision:
         assessment = self.assess(call, session, safety)
@@ -125,11 +126,11 @@ class LearnedPolicy:
         key = tool_key(call.channel, call.server, call.tool)
         stats = state.stats.get(key)
         real_latency = (stats.mean_latency("real") if stats else None) or 0.0
-        real_cost = settings.real_price(call.server, call.tool) + settings.latency_weight * real_latency
+        real_cost = self._real_price(call.server, call.tool) + settings.latency_weight * real_latency
         if not _is_safe(safety) and not settings.simulate_side_effects:
             cls = safety.cls if safety is not None else "unclassified"
             return Assessment(Route.REAL, (), real_cost, f"{cls} calls go real (learned.simulate_side_effects is off)")
-        features = None
+        entry = dynamic = None  # made once per call, shared by both routes' scorers
         candidates = []
         for route in ("replay", "sim"):
             price = 0.0 if route == "replay" else settings.sim_price
@@ -142,11 +143,10 @@ class LearnedPolicy:
             labels = stats.labels(route) if stats else 0
             route_model = model.routes.get(route) if model is not None else None
             if route_model is not None and labels >= settings.min_labels:
+                if entry is None:
+                    entry, dynamic = self._entry(call, safety, model), dynamic_features(session.steps, stats)
                 scorer = route_model.scorer
-                if features is None:  # made once per call, shared by both routes' scorers
-                    facts = CallFacts(call.channel, call.server, call.tool, call.arguments, str(safety.cls) if safety else None, session.steps, stats)
-                    features = hashed(moving_features(facts), scorer.n_bits)
-                score = scorer.intercept + self._static_score(route, scorer, facts) + scorer.partial_score(features)
+                score = entry.static_score(route, scorer) + scorer.partial(dynamic)
                 probability, threshold, source = scorer.calibrated(score), route_model.threshold, f"model {model.digest}"
             else:
                 probability = state.priors.get((key, route), _UNLABELLED_BOUND)
@@ -154,7 +154,7 @@ class LearnedPolicy:
             candidate = Candidate(route, probability, threshold, source, cost)
             # The replay key costs a canonical encoding and a digest: made only for a
             # replay the probability would allow.
-            if route == "replay" and candidate.eligible and not self._recorded(call):
+            if route == "replay" and candidate.eligible and not self._recorded(call, entry):
                 candidate = Candidate(route, None, None, "no real recording of this call", cost)
             candidates.append(candidate)
         best = min((c for c in candidates if c.eligible), key=lambda c: c.cost, default=None)
@@ -163,16 +163,15 @@ class LearnedPolicy:
         reason = f"{parts}; real cost {real_cost:.2f} -> {route}"
         return Assessment(route, tuple(candidates), real_cost, reason)
 
-    def _static_score(self, route: str, scorer: Any, facts: CallFacts) -> float:
-        if self._scored_by is not self.model or len(self._static_scores) > _STATIC_SCORES_KEPT:
-            self._static_scores, self._scored_by = {}, self.model
-        key = _call_identity(route, facts)
-        if key is None:  # arguments that are not flat scalars: scored each time
-            return scorer.partial_score(hashed(static_features(facts), scorer.n_bits))
-        score = self._static_scores.get(key)
-        if score is None:
-            score = self._static_scores[key] = scorer.partial_score(hashed(static_features(facts), scorer.n_bits))
-        return score
+    def _real_price(self, server: str, tool: str) -> float:
+        """`cost.<server>.<tool>` (glob patterns matched once per tool, then cached)."""
+        settings = self.settings
+        if self._prices_of is not settings or len(self._prices) >= _CACHE_ENTRIES:
+            self._prices, self._prices_of = {}, settings
+        price = self._prices.get((server, tool))
+        if price is None:
+            price = self._prices[(server, tool)] = settings.real_price(server, tool)
+        return price
 
     def _blocked(self, route: str, call: Call, session: Session) -> str:
         """Why `route` cannot serve this call before any probability, or ''."""
@@ -184,20 +183,29 @@ class LearnedPolicy:
             return f"not eligible after a real call with side effects on {call.server!r} in this session"
         return ""
 
-    def _recorded(self, call: Call) -> bool:
-        """Whether the call's replay key has a real recording (kept per call until the
-        state is refreshed: the key is a canonical encoding and a digest)."""
+    def _recorded(self, call: Call, entry: _CallEntry | None) -> bool:
         if self.replay_key_of is None:
             return False
-        if self._recorded_in is not self.state or len(self._recorded_calls) > _STATIC_SCORES_KEPT:
-            self._recorded_calls, self._recorded_in = {}, self.state
-        key = _call_identity("recorded", CallFacts(call.channel, call.server, call.tool, call.arguments, None, 0))
-        found = self._recorded_calls.get(key) if key is not None else None
-        if found is None:
-            found = self.replay_key_of(call) in self.state.recorded_keys
-            if key is not None:
-                self._recorded_calls[key] = found
-        return found
+        if entry is None:
+            entry = self._entry(call, None, self.model)
+        if entry.replay_key is None:
+            entry.replay_key = self.replay_key_of(call)
+        return entry.replay_key in self.state.recorded_keys
+
+    def _entry(self, call: Call, safety: SafetyVerdict | None, model: LearnedModel | None) -> _CallEntry:
+        """What is stable about a call (for a model): its static features' score per
+        route and its replay key, cached by the call's tool, safety class and arguments."""
+        safety_cls = str(safety.cls) if safety is not None else None
+        arguments = repr(call.arguments)  # JSON values: equal text, equal arguments
+        cache_key = (call.channel, call.server, call.tool, safety_cls, arguments)
+        if self._cache_model is not model or len(self._cache) >= _CACHE_ENTRIES:
+            self._cache, self._cache_model = {}, model
+        entry = self._cache.get(cache_key)
+        if entry is None:
+            entry = _CallEntry(call, safety_cls)
+            if len(arguments) <= _CACHE_MAX_ARGUMENTS:
+                self._cache[cache_key] = entry
+        return entry
 
     def _explores(self, call: Call, session: Session) -> bool:
         rate = self.settings.explore_rate
@@ -207,18 +215,27 @@ class LearnedPolicy:
         return int.from_bytes(digest, "little") / 2**64 < rate
 
 
-_STATIC_SCORES_KEPT = 1 << 16
-_SCALARS = (str, int, float, bool, type(None))
+class _CallEntry:
+    """A call's stable part: the score of its static features per route (made on first
+    use, from the hashed features shared by both routes) and its replay key."""
 
+    __slots__ = ("call", "safety", "columns", "scores", "replay_key")
 
-def _call_identity(route: str, facts: CallFacts) -> tuple[Any, ...] | None:
-    """A hashable identity of what the static features depend on, when the arguments
-    are flat scalars (most tool calls); None otherwise."""
-    arguments = facts.arguments
-    if not all(isinstance(value, _SCALARS) for value in arguments.values()):
-        return None
-    # The type keeps 1, 1.0 and True apart (their features differ: "1", "1.0", "true").
-    return (route, facts.channel, facts.server, facts.tool, facts.safety, tuple(sorted((k, type(v), v) for k, v in arguments.items())))
+    def __init__(self, call: Call, safety: str | None) -> None:
+        self.call, self.safety = call, safety
+        self.columns: dict[int, dict[int, float]] = {}  # hash width -> hashed static features
+        self.scores: dict[str, float] = {}  # route -> static score (the intercept included)
+        self.replay_key: str | None = None
+
+    def static_score(self, route: str, scorer) -> float:
+        score = self.scores.get(route)
+        if score is None:
+            columns = self.columns.get(scorer.n_bits)
+            if columns is None:
+                call = self.call
+                columns = self.columns[scorer.n_bits] = hashed(static_features(call.channel, call.server, call.tool, call.arguments, self.safety), scorer.n_bits)
+            score = self.scores[route] = scorer.score_columns(columns)
+        return score
 
 
 def _is_safe(safety: SafetyVerdict | None) -> bool:

@@ -44,24 +44,18 @@ class LinearScorer:
 
     def score(self, features: Iterable[Feature]) -> float:
         """The regression's linear score of a call."""
+        return self.intercept + self.partial(features)
+
+    def partial(self, features: Iterable[Feature]) -> float:
+        """The weighted sum of some of a call's features, without the intercept (the
+        decision path adds the call's dynamic features to its cached static score)."""
         weights, n_bits = self.weights, self.n_bits
-        total = self.intercept
+        total = 0.0
         for name, value in features:
             column, sign = feature_index(name, n_bits)
             weight = weights.get(column)
             if weight is not None:
                 total += weight * sign * value
-        return total
-
-    def partial_score(self, columns: dict[int, float]) -> float:
-        """The part of the linear score some hashed features make (no intercept): the
-        score of a call is the intercept plus the partial scores of its feature parts."""
-        weights = self.weights
-        total = 0.0
-        for column, value in columns.items():
-            weight = weights.get(column)
-            if weight is not None:
-                total += weight * value
         return total
 
     def score_columns(self, columns: dict[int, float]) -> float:

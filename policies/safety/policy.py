@@ -6,8 +6,6 @@ and the HTTP channel's `X-Simroute-Safety` header show it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-
 from policies.base import Policy
 from policies.safety.classifier import SafetyClassifier
 from policies.safety.verdict import SafetyClass, SafetyVerdict
@@ -34,7 +32,9 @@ class SafetyPolicy:
         decision = decide_with(self.inner, call, session, verdict)
         if decision is None:
             return None
-        return replace(decision, safety=str(verdict.cls), safety_reason=verdict.reason)
+        # Built directly, not with dataclasses.replace (several times slower, on every call).
+        return Decision(decision.route, decision.policy, decision.reason, safety=str(verdict.cls), safety_reason=verdict.reason,
+                        shadow_rate=decision.shadow_rate, deadline_s=decision.deadline_s)
 
 
 def decide_with(policies: Sequence[Policy], call: Call, session: Session, verdict: SafetyVerdict | None) -> Decision | None:

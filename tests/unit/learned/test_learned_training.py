@@ -103,3 +103,34 @@ def test_the_policys_probabilities_are_predict_probas_for_new_and_repeated_calls
                 assert abs(candidate.probability - expected) <= 1e-6
                 compared += 1
     assert compared == 8  # the sim route of both calls at four steps
+
+
+def test_the_decision_path_agrees_with_predict_proba_with_its_cache(split, trained):
+    """The policy scores a call as a cached static part plus the step and statistics:
+    still predict_proba's P(acceptable), on a first call, a repeated (cached) one, and
+    after a model swap (the cache follows the model)."""
+    from policies.learned import LearnedModel, LearnedPolicy, LearnedSettings, RouteModel
+    from policies.learned.features import tool_key
+    from policies.learned.state import LearnedState
+    from policies.safety.verdict import SafetyClass, SafetyVerdict
+    from router.types import Call, Session
+
+    def model_of(classifiers, digest):
+        return LearnedModel({r: RouteModel(LinearScorer.from_classifier(c), 0.5) for r, c in classifiers.items()}, digest=digest)
+
+    safe = SafetyVerdict(SafetyClass.SAFE, "read-only")
+    policy = LearnedPolicy(LearnedSettings(min_labels=0, explore_rate=0.0), replay_key_of=lambda call: "recorded", model=model_of(trained.classifiers, "a"))
+    other = train(split[0][: len(split[0]) // 2], TrainingSettings(target_fidelity=TARGET, cv_folds=3))
+    for classifiers, digest in ((trained.classifiers, "a"), (other.classifiers, "b")):
+        policy.model = model_of(classifiers, digest)
+        held = [l for l in split[1] if l.facts.safety == "safe"][:60]
+        assert len(held) >= 30
+        expected = {route: classifiers[route].predict_proba([call_features(l.facts) for l in held])[:, 1] for route in ("sim", "replay")}
+        for i, label in enumerate(held):
+            facts = label.facts
+            policy.state = LearnedState(stats={tool_key(facts.channel, facts.server, facts.tool): facts.stats}, recorded_keys=frozenset({"recorded"}))
+            session = Session("s", steps=facts.step)
+            for _ in range(2):  # the second time from the cache
+                candidates = {c.route: c.probability for c in policy.assess(Call(facts.channel, facts.server, facts.tool, dict(facts.arguments), "s"), session, safe).candidates}
+                for route in ("sim", "replay"):
+                    assert abs(candidates[route] - expected[route][i]) <= 1e-6, (digest, route, i)
