@@ -119,7 +119,8 @@ class ItemsApi(BaseHTTPRequestHandler):
         cls.next_id[0] = 1
 
 
-def write_config(folder: Path, store: Path, mode: str) -> Path:
+def write_config(folder: Path, store: Path, mode: str, world_model: dict | None = None) -> Path:
+    """A config for one phase; `world_model` adds settings (another model file, a chat format)."""
     config = {
         "store": {"path": str(store)},
         "mode": mode,
@@ -130,7 +131,7 @@ def write_config(folder: Path, store: Path, mode: str) -> Path:
         "shell": {"enabled": True, "pool_size": 0},
         "browser": {"enabled": False},
         "http": {"ca_dir": str(folder / "ca")},
-        "world_model": {"deadline_s": 180},
+        "world_model": {"deadline_s": 180, **(world_model or {})},
     }
     path = folder / f"simroute-{mode}-{store.stem}.yaml"
     path.write_text(json.dumps(config, indent=2))
