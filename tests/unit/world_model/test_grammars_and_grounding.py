@@ -130,3 +130,16 @@ def test_session_rows_come_from_the_history_of_the_same_server():
         Turn(Call("mcp", "other", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "B"}], Provenance.REAL)),
     ])
     assert [observation_text(r) for r in session_rows(Call("mcp", "fs", "read", {}, "s"), session)] == ["A"]
+
+
+def test_a_schema_stored_with_sorted_keys_is_generated_in_the_recorded_field_order():
+    schema = {"type": "object", "required": ["timezone", "datetime"], "properties": {
+        "datetime": {"type": "string"}, "is_dst": {"type": "boolean"}, "source": {"type": "object", "properties": {"b": {}, "a": {}}},
+        "timezone": {"type": "string"}}}
+    recorded = [{"timezone": "UTC", "datetime": "x", "source": {"a": 1, "b": 2}}]
+    ordered = grammars.ordered_like(schema, recorded)
+    assert list(ordered["properties"]) == ["timezone", "datetime", "source", "is_dst"]
+    assert list(ordered["properties"]["source"]["properties"]) == ["a", "b"]
+    assert list(grammars.ordered_like(schema, [])["properties"]) == ["timezone", "datetime", "is_dst", "source"]  # required order first
+    root = next(line for line in grammars._schema_rules(ordered).splitlines() if line.startswith("json-root ::="))
+    assert root.index("timezone-kv") < root.index("datetime-kv")  # the grammar writes them in that order
