@@ -119,7 +119,8 @@ class ItemsApi(BaseHTTPRequestHandler):
         cls.next_id[0] = 1
 
 
-def write_config(folder: Path, store: Path, mode: str) -> Path:
+def write_config(folder: Path, store: Path, mode: str, world_model: dict | None = None) -> Path:
+    """A config for one phase; `world_model` adds settings (another model file, a chat format)."""
     config = {
         "store": {"path": str(store)},
         "mode": mode,
@@ -130,7 +131,7 @@ def write_config(folder: Path, store: Path, mode: str) -> Path:
         "shell": {"enabled": True, "pool_size": 0},
         "browser": {"enabled": False},
         "http": {"ca_dir": str(folder / "ca")},
-        "world_model": {"deadline_s": 180},
+        "world_model": {"deadline_s": 180, **(world_model or {})},
     }
     path = folder / f"simroute-{mode}-{store.stem}.yaml"
     path.write_text(json.dumps(config, indent=2))
@@ -141,7 +142,7 @@ def env_for(checkout: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(checkout), "PYTHONUNBUFFERED": "1"}
 
 
-async def run_mcp(config: Path, checkout: Path, session: str) -> list[dict]:
+async def run_mcp(config: Path, checkout: Path, session: str, channels: set[str] = frozenset({"mcp", "shell"})) -> list[dict]:
     """The MCP and shell calls through `simroute mcp` over stdio; wall time per call."""
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
@@ -153,14 +154,14 @@ async def run_mcp(config: Path, checkout: Path, session: str) -> list[dict]:
     async with Client(transport) as client:
         names = {tool.name: tool for tool in await client.list_tools()}
         schemas = {}
-        for server, tool, arguments in MCP_CALLS:
+        for server, tool, arguments in MCP_CALLS if "mcp" in channels else ():
             name = tool if tool in names else f"{server}_{tool}"
             schemas[name] = getattr(names[name], "output_schema", None)
             started = time.monotonic()
             await client.call_tool(name, arguments, raise_on_error=False)
             timings.append({"channel": "mcp", "label": f"{server}.{tool} {json.dumps(arguments)[:40]}", "latency_s": time.monotonic() - started,
                             "schema": schemas[name]})
-        for command in SHELL_CALLS:
+        for command in SHELL_CALLS if "shell" in channels else ():
             started = time.monotonic()
             await client.call_tool("shell_exec", {"command": command}, raise_on_error=False)
             timings.append({"channel": "shell", "label": command[:48], "latency_s": time.monotonic() - started})
@@ -203,7 +204,7 @@ def phase(config: Path, checkout: Path, api: str, channels: set[str]) -> list[di
     """One run of the workload from a fresh state: new upstream processes, a new
     sandbox, an empty API; its own agent sessions (examples come from other sessions)."""
     ItemsApi.reset()
-    timings = asyncio.run(run_mcp(config, checkout, "bench")) if channels & {"mcp", "shell"} else []
+    timings = asyncio.run(run_mcp(config, checkout, "bench", channels)) if channels & {"mcp", "shell"} else []
     if "http" in channels:
         timings += run_http(config, checkout, api, f"bench-http-{config.stem}")
     return [t for t in timings if t["channel"] in channels]

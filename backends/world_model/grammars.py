@@ -129,6 +129,33 @@ def _schema_rules(schema: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def ordered_like(schema: dict[str, Any], samples: Sequence[Any]) -> dict[str, Any]:
+    """`schema` with each object's properties in the order the recorded answers
+    write them (then the `required` order, then the rest). The grammar emits
+    properties in schema order, and a stored schema may have its keys sorted; a
+    small model copies a recorded answer token by token only while the grammar lets
+    it write the fields in the same order."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    properties = schema.get("properties")
+    objects = [s for s in samples if isinstance(s, dict)]
+    if isinstance(properties, dict):
+        order: list[str] = []
+        for sample in objects:
+            order += [key for key in sample if key in properties and key not in order]
+        order += [key for key in schema.get("required") or [] if key in properties and key not in order]
+        order += [key for key in properties if key not in order]
+        out["properties"] = {key: ordered_like(properties[key], [o[key] for o in objects if key in o]) for key in order}
+    items = schema.get("items")
+    if isinstance(items, dict):
+        out["items"] = ordered_like(items, [item for s in samples if isinstance(s, list) for item in s])
+    for combinator in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(combinator), list):
+            out[combinator] = [ordered_like(sub, samples) for sub in schema[combinator]]
+    return out
+
+
 def infer_json_schema(bodies: Sequence[Any], *, slack: float = 2.0) -> dict[str, Any] | None:
     """The shape of recorded JSON bodies (genson), with bounds that keep a
     generated body short: strings at most `slack` x the longest seen (plus a

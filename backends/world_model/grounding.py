@@ -4,13 +4,18 @@ from.
 
 Order of preference (best LAST in the result: small models copy the turn
 nearest to their answer):
-  1. this session's own earlier observations of the same call (same resource);
-  2. real answers to the same call key from other sessions, newest first;
-  3. real answers of the same tool, nearest arguments first;
+  1. real answers to the same call key from other sessions at the same point of
+     their session (the n-th time the session made the call, as this one is
+     about to): for a stateful tool, the answer given in the nearest state (the
+     third `list_notes` of a session that created two notes and deleted one);
+  2. this session's own earlier observations of the same call (same resource);
+  3. real answers to the same call key from other sessions, newest first;
+  4. real answers of the same tool, nearest arguments first;
 within a token budget and a count. Identical answers are shown once.
 
 Also read from the rows: whether every recorded answer to the call key agrees
-(the simulator then samples at temperature 0: the answer is still the model's),
+(at this point of a session, when there are answers from that point), and then
+the simulator samples at temperature 0 (the answer is still the model's);
 and how long the tool's real answers are (the generation budget follows them).
 
 The store has to answer: "real records of (channel, server, tool) with call_key K
@@ -112,8 +117,12 @@ def ground(
             return True
         return row.get("tool") == call.tool and arguments_key(row.get("arguments") or {}) == same_arguments
 
+    own_rows = [row for row in own if row.get("tool") == call.tool and same_call(row) and usable(row)]
+    occurrence = len(own_rows) + 1  # this is the n-th time the session makes the call
+
     scored: list[tuple[float, int, Row]] = []
     keyed_answers: set[str] = set()
+    in_state_answers: set[str] = set()  # answers to the call key at the same occurrence
     answers: list[Row] = []
     longest: int | None = None
     for order, row in enumerate(rows):
@@ -126,10 +135,13 @@ def ground(
         error = bool((row.get("observation") or {}).get("is_error"))
         if same_call(row):
             keyed_answers.add(answer_of(row, size_of))
-            scored.append((3.0, order, row))
+            if row.get("occurrence") == occurrence:
+                in_state_answers.add(answer_of(row, size_of))
+                scored.append((4.5, order, row))
+            else:
+                scored.append((3.0, order, row))
         elif not error:  # another call's error says little about this one
             scored.append((1.0 + similarity(call.arguments, row.get("arguments") or {}), order, row))
-    own_rows = [row for row in own if row.get("tool") == call.tool and same_call(row) and usable(row)]
     for order, row in enumerate(reversed(own_rows)):  # the latest own observation is the best
         scored.append((4.0, -1 - order, row))
 
@@ -150,7 +162,8 @@ def ground(
         seen.add(answer)
         chosen.append(row)
         spent += cost
-    return Grounding(rows=list(reversed(chosen)), unanimous=len(keyed_answers) == 1, answer_tokens=longest, answers=answers)
+    agreeing = in_state_answers or keyed_answers
+    return Grounding(rows=list(reversed(chosen)), unanimous=len(agreeing) == 1, answer_tokens=longest, answers=answers)
 
 
 def generation_budget(answer_tokens: int | None, ceiling: int, *, floor: int = 48) -> int:

@@ -376,7 +376,36 @@ def _registered_formatter(name: str) -> Any:
     formatter = inspect.getclosurevars(handler).nonlocals.get("chat_formatter")
     if formatter is None:
         raise ModelUnavailable(f"world_model.chat_format {name!r} is a completion handler, not a plain chat format")
-    return formatter
+    return formatter if _keeps_system(formatter) else _SystemInFirstUserTurn(formatter)
+
+
+_PROBE = "simroute-system-probe"
+
+
+def _keeps_system(formatter: Any) -> bool:
+    """Whether the format writes a system message into the prompt at all (some,
+    e.g. llama-cpp-python's `gemma`, drop it without a word)."""
+    prompt = formatter(messages=[{"role": "system", "content": _PROBE}, {"role": "user", "content": "hi"}]).prompt
+    return _PROBE in prompt
+
+
+class _SystemInFirstUserTurn:
+    """A format without a system role: the system message (the simulation context,
+    the tool list) goes at the start of the first user turn, as Gemma's own chat
+    template does; the prompt still starts with it, so its saved state is shared."""
+
+    def __init__(self, formatter: Any) -> None:
+        self.formatter = formatter
+
+    def __call__(self, *, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        if messages and messages[0].get("role") == "system":
+            system, rest = str(messages[0].get("content") or ""), list(messages[1:])
+            if rest and rest[0].get("role") == "user":
+                rest[0] = {**rest[0], "content": system + "\n\n" + str(rest[0].get("content") or "")}
+            else:
+                rest.insert(0, {"role": "user", "content": system})
+            messages = rest
+        return self.formatter(messages=messages, **kwargs)
 
 
 _VALID_GRAMMARS: set[str] = set()

@@ -17,7 +17,7 @@ from typing import Any
 
 from backends.world_model.checks import check_mcp
 from backends.world_model.domain import Constraint, CountTokens
-from backends.world_model.grammars import mcp_grammar
+from backends.world_model.grammars import mcp_grammar, ordered_like
 from backends.world_model.grounding import Grounding, Row, ground, observation_text, session_rows
 from backends.world_model.mcp_prompt import Example, build_mcp_messages
 from backends.world_model.parse import InvalidPrediction, parse_json_prediction
@@ -97,8 +97,10 @@ class McpDomain:
 
     def constraint(self, call: Call, session: Session, grounding: Grounding, *, max_tokens: int) -> Constraint:
         schema = self.output_schema(call)
-        answers = [observation_text(row) for row in grounding.answers if not (row.get("observation") or {}).get("is_error")]
-        answers = [text for text in answers if text]
+        successes = [row for row in grounding.answers if not (row.get("observation") or {}).get("is_error")]
+        answers = [text for text in (observation_text(row) for row in successes) if text]
+        if schema is not None:  # fields in the order the real server writes them
+            schema = ordered_like(schema, [structured_of(row) for row in successes])
         json_text = schema is None and bool(answers) and all(_starts_json(text) for text in answers)
         grammar = mcp_grammar(
             schema=schema,
@@ -130,6 +132,17 @@ class McpDomain:
         # MCP servers send structured results as a JSON text block too.
         block = {"type": "text", "text": json.dumps(value, indent=2, ensure_ascii=False)}
         return Observation([block], Provenance.SIM, structured=value)
+
+
+def structured_of(row: Row) -> Any:
+    """A recorded answer's structured content (else its text read as JSON)."""
+    observation = row.get("observation") or {}
+    if observation.get("structured") is not None:
+        return observation["structured"]
+    try:
+        return json.loads(observation_text(row))
+    except ValueError:
+        return None
 
 
 def example_of(row: Row, tool: str) -> Example:

@@ -61,8 +61,8 @@ def test_inferred_body_schemas_bound_strings_and_arrays():
     assert grammars.infer_json_schema([]) is None
 
 
-def row(arguments, text, *, session="old", tool="read", is_error=False, call_key=None):
-    return {"session": session, "tool": tool, "arguments": arguments, "call_key": call_key,
+def row(arguments, text, *, session="old", tool="read", is_error=False, call_key=None, occurrence=None):
+    return {"session": session, "tool": tool, "arguments": arguments, "call_key": call_key, "occurrence": occurrence,
             "observation": {"content": [{"type": "text", "text": text}], "is_error": is_error}}
 
 
@@ -85,6 +85,25 @@ def test_the_sessions_own_observation_of_the_same_resource_comes_before_examples
     own = [row({"path": "/a"}, "mine", session="s")]
     chosen = ground([row({"path": "/a"}, "theirs")], call, own=own, k=2).rows
     assert [observation_text(r) for r in chosen] == ["theirs", "mine"]  # best last
+
+
+def test_a_stateful_call_is_grounded_in_the_answer_from_the_same_point_of_a_session():
+    """The n-th `list` of this session is shown the n-th `list` of a recorded session
+    last (the nearest state), above the session's own stale answer; recorded answers
+    at that point agree, so it is sampled at temperature 0."""
+    call = Call("mcp", "notes", "read", {}, "s")
+    rows = [  # newest first, as the store returns them
+        row({}, "2. ideas", call_key="L", occurrence=3),
+        row({}, "1. groceries\n2. ideas", call_key="L", occurrence=2),
+        row({}, "No notes.", call_key="L", occurrence=1),
+    ]
+    first = ground(rows, call, call_key="L", k=2)
+    assert observation_text(first.rows[-1]) == "No notes." and first.unanimous
+    own = [row({}, "No notes.", session="s", call_key="L")]
+    second = ground(rows, call, call_key="L", own=own, k=2)
+    assert [observation_text(r) for r in second.rows] == ["No notes.", "1. groceries\n2. ideas"]
+    assert second.unanimous
+    assert not ground(rows, call, call_key="L", own=own * 3, k=2).unanimous  # no recorded 4th list: the answers disagree
 
 
 def test_disagreeing_answers_are_not_unanimous_and_the_budget_limits_examples():
@@ -111,3 +130,16 @@ def test_session_rows_come_from_the_history_of_the_same_server():
         Turn(Call("mcp", "other", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "B"}], Provenance.REAL)),
     ])
     assert [observation_text(r) for r in session_rows(Call("mcp", "fs", "read", {}, "s"), session)] == ["A"]
+
+
+def test_a_schema_stored_with_sorted_keys_is_generated_in_the_recorded_field_order():
+    schema = {"type": "object", "required": ["timezone", "datetime"], "properties": {
+        "datetime": {"type": "string"}, "is_dst": {"type": "boolean"}, "source": {"type": "object", "properties": {"b": {}, "a": {}}},
+        "timezone": {"type": "string"}}}
+    recorded = [{"timezone": "UTC", "datetime": "x", "source": {"a": 1, "b": 2}}]
+    ordered = grammars.ordered_like(schema, recorded)
+    assert list(ordered["properties"]) == ["timezone", "datetime", "source", "is_dst"]
+    assert list(ordered["properties"]["source"]["properties"]) == ["a", "b"]
+    assert list(grammars.ordered_like(schema, [])["properties"]) == ["timezone", "datetime", "is_dst", "source"]  # required order first
+    root = next(line for line in grammars._schema_rules(ordered).splitlines() if line.startswith("json-root ::="))
+    assert root.index("timezone-kv") < root.index("datetime-kv")  # the grammar writes them in that order

