@@ -18,7 +18,8 @@ keep coming and a drifting tool is noticed. Draws are a stable hash of the
 session and step: the policy stays a pure function.
 
 Pure: `decide` reads the model and state it holds (swapped whole by reloads),
-and does no I/O.
+and does no I/O. What is stable about a call for a model (its static features'
+score, its replay key) is cached per call, and the cache follows the model.
 """
 
 from __future__ import annotations

@@ -124,3 +124,26 @@ async def test_a_side_effect_on_one_replica_stops_replay_on_another(tmp_path, re
     other = await b.handle(dataclasses.replace(motto, session_id="other"), Session("other"), real)
     assert other.record.decision.route is Route.REPLAY
     await store.aclose()
+
+
+async def test_a_replica_started_after_a_publish_loads_the_published_model(tmp_path, redis_server):
+    """The announcement is gone by the time this replica subscribes: it reads the
+    published version once subscribed, without waiting for the poll."""
+    store = await RedisStore(redis_server.url).open()
+    train_and_save(tmp_path / ".simroute" / "router.skops", generate(300))
+    config = write_config(tmp_path, mode="learned", store={"url": redis_server.url})
+    out = await asyncio.to_thread(CliRunner().invoke, app, ["reload", "--config", str(config)])
+    assert out.exit_code == 0, out.output
+    service = LearnedService(LearnedPolicy(LearnedSettings(explore_rate=0.0)), store, model_path=tmp_path / "elsewhere.skops",
+                             max_divergence=0.2, confidence=0.8, publish_poll_s=30.0)
+    follower = asyncio.create_task(service.follow_published())
+    try:
+        for _ in range(100):
+            if service.loads:
+                break
+            await asyncio.sleep(0.02)
+        assert service.loads == 1 and service.policy.model.digest in out.output
+    finally:
+        follower.cancel()
+        await asyncio.gather(follower, return_exceptions=True)
+        await store.aclose()
