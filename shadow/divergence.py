@@ -64,7 +64,7 @@ def compare(real: Observation, sim: Observation, *, channel: str, noise: Noise |
         return Divergence(0.0, "none", {"divergent": [], "masked": [], "note": ""})
     real_form, sim_form = canonical(real, channel), canonical(sim, channel)
     notes = real_form.notes[:1] or sim_form.notes[:1]
-    size = max(_size(real), _size(sim))
+    size = max(text_size(real), text_size(sim))
     sample = None
     if size > size_bound:
         sample = SAMPLE
@@ -128,7 +128,8 @@ def _comparable(real: dict[str, Any], sim: dict[str, Any]) -> list[str]:
     return [name for name in real if name in sim and real[name].value is not None and sim[name].value is not None]
 
 
-def _size(observation: Observation) -> int:
+def text_size(observation: Observation) -> int:
+    """Characters of an observation's text (what the size bound counts)."""
     size = sum(len(block.get("text") or "") for block in observation.content)
     if observation.structured is not None and size == 0:
         size = len(json.dumps(observation.structured, default=str))
