@@ -84,13 +84,15 @@ def test_fidelity_table_shows_the_trained_routers_decisions(learned, served, pag
 
 def test_record_view_highlights_a_real_divergent_path(learned, served, page):
     record = next(r for r in learned["records"] if r["tool"] == "get_visits" and r["route"] == "shadow" and (r["divergence"] or 0) > 0)
-    path = record["divergence_evidence"]["divergent"][0]["path"]
+    paths = [d["path"] for d in record["divergence_evidence"]["divergent"]]
     page.goto(f"{served}/dashboard?view=record&id={record['id']}")
     ready(page)
-    # The evidence's path (canonical form, e.g. `$.result` or a line of it) marks the node holding it on both sides.
-    marked = [e.get_attribute("data-path") for e in page.query_selector_all("#sim .divergent")]
-    assert marked and all(path == p or path.startswith(p) for p in marked), (path, marked)
-    assert page.query_selector(f"#evidence tr.divergent[data-path='{path}']") is not None
+    # The evidence's paths (canonical form: `$.error`, `$.result` or a line of it) mark the nodes holding them.
+    marked = {e.get_attribute("data-path") for e in page.query_selector_all("#sim .divergent")}
+    assert marked and all(any(path == p or path.startswith(p) for path in paths) for p in marked), (paths, marked)
+    assert all(any(path == p or path.startswith(p) for p in marked) for path in paths), (paths, marked)
+    for path in paths:
+        assert page.query_selector(f"#evidence tr.divergent[data-path='{path}']") is not None
     page.click("#diff-modes button[data-mode=text]")
     ready(page)
     assert page.query_selector_all("#line-diff tbody tr.divergent")  # the counter's line differs
