@@ -92,7 +92,7 @@ def records_for(call: Call) -> list[dict]:
 
 
 def simulator_with(engine: LlamaCppEngine) -> WorldModelSimulator:
-    domain = McpDomain(tools_for=lambda server: TOOLS, records_for=records_for, output_schema_for=lambda server, name: None)
+    domain = McpDomain(tools_for=lambda server: TOOLS, records_for=records_for, output_schema_for=lambda server, name: None, tool_list="signatures")
     return WorldModelSimulator(engine, domains={"mcp": domain}, max_tokens=256, context_tokens=4096)
 
 

@@ -180,6 +180,11 @@ class WorldModelConfig(Strict):
     # llama: a llama-cpp-python registered chat format (chatml, llama-2, gemma, …) for a
     # GGUF file without a chat template in its metadata; unset: the file's own template.
     chat_format: str | None = None
+    # How an MCP server's tools are listed to the model: `json`, the full definitions
+    # (the layout Qwen-AgentWorld was trained on); `signatures`, one line per tool
+    # (name, parameters, description), for small models that the long schemas
+    # distract; `auto`: signatures in-process (llama), json on an endpoint.
+    tool_list: Literal["auto", "json", "signatures"] = "auto"
     demonstrations: int = Field(default=2, ge=0)  # recorded real examples of the same tool per prompt
     initial_state: dict[str, str] = {}  # per server: what the simulated environment contains
     simulation_instruction: dict[str, str] = {}  # per server: controls, e.g. "fail every third call"

@@ -134,6 +134,7 @@ def _mcp_domain(config: Config, store: RecordStore, examples: ExampleLookup) -> 
         call_key_of=examples.exact_key_of,
         demonstrations=wm.demonstrations,
         output_schema_for=output_schema_for,
+        tool_list=wm.tool_list if wm.tool_list != "auto" else ("signatures" if wm.engine == "llama" else "json"),
         initial_state=wm.initial_state,
         simulation_instruction=wm.simulation_instruction,
     )

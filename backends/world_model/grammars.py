@@ -95,13 +95,22 @@ def web_grammar(*, max_tokens: int, url: str | None = None) -> str:
 
 
 def mcp_grammar(
-    *, schema: dict[str, Any] | None, max_tokens: int, json_text: bool = False, forbid_json: bool = False, allow_fence: bool = False
+    *,
+    schema: dict[str, Any] | None,
+    max_tokens: int,
+    json_text: bool = False,
+    forbid_json: bool = False,
+    allow_fence: bool = False,
+    outcome_error: bool | None = None,
 ) -> str:
     """An MCP tool result: with an output `schema`, JSON matching it; else text,
     bounded, not starting the way prompt scaffolding does (a fence, a heading,
     bold markup; a tool definition's `{` unless the tool answers JSON). Either
-    way an error result may be predicted instead: `Error: <message>`."""
-    rules = ['root ::= result | error', 'error ::= "Error: " [^\\n] [^\\n]{0,300}']
+    way an error result may be predicted instead: `Error: <message>`. With
+    `outcome_error` (what every recorded answer to this call agrees on), only that
+    outcome: the status class is part of the recordings' shape."""
+    root = {None: "root ::= result | error", False: "root ::= result", True: "root ::= error"}[outcome_error]
+    rules = [root, 'error ::= "Error: " [^\\n] [^\\n]{0,300}']
     if schema is not None:
         rules.append("result ::= json-root")
         rules.append(_schema_rules(schema))

@@ -42,6 +42,9 @@ _COMPARED_CHARS = 200  # argument strings are compared on their first characters
 class Grounding:
     rows: list[Row] = field(default_factory=list)  # the chosen examples, best last
     unanimous: bool = False  # the call key has recorded answers and they all agree
+    # The outcome those answers agree on (at this point of a session when there are
+    # answers from that point): True all errors, False all successes, None mixed/none.
+    outcome_error: bool | None = None
     answer_tokens: int | None = None  # the longest real answer of the tool seen, in tokens
     answers: list[Row] = field(default_factory=list)  # every real row of the tool seen (for shapes)
 
@@ -123,6 +126,8 @@ def ground(
     scored: list[tuple[float, int, Row]] = []
     keyed_answers: set[str] = set()
     in_state_answers: set[str] = set()  # answers to the call key at the same occurrence
+    keyed_errors: set[bool] = set()
+    in_state_errors: set[bool] = set()
     answers: list[Row] = []
     longest: int | None = None
     for order, row in enumerate(rows):
@@ -135,8 +140,10 @@ def ground(
         error = bool((row.get("observation") or {}).get("is_error"))
         if same_call(row):
             keyed_answers.add(answer_of(row, size_of))
+            keyed_errors.add(error)
             if row.get("occurrence") == occurrence:
                 in_state_answers.add(answer_of(row, size_of))
+                in_state_errors.add(error)
                 scored.append((4.5, order, row))
             else:
                 scored.append((3.0, order, row))
@@ -163,7 +170,11 @@ def ground(
         chosen.append(row)
         spent += cost
     agreeing = in_state_answers or keyed_answers
-    return Grounding(rows=list(reversed(chosen)), unanimous=len(agreeing) == 1, answer_tokens=longest, answers=answers)
+    outcomes = in_state_errors or keyed_errors
+    return Grounding(
+        rows=list(reversed(chosen)), unanimous=len(agreeing) == 1, answer_tokens=longest, answers=answers,
+        outcome_error=next(iter(outcomes)) if len(outcomes) == 1 else None,
+    )
 
 
 def generation_budget(answer_tokens: int | None, ceiling: int, *, floor: int = 48) -> int:

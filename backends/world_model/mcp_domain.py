@@ -17,7 +17,7 @@ from typing import Any
 
 from backends.world_model.checks import check_mcp
 from backends.world_model.domain import Constraint, CountTokens
-from backends.world_model.grammars import mcp_grammar, ordered_like
+from backends.world_model.grammars import STOP_SEQUENCES, mcp_grammar, ordered_like
 from backends.world_model.grounding import Grounding, Row, ground, observation_text, session_rows
 from backends.world_model.mcp_prompt import Example, build_mcp_messages
 from backends.world_model.parse import InvalidPrediction, parse_json_prediction
@@ -51,6 +51,7 @@ class McpDomain:
         demonstrations: int = 2,
         initial_state: Mapping[str, str] | None = None,
         simulation_instruction: Mapping[str, str] | None = None,
+        tool_list: str = "json",  # or "signatures" (see mcp_prompt.build_system)
     ) -> None:
         self.tools_for = tools_for
         self.records_for = records_for
@@ -59,6 +60,7 @@ class McpDomain:
         self.demonstrations = demonstrations
         self.initial_state = dict(initial_state or {})
         self.simulation_instruction = dict(simulation_instruction or {})
+        self.tool_list = tool_list
 
     def refusal(self, call: Call, session: Session) -> str | None:
         return None  # the front door already checked the arguments against the tool's schema
@@ -90,6 +92,7 @@ class McpDomain:
             simulation_instruction=self.simulation_instruction.get(call.server),
             budget_tokens=budget_tokens,
             count_tokens=count_tokens,
+            tool_list=self.tool_list,
         )
 
     def output_schema(self, call: Call) -> dict[str, Any] | None:
@@ -110,11 +113,16 @@ class McpDomain:
             # unless their recorded answers show JSON.
             forbid_json=schema is None and not any(text.lstrip().startswith(("{", "[")) for text in answers),
             allow_fence=any(text.lstrip().startswith("```") for text in answers),
+            outcome_error=grounding.outcome_error,
         )
+        stop = list(STOP_SEQUENCES)
+        if schema is None and not json_text and answers and not any("\n\n" in text for text in answers):
+            stop.append("\n\n")  # no recorded answer has a blank line: one ends the answer (not commentary after it)
         return Constraint(
             max_tokens=max_tokens,
             grammar=grammar,
             json_schema=schema,
+            stop=stop,
             temperature=0.0 if grounding.unanimous else None,
             check=lambda observation: check_mcp(observation, schema=schema),
         )

@@ -39,14 +39,35 @@ def render_action(action: Action, turn: int) -> str:
     return f"### Turn {turn}\n**Action:**\n```json\n{body}\n```"
 
 
+def signature(tool: dict[str, Any]) -> str:
+    """One line for a tool: `- name(param: type, optional?: type): description`."""
+    schema = tool.get("inputSchema") or {}
+    required = set(schema.get("required") or [])
+    params = []
+    for name, spec in (schema.get("properties") or {}).items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        kind = "|".join(kind) if isinstance(kind, list) else (kind or "any")
+        params.append(f"{name}{'' if name in required else '?'}: {kind}")
+    description = " ".join(str(tool.get("description") or "").split())
+    return f"- {tool.get('name')}({', '.join(params)})" + (f": {description}" if description else "")
+
+
 def build_system(
     server: str,
     tools: Sequence[dict[str, Any]],
     *,
     initial_state: str | None = None,
     simulation_instruction: str | None = None,
+    tool_list: str = "json",
 ) -> str:
-    parts = [TASK.format(server=server), "## Tools\n```json\n" + json.dumps(list(tools), indent=2, ensure_ascii=False) + "\n```"]
+    """`tool_list`: `json`, the full definitions (the trained layout); `signatures`,
+    one line per tool. With the bundled 135M model, the same recorded error was
+    copied exactly under signatures and garbled under the full JSON schemas."""
+    if tool_list == "signatures":
+        listing = "## Tools\n" + "\n".join(signature(tool) for tool in tools)
+    else:
+        listing = "## Tools\n```json\n" + json.dumps(list(tools), indent=2, ensure_ascii=False) + "\n```"
+    parts = [TASK.format(server=server), listing]
     if initial_state:
         parts.append("## Initial state\n" + initial_state.strip())
     if simulation_instruction:
@@ -94,6 +115,7 @@ def build_mcp_messages(
     simulation_instruction: str | None = None,
     budget_tokens: int | None = None,
     count_tokens: Callable[[str], int] = lambda text: len(text) // 3,
+    tool_list: str = "json",
 ) -> list[dict[str, str]]:
     """The chat messages for one simulated MCP call, fitted to `budget_tokens`:
     first the tool list shrinks (the called tool's definition moving to the last
@@ -114,7 +136,9 @@ def build_mcp_messages(
 
     for level in range(4):
         definition = called if level > 0 else None
-        system = build_system(server, trim_tools(tools, level), initial_state=initial_state, simulation_instruction=simulation_instruction)
+        system = build_system(
+            server, trim_tools(tools, level), initial_state=initial_state, simulation_instruction=simulation_instruction, tool_list=tool_list
+        )
         messages = build(demonstrations, 0)
         if budget_tokens is None or size(messages, count_tokens) <= budget_tokens:
             return messages

@@ -135,3 +135,13 @@ def test_an_oversized_demonstration_is_cut_to_fit():
     assert sum(len(m["content"]) // 4 + 8 for m in messages) <= 2000
     assert '"/b"' in messages[-3]["content"] and "characters cut]" in messages[-2]["content"]  # the best one stays, cut
     assert not any('"/a"' in m["content"] for m in messages)  # the lesser one went first
+
+
+def test_signatures_list_each_tool_on_one_line_with_its_parameters():
+    from backends.world_model.mcp_prompt import build_system
+
+    tools = [{"name": "get_note", "description": "One note's\ntitle and body.", "inputSchema": {
+        "type": "object", "properties": {"note_id": {"type": "integer"}, "full": {"type": "boolean"}}, "required": ["note_id"]}}]
+    system = build_system("notes", tools, tool_list="signatures")
+    assert "## Tools\n- get_note(note_id: integer, full?: boolean): One note's title and body." in system
+    assert "inputSchema" not in system and "inputSchema" in build_system("notes", tools)  # json: the full definitions

@@ -77,7 +77,22 @@ async def test_the_error_form_is_an_error_result_and_recorded_errors_are_shown_i
     assert observation.is_error and observation.text == "no such file: /x" and observation.provenance is Provenance.SIM
     messages, options = engine.seen[0]
     assert messages[-2]["content"] == "**Environment Observation:**\nError: no such file: /y"
-    assert 'root ::= result | error' in options["grammar"] and options["json_schema"] == SCHEMA
+    # Every recorded answer to this call is an error: only the error form may be generated.
+    assert options["grammar"].startswith("root ::= error\n") and options["json_schema"] == SCHEMA
+
+
+async def test_the_recorded_outcome_of_the_same_call_holds_the_answer_to_it_and_text_ends_at_a_blank_line():
+    engine = ScriptedEngine("Deleted note 1", "x", "y")
+    done = [real_row({"x": 1}, "Deleted note 1")]
+    await simulator(engine, rows=done).simulate(CALL, Session("s"), deadline_s=5)
+    options = engine.seen[0][1]
+    assert options["grammar"].startswith("root ::= result\n")  # recorded a success: no error form
+    assert "\n\n" in options["stop"]  # recorded answers have no blank line: one ends the answer
+    other_call = [real_row({"x": 2}, "Deleted note 2"), real_row({"x": 1}, "gone", is_error=True, session="o2"), real_row({"x": 1}, "ok\n\nmore", session="o3")]
+    await simulator(engine, rows=other_call).simulate(CALL, Session("s"), deadline_s=5)
+    options = engine.seen[1][1]
+    assert options["grammar"].startswith("root ::= result | error\n")  # the records disagree: either
+    assert "\n\n" not in options["stop"]
 
 
 async def test_scaffolding_in_a_text_answer_is_asked_for_once_more():
