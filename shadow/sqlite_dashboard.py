@@ -21,19 +21,25 @@ from shadow.store import RecordFilter
 KINDS = ("status", "structure", "format", "content", "none")
 
 
-def where_clause(where: RecordFilter) -> tuple[str, list[Any]]:
-    clauses, params = ["ts >= ?"], [where.since]
-    if where.until is not None:
-        clauses.append("ts < ?")
-        params.append(where.until)
-    for column in ("session", "channel", "server", "tool", "route"):
+def _clause(where: RecordFilter, time_column: str, start: float, end: float | None, columns: tuple[str, ...], divergent: str) -> tuple[str, list[Any]]:
+    """`time_column` in [start, end), the filter's equality columns, divergent only."""
+    clauses, params = [f"{time_column} >= ?"], [start]
+    if end is not None:
+        clauses.append(f"{time_column} < ?")
+        params.append(end)
+    for column in columns:
         value = getattr(where, column)
         if value:
             clauses.append(f"{column} = ?")
             params.append(value)
     if where.divergent:
-        clauses.append("divergence > 0")
+        clauses.append(divergent)
     return " AND ".join(clauses), params
+
+
+def where_clause(where: RecordFilter) -> tuple[str, list[Any]]:
+    """The filter over the records."""
+    return _clause(where, "ts", where.since, where.until, ("session", "channel", "server", "tool", "route"), "divergence > 0")
 
 
 def overview_sql(where: RecordFilter, bucket_s: float) -> tuple[str, list[Any]]:
@@ -62,18 +68,8 @@ def fidelity_sql(where: RecordFilter) -> tuple[str, list[Any]]:
 
 
 def counts_clause(where: RecordFilter, first_minute: int, end_minute: int | None) -> tuple[str, list[Any]]:
-    clauses, params = ["minute >= ?"], [first_minute]
-    if end_minute is not None:
-        clauses.append("minute < ?")
-        params.append(end_minute)
-    for column in ("channel", "server", "tool", "route"):
-        value = getattr(where, column)
-        if value:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    if where.divergent:
-        clauses.append("divergent > 0")
-    return " AND ".join(clauses), params
+    """The filter over the per-minute counts (which have no session)."""
+    return _clause(where, "minute", first_minute, end_minute, ("channel", "server", "tool", "route"), "divergent > 0")
 
 
 def overview_counts_sql(where: RecordFilter, bucket_s: float, first_minute: int, end_minute: int | None) -> tuple[str, list[Any]]:

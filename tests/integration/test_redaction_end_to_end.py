@@ -59,41 +59,34 @@ async def test_secrets_of_every_kind_are_redacted_before_storage(tmp_path, simro
     assert leaks == []  # store, WAL, spool and the logs of both processes
 
 
-async def test_text_typed_into_a_password_field_is_redacted(make_config, tmp_path):
+async def typed_into_a_page(make_config, path: str, field: str, secret: str, element: str | None = None) -> None:
+    """Navigate the real browser to a test page and type `secret` into the text box named `field`."""
     import re
 
     from kit import stdio_client
     from servers.web_pages import WebPages
 
-    secret = "PSECRETtyped0123456789"
     with WebPages() as site:
         config = make_config(browser={"allowed_origins": ["http://127.0.0.1:*"]})
         async with stdio_client(config) as client:
-            page = await client.call_tool("browser_navigate", {"url": site.url("/login")})
-            ref = re.search(r'textbox "Password" \[ref=([^\]]+)\]', page.structured_content["snapshot"]).group(1)
-            typed = await client.call_tool("browser_type", {"ref": ref, "text": secret})  # no element text: named from the page
+            page = await client.call_tool("browser_navigate", {"url": site.url(path)})
+            ref = re.search(rf'textbox "{field}" \[ref=([^\]]+)\]', page.structured_content["snapshot"]).group(1)
+            arguments = {"ref": ref, "text": secret, **({"element": element} if element else {})}
+            typed = await client.call_tool("browser_type", arguments)
             assert not typed.is_error
     [typing] = [row for row in records_of(config) if row["tool"] == "browser_type"]
     assert typing["arguments"]["text"].startswith("[redacted:")
+
+
+async def test_text_typed_into_a_password_field_is_redacted(make_config, tmp_path):
+    secret = "PSECRETtyped0123456789"
+    await typed_into_a_page(make_config, "/login", "Password", secret)  # no element text: named from the page
     assert [path.name for path in written_files(tmp_path) if secret.encode() in path.read_bytes()] == []
 
 
 async def test_text_typed_into_a_password_input_the_name_does_not_reveal_is_redacted(make_config, tmp_path):
     """The real page says which inputs are passwords: a field labelled "Access phrase"
     is one, though no name rule would catch it."""
-    import re
-
-    from kit import stdio_client
-    from servers.web_pages import WebPages
-
     secret = "PHRASEtyped0123456789"
-    with WebPages() as site:
-        config = make_config(browser={"allowed_origins": ["http://127.0.0.1:*"]})
-        async with stdio_client(config) as client:
-            page = await client.call_tool("browser_navigate", {"url": site.url("/vault")})
-            ref = re.search(r'textbox "Access phrase" \[ref=([^\]]+)\]', page.structured_content["snapshot"]).group(1)
-            typed = await client.call_tool("browser_type", {"ref": ref, "text": secret, "element": "Access phrase"})
-            assert not typed.is_error
-    [typing] = [row for row in records_of(config) if row["tool"] == "browser_type"]
-    assert typing["arguments"]["text"].startswith("[redacted:")
+    await typed_into_a_page(make_config, "/vault", "Access phrase", secret, element="Access phrase")
     assert [path.name for path in written_files(tmp_path) if secret.encode() in path.read_bytes()] == []
