@@ -21,8 +21,8 @@ pytestmark = pytest.mark.integration
 TOKYO = {"timezone": "Asia/Tokyo"}
 
 
-def simulated(datetime_text: str) -> Observation:
-    body = {"timezone": "Asia/Tokyo", "datetime": datetime_text, "day_of_week": "Monday", "is_dst": False}
+def simulated(datetime_text: str, day_of_week: str) -> Observation:
+    body = {"timezone": "Asia/Tokyo", "datetime": datetime_text, "day_of_week": day_of_week, "is_dst": False}
     return Observation([{"type": "text", "text": json.dumps(body, indent=2)}], Provenance.SIM, structured=body)
 
 
@@ -46,11 +46,12 @@ def learned_noise(table: list[dict], tool: str) -> Noise:
 
 
 def check_instant_masked_offset_not(real: Observation, noise: Noise) -> None:
-    date = real.structured["datetime"][:10]
-    right_offset = compare(real, simulated(f"{date}T23:59:59+09:00"), channel="mcp", noise=noise)
+    # The same day as the real answer (in Tokyo): only the instant and the offset differ.
+    date, day = real.structured["datetime"][:10], real.structured["day_of_week"]
+    right_offset = compare(real, simulated(f"{date}T23:59:59+09:00", day), channel="mcp", noise=noise)
     assert (right_offset.score, right_offset.kind) == (0.0, "none")
     assert right_offset.evidence["masked"] == ["$.result.datetime#instant"]
-    wrong_offset = compare(real, simulated(f"{date}T23:59:59+08:00"), channel="mcp", noise=noise)
+    wrong_offset = compare(real, simulated(f"{date}T23:59:59+08:00", day), channel="mcp", noise=noise)
     assert wrong_offset.kind == "content" and wrong_offset.score > 0
     assert [item["path"] for item in wrong_offset.evidence["divergent"]] == ["$.result.datetime#offset"]
 
