@@ -231,6 +231,24 @@ class Runtime:
             await self.world_model.start()
         except Exception as exc:  # reported again, per call, as a sim error observation
             log.error("world model not loaded: %s", exc)
+            return
+        await self._read_system_prompts_ahead()
+
+    async def _read_system_prompts_ahead(self) -> None:
+        """Each MCP server with known tools: its system prompt (the task and the tool
+        list, the longest part of a first simulated call's prompt) is read now, at
+        background priority, so the process's first session with it starts past it."""
+        for server in self.config.upstreams:
+            tools = self.store.tool_snapshot(server) or []
+            if not tools:
+                continue
+            call = Call("mcp", server, str(tools[0].get("name", "")), {}, "\0read-ahead")
+            try:
+                tokens = await self.simulator.read_ahead(call, deadline_s=self.config.world_model.deadline_s)
+            except Exception as exc:  # an optimisation: the first call reads the prompt itself
+                log.warning("could not read the world model's prompt for %r ahead: %s", server, exc)
+            else:
+                log.info("world model read the prompt for %r ahead (%d tokens)", server, tokens)
 
     async def _drain(self) -> None:
         report = await self.shadow.drain()

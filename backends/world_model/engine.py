@@ -51,6 +51,10 @@ class WorldModelEngine(Protocol):
         seed_offset: int = 0,  # a retry asks with another seed: the same seed gives the same answer
     ) -> Completion: ...
 
+    async def read_ahead(self, messages: list[dict[str, Any]], *, deadline_s: float = 120.0) -> int:
+        """Read the system prompt of `messages` ahead of any call, where the engine can
+        keep what it read for later sessions; returns the tokens read (0: nothing kept)."""
+
     def count_tokens(self, text: str) -> int: ...
 
     async def aclose(self) -> None: ...

@@ -38,6 +38,8 @@ import anyio
 
 from backends.world_model.engine import Completion, ContextOverflow, ModelUnavailable, WorldModelError, WorldModelTimeout
 
+_read_aheads = itertools.count(1)
+
 
 @dataclass
 class _Context:
@@ -214,6 +216,22 @@ class LlamaCppEngine:
             context.last_used = time.monotonic()
             self._compute.release()
             context.lock.release()
+
+    async def read_ahead(self, messages: list[dict[str, Any]], *, deadline_s: float = 120.0) -> int:
+        """Read the system prompt of `messages` now, at background priority, and keep
+        the model state after it (see _prefill), so the first session that starts
+        with it reads only its own turns. Returns the tokens read (0: nothing to keep).
+        The context is left unbound: any new session may take it."""
+        if not self.shared_system_states:
+            return 0
+        session_id = f"\0read-ahead-{next(_read_aheads)}"  # no agent's session id starts with NUL
+        try:
+            completion = await self.complete(messages, session_id=session_id, deadline_s=deadline_s, max_tokens=1, background=True)
+        finally:
+            context = self._by_session.pop(session_id, None)
+            if context is not None and context.session_id == session_id:
+                context.session_id = None
+        return completion.evaluated_tokens
 
     def _complete_sync(
         self,

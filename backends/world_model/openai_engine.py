@@ -54,6 +54,10 @@ class OpenAICompatibleEngine:
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
             self._client = httpx2.AsyncClient(headers=headers)
 
+    async def read_ahead(self, messages: list[dict[str, Any]], *, deadline_s: float = 120.0) -> int:
+        """Nothing to keep here: a model server caches prompt prefixes on its own."""
+        return 0
+
     def count_tokens(self, text: str) -> int:
         return len(text) // 3  # an estimate: the server owns the tokenizer
 

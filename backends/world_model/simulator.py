@@ -65,6 +65,12 @@ class WorldModelSimulator:
     def messages_for(self, call: Call, session: Session) -> list[dict[str, Any]]:
         return self._grounded_messages(self.domains[call.channel], call, session)[1]
 
+    async def read_ahead(self, call: Call, *, deadline_s: float = 120.0) -> int:
+        """Have the engine read, ahead of any agent's call, the system prompt that
+        `call` would start a session with (an MCP server's tool list, the task)."""
+        messages = await asyncio.to_thread(self.messages_for, call, Session(id="\0read-ahead"))
+        return await self.engine.read_ahead(messages, deadline_s=deadline_s)
+
     def _grounded_messages(self, domain: Domain, call: Call, session: Session) -> tuple[Any, list[dict[str, Any]]]:
         """The grounding (recorded examples, answer sizes) and the prompt. Blocking:
         the example lookup waits for the store, so this runs in a worker thread."""

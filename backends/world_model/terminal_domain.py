@@ -36,6 +36,9 @@ TASK = (
     "in this session: files created, the working directory, environment variables."
 )
 _PROMPT_LINE = re.compile(r"^\s*(?:\[(-?\d+)\]\s*)?([\w.-]+)@([\w.-]+):(.*?)\$\s*$")
+# What the grammar reserves for the prompt line besides the echo: "[255] ", the
+# user@host head and up to 60 bytes of working directory (grammars.terminal_grammar).
+PROMPT_LINE_ROOM = 90
 
 Example = tuple[str, ShellResult]  # (command, result)
 
@@ -114,12 +117,20 @@ class TerminalDomain:
         def screen_of(row: Row) -> str:
             return self.screen(str(row["arguments"]["command"]), ShellResult.from_structured(row["observation"]["structured"]))
 
-        return ground(
+        grounding = ground(
             self.records_for(call), call,
             call_key=self.call_key_of(call) if self.call_key_of else None,
             own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens,
             count_tokens=count_tokens, size_of=screen_of, usable=usable,
         )
+        if grounding.answers:
+            # The terminal grammar bounds the screen in bytes, and takes the echo and the
+            # prompt line out of the budget first: a budget sized in tokens of recorded
+            # screens would leave no room for any output. Size it in bytes instead.
+            longest_output = max(len(ShellResult.from_structured(row["observation"]["structured"]).output.encode()) for row in grounding.answers)
+            echo = len(str(call.arguments.get("command", "")).encode()) + 1
+            grounding.answer_tokens = longest_output + echo + PROMPT_LINE_ROOM
+        return grounding
 
     def messages(
         self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None

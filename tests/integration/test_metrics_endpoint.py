@@ -3,8 +3,11 @@ through it to the test toolbox server: parsed with prometheus-client's parser.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2 as httpx
@@ -19,26 +22,36 @@ from router.launch import free_port, stop, wait_for_port
 pytestmark = pytest.mark.integration
 
 
-async def test_metrics_of_serve_count_the_calls_made(tmp_path: Path):
-    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()})
+@contextlib.contextmanager
+def serving(config: Path, log: Path, **env: str) -> Iterator[int]:
+    """`simroute serve` launched as a user launches it; yields its MCP port."""
     port = free_port()
-    log = tmp_path / "serve.log"
     process = subprocess.Popen(
         [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
     try:
         wait_for_port(port, process, describe=log.read_text)
+        yield port
+    finally:
+        stop(process)
+
+
+def parsed(metrics: str) -> dict[tuple[str, tuple], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(metrics) for s in family.samples}
+
+
+async def test_metrics_of_serve_count_the_calls_made(tmp_path: Path):
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()})
+    with serving(config, tmp_path / "serve.log") as port:
         async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp")) as client:
             for n in range(3):
                 await client.call_tool("echo", {"text": f"hello {n}"})
         async with httpx.AsyncClient(timeout=10) as http:
             text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
             dashboard_page = await http.get(f"http://127.0.0.1:{port}/dashboard")
-    finally:
-        stop(process)
     assert dashboard_page.status_code == 200 and "simroute dashboard" in dashboard_page.text
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(text) for s in family.samples}
+    samples = parsed(text)
     calls = {labels: value for (name, labels), value in samples.items() if name == "simroute_calls_total"}
     assert calls == {(("channel", "mcp"), ("outcome", "complete"), ("provenance", "real"), ("route", "real")): 3.0}
     assert samples[("simroute_call_latency_seconds_count", (("route", "real"),))] == 3.0
@@ -51,14 +64,7 @@ async def test_metrics_of_serve_count_the_calls_made(tmp_path: Path):
 async def test_with_a_token_serve_asks_for_it_on_the_dashboard_and_metrics_too(tmp_path: Path):
     token = "serve-dashboard-token-0123456789"
     config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()})
-    port = free_port()
-    log = tmp_path / "serve.log"
-    process = subprocess.Popen(
-        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", "SIMROUTE_TOKEN": token},
-    )
-    try:
-        wait_for_port(port, process, describe=log.read_text)
+    with serving(config, tmp_path / "serve.log", SIMROUTE_TOKEN=token) as port:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
             assert (await http.get("/metrics")).status_code == 401
             assert (await http.get("/dashboard/api/records")).status_code == 401
@@ -72,39 +78,62 @@ async def test_with_a_token_serve_asks_for_it_on_the_dashboard_and_metrics_too(t
             mcp = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                                   headers={"accept": "application/json, text/event-stream"})
             assert mcp.status_code == 401
-    finally:
-        stop(process)
 
 
 async def test_metrics_count_the_world_models_tokens_and_generation_time(tmp_path: Path):
     """A simulated call through `simroute serve` with the bundled GGUF model: its
     prompt and generated tokens and its generation time, by engine and domain."""
     config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="sim", world_model={"max_tokens": 64, "deadline_s": 120})
-    port = free_port()
     log = tmp_path / "serve.log"
-    process = subprocess.Popen(
-        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        wait_for_port(port, process, describe=log.read_text)
-        async with httpx.AsyncClient(timeout=10) as http:
-            before = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
-        async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=180) as client:
-            result = await client.call_tool("echo", {"text": "hello"}, raise_on_error=False)
-        async with httpx.AsyncClient(timeout=10) as http:
-            text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
-    finally:
-        stop(process)
+    with serving(config, log) as port:
+        before, result, text = await scrape_around_a_call(port)
     assert result.meta["simroute"]["provenance"] == "sim", log.read_text()
     assert "simroute_world_model_prompt_tokens_total{" not in before  # nothing generated yet
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(text) for s in family.samples}
-    labels = (("domain", "mcp"), ("engine", "llama"))
-    completions = samples[("simroute_world_model_generation_seconds_count", labels)]
+    samples = parsed(text)
+    completions = samples[("simroute_world_model_generation_seconds_count", MCP_LLAMA)]
     assert 1 <= completions <= 2  # one answer, or one more after a malformed one
-    assert samples[("simroute_world_model_prompt_tokens_total", labels)] > 50 * completions  # the prompt holds the tool list
-    assert 0 < samples[("simroute_world_model_completion_tokens_total", labels)] <= 64 * completions
-    assert 0 < samples[("simroute_world_model_evaluated_tokens_total", labels)] <= samples[("simroute_world_model_prompt_tokens_total", labels)]
-    assert samples[("simroute_world_model_generation_seconds_sum", labels)] > 0
+    assert samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)] > 50 * completions  # the prompt holds the tool list
+    assert 0 < samples[("simroute_world_model_completion_tokens_total", MCP_LLAMA)] <= 64 * completions
+    assert 0 < samples[("simroute_world_model_evaluated_tokens_total", MCP_LLAMA)] <= samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)]
+    assert samples[("simroute_world_model_generation_seconds_sum", MCP_LLAMA)] > 0
     sim_calls = [value for (name, labels), value in samples.items() if name == "simroute_calls_total" and ("provenance", "sim") in labels]
     assert sim_calls == [1.0]
+
+
+async def test_a_known_servers_system_prompt_is_read_before_the_first_call(tmp_path: Path):
+    """With the tools of a server known from an earlier run, the world model reads
+    its system prompt (task + tool list) when it loads: the process's first simulated
+    call evaluates only what follows it (without the read-ahead it evaluates the
+    whole prompt)."""
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="sim", world_model={"max_tokens": 64, "deadline_s": 120})
+    with serving(config, tmp_path / "first.log") as port:
+        async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp")) as client:
+            assert await client.list_tools()  # the store keeps the server's tools
+    log = tmp_path / "serve.log"
+    with serving(config, log) as port:
+        deadline = time.monotonic() + 120
+        while "read the prompt for 'toolbox' ahead" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        _, result, text = await scrape_around_a_call(port)
+    assert result.meta["simroute"]["provenance"] == "sim" and not result.is_error, log.read_text()
+    samples = parsed(text)
+    completions = samples[("simroute_world_model_generation_seconds_count", MCP_LLAMA)]
+    prompt = samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)] / completions  # each attempt has the same prompt
+    evaluated = samples[("simroute_world_model_evaluated_tokens_total", MCP_LLAMA)]
+    assert prompt > 100
+    assert evaluated < prompt - 32, (evaluated, prompt)  # the system prompt (>= 32 tokens) was not read again
+
+
+MCP_LLAMA = (("domain", "mcp"), ("engine", "llama"))
+
+
+async def scrape_around_a_call(port: int):
+    """/metrics before and after one `echo` call through simroute's MCP endpoint."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        before = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+    async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=180) as client:
+        result = await client.call_tool("echo", {"text": "hello"}, raise_on_error=False)
+    async with httpx.AsyncClient(timeout=10) as http:
+        after = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+    return before, result, after

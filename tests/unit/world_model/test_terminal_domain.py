@@ -92,3 +92,21 @@ def test_demonstrations_are_marked_turns_right_before_the_action():
     assert messages[5]["content"].endswith('```json\n[{"keystrokes": "git status\\n", "duration": 30}]\n```')
     assert messages[6]["content"] == "**Environment Observation:**\ngit status\nOn branch main\n[0] agent@sandbox:/repo$"
     assert messages[7]["content"].startswith("### Turn 4\n**Action:**")
+
+
+def test_a_warm_calls_budget_leaves_the_grammar_room_for_the_recorded_output():
+    """The grammar counts bytes and reserves the echo and prompt line first: the
+    budget of a call with recorded screens must leave room for output as long as theirs."""
+    from backends.world_model.grammars import terminal_grammar
+    from backends.world_model.grounding import generation_budget
+
+    output = "total 8\ndrwxr-xr-x 2 agent agent 4096 Jan  1 00:00 .\n-rw-r--r-- 1 agent agent   10 Jan  1 00:00 README.md\n"
+    rows = [row("ls -la", output)]
+    domain = TerminalDomain(records_for=lambda call: rows)
+    call = shell("ls -la")
+    grounding = domain.ground(call, Session("s"), count_tokens=lambda t: len(t) // 4)
+    max_tokens = generation_budget(grounding.answer_tokens, 512)
+    grammar = domain.constraint(call, Session("s"), grounding, max_tokens=max_tokens).grammar
+    bound = int(grammar.split("]{0,", 1)[1].split("}", 1)[0])
+    assert bound >= len(output.encode())
+    assert grammar == terminal_grammar(command="ls -la", user="agent", host="sandbox", max_tokens=max_tokens)
