@@ -19,6 +19,10 @@ class GroupCommit:
         self._queue: list[tuple[dict[str, Any], asyncio.Future[None]]] = []
         self._task: asyncio.Task[None] | None = None
 
+    def idle(self) -> bool:
+        """No row is waiting or being written: a row written elsewhere now overtakes none."""
+        return not self._queue and (self._task is None or self._task.done())
+
     async def write(self, row: dict[str, Any]) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append((row, future))
