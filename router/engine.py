@@ -197,6 +197,12 @@ class Engine:
         except StoreError as exc:
             log.warning("side-effect marks of session %s not shared: %s", session.id[:8], exc)
 
+    async def _save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        try:
+            await self.session_state.save_diverted(session, marks)
+        except StoreError as exc:
+            log.warning("rehearsal diversions of session %s not shared: %s", session.id[:8], exc)
+
     async def serve(self, pending: Pending) -> Observation | None:
         """The observation of a route that needs no real side (sim, replay, deny), or
         None when the real side must answer; `pending.needs_real` then says so too.
@@ -277,9 +283,11 @@ class Engine:
                 pending.announced_write = False
             self.noise_learner.offer(record, read_only=pending.reads_only(), sent_in=pending.quiet_epoch)
         session.touch()
-        pins, marks = dict(session.pinned), set(session.side_effects)
+        pins, marks, diverted = dict(session.pinned), set(session.side_effects), set(session.diverted)
         rehearsal.after_call(session, pending.call, decision)  # a diverted call keeps the session's world simulated
         learned.after_call(session, pending.call, decision)  # a real side effect makes that server's recordings stale
+        if len(session.diverted) != len(diverted):  # shared before the sim pin: a pin without its mark would let a read go real
+            await self._save_diverted(session, session.diverted - diverted)
         if session.pinned != pins:
             await self._save_pins(session)
         if len(session.side_effects) != len(marks):  # marks only grow

@@ -1,12 +1,13 @@
 """Per-session routing state a call claims when it begins: its step, its
-occurrence of a replay key, the session's pins, and the servers a real call with
+occurrence of a replay key, the session's pins, the servers a real call with
 side effects has changed in the session (their recordings are stale to it: the
-learned router does not replay them).
+learned router does not replay them), and the servers rehearsal diverted to sim
+(their later reads must see the simulated world, on whichever replica serves them).
 
 `LocalSessionState` keeps it in the process (one router). `RedisSessionState`
 shares it through Redis, so an agent session can move between router replicas:
 step and occurrence counters are atomic increments, pins are a hash, the
-side-effect marks a set, all read in one round trip per call (a mark one replica
+side-effect and diversion marks sets, all read in one round trip per call (a mark one replica
 adds is seen by the next call on any replica). The real side of stateful channels (a sandbox, a browser
 context, an upstream MCP session) stays on the replica that opened it.
 """
@@ -22,13 +23,16 @@ class SessionState(Protocol):
     shared: bool
 
     async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
-        """Claim the call's (step, occurrence of `replay_key`); refreshes `session.pinned`
-        and `session.side_effects`."""
+        """Claim the call's (step, occurrence of `replay_key`); refreshes `session.pinned`,
+        `session.side_effects` and `session.diverted`."""
 
     async def save_pins(self, session: Session) -> None: ...
 
     async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
         """Share new side-effect marks ((channel, server)) of the session."""
+
+    async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        """Share new diversion marks ((channel, server)) of the session."""
 
 
 class LocalSessionState:
@@ -41,6 +45,9 @@ class LocalSessionState:
         return None
 
     async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        return None
+
+    async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
         return None
 
 
@@ -58,11 +65,11 @@ class RedisSessionState:
         self.store = store  # a RedisStore: its client, prefix and error translation
         self.ttl_s = int(max(ttl_s, 60))
 
-    def _keys(self, session_id: str) -> tuple[str, str, str, str]:
-        return tuple(self.store._key("sess", session_id, part) for part in ("steps", "occ", "pins", "fx"))  # type: ignore[return-value]
+    def _keys(self, session_id: str) -> tuple[str, str, str, str, str]:
+        return tuple(self.store._key("sess", session_id, part) for part in ("steps", "occ", "pins", "fx", "div"))  # type: ignore[return-value]
 
     async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
-        steps, occurrences, pins, effects = self._keys(session.id)
+        steps, occurrences, pins, effects, diverted = self._keys(session.id)
 
         async def work(r):
             pipe = r.pipeline(transaction=True)
@@ -70,16 +77,20 @@ class RedisSessionState:
             pipe.hincrby(occurrences, replay_key, 1)
             pipe.hgetall(pins)
             pipe.smembers(effects)
-            for key in (steps, occurrences, pins, effects):
+            pipe.smembers(diverted)
+            for key in (steps, occurrences, pins, effects, diverted):
                 pipe.expire(key, self.ttl_s)
             return await pipe.execute()
 
-        claimed_steps, occurrence, pinned, marks = (await self.store._run("claiming a session step", work))[:4]
+        claimed_steps, occurrence, pinned, marks, diversions = (await self.store._run("claiming a session step", work))[:5]
         session.steps = int(claimed_steps)
         session.occurrences[replay_key] = int(occurrence)
         session.pinned = {tuple(field.split("\x1f", 1)): Route(route) for field, route in pinned.items()}  # type: ignore[misc]
         # Marks only grow: this replica's own (kept if Redis missed one) and every replica's.
         session.side_effects.update(tuple(mark.split("\x1f", 1)) for mark in marks)  # type: ignore[misc]
+        # The same for diversions: without them a replica that did not divert would
+        # not know the sim pin comes from rehearsal, and a read would go real.
+        session.diverted.update(tuple(mark.split("\x1f", 1)) for mark in diversions)  # type: ignore[misc]
         return int(claimed_steps) - 1, int(occurrence)
 
     async def save_pins(self, session: Session) -> None:
@@ -89,14 +100,19 @@ class RedisSessionState:
             await self.store._run("saving session pins", lambda r: r.hset(pins, mapping=mapping))
 
     async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
-        effects = self._keys(session.id)[3]
+        await self._add_marks(self._keys(session.id)[3], marks, "sharing side-effect marks")
+
+    async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        await self._add_marks(self._keys(session.id)[4], marks, "sharing rehearsal diversions")
+
+    async def _add_marks(self, key: str, marks: set[tuple[str, str]], doing: str) -> None:
         members = [f"{channel}\x1f{server}" for channel, server in marks]
         if members:
 
             async def work(r):
                 pipe = r.pipeline(transaction=True)
-                pipe.sadd(effects, *members)
-                pipe.expire(effects, self.ttl_s)
+                pipe.sadd(key, *members)
+                pipe.expire(key, self.ttl_s)
                 return await pipe.execute()
 
-            await self.store._run("sharing side-effect marks", work)
+            await self.store._run(doing, work)

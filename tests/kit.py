@@ -173,6 +173,7 @@ class RouterWatch:
 NOTES_STORE = ROOT / "tests" / "servers" / "notes_store.py"
 
 
-def notes_server() -> dict:
-    """The stateful notes store written for the tests (empty at every start)."""
-    return {"command": sys.executable, "args": [str(NOTES_STORE)]}
+def notes_server(state: Path | None = None) -> dict:
+    """The stateful notes store written for the tests (empty at every start); with
+    `state`, it writes its notes there after every change."""
+    return {"command": sys.executable, "args": [str(NOTES_STORE)], **({"env": {"NOTES_STATE": str(state)}} if state else {})}

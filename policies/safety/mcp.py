@@ -2,7 +2,8 @@
 
 Annotations come from the server, which may be careless or hostile: from an
 untrusted server they can only make a call less safe (`destructiveHint: true`,
-`readOnlyHint: false`). A server listed in `safety.trusted_servers` is believed
+`readOnlyHint: false`, `openWorldHint: true` on a tool not read-only,
+`idempotentHint: false`). A server listed in `safety.trusted_servers` is believed
 both ways. `safety.tools` overrides per server and tool have the last word.
 """
 
@@ -50,6 +51,27 @@ def classify_by_name(tool: str) -> SafetyVerdict | None:
     return None
 
 
+def _open_world_and_idempotence(verdict: SafetyVerdict, server: str, tool: str, annotations: Mapping[str, Any]) -> SafetyVerdict:
+    """The two hints that say what a write reaches and whether it repeats, used only
+    where they make the call less safe (a trusted server's readOnlyHint or
+    destructiveHint, believed as given, decides before them):
+    - `openWorldHint: true` on a tool not annotated read-only: it acts on systems
+      outside (mail, payments, other people's data) that no sandbox or snapshot undoes,
+      so it is at least a side effect, whatever its name says;
+    - `idempotentHint: false`: a second identical call has a further effect, so the
+      call changes state (even behind a read-sounding name): at least a side effect.
+    `idempotentHint: true` never lowers a class (a delete is idempotent and destructive),
+    nor does `openWorldHint: false` (a closed world can still be wiped). Neither raises a
+    write to destructive on its own: most open-world, repeatable writes (an issue, a
+    comment) are undone by hand, and `destructiveHint` is the hint that says otherwise;
+    rehearsal diverts MCP side effects by default anyway."""
+    if annotations.get("openWorldHint") is True and annotations.get("readOnlyHint") is not True:
+        verdict = verdict.worse(SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} openWorldHint (it reaches outside systems) and not readOnlyHint"))
+    if annotations.get("idempotentHint") is False:
+        verdict = verdict.worse(SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} idempotentHint false (a repeated call has a further effect)"))
+    return verdict
+
+
 def classify_mcp(
     server: str,
     tool: str,
@@ -76,6 +98,7 @@ def classify_mcp(
         verdict = verdict.worse(SafetyVerdict(DESTRUCTIVE, f"{server!r} annotates {tool!r} destructiveHint"))
     elif read_only is False:
         verdict = verdict.worse(SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} as not read-only"))
+    verdict = _open_world_and_idempotence(verdict, server, tool, annotations)
     if _DESCRIPTION_DESTRUCTIVE.search(description):
         verdict = verdict.worse(SafetyVerdict(DESTRUCTIVE, f"the description of {tool!r} says it destroys data"))
     elif verdict.cls is SAFE and (match := _DESCRIPTION_WRITES.search(description)):

@@ -19,6 +19,7 @@ from policies.safety.shell_args import (
     Rule,
     downloads,
     is_device,
+    is_harmless_target,
     is_system_path,
     operands,
     short_flags,
@@ -99,6 +100,10 @@ def _writes_paths(name, args, cmd):
     targets = operands(args)
     if name == "mv" and any(is_system_path(t) for t in targets):
         return DESTRUCTIVE, f"moves a system path: {cmd.text()[:120]}"
+    if name == "mv" and len(targets) >= 2 and is_harmless_target(targets[-1]) and not targets[-1].startswith("/dev/shm/"):
+        # Writing to /dev/null changes nothing; moving a file onto it deletes the file
+        # (and, as root, replaces the device with it, breaking every program that uses it).
+        return DESTRUCTIVE, f"mv onto {targets[-1]} destroys what it moves: {cmd.text()[:120]}"
     if name in ("cp", "ln", "install", "rsync", "scp") and targets and is_system_path(targets[-1]):
         return DESTRUCTIVE, f"overwrites a system path: {cmd.text()[:120]}"
     if name in ("touch", "mkdir", "tee", "rmdir", "unlink", "patch") and any(is_system_path(t) for t in targets):
@@ -106,6 +111,28 @@ def _writes_paths(name, args, cmd):
     if name == "rsync" and any(a.startswith("--delete") or a == "--remove-source-files" for a in args):
         return DESTRUCTIVE, "rsync --delete deletes files at the destination"
     return SIDE, f"{name} writes files"
+
+
+def _tar(name, args, cmd):
+    """Extraction into a system path (`tar -C / -xzf rootfs.tgz`) overwrites system
+    files with whatever the archive holds; other uses fall back to the defaults."""
+    bundle = args[0] if args and not args[0].startswith("-") and args[0].isalpha() else ""  # old style: `tar xzf a.tgz`
+    flags = short_flags(tuple(a for a in args if not a.startswith("-C"))) + bundle  # `-C/xdir` names a folder, not flags
+    extracts = "x" in flags or any(a in ("--extract", "--get") for a in args)
+    if not extracts:
+        return None
+    folders = [a[len("--directory="):] for a in args if a.startswith("--directory=")]
+    folders += [a[2:] for a in args if a.startswith("-C") and len(a) > 2]
+    folders += [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-C", "--directory")]
+    if bundle and "C" in bundle:  # `tar xzfC a.tgz /`: bundled letters take their arguments in order
+        taking = [c for c in bundle if c in "fCTXgKNLV"]
+        if taking.index("C") + 1 < len(args):
+            folders.append(args[taking.index("C") + 1])
+    if into := next((f for f in folders if is_system_path(f)), None):
+        return DESTRUCTIVE, f"tar extracts into a system path ({into.replace(DYNAMIC, '$')}): {cmd.text()[:120]}"
+    if "P" in flags or "--absolute-names" in args:
+        return DESTRUCTIVE, f"tar -P extracts members to their absolute paths, system paths included: {cmd.text()[:120]}"
+    return None
 
 
 def _sed(name, args, cmd):
@@ -297,6 +324,7 @@ _BY_PROGRAM: dict[str, Rule] = {
     "parted": _wipe, "blkdiscard": _wipe, "mke2fs": _wipe, "dd": _dd, "truncate": _truncate,
     "mv": _writes_paths, "cp": _writes_paths, "ln": _writes_paths, "install": _writes_paths, "rsync": _writes_paths, "scp": _writes_paths,
     "touch": _writes_paths, "mkdir": _writes_paths, "tee": _writes_paths, "rmdir": _writes_paths, "unlink": _writes_paths, "patch": _writes_paths,
+    "tar": _tar, "gtar": _tar, "bsdtar": _tar,
     "sed": _sed, "gsed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "find": _find,
     "chmod": _chmod, "chown": _chmod, "chgrp": _chmod, "chattr": _chmod, "setfacl": _chmod,
     "kill": _kill, "pkill": _kill, "killall": _kill, "killall5": _kill,

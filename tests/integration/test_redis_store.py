@@ -132,6 +132,43 @@ async def test_two_replicas_share_a_sessions_occurrences_history_and_pins(tmp_pa
     await store.aclose()
 
 
+async def test_a_diversion_on_one_replica_keeps_the_servers_reads_simulated_on_another(tmp_path, redis_server):
+    """Replica A diverts a destructive MCP call in rehearsal; the session's next read of
+    that server, served by replica B (or by a replica started afterwards, with a fresh
+    session object), is simulated too: the agent sees the world it changed."""
+    from engine_kit import FakeSimulator
+
+    from router.config import parse_config
+    from router.policy_chain import build_policies
+    from router.session_state import RedisSessionState
+    from router.types import Call
+
+    store = redis_store(redis_server)
+    a, _ = await make_engine(tmp_path / "a", store=store)
+    b, _ = await make_engine(tmp_path / "b", store=store)
+    for engine in (a, b):
+        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.simulator = FakeSimulator()
+        engine.policies = build_policies(parse_config("mode: rehearsal\n"))
+    real = FakeReal()
+    read = Call("mcp", "notes", "list_notes", {}, "agent")
+    on_a, on_b = Session("agent"), Session("agent")
+    assert (await b.handle(read, on_b, real)).record.decision.route is Route.REAL
+    diverted = await a.handle(Call("mcp", "notes", "delete_note", {"note_id": 1}, "agent"), on_a, real)
+    assert (diverted.record.decision.route, diverted.record.decision.policy) == (Route.SIM, "rehearsal")
+    assert on_b.diverted == set() and real.calls == 1  # B has not heard of it in memory
+    for session in (on_b, Session("agent")):  # B's own session object; a restarted replica's new one
+        after = await b.handle(read, session, real)
+        decision = after.record.decision
+        assert (decision.route, decision.policy) == (Route.SIM, "rehearsal"), decision.reason
+        assert session.diverted == {("mcp", "notes")}
+    assert real.calls == 1
+    # Another agent session is not affected.
+    other = await b.handle(Call("mcp", "notes", "list_notes", {}, "other"), Session("other"), real)
+    assert other.record.decision.route is Route.REAL and real.calls == 2
+    await store.aclose()
+
+
 async def test_noise_table_on_redis(tmp_path, redis_server):
     from engine_kit import check_noise_table
 

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from http_kit import http_config, start_proxy
-from kit import meta_of, records_of, stdio_client, toolbox_server
+from kit import meta_of, notes_server, records_of, stdio_client, toolbox_server
 from servers import http_upstream
 from servers.web_pages import WebPages
 
@@ -63,6 +63,33 @@ async def test_a_destructive_tool_of_a_real_server_is_simulated(make_config, tmp
     assert note.read_text() == "keep me"  # the server's state is unchanged
     row = records_of(config)[-1]
     assert (row["policy"], row["safety_class"], row["provenance"]) == ("rehearsal", "destructive", "sim")
+
+
+async def test_after_a_diverted_delete_the_servers_reads_are_simulated(make_config, tmp_path):
+    """Once rehearsal diverted a destructive call, a later read-only call of the same
+    server in the session is simulated too (it must see the note deleted, which the
+    real server never did); the real notes store still holds the note."""
+    state = tmp_path / "notes.json"
+    config = make_config(
+        mcpServers={"notes": notes_server(state)}, mode="rehearsal", world_model=WORLD_MODEL,
+        rehearsal={"divert": {"mcp": ["destructive"]}},  # creating a note runs for real here
+    )
+    async with stdio_client(config) as client:
+        created = await client.call_tool("create_note", {"title": "groceries", "body": "milk"})
+        listed = await client.call_tool("list_notes", {})
+        deleted = await client.call_tool("delete_note", {"note_id": 1}, raise_on_error=False)
+        again = await client.call_tool("list_notes", {}, raise_on_error=False)
+    assert [meta_of(r)["provenance"] for r in (created, listed)] == ["real", "real"] and listed.content[0].text == "1. groceries"
+    assert (meta_of(deleted)["route"], meta_of(deleted)["policy"], meta_of(deleted)["safety_class"]) == ("sim", "rehearsal", "destructive")
+    meta = meta_of(again)
+    assert (meta["route"], meta["policy"], meta["safety_class"]) == ("sim", "rehearsal", "safe"), meta
+    assert meta["provenance"] in ("sim", "none")  # the model's answer, or its error: never real
+    assert json.loads(state.read_text()) == {"1": ["groceries", "milk"]}  # the real server's state is unchanged
+    rows = records_of(config)
+    assert [(r["tool"], r["route"], r["policy"]) for r in rows] == [
+        ("create_note", "real", "mode"), ("list_notes", "real", "mode"), ("delete_note", "sim", "rehearsal"), ("list_notes", "sim", "rehearsal"),
+    ]
+    assert "diverted to sim earlier in rehearsal" in rows[-1]["reason"]
 
 
 @pytest.fixture

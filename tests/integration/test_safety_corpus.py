@@ -148,3 +148,26 @@ def test_explain_reports_bad_calls_and_bad_configs(tmp_path: Path):
     )
     assert out.returncode == 2
     assert "needs a URL" in json.loads(out.stdout)["error"]
+
+
+def test_explain_starts_nothing(tmp_path: Path):
+    """Upstreams are not started to explain a call: one that cannot run does not stop
+    explain, and one that would leave a file behind when started leaves none."""
+    started = tmp_path / "started"
+    config = f"""
+mode: rehearsal
+mcpServers:
+  broken: {{command: /nonexistent/binary}}
+  marker: {{command: /bin/sh, args: ["-c", "touch {started}; sleep 30"]}}
+"""
+    calls = [
+        {"server": "broken", "name": "delete_everything"},
+        {"server": "marker", "name": "get_status"},
+        {"channel": "shell", "name": "shell_exec", "arguments": {"command": "rm -rf /srv"}},
+    ]
+    broken, marker, shell = explain(tmp_path, config, calls)
+    assert (broken["route"], broken["policy"], broken["safety_class"]) == ("sim", "rehearsal", "destructive")
+    assert (marker["route"], marker["safety_class"]) == ("real", "safe")
+    assert (shell["route"], shell["policy"]) == ("sim", "rehearsal")
+    time.sleep(0.5)  # a process started in the background would have touched the file by now
+    assert not started.exists()

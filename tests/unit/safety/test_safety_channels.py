@@ -48,6 +48,40 @@ def test_mcp_names_annotations_and_descriptions():
     assert c.classify(mcp("delete_note", server="trusted")).cls is SafetyClass.SIDE_EFFECT
 
 
+HINTED = {
+    "search_web": {"readOnlyHint": True, "openWorldHint": True},  # reads the open world
+    "get_forecast": {"openWorldHint": True},  # a read-sounding name, not annotated read-only
+    "get_next_ticket": {"idempotentHint": False},  # each call takes a ticket
+    "get_status": {"readOnlyHint": True, "idempotentHint": False},  # contradictory: the worse hint counts
+    "remember": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False},
+    "drop_cache": {"idempotentHint": True, "openWorldHint": False},  # neither lowers the name's class
+    "post_update": {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": True, "idempotentHint": False},
+}
+
+
+def hinted(server, tool):
+    return {"name": tool, "annotations": HINTED[tool]} if tool in HINTED else None
+
+
+def test_open_world_and_idempotence_hints_only_make_a_call_less_safe():
+    c = SafetyClassifier(SafetySettings(trusted_servers=("trusted",)), hinted)
+    assert c.classify(mcp("search_web")).cls is SafetyClass.SAFE
+    forecast = c.classify(mcp("get_forecast"))
+    assert forecast.cls is SafetyClass.SIDE_EFFECT and "openWorldHint" in forecast.reason
+    ticket = c.classify(mcp("get_next_ticket"))
+    assert ticket.cls is SafetyClass.SIDE_EFFECT and "idempotentHint false" in ticket.reason
+    assert c.classify(mcp("get_status")).cls is SafetyClass.SIDE_EFFECT
+    # the hints that would make a call safer are not believed from an untrusted server
+    assert c.classify(mcp("drop_cache")).cls is SafetyClass.DESTRUCTIVE
+    # and a trusted server's own readOnlyHint / destructiveHint decide
+    assert c.classify(mcp("get_status", server="trusted")).cls is SafetyClass.SAFE
+    assert c.classify(mcp("remember", server="trusted")).cls is SafetyClass.SIDE_EFFECT
+    assert c.classify(mcp("drop_cache", server="trusted")).cls is SafetyClass.DESTRUCTIVE  # only hints that say nothing of writing
+    # an open-world, repeatable write is a side effect, not destructive: destructiveHint would say so
+    assert c.classify(mcp("post_update")).cls is SafetyClass.SIDE_EFFECT
+    assert c.classify(mcp("post_update", server="trusted")).cls is SafetyClass.SIDE_EFFECT
+
+
 def test_overrides_per_server_and_tool_have_the_last_word():
     settings = SafetySettings(tools=(("srv", "delete_*", SafetyClass.SIDE_EFFECT), ("shell", "shell_exec", SafetyClass.DESTRUCTIVE)))
     c = SafetyClassifier(settings, lookup)

@@ -58,6 +58,19 @@ D, S, SAFE = "destructive", "side_effect", "safe"
         ("mkdir -p /opt/app", S, "mkdir writes files"),
         ("sudo chmod +x /usr/local/bin/tool", S, "changes permissions"),
         ("sudo chmod 600 /etc/sudoers", D, "system-critical"),
+        ("doas rm -rf /srv", D, "recursive delete: rm -rf /srv via doas"),  # OpenBSD's sudo
+        ("doas -u root sh -c 'rm -rf /srv'", D, "via doas > sh -c"),
+        ("doas cat /etc/hosts", SAFE, "doas runs the command it wraps; cat only reads"),
+        ("mv app.db /dev/null", D, "mv onto /dev/null destroys what it moves"),
+        ("sudo mv /home/agent/.bashrc /dev/null", D, "via sudo"),
+        ("mv build.log /dev/shm/build.log", S, "mv writes files"),  # an ordinary (tmpfs) folder
+        ("tar -C / -xzf rootfs.tgz", D, "tar extracts into a system path (/)"),
+        ("tar xzf etc.tgz -C /etc", D, "system path (/etc)"),  # old-style letters
+        ("tar xzfC patch.tgz /usr", D, "system path (/usr)"),  # a bundled C takes its folder in order
+        ("sudo tar --extract --file=lib.tar --directory=/usr/lib", D, "system path (/usr/lib)"),
+        ("tar -xPf backup.tar", D, "absolute paths"),
+        ("tar -xzf deps.tgz -C vendor/", S, "tar is not known to be read-only"),
+        ("tar -czf src.tgz -C/opt/xapp .", S, "tar is not known to be read-only"),  # creates: `-C/opt/xapp` is no -x
     ],
 )
 def test_commands_are_classed_by_what_they_run(command, cls, why):
