@@ -212,6 +212,22 @@ def test_leftovers_of_a_killed_router_are_reaped_at_the_next_start(tmp_path):
         docker("rm", "-f", leftover, live, check=False)
 
 
+async def test_auto_with_an_engine_and_the_image_contains_the_browser(tmp_path, caplog):
+    """The default (`auto`) on a machine set up by scripts/setup.sh: Docker answers and
+    the image is there, so Chromium runs contained, without a warning."""
+    from backends.browser.pool import BrowserPool
+    from router.config import BrowserConfig
+
+    assert BrowserConfig().isolation == "auto"
+    with caplog.at_level("WARNING", logger="simroute.browser"):
+        pool = BrowserPool(BrowserConfig())
+        try:
+            assert await pool.prepare() == "container"
+        finally:
+            await pool.aclose()
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
 async def test_auto_without_the_image_runs_on_the_host_and_says_what_is_lost(tmp_path, caplog):
     from backends.browser.pool import BrowserPool
     from router.config import BrowserConfig
