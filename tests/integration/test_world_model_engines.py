@@ -165,3 +165,26 @@ async def test_openai_engine_down_endpoint_names_the_url():
             await engine.complete(messages(0), session_id="s", deadline_s=5, max_tokens=4)
     finally:
         await engine.aclose()
+
+
+async def test_metrics_count_a_served_models_tokens(llama_server, tmp_path):
+    """`simroute serve` with `engine: openai` in front of llama-cpp-python's server: a
+    simulated call's prompt and generated tokens, as the server reports them, on /metrics."""
+    from kit import toolbox_server, write_config
+    from serve_kit import parsed, scrape_around_a_call, serving
+
+    config = write_config(
+        tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="sim",
+        world_model={"engine": "openai", "url": llama_server, "max_tokens": 48, "deadline_s": 120, "context_tokens": 1800},  # the server has 2,048
+    )
+    log = tmp_path / "serve.log"
+    with serving(config, log) as port:
+        _, result, text = await scrape_around_a_call(port)
+    assert result.meta["simroute"]["provenance"] == "sim" and not result.is_error, result.content[0].text
+    samples = parsed(text)
+    labels = (("domain", "mcp"), ("engine", "openai"))
+    completions = samples[("simroute_world_model_generation_seconds_count", labels)]
+    assert completions >= 1
+    assert samples[("simroute_world_model_prompt_tokens_total", labels)] > 50 * completions  # the server's count: the tool list is in it
+    assert 0 < samples[("simroute_world_model_completion_tokens_total", labels)] <= 48 * completions
+    assert 0 < samples[("simroute_world_model_evaluated_tokens_total", labels)] <= samples[("simroute_world_model_prompt_tokens_total", labels)]
