@@ -52,12 +52,22 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
             "spooled": runtime.records.spooled,
             "pool_ready": runtime.shell.ready if runtime.shell is not None else 0,
             "sandboxes": runtime.shell.in_use if runtime.shell is not None else 0,
+            **_noise_learning(runtime.engine.noise_learner),
         }
 
     metrics.add_collector(RuntimeGauges(live))
     totals = StoreTotals(runtime.store)
     metrics.add_collector(totals)
     return Dashboard(runtime.store, runtime.tokens, metrics, totals, _card_path(runtime.config), _outlook(runtime.config, runtime.store, runtime.learned))
+
+
+def _noise_learning(learner: Any) -> dict[str, float]:
+    if learner is None:
+        return {}
+    return {
+        "noise_learned": learner.learned, "noise_unsettled": learner.unsettled, "noise_dropped": learner.dropped,
+        "probes_answered": learner.probed, "probes_skipped": learner.probes_skipped, "probes_failed": learner.probes_failed,
+    }
 
 
 def mount(server: Any, dashboard: Dashboard) -> None:

@@ -118,3 +118,28 @@ async def test_noise_probes_teach_the_table_without_repeated_agent_calls(make_co
     assert noise_table(config) == [
         {"tool": "time.get_current_time", "path": "$.result.datetime#instant", "disagreements": 3, "pairs": 3, "lower_bound": 0.75, "noisy": True}
     ]
+
+
+async def test_metrics_count_what_the_noise_learner_did(make_config, tmp_path):
+    """/metrics of `simroute serve`: each probe answered and each pair learned is counted."""
+    import httpx2 as httpx
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from serve_kit import parsed, serving
+
+    config = make_config(mcpServers={"time": time_server()}, shadow={"noise_probe_rate": 1.0, "noise_probe_delay_s": 1.05})
+    with serving(config, tmp_path / "serve.log") as port:
+        async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp")) as client:
+            for zone in ("Asia/Tokyo", "Europe/Paris"):
+                await client.call_tool("get_current_time", {"timezone": zone})
+        samples: dict = {}
+        async with httpx.AsyncClient(timeout=10) as http:
+            for _ in range(50):  # probes answer about a second after their call
+                samples = parsed((await http.get(f"http://127.0.0.1:{port}/metrics")).text)
+                if samples.get(("simroute_noise_pairs_total", (("outcome", "learned"),))) == 2:
+                    break
+                await asyncio.sleep(0.1)
+    assert samples[("simroute_noise_probes_total", (("outcome", "answered"),))] == 2
+    assert samples[("simroute_noise_pairs_total", (("outcome", "learned"),))] == 2
+    assert samples[("simroute_noise_probes_total", (("outcome", "failed"),))] == 0
