@@ -18,6 +18,7 @@ import time
 
 import itertools
 
+from _timing import paired_timings
 from policies import default_policies, parse_rule
 from policies.base import decide
 from policies.safety import SafetyClassifier
@@ -82,18 +83,14 @@ def compare_shell_parser(iterations: int) -> None:
     parse_shell.cache_clear()
     classify_shell.cache_clear()
     for label, commands in (("repeated command (cached)", repeated), ("new command each time", fresh)):
-        plain, gated = [], []
         fallback = Decision(Route.REAL, "default", "none")
-        for i in range(iterations + 100):
-            call = Call("shell", "shell", "shell_exec", {"command": next(commands)}, "bench")
-            started = time.perf_counter_ns()
-            decide(without, call, Session("bench"), fallback=fallback)
-            middle = time.perf_counter_ns()
-            decide(with_gate, call, Session("bench"), fallback=fallback)
-            ended = time.perf_counter_ns()
-            if i >= 100:
-                plain.append((middle - started) / 1000)
-                gated.append((ended - middle) / 1000)
+        calls = (Call("shell", "shell", "shell_exec", {"command": command}, "bench") for command in commands)
+        plain, gated = paired_timings(
+            calls,
+            lambda call: decide(without, call, Session("bench"), fallback=fallback),
+            lambda call: decide(with_gate, call, Session("bench"), fallback=fallback),
+            iterations=iterations, warmup=100,
+        )
         q = statistics.quantiles(gated, n=100)
         p50_plain, p50_gated = statistics.median(plain), statistics.median(gated)
         print(f"{label:34} {p50_plain:12.2f} {p50_gated:9.2f} {q[98]:9.2f} {p50_gated / p50_plain:6.1f}x")

@@ -100,11 +100,7 @@ def main() -> None:
             results[name] = fidelity.score(real, sim_observations, timings)
     server.shutdown()
 
-    for name, rows in results.items():
-        print(f"\n== {name}: per call (divergence 0 = same as real; well-formed by the channel's checker)")
-        print(f"{'channel':7} {'call':50} {'div':>5} {'ok':>3} {'lat s':>6}  simulated")
-        for r in rows:
-            print(f"{r['channel']:7} {r['label'][:50]:50} {r['divergence']:5.2f} {'yes' if r['well_formed'] else 'NO':>3} {r['latency_s']:6.1f}  {r['sim']!r}")
+    fidelity.print_per_call(results)
     tables = {name: fidelity.summary(rows) for name, rows in results.items()}
     names = list(tables)
     print(f"\n{'model':14}{'channel':7} {'mean div':>9} {'well-formed':>12} {'median s':>9} {'mean s':>7}")

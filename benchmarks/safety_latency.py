@@ -18,8 +18,8 @@ import argparse
 import itertools
 import json
 import statistics
-import time
 
+from _timing import paired_timings
 from policies.safety import SafetyClassifier, SafetySettings
 from policies.safety.shell import classify_shell, raw_destructive
 from policies.safety.shell_parse import parse_shell
@@ -93,18 +93,8 @@ def main() -> None:
     for label, calls in cases().items():
         parse_shell.cache_clear()
         classify_shell.cache_clear()
-        measured, baseline = [], []
-        verdict = None
-        for i in range(options.iterations + 200):  # the first 200: warm-up
-            call = next(calls)
-            started = time.perf_counter_ns()
-            verdict = classifier.classify(call)
-            classified = time.perf_counter_ns()
-            pattern_scan(call)
-            scanned = time.perf_counter_ns()
-            if i >= 200:
-                measured.append((classified - started) / 1000)
-                baseline.append((scanned - classified) / 1000)
+        measured, baseline = paired_timings(calls, classifier.classify, pattern_scan, iterations=options.iterations, warmup=200)
+        verdict = classifier.classify(next(calls))
         q = statistics.quantiles(measured, n=100)
         p50, base = statistics.median(measured), statistics.median(baseline)
         print(f"{label:44} {verdict.cls:12} {p50:8.1f} {q[98]:8.1f} {base:9.1f} {p50 / base:6.2f}x")

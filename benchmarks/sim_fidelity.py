@@ -246,6 +246,14 @@ def summary(rows: list[dict]) -> dict[str, tuple[float, float, float, float]]:
     return out
 
 
+def print_per_call(results: dict[str, list[dict]]) -> None:
+    for name, rows in results.items():
+        print(f"\n== {name}: per call (divergence 0 = same as real; well-formed by the channel's checker)")
+        print(f"{'channel':7} {'call':50} {'div':>5} {'ok':>3} {'lat s':>6}  simulated")
+        for r in rows:
+            print(f"{r['channel']:7} {r['label'][:50]:50} {r['divergence']:5.2f} {'yes' if r['well_formed'] else 'NO':>3} {r['latency_s']:6.1f}  {r['sim']!r}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout whose simulation is measured first, as the baseline")
@@ -276,11 +284,7 @@ def main() -> None:
             results[name] = score(real, sim_observations, timings)
     server.shutdown()
 
-    for name, rows in results.items():
-        print(f"\n== {name}: per call (divergence 0 = same as real; well-formed by the channel's checker)")
-        print(f"{'channel':7} {'call':50} {'div':>5} {'ok':>3} {'lat s':>6}  simulated")
-        for r in rows:
-            print(f"{r['channel']:7} {r['label'][:50]:50} {r['divergence']:5.2f} {'yes' if r['well_formed'] else 'NO':>3} {r['latency_s']:6.1f}  {r['sim']!r}")
+    print_per_call(results)
     print(f"\n{'':9}{'channel':7} {'mean div':>9} {'well-formed':>12} {'median s':>9} {'mean s':>7}")
     tables = {name: summary(rows) for name, rows in results.items()}
     for channel in [c for c in ("mcp", "shell", "http", "all") if c in tables["current"]]:
