@@ -6,7 +6,9 @@ After a CONNECT, mitmproxy relays bytes that are neither TLS nor HTTP as raw TCP
 upstream connection is opened lazily, after `tcp_start`: a refused tunnel is
 killed there (the server connection gets an error before it connects), so not one
 byte reaches the target. A tunnel a rule lets through (`tool: TCP`, route `real`)
-is recorded when it ends, with its byte counts.
+is recorded when it ends, with its byte counts. A client that sends nothing at all
+(the server speaks first: SMTP, SSH) gets the same layer once
+`http.tunnel_first_bytes_s` has passed (`first_bytes.py`).
 
 **WebSockets.** The upgrade is routed like any request (`addon.py`); on the real
 route, the messages are counted per direction and the first `http.max_body_bytes`
@@ -25,6 +27,7 @@ from backends.http_messages import encode_body, observation_of
 
 from policies.tunnels import TCP_TOOL
 from router.http.addresses import reach_of
+from router.http.first_bytes import SILENT_CLIENT
 from router.types import Call, Observation, Provenance, Route
 from shadow.store import RecordError
 
@@ -108,6 +111,8 @@ class TunnelRouting:
             policy = listener.addresses.policy
         elif decision.route is Route.DENY:
             policy, reason = decision.policy, f"simroute denied this call ({decision.policy}): {decision.reason}"
+            if SILENT_CLIENT in flow.metadata:
+                reason += f" (the client sent nothing within {flow.metadata[SILENT_CLIENT]:g}s of the CONNECT: a raw TCP tunnel)"
         else:
             policy = "http-tcp"
             reason = f"simroute: a raw TCP tunnel is let through (real) or refused; it has no {decision.route} form ({decision.reason})"

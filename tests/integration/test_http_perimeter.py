@@ -128,18 +128,99 @@ def test_a_rule_lets_one_tunnel_through_recorded_with_byte_counts(proxy):
     target = Listener()
     try:
         rule = {"name": "db-tunnel", "match": {"channel": "http", "tool": "TCP", "server": f"127.0.0.1:{target.port}"}, "route": "real"}
-        p = proxy(rules=[rule])
+        p = proxy(rules=[rule], http={"tunnel_first_bytes_s": 0.3})
         sock, _ = connect_tunnel(p.port, f"127.0.0.1:{target.port}")
         sock.sendall(b"\x00PING\n")
         sock.settimeout(10)
         assert sock.recv(100) == b"\x00PING\n"
+        time.sleep(0.8)  # past the wait for first bytes: the tunnel, decided by them, carries on
+        sock.sendall(b"\x00PONG\n")
+        assert sock.recv(100) == b"\x00PONG\n"
         sock.close()
         deadline = time.monotonic() + 10
         while not p.records() and time.monotonic() < deadline:
             time.sleep(0.2)
         [row] = p.records()
         assert (row["tool"], row["route"], row["policy"], row["provenance"]) == ("TCP", "real", "rules:db-tunnel", "real")
-        assert row["observation"]["structured"]["bytes_from_client"] == 6 and row["observation"]["structured"]["bytes_from_server"] == 6
+        assert row["observation"]["structured"]["bytes_from_client"] == 12 and row["observation"]["structured"]["bytes_from_server"] == 12
+        assert "Traceback" not in p.log.read_text()  # the expired wait disturbed nothing
+    finally:
+        target.close()
+
+
+class Greeter:
+    """A server that speaks first (an SMTP-like banner), then answers each line; it
+    counts the connections it got and the bytes it received."""
+
+    BANNER = b"220 mail.test ESMTP ready\r\n"
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.received = b""
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                conn.sendall(self.BANNER)
+                while data := conn.recv(65536):
+                    self.received += data
+                    conn.sendall(b"221 bye\r\n")
+                    break
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_silent_client_tunnel_is_raw_tcp_refused_without_touching_the_target_and_recorded(proxy):
+    target = Greeter()
+    try:
+        p = proxy(mode="deny", http={"tunnel_first_bytes_s": 0.5})
+        sock, head = connect_tunnel(p.port, f"127.0.0.1:{target.port}")
+        assert head.startswith(b"HTTP/1.1 200")
+        sock.settimeout(10)
+        started = time.monotonic()
+        assert sock.recv(100) == b""  # closed by the proxy (not by mitmproxy's idle timeout): no banner
+        assert time.monotonic() - started < 5
+        sock.close()
+        time.sleep(0.5)
+        assert target.connections == 0
+        [row] = p.records()
+        assert (row["channel"], row["server"], row["tool"], row["route"], row["policy"]) == ("http", f"127.0.0.1:{target.port}", "TCP", "deny", "http-tcp")
+        assert "sent nothing within 0.5s" in row["observation"]["content"][0]["text"]
+    finally:
+        target.close()
+
+
+def test_a_rule_lets_a_server_speaks_first_tunnel_through_recorded_with_byte_counts(proxy):
+    target = Greeter()
+    try:
+        rule = {"name": "smtp", "match": {"channel": "http", "tool": "TCP", "server": f"127.0.0.1:{target.port}"}, "route": "real"}
+        p = proxy(rules=[rule], http={"tunnel_first_bytes_s": 0.5})
+        sock, _ = connect_tunnel(p.port, f"127.0.0.1:{target.port}")
+        sock.settimeout(10)
+        banner = b""
+        while not banner.endswith(b"\r\n"):
+            banner += sock.recv(100)
+        assert banner == Greeter.BANNER  # the client said nothing: the server spoke first, through the tunnel
+        sock.sendall(b"QUIT\r\n")
+        assert read_until_closed(sock) == b"221 bye\r\n"
+        sock.close()
+        deadline = time.monotonic() + 10
+        while not p.records() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [row] = p.records()
+        assert (row["tool"], row["route"], row["policy"], row["provenance"]) == ("TCP", "real", "rules:smtp", "real")
+        counts = row["observation"]["structured"]
+        assert (counts["bytes_from_client"], counts["bytes_from_server"]) == (6, len(Greeter.BANNER) + 9)
+        assert target.received == b"QUIT\r\n"
     finally:
         target.close()
 
