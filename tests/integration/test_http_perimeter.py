@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
+import os
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -52,8 +55,8 @@ def proxy(tmp_path):
 class Listener:
     """A raw TCP listener that echoes, counting connections and bytes it received."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = socket.create_server((host, port))
         self.port = self.sock.getsockname()[1]
         self.connections = 0
         self.received = b""
@@ -344,6 +347,51 @@ def test_cloud_metadata_and_link_local_addresses_are_refused_and_recorded(proxy)
     raw = _raw_request(p.port, "GET http://[fd00:ec2::254]/latest/ HTTP/1.1\r\nHost: [fd00:ec2::254]\r\nConnection: close\r\n\r\n")
     assert raw.startswith(b"HTTP/1.1 403") and b"metadata address" in raw
     assert [r["policy"] for r in p.records()] == ["http-address"] * 4
+
+
+def scripted_dns(answers: dict[str, list[str]]) -> dict:
+    """The environment of a proxy whose lookups of these names get these answers, in turn."""
+    folder = Path(__file__).resolve().parent.parent / "scripted_dns"
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "SIMROUTE_TEST_DNS": json.dumps(answers)}
+
+
+def test_a_name_is_checked_on_its_addresses_and_connected_to_the_address_checked(proxy, upstream, tmp_path):
+    port = int(upstream.rsplit(":", 1)[1])
+    names: list[str] = []
+    with serve_upstream(tls_dir=tmp_path, server_names=names) as tls_upstream:
+        tls_port = int(tls_upstream.rsplit(":", 1)[1])
+        # DNS rebinding: the first answer (the one checked) is the upstream; every later
+        # one is an address the check never saw, where a trap listens on the same port.
+        echo = Listener()
+        traps = [Listener("127.0.0.2", port), Listener("127.0.0.2", tls_port), Listener("127.0.0.2", echo.port)]
+        try:
+            rebinding = ["127.0.0.1", "127.0.0.2"]
+            tunnel = {"match": {"channel": "http", "tool": "TCP", "server": f"tcp-rebind.test:{echo.port}"}, "route": "real"}
+            p = proxy(env=scripted_dns({
+                "inner.test": ["169.254.7.7"], "rebind.test": rebinding, "tls-rebind.test": rebinding, "tcp-rebind.test": rebinding,
+            }), rules=[tunnel])
+            with httpx.Client(proxy=p.url, verify=ssl.create_default_context(cafile=p.ca_cert), timeout=20) as client:
+                refused = client.get(f"http://inner.test:{port}/echo")
+                assert refused.status_code == 403 and "link-local" in refused.json()["error"]
+                plain = client.get(f"http://rebind.test:{port}/echo")
+                assert plain.status_code == 200, plain.text
+                assert plain.json()["headers"]["host"] == f"rebind.test:{port}"  # the name still, only the address pinned
+                secure = client.get(f"https://tls-rebind.test:{tls_port}/json")
+                assert secure.status_code == 200 and secure.json()["ok"] is True, secure.text
+            sock, _ = connect_tunnel(p.port, f"tcp-rebind.test:{echo.port}")
+            sock.sendall(b"\x00raw\n")
+            sock.settimeout(10)
+            assert sock.recv(100) == b"\x00raw\n" and echo.connections == 1
+            sock.close()
+        finally:
+            for listener in (echo, *traps):
+                listener.close()
+    assert [trap.connections for trap in traps] == [0, 0, 0]
+    assert names == ["tls-rebind.test"]  # TLS asked for the name, not the pinned address
+    rows = p.records()
+    assert [(r["server"], r["policy"], r["route"]) for r in rows[:1]] == [(f"inner.test:{port}", "http-address", "deny")]
+    assert [r["observation"]["structured"]["status"] for r in rows[1:3]] == [200, 200]
 
 
 def test_with_a_token_the_proxy_needs_session_and_token_and_namespaces_sessions(proxy, upstream, tmp_path):
