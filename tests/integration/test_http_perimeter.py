@@ -271,6 +271,18 @@ def test_websocket_is_a_call_deny_403_real_recorded_at_close_sim_501(proxy, echo
     assert "WebSocket" in row["observation"]["structured"]["body"]
 
 
+def test_websocket_under_a_replay_route_gets_501_with_a_reason_recorded(proxy, echo_socket):
+    p = proxy(rules=[{"name": "replay-all", "match": {"channel": "http"}, "route": "replay"}])
+    with pytest.raises(websockets.exceptions.InvalidStatus) as replayed:
+        websockets.sync.client.connect(echo_socket, proxy=p.url, open_timeout=10)
+    answer = replayed.value.response
+    assert answer.status_code == 501 and answer.headers["x-simroute-route"] == "replay"
+    assert "cannot be replayed" in json.loads(answer.body)["error"]
+    [row] = p.records()
+    assert (row["route"], row["policy"]) == ("replay", "rules:replay-all")
+    assert "WebSocket cannot be replayed" in row["observation"]["structured"]["body"]
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
