@@ -321,6 +321,9 @@ class HttpConfig(Strict):
     # or at 100 times the compressed size, whichever comes first; the record says so.
     max_decoded_bytes: PositiveInt = 64 * 1024 * 1024
     timeout_s: PositiveFloat = 60.0  # real route: deadline for the upstream's response headers (then 504)
+    # After a CONNECT, a client silent this long is taken for a protocol where the server
+    # speaks first (SMTP, SSH): the tunnel is routed as raw TCP (refused unless a rule opens it).
+    tunnel_first_bytes_s: float = Field(default=2.5, gt=0, le=300)
     ca_dir: str = "~/.simroute"  # simroute's CA for HTTPS interception, created on first need
     ssl_insecure: bool = False  # do not verify upstream certificates (test servers with self-made certificates)
     http2: bool = False  # offer HTTP/2 to clients and upstreams

@@ -34,6 +34,9 @@ log = logging.getLogger("simroute.browser")
 
 # Chromium on a server: no sandbox (containers, root), no GPU, and none of the
 # background traffic (updates, sync, QUIC probes) a closed network would refuse.
+# WebRTC opens UDP sockets of its own, past the proxy (on the host, straight to the
+# network): its IP handling policy keeps it to the proxy. Debian's Chromium reads
+# `--webrtc-ip-handling-policy`; the older `--force-...` form is ignored there.
 BASE_ARGS = (
     "--no-sandbox",
     "--disable-gpu",
@@ -42,6 +45,7 @@ BASE_ARGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 _LAUNCH_TIMEOUT_S = 30.0
 _RESOLVE_TIMEOUT_S = 60.0  # Docker: ping, image, reaping leftovers

@@ -14,7 +14,7 @@ gets a JSON reason (see `errors.py`); so is a request body over
 Before routing, the request is authenticated (`access.py`), its host and path
 normalised (`normalize.py`: the rules, the keys and the upstream see the same
 request), and, on its way to the real side, its resolved address checked
-(`addresses.py`). A WebSocket upgrade is a call like any request (its messages
+(`addresses.py`) and connected to (`pinning.py`). A WebSocket upgrade is a call like any request (its messages
 and raw TCP tunnels: `tunnels.py`). Every refusal is a recorded call (`_record_refusal`).
 """
 
@@ -32,6 +32,7 @@ from router.config import HttpConfig
 from router.http import errors, limits
 from router.http.access import Refused
 from router.http.addresses import reach_of
+from router.http.pinning import Pins
 from router.http.tunnels import open_websocket
 from router.http.normalize import NormalizationError, host_header_contradicts, normalize_host, normalize_path
 from shadow.http_canonical import authority
@@ -56,6 +57,7 @@ from shadow.store import RecordError
 
 if TYPE_CHECKING:
     from mitmproxy import connection, http
+    from mitmproxy.proxy import server_hooks
 
     from router.app import Runtime
     from router.engine import Outcome, Pending
@@ -93,6 +95,7 @@ class HttpRouting:
         )
         self.listeners = dict(listeners)
         self.master = master
+        self.pins = Pins()
         self._tasks: set[asyncio.Task] = set()
 
     def listener(self, client: connection.Client) -> Listener:
@@ -151,7 +154,11 @@ class HttpRouting:
         except Refused as refused:
             await self._refuse(flow, refused, session_id=UNAUTHENTICATED_SESSION)
 
+    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
+        self.pins.server_connect(data.client, data.server)
+
     async def client_disconnected(self, client: connection.Client) -> None:
+        self.pins.forget(client.id)
         session_id = self.listener(client).gate.forget(client.id)
         if session_id is not None:
             await self.runtime.sessions.close(session_id)
@@ -213,18 +220,9 @@ class HttpRouting:
             return
         observation = await engine.serve(pending)  # a backend that raises answers with an error observation
         if observation is None:
-            refusal = await self._address_refusal(request, pending.decision, listener)
-            if refusal is not None:
-                await self._refuse(flow, refusal, session_id=session.id, call=call)
-                return
-            try:
-                await engine.write_ahead(pending)  # a request with side effects is on record before it leaves
-            except RecordError as exc:
-                observation = Observation.error(str(exc))
-            else:
-                real = flow.metadata[_REAL] = _RealSide(pending, time.perf_counter(), note=body.note(), websocket=websocket)
-                real.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self._expire, flow)
-                return
+            observation = await self._go_real(flow, pending, listener, note=body.note(), websocket=websocket)
+            if observation is None:
+                return  # on its way upstream, or refused
         outcome = await engine.complete(pending, observation, note=body.note())
         flow.response = _make_response(*response_parts(observation, fallback_status=_fallback_status(outcome)), pending.decision.route, outcome)
 
@@ -242,15 +240,37 @@ class HttpRouting:
         if path != request.path:
             request.path = path
 
-    async def _address_refusal(self, request: http.Request, decision: Decision, listener: Listener) -> Refused | None:
-        """Judge the address a real request would reach (resolved, when a name)."""
+    async def _go_real(self, flow: http.HTTPFlow, pending: Pending, listener: Listener, *, note: str, websocket: bool) -> Observation | None:
+        """Send the request upstream, to the address checked for it (`pinning.py`).
+        None when it is on its way (or was refused); else the answer it gets instead."""
+        call = pending.call
         try:
-            reach, _ = await reach_of(request.host, request.port)
-        except OSError:
-            return None  # mitmproxy's own connection attempt reports the failure (502)
+            refusal = await self._address_refusal(flow, pending.decision, listener)
+        except OSError as exc:  # not left to mitmproxy: its own lookup would go unchecked
+            reason = f"simroute: upstream {call.server!r} failed on {call.tool} {call.arguments.get('url')}: {exc}"
+            return observation_of(error_structured(502, reason), Provenance.NONE)
+        if refusal is not None:
+            await self._refuse(flow, refusal, session_id=pending.session.id, call=call)
+            return None
+        try:
+            await self.runtime.engine.write_ahead(pending)  # a request with side effects is on record before it leaves
+        except RecordError as exc:
+            return Observation.error(str(exc))
+        real = flow.metadata[_REAL] = _RealSide(pending, time.perf_counter(), note=note, websocket=websocket)
+        real.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self._expire, flow)
+        return None
+
+    async def _address_refusal(self, flow: http.HTTPFlow, decision: Decision, listener: Listener) -> Refused | None:
+        """Judge the address a real request would reach (resolved, when a name), and
+        pin the request to it. Raises OSError when the name does not resolve."""
+        request = flow.request
+        reach, addresses = await reach_of(request.host, request.port)
         rule_allows = decision.policy.startswith("rules:") and decision.route is not Route.DENY
         reason = listener.addresses.refusal(reach, request.scheme, request.host, request.port, rule_allows=rule_allows)
-        return Refused(403, listener.addresses.policy, reason) if reason else None
+        if reason:
+            return Refused(403, listener.addresses.policy, reason)
+        self.pins.pin(request, flow.client_conn.id, addresses)
+        return None
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         real: _RealSide | None = flow.metadata.get(_REAL)

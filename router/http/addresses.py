@@ -71,8 +71,8 @@ def is_ip_literal(host: str) -> bool:
 
 
 async def reach_of(host: str, port: int) -> tuple[Reach, list[str]]:
-    """The reach of `host` (resolved when it is a name) and the addresses it resolved to.
-    Raises OSError when the name does not resolve in time."""
+    """The reach of `host` (resolved when it is a name) and the addresses it resolved to,
+    the preferred first. Raises OSError when the name does not resolve in time."""
     name = host.strip("[]").lower().rstrip(".")
     if name in METADATA_HOSTS:
         return Reach.METADATA, []
@@ -85,7 +85,7 @@ async def reach_of(host: str, port: int) -> tuple[Reach, list[str]]:
         infos = await asyncio.wait_for(loop.getaddrinfo(name, port, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT_S)
     except TimeoutError as exc:
         raise OSError(f"resolving {name} took longer than {RESOLVE_TIMEOUT_S:g}s") from exc
-    addresses = sorted({info[4][0] for info in infos})
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))  # the resolver's order: the first is the one to use
     return most_sensitive(addresses), addresses
 
 

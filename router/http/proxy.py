@@ -71,7 +71,7 @@ class HttpProxy:
         from mitmproxy import master, options
         from mitmproxy.addons import block, core, dns_resolver, next_layer, proxyserver, tlsconfig
 
-        from router.http import errors, limits
+        from router.http import errors, first_bytes, limits
         from router.http.addon import HttpRouting
         from router.http.ca import CAError, ensure_ca
         from router.http.tunnels import TunnelRouting
@@ -83,6 +83,7 @@ class HttpProxy:
             raise ProxyStartError(str(exc)) from exc
         errors.install()
         limits.install()
+        first_bytes.install(self.config.tunnel_first_bytes_s)
         opts = options.Options()
         self._master = m = master.Master(opts, with_termlog=False)
         self._routing = routing = HttpRouting(self.runtime, self.config, listeners=self.listeners, master=m)

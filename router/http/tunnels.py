@@ -6,7 +6,9 @@ After a CONNECT, mitmproxy relays bytes that are neither TLS nor HTTP as raw TCP
 upstream connection is opened lazily, after `tcp_start`: a refused tunnel is
 killed there (the server connection gets an error before it connects), so not one
 byte reaches the target. A tunnel a rule lets through (`tool: TCP`, route `real`)
-is recorded when it ends, with its byte counts.
+is recorded when it ends, with its byte counts. A client that sends nothing at all
+(the server speaks first: SMTP, SSH) gets the same layer once
+`http.tunnel_first_bytes_s` has passed (`first_bytes.py`).
 
 **WebSockets.** The upgrade is routed like any request (`addon.py`); on the real
 route, the messages are counted per direction and the first `http.max_body_bytes`
@@ -24,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from backends.http_messages import encode_body, observation_of
 
 from policies.tunnels import TCP_TOOL
-from router.http.addresses import reach_of
+from router.http.addresses import is_ip_literal, reach_of
+from router.http.first_bytes import SILENT_CLIENT
 from router.types import Call, Observation, Provenance, Route
 from shadow.store import RecordError
 
@@ -96,7 +99,7 @@ class TunnelRouting:
         pending = await self.runtime.engine.begin(call, session)
         decision = pending.decision
         if decision.route is Route.REAL:
-            reason = await self._address_refusal(host, port, decision.policy, listener)
+            reason = await self._address_refusal(flow, host, port, decision.policy, listener)
             if reason is None:
                 try:
                     await self.runtime.engine.write_ahead(pending)  # on record before a byte goes through
@@ -108,6 +111,8 @@ class TunnelRouting:
             policy = listener.addresses.policy
         elif decision.route is Route.DENY:
             policy, reason = decision.policy, f"simroute denied this call ({decision.policy}): {decision.reason}"
+            if SILENT_CLIENT in flow.metadata:
+                reason += f" (the client sent nothing within {flow.metadata[SILENT_CLIENT]:g}s of the CONNECT: a raw TCP tunnel)"
         else:
             policy = "http-tcp"
             reason = f"simroute: a raw TCP tunnel is let through (real) or refused; it has no {decision.route} form ({decision.reason})"
@@ -115,12 +120,17 @@ class TunnelRouting:
         flow.server_conn.error = reason
         await self.routing._record_refusal(call, session, policy=policy, reason=reason)
 
-    async def _address_refusal(self, host: str, port: int, policy: str, listener: Listener) -> str | None:
+    async def _address_refusal(self, flow: tcp.TCPFlow, host: str, port: int, policy: str, listener: Listener) -> str | None:
+        """Judge the address the tunnel would reach and, when allowed, connect to that
+        very address (a second lookup could answer another one: see pinning.py)."""
         try:
-            reach, _ = await reach_of(host, port)
-        except OSError:
-            return None
-        return listener.addresses.refusal(reach, "tcp", host, port, rule_allows=policy.startswith("rules:"))
+            reach, addresses = await reach_of(host, port)
+        except OSError as exc:
+            return f"simroute: {host} does not resolve: {exc}"
+        reason = listener.addresses.refusal(reach, "tcp", host, port, rule_allows=policy.startswith("rules:"))
+        if reason is None and addresses and not is_ip_literal(host):
+            flow.server_conn.address = (addresses[0], port)
+        return reason
 
     def tcp_message(self, flow: tcp.TCPFlow) -> None:
         tunnel: _Tunnel | None = flow.metadata.get(_TUNNEL)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
+import os
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -52,8 +55,8 @@ def proxy(tmp_path):
 class Listener:
     """A raw TCP listener that echoes, counting connections and bytes it received."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = socket.create_server((host, port))
         self.port = self.sock.getsockname()[1]
         self.connections = 0
         self.received = b""
@@ -128,18 +131,99 @@ def test_a_rule_lets_one_tunnel_through_recorded_with_byte_counts(proxy):
     target = Listener()
     try:
         rule = {"name": "db-tunnel", "match": {"channel": "http", "tool": "TCP", "server": f"127.0.0.1:{target.port}"}, "route": "real"}
-        p = proxy(rules=[rule])
+        p = proxy(rules=[rule], http={"tunnel_first_bytes_s": 0.3})
         sock, _ = connect_tunnel(p.port, f"127.0.0.1:{target.port}")
         sock.sendall(b"\x00PING\n")
         sock.settimeout(10)
         assert sock.recv(100) == b"\x00PING\n"
+        time.sleep(0.8)  # past the wait for first bytes: the tunnel, decided by them, carries on
+        sock.sendall(b"\x00PONG\n")
+        assert sock.recv(100) == b"\x00PONG\n"
         sock.close()
         deadline = time.monotonic() + 10
         while not p.records() and time.monotonic() < deadline:
             time.sleep(0.2)
         [row] = p.records()
         assert (row["tool"], row["route"], row["policy"], row["provenance"]) == ("TCP", "real", "rules:db-tunnel", "real")
-        assert row["observation"]["structured"]["bytes_from_client"] == 6 and row["observation"]["structured"]["bytes_from_server"] == 6
+        assert row["observation"]["structured"]["bytes_from_client"] == 12 and row["observation"]["structured"]["bytes_from_server"] == 12
+        assert "Traceback" not in p.log.read_text()  # the expired wait disturbed nothing
+    finally:
+        target.close()
+
+
+class Greeter:
+    """A server that speaks first (an SMTP-like banner), then answers each line; it
+    counts the connections it got and the bytes it received."""
+
+    BANNER = b"220 mail.test ESMTP ready\r\n"
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.received = b""
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                conn.sendall(self.BANNER)
+                while data := conn.recv(65536):
+                    self.received += data
+                    conn.sendall(b"221 bye\r\n")
+                    break
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_silent_client_tunnel_is_raw_tcp_refused_without_touching_the_target_and_recorded(proxy):
+    target = Greeter()
+    try:
+        p = proxy(mode="deny", http={"tunnel_first_bytes_s": 0.5})
+        sock, head = connect_tunnel(p.port, f"127.0.0.1:{target.port}")
+        assert head.startswith(b"HTTP/1.1 200")
+        sock.settimeout(10)
+        started = time.monotonic()
+        assert sock.recv(100) == b""  # closed by the proxy (not by mitmproxy's idle timeout): no banner
+        assert time.monotonic() - started < 5
+        sock.close()
+        time.sleep(0.5)
+        assert target.connections == 0
+        [row] = p.records()
+        assert (row["channel"], row["server"], row["tool"], row["route"], row["policy"]) == ("http", f"127.0.0.1:{target.port}", "TCP", "deny", "http-tcp")
+        assert "sent nothing within 0.5s" in row["observation"]["content"][0]["text"]
+    finally:
+        target.close()
+
+
+def test_a_rule_lets_a_server_speaks_first_tunnel_through_recorded_with_byte_counts(proxy):
+    target = Greeter()
+    try:
+        rule = {"name": "smtp", "match": {"channel": "http", "tool": "TCP", "server": f"127.0.0.1:{target.port}"}, "route": "real"}
+        p = proxy(rules=[rule], http={"tunnel_first_bytes_s": 0.5})
+        sock, _ = connect_tunnel(p.port, f"127.0.0.1:{target.port}")
+        sock.settimeout(10)
+        banner = b""
+        while not banner.endswith(b"\r\n"):
+            banner += sock.recv(100)
+        assert banner == Greeter.BANNER  # the client said nothing: the server spoke first, through the tunnel
+        sock.sendall(b"QUIT\r\n")
+        assert read_until_closed(sock) == b"221 bye\r\n"
+        sock.close()
+        deadline = time.monotonic() + 10
+        while not p.records() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [row] = p.records()
+        assert (row["tool"], row["route"], row["policy"], row["provenance"]) == ("TCP", "real", "rules:smtp", "real")
+        counts = row["observation"]["structured"]
+        assert (counts["bytes_from_client"], counts["bytes_from_server"]) == (6, len(Greeter.BANNER) + 9)
+        assert target.received == b"QUIT\r\n"
     finally:
         target.close()
 
@@ -185,6 +269,18 @@ def test_websocket_is_a_call_deny_403_real_recorded_at_close_sim_501(proxy, echo
     assert simulated.value.response.status_code == 501
     [row] = p.records()
     assert "WebSocket" in row["observation"]["structured"]["body"]
+
+
+def test_websocket_under_a_replay_route_gets_501_with_a_reason_recorded(proxy, echo_socket):
+    p = proxy(rules=[{"name": "replay-all", "match": {"channel": "http"}, "route": "replay"}])
+    with pytest.raises(websockets.exceptions.InvalidStatus) as replayed:
+        websockets.sync.client.connect(echo_socket, proxy=p.url, open_timeout=10)
+    answer = replayed.value.response
+    assert answer.status_code == 501 and answer.headers["x-simroute-route"] == "replay"
+    assert "cannot be replayed" in json.loads(answer.body)["error"]
+    [row] = p.records()
+    assert (row["route"], row["policy"]) == ("replay", "rules:replay-all")
+    assert "WebSocket cannot be replayed" in row["observation"]["structured"]["body"]
 
 
 def rss_kib(pid: int) -> int:
@@ -263,6 +359,51 @@ def test_cloud_metadata_and_link_local_addresses_are_refused_and_recorded(proxy)
     raw = _raw_request(p.port, "GET http://[fd00:ec2::254]/latest/ HTTP/1.1\r\nHost: [fd00:ec2::254]\r\nConnection: close\r\n\r\n")
     assert raw.startswith(b"HTTP/1.1 403") and b"metadata address" in raw
     assert [r["policy"] for r in p.records()] == ["http-address"] * 4
+
+
+def scripted_dns(answers: dict[str, list[str]]) -> dict:
+    """The environment of a proxy whose lookups of these names get these answers, in turn."""
+    folder = Path(__file__).resolve().parent.parent / "scripted_dns"
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "SIMROUTE_TEST_DNS": json.dumps(answers)}
+
+
+def test_a_name_is_checked_on_its_addresses_and_connected_to_the_address_checked(proxy, upstream, tmp_path):
+    port = int(upstream.rsplit(":", 1)[1])
+    names: list[str] = []
+    with serve_upstream(tls_dir=tmp_path, server_names=names) as tls_upstream:
+        tls_port = int(tls_upstream.rsplit(":", 1)[1])
+        # DNS rebinding: the first answer (the one checked) is the upstream; every later
+        # one is an address the check never saw, where a trap listens on the same port.
+        echo = Listener()
+        traps = [Listener("127.0.0.2", port), Listener("127.0.0.2", tls_port), Listener("127.0.0.2", echo.port)]
+        try:
+            rebinding = ["127.0.0.1", "127.0.0.2"]
+            tunnel = {"match": {"channel": "http", "tool": "TCP", "server": f"tcp-rebind.test:{echo.port}"}, "route": "real"}
+            p = proxy(env=scripted_dns({
+                "inner.test": ["169.254.7.7"], "rebind.test": rebinding, "tls-rebind.test": rebinding, "tcp-rebind.test": rebinding,
+            }), rules=[tunnel])
+            with httpx.Client(proxy=p.url, verify=ssl.create_default_context(cafile=p.ca_cert), timeout=20) as client:
+                refused = client.get(f"http://inner.test:{port}/echo")
+                assert refused.status_code == 403 and "link-local" in refused.json()["error"]
+                plain = client.get(f"http://rebind.test:{port}/echo")
+                assert plain.status_code == 200, plain.text
+                assert plain.json()["headers"]["host"] == f"rebind.test:{port}"  # the name still, only the address pinned
+                secure = client.get(f"https://tls-rebind.test:{tls_port}/json")
+                assert secure.status_code == 200 and secure.json()["ok"] is True, secure.text
+            sock, _ = connect_tunnel(p.port, f"tcp-rebind.test:{echo.port}")
+            sock.sendall(b"\x00raw\n")
+            sock.settimeout(10)
+            assert sock.recv(100) == b"\x00raw\n" and echo.connections == 1
+            sock.close()
+        finally:
+            for listener in (echo, *traps):
+                listener.close()
+    assert [trap.connections for trap in traps] == [0, 0, 0]
+    assert names == ["tls-rebind.test"]  # TLS asked for the name, not the pinned address
+    rows = p.records()
+    assert [(r["server"], r["policy"], r["route"]) for r in rows[:1]] == [(f"inner.test:{port}", "http-address", "deny")]
+    assert [r["observation"]["structured"]["status"] for r in rows[1:3]] == [200, 200]
 
 
 def test_with_a_token_the_proxy_needs_session_and_token_and_namespaces_sessions(proxy, upstream, tmp_path):

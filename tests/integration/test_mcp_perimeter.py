@@ -35,6 +35,23 @@ def test_dns_rebinding_host_and_foreign_origins_are_refused(make_config, simrout
     assert own.status_code == 200
 
 
+def test_configured_hosts_and_origins_are_let_through_and_others_still_refused(make_config, simroute_http):
+    service = {"allowed_hosts": ["mcp.internal:*"], "allowed_origins": ["https://agent.example"]}
+    server = simroute_http(make_config(mcpServers={"time": time_server()}, service=service))
+    port = server.url.split(":")[2].split("/")[0]
+
+    def initialize(**headers: str) -> int:
+        return httpx.post(server.url, json=INITIALIZE, headers={**MCP_HEADERS, **headers}, timeout=20).status_code
+
+    assert initialize(Host=f"mcp.internal:{port}") == 200  # a name beyond loopback, configured
+    assert initialize(Host=f"mcp.internal:{port}", Origin="https://agent.example") == 200
+    assert initialize(Origin="https://agent.example") == 200
+    assert initialize(Host=f"evil.example:{port}") == 421  # the others still get the rebinding answers
+    assert initialize(Host=f"mcp.internal.evil.example:{port}") == 421
+    assert initialize(Origin="https://evil.example") == 403
+    assert initialize(Origin="http://agent.example") == 403  # another scheme is another origin
+
+
 async def test_tokens_are_required_and_checked(make_config, simroute_http):
     config = make_config(mcpServers={"time": time_server()}, service={"tokens": {"alice": ALICE}})
     server = simroute_http(config)

@@ -151,9 +151,9 @@ def make_certificate(directory: Path) -> tuple[Path, Path]:
 
 
 @contextmanager
-def serve_upstream(*, tls_dir: Path | None = None) -> Iterator[str]:
+def serve_upstream(*, tls_dir: Path | None = None, server_names: list[str] | None = None) -> Iterator[str]:
     """Serve on a free loopback port; yields the base URL. With `tls_dir`, HTTPS with a
-    certificate made there."""
+    certificate made there; `server_names` then gets the name (SNI) each client asked for."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     scheme = "http"
@@ -161,6 +161,8 @@ def serve_upstream(*, tls_dir: Path | None = None) -> Iterator[str]:
         cert, key = make_certificate(tls_dir)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
+        if server_names is not None:
+            context.sni_callback = lambda _socket, name, _context: server_names.append(name)
         server.socket = context.wrap_socket(server.socket, server_side=True)
         scheme = "https"
     thread = threading.Thread(target=server.serve_forever, name="http-upstream", daemon=True)

@@ -30,3 +30,11 @@ def test_http_canonical_form_uses_the_ignored_fields():
     form = parse_config("http: {ignore_query: [ts], ignore_body_fields: [id]}").http_canonical()
     canonical = form({"url": "http://h/p?ts=1&a=2", "query": {"ts": "1", "a": "2"}, "body": {"id": 1, "x": 2}})
     assert canonical == {"url": "http://h/p?a=2", "query": {"a": "2"}, "body": {"x": 2}}
+
+
+def test_the_wait_for_a_tunnels_first_bytes_is_positive_and_bounded():
+    assert parse_config("http: {}").http.tunnel_first_bytes_s == 2.5
+    assert parse_config("http: {tunnel_first_bytes_s: 0.5}").http.tunnel_first_bytes_s == 0.5
+    for bad in ("0", "-1", "301", "soon"):
+        with pytest.raises(ConfigError, match=r"http.tunnel_first_bytes_s"):
+            parse_config(f"http: {{tunnel_first_bytes_s: {bad}}}")
