@@ -24,6 +24,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
+from browser_kit import isolation, make_config  # noqa: F401 (every test here runs in both isolation modes)
 from http_kit import http_config, start_proxy
 from kit import free_port, meta_of, records_of, simroute_executable, stdio_client
 from servers.web_pages import WebPages
@@ -35,22 +36,6 @@ pytestmark = pytest.mark.integration
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*"]
 CONFIG_DEFAULTS = {"browser": {"allowed_origins": LOOPBACK_ORIGINS}}
 
-
-
-@pytest.fixture(params=["host", "container"])
-def isolation(request):
-    return request.param
-
-
-@pytest.fixture
-def make_config(make_config, isolation):
-    """The module's configs, with the browser isolation under test."""
-
-    def make(**sections):
-        browser = sections.get("browser", CONFIG_DEFAULTS["browser"])
-        return make_config(**{**sections, "browser": {"isolation": isolation, **browser}})
-
-    return make
 
 
 TOOLS = {"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press_key", "browser_navigate_back", "browser_close"}

@@ -11,6 +11,7 @@ import urllib.parse
 
 import pytest
 
+from browser_kit import isolation, make_config  # noqa: F401 (every test here runs in both isolation modes)
 from kit import meta_of, records_of, stdio_client
 from servers.web_pages import WebPages
 

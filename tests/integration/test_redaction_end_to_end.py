@@ -10,6 +10,7 @@ from fastmcp import Client
 from http_kit import http_config, start_proxy
 from servers.http_upstream import serve_upstream
 
+from browser_kit import isolation, make_config  # noqa: F401 (the browser tests here run in both isolation modes)
 from kit import records_of, toolbox_server
 
 pytestmark = pytest.mark.integration
