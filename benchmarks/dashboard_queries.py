@@ -84,14 +84,17 @@ def charts_drawn_ms(config: Path) -> float:
         stop(process)
 
 
-def table(name: str, times: dict[str, list[float]]) -> None:
-    base = statistics.median(times["baseline: overview in Python"]) if times["baseline: overview in Python"] else None
+def table(name: str, times: dict[str, list[float]], base: float | None = None) -> float | None:
+    """Prints the medians against the Python baseline (this store's, or `base`); returns the baseline."""
+    if times["baseline: overview in Python"]:
+        base = statistics.median(times["baseline: overview in Python"])
     print(f"\n{name}")
     print(f"{'query':32} {'median ms':>10} {'vs baseline':>12}")
     for query, values in times.items():
         if values:
             median = statistics.median(values)
             print(f"{query:32} {median:10.1f} {(f'{median / base:.3f}x' if base else '-'):>12}")
+    return base
 
 
 async def main() -> None:
@@ -106,7 +109,7 @@ async def main() -> None:
         started = time.perf_counter()
         await fill(store, options.records, now=NOW, batch=20_000)
         print(f"SQLite: {options.records} records written in {time.perf_counter() - started:.0f} s")
-        table(f"SQLite, {options.records} records", await measure(store, options.rounds, baseline=True))
+        python_baseline = table(f"SQLite, {options.records} records", await measure(store, options.rounds, baseline=True))
         await store.aclose()
         config = folder / "simroute.yaml"
         config.write_text(f'{{"store": {{"path": "{folder / "records.db"}"}}}}')
@@ -122,7 +125,10 @@ async def main() -> None:
                 started = time.perf_counter()
                 await fill(redis, options.records, now=NOW, batch=5_000)
                 print(f"\nRedis: {options.records} records written in {time.perf_counter() - started:.0f} s")
-                table(f"Redis, {options.records} records", await measure(redis, options.rounds, baseline=True))
+                # The Python baseline reads every record of the range: over Redis at this size it
+                # outlasts the client's socket timeout; the SQLite run's (faster) baseline stands in.
+                table(f"Redis, {options.records} records (vs the SQLite Python baseline)",
+                      await measure(redis, options.rounds, baseline=False), base=python_baseline)
                 await redis.aclose()
                 config.write_text(f'{{"store": {{"url": "{server.url}"}}}}')
                 print(f"Redis: overview charts drawn in Chromium after {await asyncio.to_thread(charts_drawn_ms, config):.0f} ms (target <= 2000)")

@@ -133,7 +133,12 @@ async def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="simroute-bench-"))
     store = workdir / "records.db"
     config = workdir / "simroute.yaml"
-    base = {"mode": "real", "mcpServers": {"time": {"command": UPSTREAM[0], "args": UPSTREAM[1:]}}, "store": {"path": str(store)}}
+    # The same work as the baseline proxies: one upstream. simroute's own shell and browser
+    # channels are off, so their warm pool and Chromium do not start during the rounds.
+    base = {
+        "mode": "real", "mcpServers": {"time": {"command": UPSTREAM[0], "args": UPSTREAM[1:]}}, "store": {"path": str(store)},
+        "shell": {"enabled": False}, "browser": {"enabled": False},
+    }
     config.write_text(json.dumps(base))
     auth_config = None
     if options.auth:

@@ -20,6 +20,7 @@ from policies.safety.verdict import SafetyClass, SafetyVerdict
 from router.types import Call, Session
 
 ToolLookup = Callable[[str, str], Mapping[str, Any] | None]
+_MAX_CACHED_TOOLS = 4096  # a bound, whatever tool names calls carry
 
 
 def no_tools(server: str, tool: str) -> None:
@@ -49,6 +50,9 @@ class SafetySettings:
 class SafetyClassifier:
     settings: SafetySettings = field(default_factory=SafetySettings)
     tools_meta: ToolLookup = no_tools
+    # An MCP tool's verdict depends only on its definition: kept per (server, tool) while
+    # the catalog hands out the same definition object (a new listing makes new ones).
+    _mcp_verdicts: dict[tuple[str, str], tuple[Any, SafetyVerdict]] = field(default_factory=dict, repr=False)
 
     def classify(self, call: Call, session: Session | None = None) -> SafetyVerdict:
         """The call's class and why. May raise on a classifier bug: the caller records
@@ -67,7 +71,15 @@ class SafetyClassifier:
         if call.channel == "browser":
             return classify_browser(call.tool, call.arguments, session, sensitive_domains=settings.sensitive_domains)
         definition = self.tools_meta(call.server, call.tool)
-        return classify_mcp(call.server, call.tool, definition, trusted=call.server in settings.trusted_servers, override=override)
+        key = (call.server, call.tool)
+        cached = self._mcp_verdicts.get(key)
+        if cached is not None and cached[0] is definition:
+            return cached[1]
+        verdict = classify_mcp(call.server, call.tool, definition, trusted=call.server in settings.trusted_servers, override=override)
+        if len(self._mcp_verdicts) >= _MAX_CACHED_TOOLS:
+            self._mcp_verdicts.clear()
+        self._mcp_verdicts[key] = (definition, verdict)
+        return verdict
 
 
 def classify(call: Call, *, tools_meta: ToolLookup = no_tools, settings: SafetySettings | None = None, session: Session | None = None) -> SafetyVerdict:

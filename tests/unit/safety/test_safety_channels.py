@@ -142,3 +142,13 @@ def test_browser_elements_are_named_from_the_page_the_agent_saw():
     assert sensitive.classify(typing, session).cls is SafetyClass.DESTRUCTIVE
     assert sensitive.classify(click("e1"), session).cls is SafetyClass.SAFE
     assert sensitive.classify(Call("browser", "browser", "browser_navigate", {"url": "https://bank.example.com/"}, "s"), session).cls is SafetyClass.SAFE
+
+
+def test_an_mcp_verdict_is_kept_until_the_tools_definition_changes():
+    definitions = {"annotations": {"readOnlyHint": True}}
+    classifier = SafetyClassifier(SafetySettings(trusted_servers=("notes",)), lambda server, tool: definitions)
+    call = Call("mcp", "notes", "tidy", {}, "s")
+    first = classifier.classify(call)
+    assert first.cls is SafetyClass.SAFE and classifier.classify(call) is first  # the same definition: the same verdict
+    definitions = {"annotations": {"readOnlyHint": False, "destructiveHint": True}}  # a new listing
+    assert classifier.classify(call).cls is SafetyClass.DESTRUCTIVE
