@@ -13,7 +13,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -132,24 +132,28 @@ class Engine:
         except RecordError as exc:  # the write-ahead record could not be written: fail closed
             observation = Observation.error(str(exc))
         outcome = await self.complete(pending, observation, note=note)
-        if self.noise_probe_rate > 0 and pending.needs_real:
-            self._maybe_probe(pending, outcome.record, real)
+        self.probe(pending, outcome.record, lambda: real(pending.call))
         return outcome
 
-    def _maybe_probe(self, pending: Pending, record: Record, real: CallNext) -> None:
+    def probe(self, pending: Pending, record: Record, again: Callable[[], Awaitable[Observation]]) -> bool:
         """A `noise_probe_rate` sample of real calls known read-only is made again off
-        the agent's path, and the two answers teach the noise table."""
-        if self.noise_learner is None or not pending.known_read_only() or self.rng.random() >= self.noise_probe_rate:
-            return
-        call, redactor = pending.call, self.redactor
-        deadline = pending.decision.deadline_s or self.deadline_for(call)
+        the agent's path (`again`: the front door's way to send it), and the two answers
+        teach the noise table. Every channel's probes are decided here. `again` runs
+        under the call's deadline, and its answer is redacted like the record's."""
+        if (
+            self.noise_learner is None or self.noise_probe_rate <= 0 or not pending.needs_real
+            or not pending.known_read_only() or self.rng.random() >= self.noise_probe_rate
+        ):
+            return False
+        redactor, session_id = self.redactor, pending.call.session_id
+        deadline = pending.decision.deadline_s or self.deadline_for(pending.call)
 
-        async def again() -> Observation:
+        async def answer() -> Observation:
             with anyio.fail_after(deadline):
-                answer = await real(call)
-            return redactor.observation(answer) if redactor is not None else answer  # compared like the record
+                observation = await again()
+            return redactor.observation(observation, session_id=session_id) if redactor is not None else observation
 
-        self.noise_learner.probe(record, again, sent_in=pending.quiet_epoch)
+        return self.noise_learner.probe(record, answer, sent_in=pending.quiet_epoch)
 
     # The steps of `handle`, for front doors whose real side does not fit one awaited
     # call (the HTTP proxy forwards the request itself and sees the answer in a later hook).

@@ -1,10 +1,14 @@
 """The HTTP channel's test kit: `simroute http-proxy` launched as a user launches
-it, its records, and the config of a proxy in front of test upstreams."""
+it, its records, the config of a proxy in front of test upstreams, scripted DNS
+answers for it, and raw TCP listeners that count who reached them."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,3 +59,35 @@ def start_proxy(config: Path, *, env: dict | None = None) -> ProxyProcess:
     wait_for_port(port, process, describe=log.read_text)
     return ProxyProcess(process, port, config, log)
 
+
+def scripted_dns(answers: dict[str, list[str]]) -> dict:
+    """The environment of a proxy whose lookups of these names get these answers, in turn."""
+    folder = Path(__file__).resolve().parent / "scripted_dns"
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "SIMROUTE_TEST_DNS": json.dumps(answers)}
+
+
+class Listener:
+    """A raw TCP listener that echoes, counting connections and bytes it received."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = socket.create_server((host, port))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.received = b""
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                while data := conn.recv(65536):
+                    self.received += data
+                    conn.sendall(data)
+
+    def close(self) -> None:
+        self.sock.close()

@@ -16,6 +16,8 @@ normalised (`normalize.py`: the rules, the keys and the upstream see the same
 request), and, on its way to the real side, its resolved address checked
 (`addresses.py`) and connected to (`pinning.py`). A WebSocket upgrade is a call like any request (its messages
 and raw TCP tunnels: `tunnels.py`). Every refusal is a recorded call (`_record_refusal`).
+A recorded real answer may be followed by a noise probe (`probes.py`): the same
+request sent again off the agent's path, whose flow the hooks leave alone.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,7 @@ from router.http import errors, limits
 from router.http.access import Refused
 from router.http.addresses import reach_of
 from router.http.pinning import Pins
+from router.http.probes import PROBE, is_probe, restore_request, sender
 from router.http.tunnels import open_websocket
 from router.http.normalize import NormalizationError, host_header_contradicts, normalize_host, normalize_path
 from shadow.http_canonical import authority
@@ -166,6 +169,9 @@ class HttpRouting:
     # --- hooks -----------------------------------------------------------------------------
 
     async def request(self, flow: http.HTTPFlow) -> None:
+        if is_probe(flow):  # routed and recorded as the agent's call already
+            restore_request(flow)
+            return
         if flow.response is not None:
             return
         try:
@@ -273,6 +279,10 @@ class HttpRouting:
         return None
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if is_probe(flow) and flow.response is not None:
+            if _streams(flow.response, self.config.max_body_bytes):  # kept as the real route keeps it
+                flow.metadata[PROBE].capture = flow.response.stream = BodyCapture(self.config.max_body_bytes)
+            return
         real: _RealSide | None = flow.metadata.get(_REAL)
         if real is None or flow.response is None:
             return
@@ -305,6 +315,17 @@ class HttpRouting:
             structured = response_record(101, response.reason, _fields(response.headers), encode_body(b"", limit=limit), decoded=False)
             open_websocket(flow, real.pending, real.started, real.note, structured)
             return
+        observation, decoded = self._observation(response, capture, real.started)
+        note = "; ".join(n for n in (real.note, "streamed" if capture is not None else "", decoded.note()) if n)
+        engine = self.runtime.engine
+        outcome = await engine.complete(real.pending, observation, note=note)
+        if real.capture is None:  # not sent yet: the agent sees the record's id too
+            response.headers[RECORD_HEADER] = outcome.record.id
+        engine.probe(real.pending, outcome.record, self._probe(flow))
+
+    def _observation(self, response: http.Response, capture: BodyCapture | None, started: float) -> tuple[Observation, Decoded]:
+        """A real answer as the record holds it (the agent's and a noise probe's alike)."""
+        limit = self.config.max_body_bytes
         encoding = response.headers.get("content-encoding")
         if capture is not None:
             decoded = self._decode(capture.data, encoding) if capture.size <= limit else Decoded(capture.data, False)
@@ -313,16 +334,26 @@ class HttpRouting:
             decoded = self._decode(response.raw_content or b"", encoding)
             body = encode_body(decoded.data, limit=limit)
         structured = response_record(response.status_code, response.reason, _fields(response.headers), body, decoded=decoded.decoded)
-        observation = observation_of(structured, Provenance.REAL, latency_s=time.perf_counter() - real.started)
-        note = "; ".join(n for n in (real.note, "streamed" if capture is not None else "", decoded.note()) if n)
-        outcome = await self.runtime.engine.complete(real.pending, observation, note=note)
-        if real.capture is None:  # not sent yet: the agent sees the record's id too
-            response.headers[RECORD_HEADER] = outcome.record.id
+        return observation_of(structured, Provenance.REAL, latency_s=time.perf_counter() - started), decoded
+
+    def _probe(self, flow: http.HTTPFlow) -> Callable[[], Awaitable[Observation]]:
+        """How a noise probe of `flow` gets its answer, should the engine make one."""
+        send = sender(flow, self.pins, self.master.options if self.master is not None else None)
+
+        async def again() -> Observation:
+            started = time.perf_counter()
+            probe = await send()
+            assert probe.response is not None
+            return self._observation(probe.response, probe.metadata[PROBE].capture, started)[0]
+
+        return again
 
     def _decode(self, data: bytes, encoding: str | None) -> Decoded:
         return decode_bounded(data, encoding, max_bytes=self.config.max_decoded_bytes)
 
     async def error(self, flow: http.HTTPFlow) -> None:
+        if is_probe(flow):  # its sender sees the error
+            return
         real: _RealSide | None = flow.metadata.pop(_REAL, None)
         if real is None:
             if flow.error is not None and flow.error.msg == limits.REQUEST_TOO_LARGE:

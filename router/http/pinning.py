@@ -46,5 +46,16 @@ class Pins:
         if name is not None:
             server.sni = client.sni or name
 
+    def names(self, client_id: str) -> dict[tuple[str, int], str]:
+        """The names checked for a client connection's pinned addresses (for a request
+        sent again on another connection: `lend`)."""
+        return self._names.get(client_id, {})
+
+    def lend(self, client_id: str, names: dict[tuple[str, int], str]) -> None:
+        """Connection `client_id` (a noise probe's own) reaches pinned addresses under
+        these names; `forget` it when it is done."""
+        if names:
+            self._names[client_id] = names
+
     def forget(self, client_id: str) -> None:
         self._names.pop(client_id, None)

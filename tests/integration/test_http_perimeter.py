@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import socket
 import ssl
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 import websockets.sync.client
 import websockets.sync.server
 
-from http_kit import http_config, start_proxy
+from http_kit import Listener, http_config, scripted_dns, start_proxy
 from kit import simroute_executable
 from servers.http_upstream import serve_upstream
 
@@ -50,32 +49,6 @@ def proxy(tmp_path):
     for process in started:
         if process.process.poll() is None:
             assert process.stop() == 0, process.log.read_text()
-
-
-class Listener:
-    """A raw TCP listener that echoes, counting connections and bytes it received."""
-
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.sock = socket.create_server((host, port))
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self.received = b""
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            with conn:
-                while data := conn.recv(65536):
-                    self.received += data
-                    conn.sendall(data)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def connect_tunnel(proxy_port: int, target: str, *, auth: str | None = None) -> tuple[socket.socket, bytes]:
@@ -359,13 +332,6 @@ def test_cloud_metadata_and_link_local_addresses_are_refused_and_recorded(proxy)
     raw = _raw_request(p.port, "GET http://[fd00:ec2::254]/latest/ HTTP/1.1\r\nHost: [fd00:ec2::254]\r\nConnection: close\r\n\r\n")
     assert raw.startswith(b"HTTP/1.1 403") and b"metadata address" in raw
     assert [r["policy"] for r in p.records()] == ["http-address"] * 4
-
-
-def scripted_dns(answers: dict[str, list[str]]) -> dict:
-    """The environment of a proxy whose lookups of these names get these answers, in turn."""
-    folder = Path(__file__).resolve().parent.parent / "scripted_dns"
-    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, "SIMROUTE_TEST_DNS": json.dumps(answers)}
 
 
 def test_a_name_is_checked_on_its_addresses_and_connected_to_the_address_checked(proxy, upstream, tmp_path):

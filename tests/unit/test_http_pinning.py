@@ -60,3 +60,20 @@ async def test_addresses_come_in_the_resolvers_order_and_the_most_sensitive_deci
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     reach, addresses = await reach_of("mixed.test", 80)
     assert (reach, addresses) == (Reach.METADATA, ["93.184.216.34", "169.254.169.254"])
+
+
+def test_a_probes_connection_borrows_the_names_and_gives_them_back():
+    """A noise probe runs on a connection of its own, maybe after the agent's closed."""
+    pins = Pins()
+    pins.pin(request("https://rebind.test/x", "rebind.test"), "client-1", ["10.0.0.5"])
+    names = pins.names("client-1")
+    pins.forget("client-1")  # the agent hung up before the probe
+    probe = connection.Client(peername=("127.0.0.1", 5000), sockname=("127.0.0.1", 8080), id="probe-1")
+    pins.lend("probe-1", names)
+    upstream = server("10.0.0.5", 443, tls=True)
+    pins.server_connect(probe, upstream)
+    assert upstream.sni == "rebind.test"
+    pins.forget("probe-1")
+    after = server("10.0.0.5", 443, tls=True)
+    pins.server_connect(probe, after)
+    assert after.sni == "10.0.0.5"
