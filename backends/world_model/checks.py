@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -22,6 +23,8 @@ _SCAFFOLDING = re.compile(
     r"### Turn \d|\*\*Action:\*\*|\*\*Environment Observation:\*\*|</?predicted_observation>|\"inputSchema\"\s*:|"
     r"\(A real [a-zA-Z ]+ in another session"
 )
+# What a small model writes when it describes the answer instead of giving it.
+_COMMENTARY = re.compile(r"\s*(?:The|This|Here is the|Here's the) (?:real |actual |tool's |server's )?(?:server|tool|observ\w*|result|output|response)\b", re.IGNORECASE)
 _REF = re.compile(r"\[ref=e\d+\]")
 
 
@@ -37,14 +40,18 @@ def check(channel: str, observation: Observation, *, schema: dict[str, Any] | No
     return f"no checker for the {channel!r} channel"
 
 
-def check_mcp(observation: Observation, *, schema: dict[str, Any] | None = None) -> str | None:
+def check_mcp(observation: Observation, *, schema: dict[str, Any] | None = None, recorded: Sequence[str] = ()) -> str | None:
     """A tool result: text content without prompt scaffolding; with an output
-    schema and no error, structured content matching it."""
+    schema and no error, structured content matching it. With the tool's `recorded`
+    real answers, a text that talks about the server or its answer ("The server
+    returns …") where none of them does is commentary, not an answer."""
     text = observation.text
     if not text.strip():
         return "empty result"
     if _SCAFFOLDING.search(text):
         return f"prompt scaffolding in the result: {_SCAFFOLDING.search(text).group(0)!r}"
+    if recorded and _COMMENTARY.match(text) and not any(_COMMENTARY.match(answer) for answer in recorded):
+        return f"commentary instead of the tool's answer: {text[:60]!r}"
     if observation.is_error or schema is None:
         return None
     if observation.structured is None:

@@ -102,13 +102,16 @@ def mcp_grammar(
     forbid_json: bool = False,
     allow_fence: bool = False,
     outcome_error: bool | None = None,
+    error_word: bool = True,
 ) -> str:
     """An MCP tool result: with an output `schema`, JSON matching it; else text,
     bounded, not starting the way prompt scaffolding does (a fence, a heading,
     bold markup; a tool definition's `{` unless the tool answers JSON). Either
     way an error result may be predicted instead: `Error: <message>`. With
     `outcome_error` (what every recorded answer to this call agrees on), only that
-    outcome: the status class is part of the recordings' shape."""
+    outcome: the status class is part of the recordings' shape. Without
+    `error_word`, a text result does not start with "Error" either (no recorded
+    success does; a small model primed by an earlier error writes one as text)."""
     root = {None: "root ::= result | error", False: "root ::= result", True: "root ::= error"}[outcome_error]
     rules = [root, 'error ::= "Error: " [^\\n] [^\\n]{0,300}']
     if schema is not None:
@@ -120,7 +123,8 @@ def mcp_grammar(
     else:
         first = "[^" + ("" if allow_fence else "`") + "#*" + ("{[" if forbid_json else "") + "\\n E]"
         # "E" starts only "Error: …" (the error form) or a word other than "Error:".
-        rules.append(f'result ::= ({first} | "E" [^r\\n] | "Er" [^r] | "Err" [^o] | "Erro" [^r] | "Error" [^:]) [^\\x00]*')  # max_tokens bounds it
+        error_text = ' | "Error" [^:]' if error_word else ""
+        rules.append(f'result ::= ({first} | "E" [^r\\n] | "Er" [^r] | "Err" [^o] | "Erro" [^r]{error_text}) [^\\x00]*')  # max_tokens bounds it
     return "\n".join(rules) + "\n"
 
 

@@ -35,6 +35,7 @@ from router.types import Call, Session
 
 Row = Mapping[str, Any]
 CountTokens = Callable[[str], int]
+_OTHER_OCCURRENCE = 3.0  # the score of the same call recorded at another point of a session
 _COMPARED_CHARS = 200  # argument strings are compared on their first characters: bounded work
 
 
@@ -146,12 +147,17 @@ def ground(
                 in_state_errors.add(error)
                 scored.append((4.5, order, row))
             else:
-                scored.append((3.0, order, row))
+                scored.append((_OTHER_OCCURRENCE, order, row))
         elif not error:  # another call's error says little about this one
             scored.append((1.0 + similarity(call.arguments, row.get("arguments") or {}), order, row))
     for order, row in enumerate(reversed(own_rows)):  # the latest own observation is the best
         scored.append((4.0, -1 - order, row))
 
+    if in_state_answers:
+        # Recorded answers to this call at this point of a session say what the state
+        # gives; the same call's answers at other points show other states, and a small
+        # model copies the first example it sees, not the most relevant one.
+        scored = [item for item in scored if item[0] != _OTHER_OCCURRENCE]
     # Best first (score, then newest = lowest order), identical answers once.
     scored.sort(key=lambda item: (-item[0], item[1]))
     chosen: list[Row] = []

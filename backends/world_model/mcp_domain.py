@@ -114,6 +114,7 @@ class McpDomain:
             forbid_json=schema is None and not any(text.lstrip().startswith(("{", "[")) for text in answers),
             allow_fence=any(text.lstrip().startswith("```") for text in answers),
             outcome_error=grounding.outcome_error,
+            error_word=not answers or any(text.startswith("Error") for text in answers),
         )
         stop = list(STOP_SEQUENCES)
         if schema is None and not json_text and answers and not any("\n\n" in text for text in answers):
@@ -124,7 +125,7 @@ class McpDomain:
             json_schema=schema,
             stop=stop,
             temperature=0.0 if grounding.unanimous else None,
-            check=lambda observation: check_mcp(observation, schema=schema),
+            check=lambda observation: check_mcp(observation, schema=schema, recorded=answers),
         )
 
     def observation(self, call: Call, prediction: str) -> Observation:

@@ -47,6 +47,7 @@ def test_invalid_gbnf_is_a_clear_error(vocab):
         grammars.mcp_grammar(schema=None, max_tokens=64),
         grammars.mcp_grammar(schema=None, max_tokens=64, forbid_json=True, allow_fence=True),
         grammars.mcp_grammar(schema=None, max_tokens=64, json_text=True),
+        grammars.mcp_grammar(schema=None, max_tokens=64, outcome_error=False, error_word=False),
         grammars.mcp_grammar(schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, max_tokens=64),
     ],
 )
@@ -99,6 +100,9 @@ def test_a_stateful_call_is_grounded_in_the_answer_from_the_same_point_of_a_sess
     ]
     first = ground(rows, call, call_key="L", k=2)
     assert observation_text(first.rows[-1]) == "No notes." and first.unanimous
+    # The same call at other points of a session shows other states: left out, as a
+    # small model copies the first example it sees.
+    assert [observation_text(r) for r in first.rows] == ["No notes."]
     own = [row({}, "No notes.", session="s", call_key="L")]
     second = ground(rows, call, call_key="L", own=own, k=2)
     assert [observation_text(r) for r in second.rows] == ["No notes.", "1. groceries\n2. ideas"]
@@ -143,3 +147,18 @@ def test_a_schema_stored_with_sorted_keys_is_generated_in_the_recorded_field_ord
     assert list(grammars.ordered_like(schema, [])["properties"]) == ["timezone", "datetime", "is_dst", "source"]  # required order first
     root = next(line for line in grammars._schema_rules(ordered).splitlines() if line.startswith("json-root ::="))
     assert root.index("timezone-kv") < root.index("datetime-kv")  # the grammar writes them in that order
+
+
+def test_a_success_whose_recordings_never_start_with_error_cannot_either():
+    """A small model primed by an earlier error answer writes "Error in …" as a
+    success's text; when no recorded success of the tool starts with "Error", the
+    grammar leaves that out (the error form stays for a call that may fail)."""
+    from backends.world_model.mcp_domain import McpDomain
+
+    domain = McpDomain(tools_for=lambda server: [], output_schema_for=lambda server, tool: None, records_for=lambda call: rows)
+    call = Call("mcp", "notes", "read", {"id": 1}, "s")
+    rows = [row({"id": 1}, "Deleted note 1")]
+    strict = domain.constraint(call, Session("s"), ground(rows, call), max_tokens=64).grammar
+    rows = [row({"id": 1}, "Deleted note 1"), row({"id": 2}, "Error log: 3 lines")]
+    loose = domain.constraint(call, Session("s"), ground(rows, call), max_tokens=64).grammar
+    assert '"Error" [^:]' not in strict and '"Error" [^:]' in loose

@@ -190,3 +190,14 @@ async def test_loading_the_model_is_not_charged_to_the_calls_deadline():
 
     observation = await simulator(SlowToLoad("<predicted_observation>ready</predicted_observation>")).simulate(CALL, Session("s"), deadline_s=0.2)
     assert not observation.is_error and observation.text == "ready"
+
+
+def test_commentary_about_the_server_is_not_a_tool_answer():
+    """"The server returns …" where the tool's recorded answers never talk that way is
+    a description, not the answer: the checker says so (the simulator asks once more)."""
+    from backends.world_model.checks import check_mcp
+
+    said = Observation([{"type": "text", "text": "The server returns a list of notes with the specified title."}], Provenance.SIM)
+    assert "commentary" in check_mcp(said, recorded=["No notes.", "1. groceries"])
+    assert check_mcp(said, recorded=["The server is up."]) is None  # this tool talks that way
+    assert check_mcp(said) is None  # nothing recorded to judge by
