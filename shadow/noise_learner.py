@@ -218,8 +218,9 @@ class NoiseLearner:
 
     async def _written_elsewhere(self, pair: _Pair) -> bool:
         """Whether the store knows of a call that may have written to the pair's server
-        between its answers (another router's; this one's were seen by the epoch). A
-        store that cannot tell settles nothing: the pair is not learned."""
+        between its answers (it finds this router's too, which the epoch has already
+        ruled out: the point is the others'). A store that cannot tell settles nothing:
+        the pair is not learned."""
         call = pair.call
         try:
             return await self.store.writes_between(call.channel, call.server, since=pair.since, until=pair.until)

@@ -6,10 +6,10 @@ with a retention cap (`<prefix>:log`, XADD MAXLEN ~), a session's records by
 step, replay sources by key (most recent session first), occurrences per
 (key, session), named recordings, capped per-tool and per-call-key example
 sets, the pending and started sets, per server the calls that may have written
-to it (by the end of their span: shadow/server_writes.py), and aggregates counted
-at write time for the dashboard. Every command has a deadline (socket timeouts) and no retries:
-when Redis is unreachable, `StoreError` sends records to the spool, which
-flushes them in order when it returns.
+to it (by the end of their span: shadow/server_writes.py), and aggregates
+counted at write time for the dashboard. Every command has a deadline (socket
+timeouts) and no retries: when Redis is unreachable, `StoreError` sends records
+to the spool, which flushes them in order when it returns.
 """
 
 from __future__ import annotations
@@ -64,7 +64,9 @@ if prov == 'real' then
     redis.call('ZREMRANGEBYRANK', k, 0, -(cap + 1))
   end
 end
-if ARGV[22] ~= '' then redis.call('ZADD', p .. ':writes:' .. ARGV[21], ARGV[22], id) end
+-- A call that may have written to its server, by the end of its span (shadow/server_writes.py).
+local server, writes_until = ARGV[21], ARGV[22]
+if writes_until ~= '' then redis.call('ZADD', p .. ':writes:' .. server, writes_until, id) end
 if status == 'pending' then redis.call('ZADD', p .. ':pending', ts, id) else redis.call('ZREM', p .. ':pending', id) end
 if status == 'started' then redis.call('ZADD', p .. ':started', ts, id) else redis.call('ZREM', p .. ':started', id) end
 if (not prev or prev == 'started') and status ~= 'started' then
