@@ -324,6 +324,7 @@ class Engine:
             call_key=pending.keys.exact, id=pending.record_id, ts=pending.ts, note=note, status=status,
             occurrence=pending.occurrence, replay_key=pending.keys.replay, key_scheme=self.replay.scheme,
             recording=self.replay_modes.recording, owner=self.owner,
+            reads_only=pending.reads_only(), ended=None if status == "started" else time.time(),
         )
 
     def _shadows(self, decision: Decision, observation: Observation) -> bool:

@@ -78,6 +78,11 @@ class NoiseStore(Protocol):
 
     async def noise_stats(self, tool_key: str) -> NoiseStats: ...
 
+    async def writes_between(self, channel: str, server: str, *, since: float, until: float) -> bool:
+        """Whether any router's call that may have written to the server spans a moment from
+        `since` to `until` (see `RecordStore.writes_between`)."""
+        ...
+
     async def add_noise_observation(self, tool_key: str, disagreeing: Iterable[str], *, name: str = "") -> None:
         """Count one more real-vs-real pair of `tool_key` ("server.tool" `name`), disagreeing at `disagreeing`."""
         ...
@@ -86,6 +91,11 @@ class NoiseStore(Protocol):
 class MemoryNoiseStore:
     def __init__(self) -> None:
         self.stats: dict[str, NoiseStats] = defaultdict(NoiseStats)
+        # (channel, server, start, end) of the calls that may have written: what other routers' records would say.
+        self.writes: list[tuple[str, str, float, float]] = []
+
+    async def writes_between(self, channel: str, server: str, *, since: float, until: float) -> bool:
+        return any((c, s) == (channel, server) and start <= until and end >= since for c, s, start, end in self.writes)
 
     async def noise_stats(self, tool_key: str) -> NoiseStats:
         return self.stats[tool_key]

@@ -16,8 +16,14 @@ changed what the call reads between the two answers:
   server has an epoch, advanced when such a call is sent and when it ends; a
   pair counts when the first call was sent at a quiet moment (nothing writing)
   and the epoch is still the same when the second answers. This is a few
-  integer operations per call, and sound for everything this process routes
-  (writes made by other routers or outside simroute are not seen);
+  integer operations per call, and sound for everything this process routes;
+- no other router sharing the store (Redis, or one SQLite file) made such a call
+  from the first call's start to the second's answer: before a queued pair is
+  compared, the worker asks the store (`writes_between`: the records of calls
+  that may write, indexed by server). The epoch stays the first filter, on the
+  call path and free; the store is asked off it, once per pair learned. Writes
+  made outside simroute, or whose records were spooled rather than stored, are
+  not seen;
 - values counting up between the answers are state, not noise (`is_counter_step`).
 
 The previous answers are kept in memory (a bounded LRU by call key), so learning
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -40,8 +47,21 @@ from router.types import Call, Observation, Provenance
 from shadow.canonical import tool_key
 from shadow.noise import NoiseStore, pair_disagreements
 from shadow.records import Record
+from shadow.store import StoreError
 
 log = logging.getLogger("simroute.noise")
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """Two real answers to one read-only call, and the time they span: from the first
+    call's start to the second's answer."""
+
+    call: Call
+    first: Observation
+    second: Observation
+    since: float
+    until: float
 
 
 @dataclass(slots=True)
@@ -76,9 +96,9 @@ class NoiseLearner:
         self.probes_skipped = 0  # probes not made: `max_probes` already running
         self.probes_failed = 0  # probes that raised, timed out or did not answer from the real side
         self._servers: dict[tuple[str, str], _ServerActivity] = {}
-        # call key -> (the last real answer, the epoch its call was sent in)
-        self._previous: OrderedDict[str, tuple[Observation, int]] = OrderedDict()
-        self._queue: asyncio.Queue[tuple[Call, Observation, Observation]] = asyncio.Queue(maxsize=queue_size)
+        # call key -> (the last real answer, the epoch its call was sent in, when its call started)
+        self._previous: OrderedDict[str, tuple[Observation, int, float]] = OrderedDict()
+        self._queue: asyncio.Queue[_Pair] = asyncio.Queue(maxsize=queue_size)
         self._worker: asyncio.Task[None] | None = None
         self._probes: set[asyncio.Task[None]] = set()
 
@@ -117,16 +137,17 @@ class NoiseLearner:
         if sent_in is None:  # an answer that may reflect a write in progress is no baseline either
             self.unsettled += previous is not None
             return
-        self._previous[record.call_key] = (record.served, sent_in)
+        self._previous[record.call_key] = (record.served, sent_in, record.ts)
         if len(self._previous) > self.keys:
             self._previous.popitem(last=False)
         if previous is None:
             return
-        if previous[1] != self.quiet_epoch(call.channel, call.server):
+        first, first_epoch, first_ts = previous
+        if first_epoch != self.quiet_epoch(call.channel, call.server):
             self.unsettled += 1
             return
         if self._worth_learning(call):
-            self._queue_pair(call, previous[0], record.served)
+            self._queue_pair(_Pair(call, first, record.served, first_ts, record.ended or time.time()))
 
     def probe(self, record: Record, again: Callable[[], Awaitable[Observation]], *, sent_in: int | None) -> bool:
         """Make the read-only call of `record` again off the agent's path (after
@@ -162,11 +183,11 @@ class NoiseLearner:
             self.unsettled += 1
             return
         self.probed += 1
-        self._queue_pair(call, record.served, answer)
+        self._queue_pair(_Pair(call, record.served, answer, record.ts, time.time()))
 
-    def _queue_pair(self, call: Call, first: Observation, second: Observation) -> None:
+    def _queue_pair(self, pair: _Pair) -> None:
         try:
-            self._queue.put_nowait((call, first, second))
+            self._queue.put_nowait(pair)
         except asyncio.QueueFull:
             self.dropped += 1
             return
@@ -180,16 +201,32 @@ class NoiseLearner:
 
     async def _learn_forever(self) -> None:
         while True:
-            call, first, second = await self._queue.get()
+            pair = await self._queue.get()
+            call = pair.call
             try:
+                if await self._written_elsewhere(pair):
+                    self.unsettled += 1
+                    continue
                 # The comparison runs in a worker thread: a large pair never stalls the loop.
-                disagreeing = await asyncio.to_thread(pair_disagreements, first, second, channel=call.channel)
+                disagreeing = await asyncio.to_thread(pair_disagreements, pair.first, pair.second, channel=call.channel)
                 await self.store.add_noise_observation(tool_key(call.channel, call.server, call.tool), disagreeing, name=f"{call.server}.{call.tool}")
                 self.learned += 1
             except Exception:  # one pair that cannot be learned never stops learning
                 log.exception("noise pair of %s.%s not learned", call.server, call.tool)
             finally:
                 self._queue.task_done()
+
+    async def _written_elsewhere(self, pair: _Pair) -> bool:
+        """Whether the store knows of a call that may have written to the pair's server
+        between its answers (it finds this router's too, which the epoch has already
+        ruled out: the point is the others'). A store that cannot tell settles nothing:
+        the pair is not learned."""
+        call = pair.call
+        try:
+            return await self.store.writes_between(call.channel, call.server, since=pair.since, until=pair.until)
+        except StoreError as exc:
+            log.warning("noise pair of %s.%s not learned: writes to the server cannot be looked up: %s", call.server, call.tool, exc)
+            return True
 
     async def wait(self, timeout_s: float) -> None:
         """Give running probes and queued pairs `timeout_s` to be learned."""

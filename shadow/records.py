@@ -44,6 +44,12 @@ class Record:
     key_scheme: str = ""  # the replay-key configuration `replay_key` was made under
     recording: str | None = None  # the named recording the session was recorded into
     owner: str = ""  # the router process that wrote it (host:pid:start-time)
+    # Whether the call reads only (`Pending.reads_only`: the front door or the safety
+    # gate says so); None in records written before it was kept.
+    reads_only: bool | None = None
+    # When the call ended (its final record was made); None while it is `started`.
+    # With `ts` and `reads_only`, other routers see when it may have written (shadow/server_writes.py).
+    ended: float | None = None
 
     def redacted(self, redactor: Redactor) -> Record:
         """A copy whose call and observations have their secrets replaced by markers (for storage)."""
@@ -84,6 +90,8 @@ class Record:
             "key_scheme": self.key_scheme,
             "recording": self.recording,
             "owner": self.owner,
+            "reads_only": self.reads_only,
+            "ended": self.ended,
         }
 
     def to_line(self) -> str:
@@ -112,4 +120,6 @@ class Record:
             key_scheme=row.get("key_scheme") or "",
             recording=row.get("recording"),
             owner=row.get("owner") or "",
+            reads_only=row.get("reads_only"),
+            ended=row.get("ended"),
         )

@@ -5,16 +5,18 @@ written by one Lua script per record (one round trip, atomic): an event stream
 with a retention cap (`<prefix>:log`, XADD MAXLEN ~), a session's records by
 step, replay sources by key (most recent session first), occurrences per
 (key, session), named recordings, capped per-tool and per-call-key example
-sets, the pending and started sets, and aggregates counted at write time for
-the dashboard. Every command has a deadline (socket timeouts) and no retries:
-when Redis is unreachable, `StoreError` sends records to the spool, which
-flushes them in order when it returns.
+sets, the pending and started sets, per server the calls that may have written
+to it (by the end of their span: shadow/server_writes.py), and aggregates
+counted at write time for the dashboard. Every command has a deadline (socket
+timeouts) and no retries: when Redis is unreachable, `StoreError` sends records
+to the spool, which flushes them in order when it returns.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,6 +27,7 @@ from shadow import record_json
 from shadow.group_commit import GroupCommit
 from shadow.noise import NoiseStats
 from shadow.records import Record
+from shadow.server_writes import write_span
 from shadow import redis_dashboard as dashboard
 from shadow.redis_dashboard import SEP
 from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreError
@@ -61,6 +64,9 @@ if prov == 'real' then
     redis.call('ZREMRANGEBYRANK', k, 0, -(cap + 1))
   end
 end
+-- A call that may have written to its server, by the end of its span (shadow/server_writes.py).
+local server, writes_until = ARGV[21], ARGV[22]
+if writes_until ~= '' then redis.call('ZADD', p .. ':writes:' .. server, writes_until, id) end
 if status == 'pending' then redis.call('ZADD', p .. ':pending', ts, id) else redis.call('ZREM', p .. ':pending', id) end
 if status == 'started' then redis.call('ZADD', p .. ':started', ts, id) else redis.call('ZREM', p .. ':started', id) end
 if (not prev or prev == 'started') and status ~= 'started' then
@@ -109,6 +115,7 @@ redis.call('ZREM', p .. ':session:' .. session, id)
 redis.call('HDEL', p .. ':occ:' .. rkey .. ':' .. session, occ)
 redis.call('ZREM', p .. ':ex:call:' .. rkey, id)
 redis.call('ZREM', p .. ':ex:tool:' .. tkey, id)
+redis.call('ZREM', p .. ':writes:' .. ARGV[14], id)
 local sep = string.char(31)
 local dim = sep .. route .. sep .. channel .. sep .. prov
 local minute, hour = math.floor(ts / 60) * 60, math.floor(ts / 3600) * 3600
@@ -138,6 +145,20 @@ if redis.call('EXISTS', hkey) == 0 then redis.call('ZREM', p .. ':dash:hours', h
 return 1
 """
 
+# Whether a call that may have written to a server spans a moment from `since` to
+# `until`: its end (the score) is at or after `since`, and its start (its score in
+# the time index) at or before `until`. The range holds the writes since `since`
+# only, as the learner asks soon after the answers it compares.
+_WRITES_BETWEEN = """
+local p, writes, since, upto = ARGV[1], KEYS[1], ARGV[2], tonumber(ARGV[3])
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', writes, since, '+inf')) do
+  local start = redis.call('ZSCORE', p .. ':all', id)
+  if start and tonumber(start) <= upto then return 1 end
+end
+return 0
+"""
+
+
 def parse_redis_url(url: str) -> tuple[str, int, int]:
     """(host, port, db) of `redis://host:port/db`; raises ValueError naming the problem."""
     parts = urlsplit(url)
@@ -159,6 +180,7 @@ class RedisStore:
         self._client: Any = None
         self._upsert: Any = None
         self._prune: Any = None
+        self._writes_between: Any = None
         self._snapshots: dict[str, list[dict[str, Any]]] = {}
         self._group = GroupCommit(self._upsert_many)
 
@@ -186,6 +208,7 @@ class RedisStore:
         )
         self._upsert = self._client.register_script(_UPSERT)
         self._prune = self._client.register_script(_PRUNE)
+        self._writes_between = self._client.register_script(_WRITES_BETWEEN)
         try:
             self._snapshots = {server: json.loads(tools) for server, tools in (await self._client.hgetall(self._key("snapshots"))).items()}
         except Exception as exc:
@@ -241,6 +264,7 @@ class RedisStore:
             row["channel"], row["route"], self.max_log, EXAMPLES_PER_KEY,
             SEP.join((row["channel"], row["server"], row["tool"])),
             "" if row.get("divergence") is None else repr(float(row["divergence"])), row.get("divergence_kind") or "none",
+            SEP.join((row["channel"], row["server"])), _score(write_span(row)),
         ]
 
     def _prune_args(self, row: dict[str, Any]) -> list[Any]:
@@ -249,6 +273,7 @@ class RedisStore:
             tool_key(row["channel"], row["server"], row["tool"]), row["channel"], row["route"], row["provenance"],
             SEP.join((row["channel"], row["server"], row["tool"])),
             "" if row.get("divergence") is None else repr(float(row["divergence"])), row.get("divergence_kind") or "none",
+            SEP.join((row["channel"], row["server"])),
         ]
 
     async def writable(self) -> bool:
@@ -336,6 +361,15 @@ class RedisStore:
         counts = await self._run("reading noise", lambda r: r.hgetall(self._key("noise", tool_key)))
         pairs = int(counts.pop("\x00pairs", 0))
         return NoiseStats(pairs=pairs, disagreements={path: int(n) for path, n in counts.items()})
+
+    async def writes_between(self, channel: str, server: str, *, since: float, until: float) -> bool:
+        """Whether any record of a call that may have written to (channel, server) spans
+        a moment from `since` to `until` (by any replica sharing this Redis)."""
+        writes = self._key("writes", SEP.join((channel, server)))
+        found = await self._run(
+            "looking for writes", lambda r: self._writes_between(keys=[writes], args=[self.prefix, repr(since), repr(until)], client=r)
+        )
+        return bool(found)
 
     async def noise_table(self) -> list[tuple[str, str, NoiseStats]]:
         tools = await self._run("listing noise", lambda r: r.hgetall(self._key("noise-tools")))
@@ -511,6 +545,13 @@ class RedisStore:
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
+
+
+def _score(span: tuple[float, float] | None) -> str:
+    """The write index's score of a record: the end of its span ("" : not a write)."""
+    if span is None:
+        return ""
+    return "+inf" if span[1] == math.inf else repr(span[1])
 
 
 def _matches(row: dict[str, Any], filters: dict[str, Any]) -> bool:

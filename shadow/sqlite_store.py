@@ -32,8 +32,9 @@ from shadow import record_json
 from shadow.group_commit import GroupCommit
 from shadow.sqlite_inline import InlineWriter
 from shadow.noise import NoiseStats
+from shadow.server_writes import write_span
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 log = logging.getLogger("simroute.records")
 
@@ -156,9 +157,21 @@ DROP INDEX IF EXISTS records_by_replay;
 CREATE INDEX records_by_replay ON records (session, replay_key, occurrence);
 """
 
+# Version 5: when each call that may have written to its server could have done so
+# (shadow/server_writes.py): `writes_until` is the end of its span (NULL: the call
+# reads only, or never reached the real side). The noise learner asks whether any
+# router wrote to a server between two answers; the partial index holds only the
+# writes, and its range on `writes_until` starts at the first answer, so the query
+# reads the writes since then, never the server's whole history. Records written
+# before version 5 are not indexed: no pair the learner holds is that old.
+_V5_COLUMNS = (("writes_until", "REAL"),)
+_V5_INDEXES = """
+CREATE INDEX IF NOT EXISTS records_writes ON records (channel, server, writes_until) WHERE writes_until IS NOT NULL;
+"""
+
 _COLUMNS = (
     "id", "ts", "session", "step", "channel", "server", "tool", "call_key", "tool_key", "route", "provenance", "status",
-    "divergence", "body", "replay_key", "key_scheme", "occurrence", "recording", "owner", "divergence_kind",
+    "divergence", "body", "replay_key", "key_scheme", "occurrence", "recording", "owner", "divergence_kind", "writes_until",
 )
 # An upsert rather than INSERT OR REPLACE: a record written twice (started, then
 # complete; pending, then its shadow result) is updated in place instead of deleted
@@ -175,8 +188,13 @@ def _row_values(row: dict[str, Any]) -> tuple[Any, ...]:
         tool_key(row["channel"], row["server"], row["tool"]), row["route"], row["provenance"], row["status"],
         row.get("divergence"), record_json.dumps(row),
         row.get("replay_key") or row["call_key"], row.get("key_scheme") or "", int(row.get("occurrence") or 0),
-        row.get("recording"), row.get("owner") or "", row.get("divergence_kind"),
+        row.get("recording"), row.get("owner") or "", row.get("divergence_kind"), _writes_until(row),
     )
+
+
+def _writes_until(row: dict[str, Any]) -> float | None:
+    span = write_span(row)
+    return span[1] if span is not None else None
 
 
 class _Connection:
@@ -432,6 +450,17 @@ class SQLiteStore:
 
         return await self._read(work)
 
+    async def writes_between(self, channel: str, server: str, *, since: float, until: float) -> bool:
+        """Whether any record of a call that may have written to (channel, server) spans
+        a moment from `since` to `until` (by any process writing this file)."""
+        row = await self._read(
+            lambda db: db.execute(
+                "SELECT 1 FROM records WHERE channel = ? AND server = ? AND writes_until >= ? AND ts <= ? LIMIT 1",
+                (channel, server, since, until),
+            ).fetchone()
+        )
+        return row is not None
+
     async def noise_table(self) -> list[tuple[str, str, NoiseStats]]:
         """Every tool's noise counts: (tool key, "server.tool", stats)."""
 
@@ -647,7 +676,13 @@ def _migrate(db: sqlite3.Connection) -> None:
             for statement in _V3_INDEXES.split(";"):
                 if statement.strip():
                     db.execute(statement)
-        for statement in _statements(_V4_SCHEMA):
+        if version < 4:  # recounting and reindexing every record: only once
+            for statement in _statements(_V4_SCHEMA):
+                db.execute(statement)
+        for name, declaration in _V5_COLUMNS:
+            if name not in existing:
+                db.execute(f"ALTER TABLE records ADD COLUMN {name} {declaration}")
+        for statement in _statements(_V5_INDEXES):
             db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:

@@ -128,6 +128,12 @@ class RecordStore(DashboardQueries, Protocol):
         """Records from `since` (a timestamp, inclusive), oldest first, at most `limit`
         (the learned router reads new records off the decision path with this)."""
 
+    async def writes_between(self, channel: str, server: str, *, since: float, until: float) -> bool:
+        """Whether a record of a call that may have written to (channel, server) — one that
+        may have reached the real side and is not known to read only — spans a moment
+        from `since` to `until`, whichever process made it (shadow/server_writes.py).
+        The noise learner asks before it learns from two answers of that server."""
+
     async def recordings(self) -> list[RecordingInfo]: ...
 
     async def aggregates(self) -> dict[str, Any]:

@@ -136,3 +136,51 @@ async def check_replay_mapping(engine: Engine) -> FakeReal:
     assert [o.provenance for o in seen3] == [Provenance.REPLAY] * 4
     assert counter.calls == 4
     return counter
+
+
+async def check_writes_between(store) -> None:
+    """Shared by the SQLite and Redis tests: `writes_between` finds the calls that may
+    have written to a server whose span meets the window, whoever recorded them; reads,
+    simulated calls, other servers and channels do not count; a call still `started`
+    spans everything after its start; pruned records are forgotten."""
+    from dataclasses import replace
+
+    from router.types import Decision
+    from shadow.records import Record
+
+    def record(tool, ts, *, server="notes", channel="mcp", route=Route.REAL, provenance=Provenance.REAL, reads_only=False,
+               ended=None, status="complete", safety=None) -> Record:
+        call = Call(channel, server, tool, {}, "other-replica")
+        served = Observation([{"type": "text", "text": "ok"}], provenance)
+        return Record(call, Decision(route, "mode", "test", safety=safety), served, step=0, call_key=f"k-{tool}", ts=ts,
+                      status=status, reads_only=reads_only, ended=ts + 1 if ended is None and status != "started" else ended)
+
+    create = record("create_note", 100.0)  # wrote somewhere in [100, 101]
+    started = record("delete_note", 200.0, server="other", provenance=Provenance.NONE, status="started")
+    rows = [
+        create, started,
+        record("list_notes", 102.0, reads_only=True),
+        record("create_note", 110.0, route=Route.SIM, provenance=Provenance.SIM),  # never reached the server
+        record("create_note", 120.0, channel="http"),  # another channel's server of that name
+    ]
+    legacy = [r.to_json() for r in (record("put", 300.0, server="legacy"), record("get", 310.0, server="legacy", safety="safe"))]
+    for row in legacy:  # written before records said whether they read only and when they ended
+        del row["reads_only"], row["ended"]
+    await store.upsert([r.to_json() for r in rows] + legacy)
+
+    async def wrote(server, since, until, channel="mcp") -> bool:
+        return await store.writes_between(channel, server, since=since, until=until)
+
+    assert await wrote("notes", 99.0, 100.5) and await wrote("notes", 100.2, 100.8) and await wrote("notes", 100.9, 130.0)
+    assert not await wrote("notes", 95.0, 99.9)  # before it started
+    assert not await wrote("notes", 101.5, 130.0)  # after it ended: a read, a simulated write, another channel's
+    assert await wrote("notes", 119.5, 120.5, channel="http")
+    assert await wrote("other", 1000.0, 1001.0)  # still started: it may write at any moment
+    assert not await wrote("other", 150.0, 199.0)
+    await store.upsert([replace(started, status="complete", ended=201.0).to_json()])
+    assert not await wrote("other", 1000.0, 1001.0) and await wrote("other", 200.5, 300.0)
+    assert await wrote("legacy", 299.0, 300.5) and not await wrote("legacy", 300.5, 400.0)  # not `safe`: a write, at its start
+    assert not await wrote("notes", 0.0, 0.5) and not await wrote("nowhere", 0.0, 1e12)
+
+    assert await store.prune(before_ts=150.0) == 4
+    assert not await wrote("notes", 99.0, 130.0) and not await wrote("notes", 119.5, 120.5, channel="http")

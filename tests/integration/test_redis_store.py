@@ -177,6 +177,20 @@ async def test_noise_table_on_redis(tmp_path, redis_server):
     await store.aclose()
 
 
+async def test_writes_between_on_redis(redis_server):
+    from engine_kit import check_writes_between
+
+    store = await redis_store(redis_server).open()
+    try:
+        await check_writes_between(store)
+        # The write index is pruned with its records: only the writes still held are left.
+        keys = [key async for key in store._client.scan_iter(f"{store.prefix}:writes:*")]
+        sizes = {key.split(":", 2)[2]: await store._client.zcard(key) for key in keys}
+        assert sizes == {"mcp\x1fother": 1, "mcp\x1flegacy": 1}
+    finally:
+        await store.aclose()
+
+
 async def test_two_router_processes_share_an_agent_sessions_occurrences(make_config, simroute_http, redis_server, tmp_path):
     """Two `simroute mcp --http` processes on one Redis: an agent session that moves
     between them keeps its replay occurrences (tickets 1, 2, 3 in order)."""

@@ -122,6 +122,36 @@ def next_ticket() -> str:
     return f"ticket {number}"
 
 
+def _balance_file() -> str:
+    path = os.environ.get("TOOLBOX_BALANCE")
+    if not path:
+        raise ValueError("TOOLBOX_BALANCE is not set")
+    return path
+
+
+def _balance() -> int:
+    try:
+        return int(open(_balance_file()).read() or 0)
+    except FileNotFoundError:
+        return 0
+
+
+@mcp.tool(output_schema=None)
+def add_funds(amount: int) -> str:
+    """Add to the account's balance: state kept in the TOOLBOX_BALANCE file, so that
+    every toolbox process (one per router replica) shares the account."""
+    balance = _balance() + amount
+    with open(_balance_file(), "w") as out:
+        out.write(str(balance))
+    return f"added {amount}"
+
+
+@mcp.tool(output_schema=None, annotations=ToolAnnotations(readOnlyHint=True))
+def get_balance() -> str:
+    """The account's balance (reads only)."""
+    return f"balance {_balance()}"
+
+
 @mcp.tool
 def get_motto() -> str:
     """The house motto (the same answer every time)."""

@@ -1,6 +1,7 @@
 """The noise model: paths that real-vs-real pairs disagree at are learned as noise."""
 
 import json
+import math
 
 import pytest
 
@@ -112,4 +113,52 @@ async def test_probe_pairs_the_first_answer_with_a_second_call():
     assert not learner.probe(first, again, sent_in=None)  # sent while something was writing: not probed
     await learner.wait(5)
     assert store.stats[tool_key("mcp", "quotes", "get_quote")].disagreements == {"$.result.price": 1} and learner.probed == 1
+    await learner.aclose()
+
+
+async def test_learner_asks_the_store_for_other_routers_writes_between_the_answers():
+    """Another router's write to the server, between the first call's start and the second
+    answer, is seen only in the store: the pair is not learned (unsettled)."""
+    store = MemoryNoiseStore()
+    learner = NoiseLearner(store, probe_delay_s=0)
+    key = tool_key("mcp", "quotes", "get_quote")
+
+    def read(n, price, ts):
+        answered = record(n, {"price": price})
+        answered.ts, answered.ended = ts, ts + 0.5
+        learner.offer(answered, read_only=True, sent_in=learner.quiet_epoch("mcp", "quotes"))
+
+    store.writes += [("mcp", "quotes", 10.0, 11.0), ("mcp", "other", 20.0, 21.0), ("http", "quotes", 20.0, 21.0)]
+    read(1, 1.0, 9.0)
+    read(2, 2.0, 10.5)  # 9.0 .. 11.0: the write to quotes came between
+    read(3, 3.0, 20.0)  # 10.5 .. 20.5: it ended at 11.0, after the first call started
+    read(4, 4.0, 30.0)  # 20.0 .. 30.5: writes to another server, another channel's: a pair
+    await learner.wait(5)
+    assert (store.stats[key].pairs, learner.unsettled, learner.learned) == (1, 2, 1)
+
+    probed = record(5, {"price": 5.0})
+    probed.ts = 40.0
+    store.writes.append(("mcp", "quotes", 41.0, math.inf))  # started after the probed call, still in flight
+
+    async def again():
+        return answer({"price": 6.0})
+
+    assert learner.probe(probed, again, sent_in=learner.quiet_epoch("mcp", "quotes"))
+    await learner.wait(5)
+    assert (store.stats[key].pairs, learner.unsettled, learner.probed) == (1, 3, 1)
+    await learner.aclose()
+
+
+async def test_a_store_that_cannot_tell_settles_no_pair():
+    from shadow.store import StoreError
+
+    class Unreachable(MemoryNoiseStore):
+        async def writes_between(self, channel, server, *, since, until):
+            raise StoreError("Redis is gone")
+
+    learner = NoiseLearner(store := Unreachable())
+    for n in (1, 2):
+        learner.offer(record(n, {"price": n}), read_only=True, sent_in=learner.quiet_epoch("mcp", "quotes"))
+    await learner.wait(5)
+    assert (learner.unsettled, learner.learned, dict(store.stats)) == (1, 0, {})
     await learner.aclose()
