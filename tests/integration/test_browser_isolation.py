@@ -104,7 +104,7 @@ async def test_the_container_is_hardened_and_its_only_way_out_is_simroutes_proxy
         # The test's pages are allowed; the host's other loopback services are not.
         runtime = await Runtime(runtime_config(tmp_path, allowed_origins=[f"http://127.0.0.1:{site_port}"])).start()
         try:
-            assert await runtime.browser.prepare() == "container"  # resolved at start, in the background
+            assert await runtime.browser.prepare() == "container" and containers_of(this_process_owner()) == []  # started on first use
             page = await runtime.browser.act("agent", "navigate", url=site.url("/about"))
             assert page.title == "About", page.text()
             name = runtime.browser.container_name
