@@ -152,10 +152,14 @@ def test_explain_reports_bad_calls_and_bad_configs(tmp_path: Path):
 
 def test_explain_starts_nothing(tmp_path: Path):
     """Upstreams are not started to explain a call: one that cannot run does not stop
-    explain, and one that would leave a file behind when started leaves none."""
+    explain, and one that would leave a file behind when started leaves none. Nor are
+    the sandbox, the browser or the model: their image and file do not exist here."""
     started = tmp_path / "started"
     config = f"""
 mode: rehearsal
+world_model: {{model_path: /nonexistent/model.gguf}}
+shell: {{image: "simroute-missing:sandbox"}}
+browser: {{isolation: container, image: "simroute-missing:browser"}}
 mcpServers:
   broken: {{command: /nonexistent/binary}}
   marker: {{command: /bin/sh, args: ["-c", "touch {started}; sleep 30"]}}
@@ -164,8 +168,10 @@ mcpServers:
         {"server": "broken", "name": "delete_everything"},
         {"server": "marker", "name": "get_status"},
         {"channel": "shell", "name": "shell_exec", "arguments": {"command": "rm -rf /srv"}},
+        {"channel": "browser", "name": "browser_navigate", "arguments": {"url": "https://example.com/"}},
     ]
-    broken, marker, shell = explain(tmp_path, config, calls)
+    broken, marker, shell, browser = explain(tmp_path, config, calls)
+    assert browser["route"] == "real" and "error" not in browser  # decided without a browser
     assert (broken["route"], broken["policy"], broken["safety_class"]) == ("sim", "rehearsal", "destructive")
     assert (marker["route"], marker["safety_class"]) == ("real", "safe")
     assert (shell["route"], shell["policy"]) == ("sim", "rehearsal")
