@@ -219,6 +219,23 @@ async function record(main) {
   if (evidence.note) main.append(el("p", { class: "note" }, evidence.note));
 }
 
+// A route's figures from the model card: the threshold for the target fidelity and what it
+// buys (share routed, fidelity kept, real calls and cost saved), the cross-validated scores,
+// and the calibration bins (mean predicted P(ok) against the share found acceptable).
+function routeFigures(route, report) {
+  if (!report.trained) return el("p", { class: "note", "data-route": route }, `No classifier: ${report.why || ""}; ${report.uses || ""}.`);
+  const chosen = report.chosen || {};
+  const figures = [["threshold", "Threshold", report.threshold, 4], ["share", "Share routed", chosen.share, 4], ["fidelity", "Fidelity kept", chosen.fidelity, 4],
+    ["real_calls_saved", "Real calls saved", chosen.real_calls_saved, 0], ["cost_saved", "Cost saved", chosen.cost_saved, 4],
+    ["cv_roc_auc", "ROC-AUC (cross-validated)", report.cv_roc_auc, 4], ["cv_brier", "Brier (cross-validated)", report.cv_brier, 4]];
+  return el("div", { class: "route-figures" },
+    el("table", { class: "figures", "data-route": route }, el("tbody", {}, ...figures.map(([key, title, value, digits]) =>
+      el("tr", { "data-figure": key }, el("th", {}, title), el("td", {}, fmt(value, digits)))))),
+    el("table", { class: "calibration", "data-route": route },
+      el("thead", {}, el("tr", {}, el("th", {}, "Predicted P(ok)"), el("th", {}, "Share acceptable"), el("th", {}, "Labels"))),
+      el("tbody", {}, ...(report.calibration || []).map((b) => el("tr", {}, el("td", {}, fmt(b.predicted)), el("td", {}, fmt(b.acceptable)), el("td", {}, String(b.count)))))));
+}
+
 async function router(main) {
   const { card } = await api("router");
   if (!card) { main.append(el("p", { id: "router-unavailable" }, "Router view: not available yet (no learned model: run `simroute train`).")); return; }
@@ -226,7 +243,7 @@ async function router(main) {
   const grid = el("div", { class: "charts" });
   main.append(grid);
   for (const [route, report] of Object.entries(card.routes || {})) {
-    main.append(el("h3", {}, route), el("pre", { class: "tree" }, JSON.stringify(report, null, 2)));
+    main.append(el("h3", {}, route), routeFigures(route, report), el("pre", { class: "tree" }, JSON.stringify(report, null, 2)));
     const curve = report.curve || [];
     if (curve.length) chart(grid, { type: "line", data: { labels: curve.map((p) => fmt(p.threshold ?? p[0], 2)), datasets: [
       { label: "share routed", data: curve.map((p) => p.share ?? p[1]), borderColor: "#2b7bb9" },

@@ -248,3 +248,119 @@ def test_a_new_record_appears_without_reloading(dashboard: Launched, page):
     dashboard.write([record.to_json(), generated_record(random.Random(2), time.time(), 999_998).to_json()])
     page.wait_for_selector(f"#records tbody tr.new[data-id='{record.id}']", timeout=10_000)
     shot(page, dashboard, "live")
+
+
+def test_the_page_and_its_charts_load_from_the_dashboards_own_origin_only(dashboard: Launched, page):
+    """Offline: every request the page makes goes to the dashboard itself (anything
+    else is recorded and refused), and Chart.js comes from its static route."""
+    from urllib.parse import urlsplit
+
+    from router.dashboard.routes import CHART_JS
+
+    own = urlsplit(dashboard.url)
+    context = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})  # an empty cache: every file is fetched
+    try:
+        requested, answered = [], {}
+        context.route("**/*", lambda route: route.continue_() if urlsplit(route.request.url)[:2] == own[:2] else route.abort())
+        fresh = context.new_page()
+        fresh.on("request", lambda request: requested.append(request.url))
+        fresh.on("response", lambda response: answered.setdefault(urlsplit(response.url).path, response))
+        fresh.goto(f"{dashboard.url}/dashboard?view=overview&token={TOKEN}")
+        ready(fresh)
+        canvases = fresh.query_selector_all("#main canvas")
+        assert len(canvases) == 4 and all(painted_pixels(fresh, canvas) > 500 for canvas in canvases)
+        shot(fresh, dashboard, "offline-overview")
+        foreign = [url for url in requested if urlsplit(url)[:2] != own[:2]]
+        assert not foreign, foreign
+        chart_js = answered["/dashboard/static/chart.min.js"]
+        assert chart_js.status == 200 and chart_js.body() == CHART_JS.read_bytes()  # Debian's Chart.js, served by the dashboard
+        assert fresh.evaluate("typeof Chart") == "function"
+        sources = fresh.evaluate("[...document.querySelectorAll('script[src], link[href]')].map(e => e.src || e.href)")
+        assert f"{dashboard.url}/dashboard/static/chart.min.js" in sources
+        assert all(urlsplit(s)[:2] == own[:2] for s in sources), sources
+    finally:
+        context.close()
+
+
+def add_noise(dashboard: Launched, tool: tuple[str, str, str], pairs: list[list[str]]) -> None:
+    """Real-vs-real pairs of a tool's answers into the store's noise table (as the noise learner writes them)."""
+    from shadow.canonical import tool_key
+
+    async def work() -> None:
+        store = await dashboard.open_store()
+        try:
+            for disagreeing in pairs:
+                await store.add_noise_observation(tool_key(*tool), disagreeing)
+        finally:
+            await store.aclose()
+
+    with ThreadPoolExecutor(1) as writer:
+        writer.submit(asyncio.run, work()).result()
+
+
+def fidelity_cells(page) -> list[list[str]]:
+    return [r.inner_text().split("\t") for r in page.query_selector_all("#fidelity tbody tr")]
+
+
+def sorted_as_the_api_says(page, dashboard: Launched, key: str) -> list[str]:
+    """The tools in the order the column `key` puts them, from the API's full-precision
+    figures (all records: the range the page is opened on): highest first, none last,
+    ties in the API's order."""
+    rows = page.request.get(f"{dashboard.url}/dashboard/api/fidelity?since=0").json()["rows"]
+    value = lambda r: (r.get(key) if key in r else next((c["probability"] for c in (r.get("router") or {}).get("candidates", [])  # noqa: E731
+                                                         if f"p_{c['route']}" == key), None))
+    return [r["tool"] for r in sorted(rows, key=lambda r: -1 if value(r) is None else value(r), reverse=True)]
+
+
+def test_fidelity_table_sorts_by_the_clicked_column_and_shows_the_noise_table(dashboard: Launched, page):
+    add_noise(dashboard, ("mcp", "weather", "forecast"), [["$.result.at"], ["$.result.at", "$.result.issued"], ["$.result.at"]])
+    page.goto(f"{dashboard.url}/dashboard?view=fidelity&range=all")
+    ready(page)
+    headers = [h.inner_text() for h in page.query_selector_all("#fidelity thead th")]
+    assert headers[7:9] == ["Noise pairs", "Noisy paths"]
+    noise = {row[2]: (row[7], row[8]) for row in fidelity_cells(page)}
+    assert noise.pop("forecast") == ("3", "2")  # 3 pairs, disagreeing at 2 paths
+    assert set(noise.values()) == {("0", "0")}
+
+    page.click("#fidelity thead th:has-text('Mean divergence')")
+    ready(page)
+    assert "sort=mean_divergence" in page.url and page.inner_text("#fidelity thead th:nth-child(6)").endswith("▼")
+    by_divergence = [r[2] for r in fidelity_cells(page)]
+    assert by_divergence == sorted_as_the_api_says(page, dashboard, "mean_divergence") and by_divergence[-1] == "set_alert"  # never shadowed: last
+    shot(page, dashboard, "fidelity-by-divergence")
+
+    page.click("#fidelity thead th:has-text('Tool')")
+    ready(page)
+    assert "sort=tool" in page.url
+    by_tool = [r[2] for r in fidelity_cells(page)]
+    assert by_tool == sorted(by_tool, reverse=True) and by_tool[0] == "set_alert"
+    assert by_tool != by_divergence
+
+    page.click("#fidelity thead th:has-text('Noise pairs')")
+    ready(page)
+    assert fidelity_cells(page)[0][2] == "forecast"
+    page.reload()  # the sort is kept in the address
+    ready(page)
+    assert "sort=noise_pairs" in page.url and fidelity_cells(page)[0][2] == "forecast"
+    shot(page, dashboard, "fidelity-by-noise")
+
+
+def test_fidelity_table_sorts_by_p_sim_once_a_model_is_trained(dashboard: Launched, page):
+    from learned_kit import generate, train_and_save
+
+    model = dashboard.out / ".simroute" / "router.skops"
+    train_and_save(model, generate(900))
+    try:
+        page.goto(f"{dashboard.url}/dashboard?view=fidelity&range=all")
+        ready(page)
+        for key, title in (("p_sim", "P(ok) sim"), ("p_replay", "P(ok) replay")):
+            page.click(f"#fidelity thead th:has-text('{title}')")
+            ready(page)
+            assert f"sort={key}" in page.url
+            shown = [(r.get_attribute("data-tool").split("/")[2], r.query_selector(f"td.{key}").inner_text()) for r in page.query_selector_all("#fidelity tbody tr")]
+            assert [tool for tool, _ in shown] == sorted_as_the_api_says(page, dashboard, key)
+            assert len({p for _, p in shown if p != "–"}) >= 2  # figures that differ: the column decides the order
+        shot(page, dashboard, "fidelity-by-p-sim")
+    finally:
+        model.unlink()
+        model.with_suffix(".card.json").unlink()

@@ -111,3 +111,37 @@ def test_session_timeline_and_router_view_of_the_run(learned, served, page):
     assert page.query_selector("#router-unavailable") is None
     assert "Learned router" in page.inner_text("#main h2")
     shot(page, learned, "real-router")
+
+
+def test_router_view_draws_the_share_vs_fidelity_curve_and_shows_the_cards_figures(learned, served, page):
+    import json
+
+    card = json.loads((Path(learned["folder"]) / ".simroute" / "router.card.json").read_text())  # written by `simroute train`
+    trained = {route: report for route, report in card["routes"].items() if report["trained"]}
+    assert "replay" in trained and trained["replay"]["curve"] and trained["replay"]["calibration"]
+    page.goto(f"{served}/dashboard?view=router")
+    ready(page)
+    assert f"target fidelity {card['target_fidelity']}" in page.inner_text("#main h2")
+    canvases = page.query_selector_all("#main canvas")
+    assert len(canvases) == len(trained)  # one curve per trained route
+    for canvas in canvases:
+        painted = canvas.evaluate("c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+                                  " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }")
+        assert painted > 500
+    drawn = {c.evaluate("c => Chart.getChart(c).options.plugins.title.text").split(":")[0]: c.evaluate("c => Chart.getChart(c).data.datasets.map(d => d.data)")
+             for c in canvases}
+    for route, report in trained.items():
+        assert drawn[route] == [[p["share"] for p in report["curve"]], [p["fidelity"] for p in report["curve"]]]  # the card's curve
+        figures = {r.get_attribute("data-figure"): r.query_selector("td").inner_text() for r in page.query_selector_all(f"table.figures[data-route='{route}'] tr")}
+        chosen = report["chosen"]
+        assert float(figures["threshold"]) == pytest.approx(report["threshold"], abs=1e-4)
+        assert float(figures["cost_saved"]) == pytest.approx(chosen["cost_saved"], abs=1e-4)
+        assert float(figures["share"]) == pytest.approx(chosen["share"], abs=1e-4)
+        assert float(figures["fidelity"]) == pytest.approx(chosen["fidelity"], abs=1e-4)
+        assert int(figures["real_calls_saved"]) == chosen["real_calls_saved"]
+        assert float(figures["cv_roc_auc"]) == pytest.approx(report["cv_roc_auc"], abs=1e-4)
+        bins = [[td.inner_text() for td in r.query_selector_all("td")] for r in page.query_selector_all(f"table.calibration[data-route='{route}'] tbody tr")]
+        assert bins == [[f"{b['predicted']:.3f}", f"{b['acceptable']:.3f}", str(b["count"])] for b in report["calibration"]]
+    for route in card["routes"].keys() - trained.keys():  # a route without a classifier says why
+        assert page.query_selector(f"p.note[data-route='{route}']") is not None
+    shot(page, learned, "real-router-figures")

@@ -76,3 +76,13 @@ async def test_store_totals_are_cached_for_five_seconds_and_survive_a_failed_rea
     assert store.asked == 2 and got[("simroute_store_read_errors_total", ())] == 1
     assert got[("simroute_store_records", ())] == 7 and got[("simroute_store_records_by_route", (("route", "sim"),))] == 2
     assert got[("simroute_shadow_queue_depth", ())] == 3 and got[("simroute_shadow_skipped_total", ())] == 2
+
+
+def test_runtime_gauges_expose_the_spool_size_and_spooled_records_they_are_fed():
+    live = {"queue_depth": 0, "skipped": 0, "spool_bytes": 4096, "spooled": 3}
+    metrics = CallMetrics()
+    metrics.add_collector(RuntimeGauges(lambda: live))
+    got = samples(metrics)
+    assert got[("simroute_spool_bytes", ())] == 4096 and got[("simroute_spooled_records_total", ())] == 3
+    live["spool_bytes"] = 0  # read at scrape time: a flushed spool shows as empty at the next scrape
+    assert samples(metrics)[("simroute_spool_bytes", ())] == 0
