@@ -30,7 +30,6 @@ from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, S
 from shadow.canonical import snapshot_digest, tool_key
 from shadow import record_json
 from shadow.group_commit import GroupCommit
-from shadow.sqlite_inline import InlineWriter
 from shadow.noise import NoiseStats
 from shadow.server_writes import write_span
 
@@ -245,7 +244,6 @@ class SQLiteStore:
         self._reader: _Connection | None = None
         self._snapshots: dict[str, list[dict[str, Any]]] = {}  # server -> tool definitions
         self._group = GroupCommit(lambda rows: self.writer.run(lambda db: self.upsert_blocking(db, rows)))
-        self._inline: InlineWriter | None = None
 
     # --- opening -------------------------------------------------------------------------
 
@@ -257,10 +255,6 @@ class SQLiteStore:
                 create_private_file(self.path)
                 self._writer = _Connection("simroute-store-writer", self._connect_writer)
                 await self._writer.run(_migrate)
-                self._inline = InlineWriter(
-                    self.path, synchronous=self.synchronous, statement=_UPSERT, values=_row_values,
-                    checkpoint=lambda: self.writer.run(lambda db: db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()),
-                )
             elif not self.path.exists():
                 raise StoreError(f"no record store at {self.path}")
             self._reader = _Connection("simroute-store-reader", self._connect_reader)
@@ -302,19 +296,10 @@ class SQLiteStore:
     # --- writing -------------------------------------------------------------------------
 
     async def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
-        if len(rows) == 1:
-            if self._inline is not None and self._group.idle() and self._write_inline(rows[0]):
-                return
-            await self._group.write(rows[0])  # shares a transaction with records written at the same time
+        if len(rows) == 1:  # one record: shares a transaction with records written at the same time
+            await self._group.write(rows[0])
             return
         await self.writer.run(lambda db: self.upsert_blocking(db, rows))
-
-    def _write_inline(self, row: dict[str, Any]) -> bool:
-        assert self._inline is not None
-        try:
-            return self._inline.try_write(row)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write records to {self.path}: {exc}") from exc
 
     def upsert_blocking(self, db: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> None:
         """In the writer thread: one transaction for `rows` (the spool flushes in bulk)."""
@@ -638,9 +623,6 @@ class SQLiteStore:
     # --- closing -------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        if self._inline is not None:
-            inline, self._inline = self._inline, None
-            await inline.aclose()
         for attribute in ("_writer", "_reader"):
             connection = getattr(self, attribute)
             if connection is not None:
