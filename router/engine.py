@@ -35,6 +35,9 @@ from shadow.store import RecordError, StoreError
 log = logging.getLogger("simroute.engine")
 
 _FALLBACK = Decision(Route.REAL, "default", "no policy answered")
+# MCP requests that are routed calls but not tool calls: the world model does not
+# simulate them yet, so their sim route answers an error naming them.
+_NOT_SIMULATED = frozenset({("mcp", "resources/read"), ("mcp", "prompts/get")})
 _STARTED = "the call was sent to the real side; its answer has not been recorded yet"
 
 
@@ -373,6 +376,8 @@ class Engine:
         return Observation.error(f"simroute: {miss}, and {modes.describe_miss_policy()}"), miss
 
     async def _sim(self, call: Call, session: Session, deadline_s: float | None = None) -> Observation:
+        if (call.channel, call.tool) in _NOT_SIMULATED:
+            return Observation.error(f"simroute: the sim route does not simulate {call.tool} yet (route it real, replay or deny)")
         if self.simulator is None:
             return Observation.error("simroute: the sim route needs a world model, and none is configured (see the world_model section)")
         try:

@@ -187,3 +187,52 @@ async def test_simroutes_deadline_error_is_never_replayed_as_the_upstreams_answe
     replay = make_config(mcpServers=servers, mode="replay", replay={"record_mode": "none"})
     [(text, provenance)] = await session_of(replay, [("sleep", {"seconds": 5})])
     assert provenance == "none" and "answered by none" in text
+
+
+async def test_simroute_recordings_lists_the_named_recordings(make_config):
+    servers = {"toolbox": toolbox_server()}
+    await session_of(make_config(mcpServers=servers), [("echo", {"text": "unnamed"})])
+    nightly = make_config(mcpServers=servers, replay={"recording": "nightly"})
+    await session_of(nightly, [("echo", {"text": "a"}), ("echo", {"text": "b"})])
+    await session_of(nightly, [("echo", {"text": "c"})])
+    await session_of(make_config(mcpServers=servers, replay={"recording": "smoke"}), [("get_motto", {})])
+    listed = subprocess.run([simroute_executable(), "recordings", "--config", str(nightly)], capture_output=True, text=True, check=True)
+    lines = {line.split()[0]: line.split() for line in listed.stdout.splitlines() if line.strip()}
+    assert set(lines) == {"nightly", "smoke"}  # the untagged session is no recording
+    assert lines["nightly"][1:5] == ["2", "session(s)", "3", "record(s)"]
+    assert lines["smoke"][1:5] == ["1", "session(s)", "1", "record(s)"]
+    assert [r["recording"] for r in records_of(nightly)] == [None, "nightly", "nightly", "nightly", "smoke"]
+
+
+async def test_resources_and_prompts_on_the_sim_route_answer_an_error_naming_them_on_record(make_config):
+    config = make_config(mcpServers={"toolbox": toolbox_server()}, mode="sim")
+    async with stdio_client(config) as client:
+        with pytest.raises(Exception, match="resources/read") as resource_error:
+            await client.read_resource("note://greeting")
+        with pytest.raises(Exception, match="prompts/get") as prompt_error:
+            await client.get_prompt("summarize", {"topic": "records"})
+    assert "hello from a resource" not in str(resource_error.value)
+    assert "Summarize" not in str(prompt_error.value)
+    rows = records_of(config)
+    assert [(r["tool"], r["route"], r["provenance"], r["observation"]["is_error"]) for r in rows] == [
+        ("resources/read", "sim", "none", True),
+        ("prompts/get", "sim", "none", True),
+    ]
+    assert rows[0]["arguments"] == {"uri": "note://greeting"}
+    assert rows[1]["arguments"] == {"name": "summarize", "arguments": {"topic": "records"}}
+    assert "resources/read" in rows[0]["observation"]["content"][0]["text"]
+    assert "prompts/get" in rows[1]["observation"]["content"][0]["text"]
+
+
+async def test_hung_resource_and_prompt_listings_answer_an_error_within_their_deadline(make_config):
+    config = make_config(mcpServers={"toolbox": toolbox_server(TOOLBOX_HANG_RESOURCE_LISTINGS="1")}, list_timeout_s=2)
+    async with stdio_client(config) as client:
+        timed, listed = [], []
+        for listing in (client.list_resources, client.list_prompts):
+            started = time.monotonic()
+            listed.append(await asyncio.wait_for(listing(), 20))  # a listing without a deadline would hang here
+            timed.append(time.monotonic() - started)
+        answered = await client.call_tool("echo", {"text": "still served"})  # the session is not stuck
+    assert all(1.5 < seconds < 6 for seconds in timed), timed  # the 2 s deadline, not the upstream, ended them
+    assert listed == [[], []]  # the hung upstream's resources and prompts are left out, not waited for
+    assert answered.content[0].text == "still served"

@@ -181,6 +181,21 @@ if os.environ.get("TOOLBOX_HANG_LISTINGS"):
     mcp.add_middleware(HangListings())
 
 
+if os.environ.get("TOOLBOX_HANG_RESOURCE_LISTINGS"):
+    from fastmcp.server.middleware import Middleware
+
+    class HangResourceListings(Middleware):
+        """resources/list and prompts/list never answer (tools/list does)."""
+
+        async def on_list_resources(self, context, call_next):
+            await asyncio.sleep(3600)
+
+        async def on_list_prompts(self, context, call_next):
+            await asyncio.sleep(3600)
+
+    mcp.add_middleware(HangResourceListings())
+
+
 @mcp.resource("note://greeting")
 def greeting() -> str:
     return "hello from a resource"

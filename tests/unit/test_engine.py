@@ -319,3 +319,55 @@ async def test_a_rules_shadow_rate_and_deadline_win_over_the_configured_ones(tmp
     assert "shadow rate 1" in watched.record.note and plain.record.note == ""
     shadowed = [r["arguments"] for r in await store.recent() if r["shadow"]]
     assert shadowed == [{"watch": True}]
+
+
+async def test_a_replay_backend_or_store_that_raises_still_leaves_a_record(tmp_path):
+    import sqlite3
+
+    from shadow.store import StoreError
+
+    engine, store = await make_engine(tmp_path, mode=Route.REPLAY, record_mode="none")
+    real = FakeReal()
+
+    async def lookup_raises(*args, **kwargs):
+        raise RuntimeError("replay index corrupt")
+
+    engine.replay.lookup = lookup_raises  # the replay backend itself raises
+    first = await engine.handle(c("a", q=1), Session("a"), real)
+
+    async def replay_session_raises(*args, **kwargs):
+        raise StoreError("the record store cannot be read: disk I/O error")
+
+    store.replay_session = replay_session_raises  # the real SQLite store's replay lookup raises
+    engine.replay = ReplayBackend(store)
+    second = await engine.handle(c("b", q=2), Session("b"), real)
+
+    assert real.calls == 0  # neither went real unasked
+    assert first.observation.is_error and "the replay route failed: RuntimeError: replay index corrupt" in first.observation.text
+    assert second.observation.is_error and "StoreError" in second.observation.text
+    rows = await store.recent()
+    assert [(r["id"], r["session"], r["route"], r["provenance"], r["status"]) for r in rows] == [
+        (first.record.id, "a", "replay", "none", "complete"),
+        (second.record.id, "b", "replay", "none", "complete"),
+    ]
+    assert "replay index corrupt" in rows[0]["observation"]["content"][0]["text"]
+    on_disk = sqlite3.connect(tmp_path / "r.db").execute("SELECT id FROM records ORDER BY ts").fetchall()
+    assert [i for (i,) in on_disk] == [first.record.id, second.record.id]
+
+
+async def test_history_beyond_the_memory_bound_is_read_back_from_the_store_for_the_simulator(tmp_path):
+    from router.types import HISTORY_IN_MEMORY
+    from router.world import HistoryReadBack
+
+    engine, store = await make_engine(tmp_path, mode=Route.SIM)
+    simulator = FakeSimulator()
+    engine.simulator = HistoryReadBack(simulator, store)
+    session = Session("long")
+    calls = HISTORY_IN_MEMORY + 44
+    for n in range(calls):
+        await engine.handle(c("long", n=n), session, FakeReal())
+        assert len(session.history) <= HISTORY_IN_MEMORY  # memory stays bounded
+    assert session.forgotten > 0 and session.history[0].call.arguments != {"n": 0}  # older turns left memory
+    # Every prompt still saw the whole history: the dropped turns were read back, in order.
+    assert simulator.seen_history[-1] == [{"n": n} for n in range(calls - 1)]
+    assert all(seen == [{"n": n} for n in range(i)] for i, seen in enumerate(simulator.seen_history))

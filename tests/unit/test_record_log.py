@@ -124,3 +124,63 @@ async def test_noise_table_on_sqlite(tmp_path):
 
     engine, store = await make_engine(tmp_path)
     await check_noise_table(engine, store)
+
+
+_SPOOL_WRITER = """
+import sys
+from shadow.record_log import Spool
+path, name, count, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+spool = Spool(path)
+print("ready", flush=True)
+sys.stdin.readline()  # every writer starts at the same moment
+for n in range(count):
+    spool.append([{"id": f"{name}-{n}", "writer": name, "n": n, "payload": name[-1] * size}])
+"""
+
+
+def test_several_processes_share_one_spool_and_take_loses_no_line(tmp_path):
+    """Writers in other processes append while this one takes: every line arrives
+    once, whole (the file lock keeps a take from truncating a line appended after
+    its read, and appends from interleaving)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    spool = Spool(tmp_path / "r.spool.jsonl")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    writers, count, size = ("wa", "wb", "wc"), 150, 20_000  # lines far larger than a pipe's atomic write
+    processes = [
+        subprocess.Popen([sys.executable, "-c", _SPOOL_WRITER, str(spool.path), name, str(count), str(size)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        for name in writers
+    ]
+    for process in processes:
+        assert process.stdout.readline().strip() == "ready"
+    for process in processes:
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    taken: list[dict] = []
+    bad_lines = takes = 0
+
+    def apply(rows):
+        time.sleep(0.002)  # a take that is slow to store its rows: appends keep coming meanwhile
+        taken.extend(rows)
+
+    while any(process.poll() is None for process in processes):
+        _, bad = spool.take(apply)
+        bad_lines += bad
+        takes += 1
+    _, bad = spool.take(apply)
+    bad_lines += bad
+    assert [process.wait(30) for process in processes] == [0, 0, 0]
+    assert takes > 1  # the takes really ran while the writers appended
+    assert bad_lines == 0 and spool.quarantined() == 0  # no interleaved or broken line
+    ids = [row["id"] for row in taken]
+    assert len(ids) == len(set(ids)) == len(writers) * count  # nothing lost, nothing taken twice
+    assert sorted(ids) == sorted(f"{name}-{n}" for name in writers for n in range(count))
+    assert all(row["payload"] == row["writer"][-1] * size for row in taken)  # every line intact
+    for name in writers:  # each writer's lines in the order it appended them
+        assert [row["n"] for row in taken if row["writer"] == name] == list(range(count))
+    assert spool.path.read_text() == ""
