@@ -189,6 +189,25 @@ class WorldModelConfig(Strict):
     initial_state: dict[str, str] = {}  # per server: what the simulated environment contains
     simulation_instruction: dict[str, str] = {}  # per server: controls, e.g. "fail every third call"
 
+    @field_validator("chat_format")
+    @classmethod
+    def _a_registered_format(cls, value: str | None) -> str | None:
+        """A misspelt format is a config error at load, not a failure at the first simulated call."""
+        if value is None:
+            return value
+        try:
+            import llama_cpp.llama_chat_format  # noqa: F401  (the optional gguf extra)
+        except ImportError:
+            return value  # no in-process engine here: nothing to check the name against
+        from backends.world_model.engine import ModelUnavailable
+        from backends.world_model.llama_engine import _registered_formatter
+
+        try:
+            _registered_formatter(value)
+        except ModelUnavailable as exc:
+            raise ValueError(str(exc).removeprefix("world_model.chat_format ")) from exc
+        return value
+
     @model_validator(mode="after")
     def _endpoint_needs_url(self) -> WorldModelConfig:
         if self.engine == "openai" and not self.url:

@@ -53,7 +53,30 @@ class RedisShadowQueue:
             log.error("shadow job for %s not queued: %s", record.id, exc)
 
     async def drain(self) -> DrainReport:
-        return await self._drain_runner.drain()
+        """Complete every pending record (a one-shot worker), then take the jobs of
+        records no longer pending off the stream: left there, they would count against
+        `queue_size` and be read again by the next worker."""
+        report = await self._drain_runner.drain()
+        await self._forget_finished_jobs()
+        return report
+
+    async def _forget_finished_jobs(self) -> None:
+        jobs = await self.store._run("reading the shadow queue", lambda r: r.xrange(self.stream))
+        rows = await self.store._bodies([fields.get("id", "") for _, fields in jobs if fields.get("id")])
+        still_pending = {row.get("id") for row in rows if row.get("status") == "pending"}
+        finished = [job_id for job_id, fields in jobs if fields.get("id") not in still_pending]
+        if not finished:
+            return
+
+        async def remove(r: Any) -> None:
+            try:  # a worker may hold some of them: acknowledged, it will not retry them
+                await r.xack(self.stream, GROUP, *finished)
+            except Exception as exc:  # no worker ever started: no group to acknowledge in
+                if "NOGROUP" not in str(exc):
+                    raise
+            await r.xdel(self.stream, *finished)
+
+        await self.store._run("removing finished shadow jobs", remove)
 
     async def aclose(self, grace_s: float = 2.0) -> None:
         await self._drain_runner.aclose(grace_s)

@@ -79,3 +79,31 @@ def test_shell_section_is_validated_and_reserves_its_name():
     assert parse_config("shell: {enabled: false}\nmcpServers:\n  shell: {command: x}\n").upstreams
     assert parse_config("shell: {default_timeout_s: 5, max_timeout_s: 60}").shell.command_timeout(600) == 60
     assert parse_config("shell: {default_timeout_s: 5}").shell.command_timeout(None) == 5
+
+
+def test_store_sqlite_url_is_relative_to_the_config_folder_or_absolute_with_four_slashes():
+    relative = parse_config('store: {url: "sqlite:///data/records.db"}', base_dir=Path("/cfg"))
+    assert relative.store_path == Path("/cfg/data/records.db")
+    assert relative.store.redis_url is None
+    absolute = parse_config('store: {url: "sqlite:////srv/simroute/records.db"}', base_dir=Path("/cfg"))
+    assert absolute.store_path == Path("/srv/simroute/records.db")
+    assert absolute.spool_path == Path("/srv/simroute/records.spool.jsonl")  # the spool goes beside the file the url names
+
+
+def test_store_url_and_path_together_is_an_error_naming_both_keys():
+    message = error_of('store:\n  url: "sqlite:///a.db"\n  path: b.db\n')
+    assert message.startswith("s.yaml:") and "store" in message
+    assert "url" in message and "path" in message and "not both" in message
+    assert "store: {url" not in message  # the keys are named, not the whole section dumped
+
+
+def test_world_model_chat_format_reaches_the_engine_and_a_bad_name_fails_at_load():
+    pytest.importorskip("llama_cpp")
+    from router.world import build_engine
+
+    config = parse_config("world_model: {chat_format: chatml}", base_dir=Path("/cfg"))
+    assert build_engine(config).chat_format == "chatml"
+    message = error_of("world_model:\n  chat_format: chatmll\n")
+    assert "s.yaml:2: world_model.chat_format: 'chatmll' is not a registered chat format" in message
+    assert "chatml" in message.split("valid formats", 1)[1]  # the valid names are listed
+    assert "is a completion handler" in error_of("world_model:\n  chat_format: functionary\n")

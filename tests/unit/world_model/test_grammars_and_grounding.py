@@ -162,3 +162,59 @@ def test_a_success_whose_recordings_never_start_with_error_cannot_either():
     rows = [row({"id": 1}, "Deleted note 1"), row({"id": 2}, "Error log: 3 lines")]
     loose = domain.constraint(call, Session("s"), ground(rows, call), max_tokens=64).grammar
     assert '"Error" [^:]' not in strict and '"Error" [^:]' in loose
+
+
+def grammar_allows(llama, grammar: str, text: str) -> bool:
+    """Whether llama.cpp's own grammar sampler lets the model write `text`, token by
+    token as the bundled model's tokenizer splits it: each token is offered alone to the
+    sampler (a rejected one gets logit -inf) and, when allowed, accepted into its state."""
+    import ctypes
+    import math
+
+    import llama_cpp
+
+    sampler = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, grammar.encode(), b"root")
+    assert sampler, "the grammar does not compile"
+    try:
+        for token in llama.tokenize(text.encode(), add_bos=False, special=False):
+            data = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(token, 0.0, 0.0))
+            candidates = llama_cpp.llama_token_data_array(data=data, size=1, selected=-1, sorted=False)
+            llama_cpp.llama_sampler_apply(sampler, ctypes.byref(candidates))
+            if math.isinf(data[0].logit):
+                return False
+            llama_cpp.llama_sampler_accept(sampler, token)
+        return True
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+
+
+FENCED = "```json\n{\"a\": 1}\n```"
+
+
+def test_the_mcp_text_grammar_refuses_a_fence_around_the_answer_unless_allowed(vocab):
+    plain = grammars.mcp_grammar(schema=None, max_tokens=64)
+    assert grammar_allows(vocab, plain, "The time is 10:00 UTC.")  # the check itself lets a good answer through
+    assert not grammar_allows(vocab, plain, FENCED)
+    assert not grammar_allows(vocab, plain, "`x`")  # a single backtick opening is refused too
+    fenced = grammars.mcp_grammar(schema=None, max_tokens=64, allow_fence=True)
+    assert grammar_allows(vocab, fenced, FENCED)
+    assert grammar_allows(vocab, fenced, "The time is 10:00 UTC.")
+
+
+def test_the_mcp_domain_allows_a_fence_only_when_the_recordings_have_one(vocab):
+    """The domain sets allow_fence from the tool's recorded answers: an answer
+    fenced like prompt scaffolding is refused unless the real tool writes fences."""
+    from backends.world_model.mcp_domain import McpDomain
+
+    call = Call("mcp", "srv", "t", {"x": 1}, "s")
+
+    def grammar_with(recorded: str) -> str:
+        rows = [{"session": "old", "channel": "mcp", "server": "srv", "tool": "t", "arguments": {"x": 1},
+                 "observation": {"content": [{"type": "text", "text": recorded}], "is_error": False, "structured": None}}]
+        domain = McpDomain(tools_for=lambda server: [{"name": "t"}], records_for=lambda c: rows, output_schema_for=lambda s, t: None)
+        grounding = domain.ground(call, Session("s"), count_tokens=lambda text: len(text) // 4)
+        return domain.constraint(call, Session("s"), grounding, max_tokens=64).grammar
+
+    assert not grammar_allows(vocab, grammar_with("plain text answer"), FENCED)
+    assert grammar_allows(vocab, grammar_with("plain text answer"), "another plain answer")
+    assert grammar_allows(vocab, grammar_with("```\nfenced by the real tool\n```"), FENCED)

@@ -2,6 +2,7 @@
 clear error observation tagged sim, never an exception or an empty success."""
 
 import asyncio
+import json
 import pytest
 
 from backends.world_model.engine import Completion, ContextOverflow, ModelUnavailable, WorldModelTimeout
@@ -201,3 +202,36 @@ def test_commentary_about_the_server_is_not_a_tool_answer():
     assert "commentary" in check_mcp(said, recorded=["No notes.", "1. groceries"])
     assert check_mcp(said, recorded=["The server is up."]) is None  # this tool talks that way
     assert check_mcp(said) is None  # nothing recorded to judge by
+
+
+@pytest.mark.parametrize("engine_name", ["openai", "llama"])
+async def test_size_budgets_follow_the_recorded_answers_in_process_but_not_on_an_endpoint(engine_name):
+    """router/world.py builds the simulator from the config: a tool whose real answers
+    are a few tokens gets a small max_tokens in-process (llama), but on `engine: openai`
+    (thinking models spend most of the budget thinking) the full world_model.max_tokens."""
+    from router.config import parse_config
+    from router.world import build_simulator
+
+    world_model = {"engine": engine_name, "max_tokens": 512, **({"url": "http://127.0.0.1:9/v1"} if engine_name == "openai" else {})}
+    config = parse_config(json.dumps({"world_model": world_model}))
+
+    class Store:  # what build_simulator reads from the store for an MCP call
+        def tool_snapshot(self, server):
+            return [{"name": "t", "description": "a tool"}]
+
+    class Examples:  # ExampleLookup's interface: short recorded answers of the same tool
+        exact_key_of = staticmethod(lambda call: "")
+
+        def __call__(self, call):
+            return [real_row({"x": n}, "ok", session=f"old{n}") for n in range(3)]
+
+    engine = ScriptedEngine("<predicted_observation>ok</predicted_observation>")
+    sim = build_simulator(config, Store(), engine, Examples())
+    observation = await sim.simulate(CALL, Session("s"), deadline_s=5)
+    assert observation.text == "ok" and observation.provenance == Provenance.SIM
+    [(_, asked)] = engine.seen
+    if engine_name == "openai":
+        assert asked["max_tokens"] == 512  # world_model.max_tokens, not a budget from the two-letter answers
+    else:
+        assert asked["max_tokens"] < 512  # the in-process engine's budget follows the recorded sizes
+        assert asked["max_tokens"] <= 64
