@@ -25,6 +25,27 @@ def make_config(tmp_path: Path, request: pytest.FixtureRequest):
     return make
 
 
+@pytest.fixture
+def proxy(tmp_path: Path) -> Iterator:
+    """Start `simroute http-proxy`s, each with its own records (`start(env=…, **sections)`);
+    each must stop cleanly at teardown."""
+    from http_kit import http_config, start_proxy
+
+    started = []
+
+    def start(env: dict | None = None, **sections):
+        directory = tmp_path / f"proxy-{len(started)}"
+        directory.mkdir()
+        process = start_proxy(http_config(directory, **sections), env=env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.process.poll() is None:
+            assert process.stop() == 0, process.log.read_text()
+
+
 class HttpSimroute:
     def __init__(self, process: subprocess.Popen, url: str, log: Path) -> None:
         self.process, self.url, self.log = process, url, log

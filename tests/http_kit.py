@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,13 @@ class ProxyProcess:
 
     def records(self) -> list[dict]:
         return records_of(self.config)
+
+    def records_when_written(self, timeout_s: float = 10) -> list[dict]:
+        """The records once there are some (a tunnel is recorded when it closes)."""
+        deadline = time.monotonic() + timeout_s
+        while not (rows := self.records()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return rows
 
     def stop(self) -> int:
         self.process.terminate()
@@ -85,9 +93,19 @@ class Listener:
                 return
             self.connections += 1
             with conn:
+                self.greet(conn)
                 while data := conn.recv(65536):
                     self.received += data
-                    conn.sendall(data)
+                    if not self.answer(conn, data):
+                        break
+
+    def greet(self, conn: socket.socket) -> None:
+        """What the server says before the client does (nothing: an echo server)."""
+
+    def answer(self, conn: socket.socket, data: bytes) -> bool:
+        """Answers `data`; False ends the connection."""
+        conn.sendall(data)
+        return True
 
     def close(self) -> None:
         self.sock.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
-from http_kit import Listener, http_config, scripted_dns, start_proxy
+from http_kit import Listener, scripted_dns
 from kit import simroute_executable
 from servers.http_upstream import Handler, serve_upstream
 
@@ -30,23 +30,6 @@ PROBES = {"noise_probe_rate": 1.0, "noise_probe_delay_s": 0.2}
 def upstream():
     with serve_upstream() as url:
         yield url
-
-
-@pytest.fixture
-def proxy(tmp_path):
-    started = []
-
-    def start(env: dict | None = None, **sections):
-        directory = tmp_path / f"proxy-{len(started)}"  # its own records
-        directory.mkdir()
-        process = start_proxy(http_config(directory, **sections), env=env)
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.process.poll() is None:
-            assert process.stop() == 0, process.log.read_text()
 
 
 def noise_table(config: Path) -> list[dict]:

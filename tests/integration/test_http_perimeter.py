@@ -19,7 +19,7 @@ import pytest
 import websockets.sync.client
 import websockets.sync.server
 
-from http_kit import Listener, http_config, scripted_dns, start_proxy
+from http_kit import Listener, http_config, scripted_dns
 from kit import simroute_executable
 from servers.http_upstream import serve_upstream
 
@@ -32,23 +32,6 @@ TOKEN = "t0ken-for-the-perimeter-tests"
 def upstream():
     with serve_upstream() as url:
         yield url
-
-
-@pytest.fixture
-def proxy(tmp_path):
-    started = []
-
-    def start(env: dict | None = None, **sections):
-        directory = tmp_path / f"proxy-{len(started)}"  # its own records
-        directory.mkdir()
-        process = start_proxy(http_config(directory, **sections), env=env)
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.process.poll() is None:
-            assert process.stop() == 0, process.log.read_text()
 
 
 def connect_tunnel(proxy_port: int, target: str, *, auth: str | None = None) -> tuple[socket.socket, bytes]:
@@ -113,10 +96,7 @@ def test_a_rule_lets_one_tunnel_through_recorded_with_byte_counts(proxy):
         sock.sendall(b"\x00PONG\n")
         assert sock.recv(100) == b"\x00PONG\n"
         sock.close()
-        deadline = time.monotonic() + 10
-        while not p.records() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        [row] = p.records()
+        [row] = p.records_when_written()
         assert (row["tool"], row["route"], row["policy"], row["provenance"]) == ("TCP", "real", "rules:db-tunnel", "real")
         assert row["observation"]["structured"]["bytes_from_client"] == 12 and row["observation"]["structured"]["bytes_from_server"] == 12
         assert "Traceback" not in p.log.read_text()  # the expired wait disturbed nothing
@@ -124,35 +104,18 @@ def test_a_rule_lets_one_tunnel_through_recorded_with_byte_counts(proxy):
         target.close()
 
 
-class Greeter:
-    """A server that speaks first (an SMTP-like banner), then answers each line; it
-    counts the connections it got and the bytes it received."""
+class Greeter(Listener):
+    """A server that speaks first (an SMTP-like banner), then says goodbye to the first
+    line; it counts the connections it got and the bytes it received."""
 
     BANNER = b"220 mail.test ESMTP ready\r\n"
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self.received = b""
-        threading.Thread(target=self._serve, daemon=True).start()
+    def greet(self, conn) -> None:
+        conn.sendall(self.BANNER)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            with conn:
-                conn.sendall(self.BANNER)
-                while data := conn.recv(65536):
-                    self.received += data
-                    conn.sendall(b"221 bye\r\n")
-                    break
-
-    def close(self) -> None:
-        self.sock.close()
+    def answer(self, conn, data: bytes) -> bool:
+        conn.sendall(b"221 bye\r\n")
+        return False
 
 
 def test_a_silent_client_tunnel_is_raw_tcp_refused_without_touching_the_target_and_recorded(proxy):
@@ -189,10 +152,7 @@ def test_a_rule_lets_a_server_speaks_first_tunnel_through_recorded_with_byte_cou
         sock.sendall(b"QUIT\r\n")
         assert read_until_closed(sock) == b"221 bye\r\n"
         sock.close()
-        deadline = time.monotonic() + 10
-        while not p.records() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        [row] = p.records()
+        [row] = p.records_when_written()
         assert (row["tool"], row["route"], row["policy"], row["provenance"]) == ("TCP", "real", "rules:smtp", "real")
         counts = row["observation"]["structured"]
         assert (counts["bytes_from_client"], counts["bytes_from_server"]) == (6, len(Greeter.BANNER) + 9)
@@ -226,10 +186,7 @@ def test_websocket_is_a_call_deny_403_real_recorded_at_close_sim_501(proxy, echo
         assert ws.recv(timeout=10) == "echo: hello"
         ws.send("again")
         assert ws.recv(timeout=10) == "echo: again"
-    deadline = time.monotonic() + 10
-    while not p.records() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    [row] = p.records()
+    [row] = p.records_when_written()
     socket_record = row["observation"]["structured"]["websocket"]
     assert row["session"] == "chatter" and row["route"] == "real" and row["observation"]["structured"]["status"] == 101
     assert socket_record["from_client"]["messages"] == 2 and socket_record["from_server"]["messages"] == 2

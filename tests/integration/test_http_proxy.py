@@ -17,7 +17,7 @@ import httpx2 as httpx
 import pytest
 import requests
 
-from http_kit import http_config, start_proxy
+from http_kit import http_config
 from kit import simroute_executable
 from servers.http_upstream import serve_upstream
 
@@ -34,21 +34,6 @@ def upstream():
 def tls_upstream(tmp_path_factory):
     with serve_upstream(tls_dir=tmp_path_factory.mktemp("tls")) as url:
         yield url
-
-
-@pytest.fixture
-def proxy(tmp_path):
-    started = []
-
-    def start(**sections):
-        process = start_proxy(http_config(tmp_path, **sections))
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.process.poll() is None:
-            assert process.stop() == 0, process.log.read_text()
 
 
 def curl(proxy, *args) -> tuple[dict[str, str], str, int]:
