@@ -8,6 +8,7 @@ other bodies as they are).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -35,6 +36,11 @@ def query_pairs(query: str) -> list[tuple[str, str]]:
 def normalize_url(url: str, *, ignore_query: Iterable[str] = ()) -> str:
     """The URL with scheme and host lower-cased, the default port dropped, the
     fragment dropped and the query sorted; `ignore_query` parameters left out."""
+    return _normalized_url(url, tuple(ignore_query))
+
+
+@functools.lru_cache(maxsize=4096)  # every request is keyed by it; agents repeat their URLs
+def _normalized_url(url: str, ignore_query: tuple[str, ...]) -> str:
     parts = urlsplit(url)
     ignored = set(ignore_query)
     scheme = parts.scheme.lower()

@@ -55,3 +55,12 @@ def test_shadow_comparison_of_http_responses_ignores_volatile_headers_and_format
     assert divergence(real, same) == 0.0
     assert 0 < divergence(real, other) < 0.5
     assert divergence(real, observation_of(answer(404, "{}", "Mon"), Provenance.SIM)) == 1.0
+
+
+def test_a_normalised_url_is_remembered_per_ignored_parameters():
+    from shadow.http_canonical import normalize_url
+
+    url = "HTTP://API.example.com:80/v1/items?b=2&token=x&a=1"
+    assert normalize_url(url) == "http://api.example.com/v1/items?a=1&b=2&token=x"
+    assert normalize_url(url, ignore_query=["token"]) == "http://api.example.com/v1/items?a=1&b=2"
+    assert normalize_url(url) == "http://api.example.com/v1/items?a=1&b=2&token=x"  # the cache keys on the ignored list too
