@@ -58,8 +58,6 @@ def test_shadow_comparison_of_http_responses_ignores_volatile_headers_and_format
 
 
 def test_a_normalised_url_is_remembered_per_ignored_parameters():
-    from shadow.http_canonical import normalize_url
-
     url = "HTTP://API.example.com:80/v1/items?b=2&token=x&a=1"
     assert normalize_url(url) == "http://api.example.com/v1/items?a=1&b=2&token=x"
     assert normalize_url(url, ignore_query=["token"]) == "http://api.example.com/v1/items?a=1&b=2"
