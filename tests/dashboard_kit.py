@@ -112,3 +112,10 @@ def shell_record(ts: float) -> Record:
     record.id = f"{int(ts * 1e9):016x}{'shell':0>16}"
     return record
 
+
+def painted_pixels(page, canvas) -> int:
+    """How many pixels of a chart's canvas are drawn on (Playwright's sync page)."""
+    return canvas.evaluate(
+        "c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }"
+    )

@@ -18,7 +18,7 @@ import httpx2 as httpx
 import pytest
 
 from backends.browser.pool import BASE_ARGS
-from dashboard_kit import KNOWN_PATH, fill, generated_record
+from dashboard_kit import KNOWN_PATH, fill, generated_record, painted_pixels
 from kit import simroute_executable, write_config
 from router.launch import free_port, stop, wait_for_port
 from redis_kit import RedisServer
@@ -103,13 +103,6 @@ def page(dashboard: Launched):
 
 def ready(page) -> None:
     page.wait_for_selector("#main[data-ready='1']", timeout=15_000)
-
-
-def painted_pixels(page, canvas) -> int:
-    return canvas.evaluate(
-        "c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-        " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }"
-    )
 
 
 def shot(page, dashboard: Launched, name: str) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from backends.browser.pool import BASE_ARGS
+from dashboard_kit import painted_pixels
 from kit import simroute_executable
 from router.launch import free_port, stop, wait_for_port
 
@@ -61,8 +62,7 @@ def test_overview_counts_the_runs_calls_and_draws_its_charts(learned, served, pa
     canvases = page.query_selector_all("#main canvas")
     assert len(canvases) == 4
     for canvas in canvases:
-        painted = canvas.evaluate("c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-                                  " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }")
+        painted = painted_pixels(page, canvas)
         assert painted > 500
     shot(page, learned, "real-overview")
 
@@ -125,8 +125,7 @@ def test_router_view_draws_the_share_vs_fidelity_curve_and_shows_the_cards_figur
     canvases = page.query_selector_all("#main canvas")
     assert len(canvases) == len(trained)  # one curve per trained route
     for canvas in canvases:
-        painted = canvas.evaluate("c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-                                  " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }")
+        painted = painted_pixels(page, canvas)
         assert painted > 500
     drawn = {c.evaluate("c => Chart.getChart(c).options.plugins.title.text").split(":")[0]: c.evaluate("c => Chart.getChart(c).data.datasets.map(d => d.data)")
              for c in canvases}
