@@ -150,6 +150,17 @@ def test_http_missing_body_key_and_content_type_are_structure():
     assert compare(http(200, USER), html, channel="http").kind == "structure"
 
 
+def test_http_wrong_offset_in_body_is_content_among_noise():
+    real_body = {**USER, "created_at": "2026-11-23T19:19:49+09:00"}
+    sim_body = {**USER, "created_at": "2026-11-23T19:19:49+08:00"}
+    result = compare(http(200, real_body, headers=VOLATILE), http(200, sim_body, headers=VOLATILE_SIM, provenance=SIM), channel="http")
+    assert result.kind == "content" and 0.05 <= result.score <= 0.3
+    assert result.evidence["divergent"] == [
+        {"path": "$.body.created_at#offset", "kind": "content", "real": real_body["created_at"], "sim": sim_body["created_at"]}
+    ]
+    assert set(paths(result, "masked")) == {"$.headers.date#instant", "$.headers.x-request-id", "$.body.created_at#instant"}
+
+
 # --- shell -----------------------------------------------------------------------------
 
 
@@ -223,6 +234,38 @@ def test_browser_missing_query_parameter_is_structure():
     sim = page("https://shop.test/search?q=hat", "Shop", SNAPSHOT, provenance=SIM)
     result = compare(real, sim, channel="browser")
     assert result.kind == "structure" and paths(result) == ["$.url.query.page"]
+
+
+ORDER = (
+    '- heading "Order placed" [level=1] [ref=e2]\n'
+    '- text "Placed {at}" [ref=e5]\n'
+    '- text "Request {request}" [ref=e7]\n'
+    '- link "Receipt {receipt}" [ref=e9]'
+)
+ORDER_REAL = {"at": "2026-11-23T19:19:49+09:00", "request": "req_8f3k2l1m0n9b8v7c", "receipt": "4f9c2a7e-0d1b-4c55-9a0e-1f2b3c4d5e6f"}
+
+
+def test_browser_wrong_offset_in_snapshot_is_content():
+    real = page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", ORDER.format(**ORDER_REAL))
+    sim_snapshot = ORDER.format(**{**ORDER_REAL, "at": "2026-11-23T19:19:49+08:00"})
+    result = compare(real, page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", sim_snapshot, provenance=SIM), channel="browser")
+    assert result.kind == "content" and 0.01 <= result.score <= 0.1
+    assert result.evidence["divergent"] == [
+        {"path": "$.snapshot:2#offset", "kind": "content", "real": "2026-11-23T19:19:49+09:00", "sim": "2026-11-23T19:19:49+08:00"}
+    ]
+    assert paths(result, "masked") == ["$.snapshot:2#instant"]
+
+
+def test_browser_noise_only_is_masked():
+    real = page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", ORDER.format(**ORDER_REAL))
+    noise = {"at": "2026-11-23T19:21:07+09:00", "request": "req_1a2b3c4d5e6f7g8h", "receipt": "0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22"}
+    sim_snapshot = ORDER.format(**noise).replace("[ref=e", "[ref=e1")  # the browser's numbering differs too
+    sim = page("https://shop.test/orders?request_id=req_1a2b3c4d5e6f7g8h", "Order", sim_snapshot, provenance=SIM)
+    result = compare(real, sim, channel="browser")
+    assert (result.score, result.kind, result.evidence["divergent"]) == (0.0, "none", [])
+    assert set(paths(result, "masked")) == {"$.url.query.request_id", "$.snapshot:2#instant", "$.snapshot:3", "$.snapshot:4"}
+    # Without the built-in detectors the same pair diverges: the masking is what makes it noise.
+    assert compare(real, sim, channel="browser", noise=NO_NOISE).kind == "content"
 
 
 # --- bounds and the float score --------------------------------------------------------
