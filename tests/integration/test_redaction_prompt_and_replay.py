@@ -1,6 +1,6 @@
 """Redaction before the world model and in replay keys, through simroute launched as
 a user launches it: a sim-routed MCP call's secrets never reach the simulation
-prompt (an OpenAI-compatible stub written here records what the model is sent), and
+prompt (an OpenAI-compatible stub, tests/model_stub.py, records what the model is sent), and
 a name added to `redaction.fields` is both redacted in the record and part of the
 replay key's credential digest."""
 
@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from kit import meta_of, records_of, stdio_client
+from model_stub import ModelStub
 
 pytestmark = pytest.mark.integration
 
@@ -43,43 +42,6 @@ def reports_server(folder) -> dict:
     script = folder / "reports.py"
     script.write_text(REPORTS)
     return {"command": sys.executable, "args": [str(script)]}
-
-
-class ModelStub:
-    """An OpenAI-compatible /v1/chat/completions that answers one fixed observation
-    and keeps every request body it was sent."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.bodies.append(body)
-                message = {"role": "assistant", "content": "<predicted_observation>report simulated</predicted_observation>"}
-                answer = json.dumps({"choices": [{"message": message, "finish_reason": "stop"}],
-                                     "usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ModelStub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 async def test_a_simulation_prompt_sees_the_redaction_marker_not_the_secret(make_config, tmp_path):
