@@ -220,6 +220,56 @@ async def test_two_router_processes_share_an_agent_sessions_occurrences(make_con
     assert tickets.read_text() == "3"  # the real ticket system saw only the recording session
 
 
+async def test_two_router_processes_share_an_agent_sessions_history(make_config, simroute_http, redis_server, tmp_path):
+    """Two `simroute mcp --http` processes on one Redis: an agent session's real calls
+    through process A are the history in the world-model prompt of its next call,
+    simulated by process B, which never served that session before."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from backends.world_model.mcp_prompt import render_action
+    from backends.world_model.prompt import render_observation
+    from kit import meta_of
+    from model_stub import ModelStub
+
+    balance = tmp_path / "balance"
+    with ModelStub(answer="balance 2182") as model:
+        config = make_config(
+            mcpServers={"toolbox": toolbox_server(TOOLBOX_BALANCE=str(balance))},
+            store={"url": redis_server.url},
+            rules=[{"name": "simulate-balance", "match": {"server": "toolbox", "tool": "get_balance"}, "route": "sim"}],
+            world_model={"engine": "openai", "url": model.url, "max_tokens": 64, "deadline_s": 30},
+        )
+        a, b = simroute_http(config), simroute_http(config)
+
+        def agent(server):
+            return Client(StreamableHttpTransport(server.url, headers={"X-Simroute-Session": "agent-9"}))
+
+        async with agent(a) as on_a:
+            first = await on_a.call_tool("add_funds", {"amount": 137})
+            second = await on_a.call_tool("add_funds", {"amount": 2045})
+        async with agent(b) as on_b:
+            simulated = await on_b.call_tool("get_balance", {})
+    seen = [(result.content[0].text, meta_of(result)["provenance"]) for result in (first, second, simulated)]
+    assert seen == [("added 137", "real"), ("added 2045", "real"), ("balance 2182", "sim")]
+    assert balance.read_text() == "2182"  # the real account saw A's calls, not B's simulated read
+    assert model.bodies, "the world model was never asked"
+    messages = model.bodies[-1]["messages"]
+    # The history section: A's calls as earlier turns, each with the real answer the agent saw.
+    assert messages[1:5] == [
+        {"role": "user", "content": render_action({"name": "add_funds", "arguments": {"amount": 137}}, 1)},
+        {"role": "assistant", "content": render_observation(first.content[0].text)},
+        {"role": "user", "content": render_action({"name": "add_funds", "arguments": {"amount": 2045}}, 2)},
+        {"role": "assistant", "content": render_observation(second.content[0].text)},
+    ]
+    assert render_action({"name": "get_balance", "arguments": {}}, 3) in messages[-1]["content"]  # the call itself is turn 3
+    mine = [r for r in records_of(config) if r["session"] == "agent-9"]
+    assert [(r["step"], r["tool"], r["provenance"], r["policy"]) for r in mine] == [
+        (0, "add_funds", "real", "mode"), (1, "add_funds", "real", "mode"), (2, "get_balance", "sim", "rules:simulate-balance")
+    ]
+    assert mine[0]["owner"] == mine[1]["owner"] != mine[2]["owner"]  # steps 0-1 by process A, step 2 by process B
+
+
 async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
     """`simroute diff RECORD_ID` with `store.url: redis://…`: the record is found by the
     first 12 characters of its id, as `simroute records` lists it."""
