@@ -5,7 +5,8 @@ Simroute's side runs --concurrency producers (calls in flight at once; records
 written at the same time share a commit, each still durable before its write
 returns); the raw client writes one record after another.
 
-  SQLite  simroute: RecordLog.write (serialisation, the writer thread, indexes)
+  SQLite  simroute: RecordLog.write (serialisation, the writer thread, nine indexes,
+                    per-minute counts, checkpoints beside the writer)
           raw:      sqlite3 INSERT of the same JSON, one commit per record
   Redis   simroute: RecordLog.write (one Lua script per record: value + indexes)
           raw:      one XADD round trip per record with the same JSON
@@ -13,7 +14,9 @@ returns); the raw client writes one record after another.
           raw:      executemany of the same rows in one transaction
 
 Target: simroute >= 0.5x raw (records/s). Needs redis-server on PATH.
-Usage: python benchmarks/store_ingest.py [--records 2000] [--rounds 3] [--concurrency 32]
+Rounds of 10,000 records: long enough that each round pays its share of WAL
+checkpoints (a short round may fall between two).
+Usage: python benchmarks/store_ingest.py [--records 10000] [--rounds 5] [--concurrency 32]
 """
 
 from __future__ import annotations
@@ -97,9 +100,10 @@ def raw_bulk_rate(path: Path, rows: list[str]) -> float:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--records", type=int, default=10000)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--verbose", action="store_true", help="print every round")
     args = parser.parse_args()
     rates: dict[str, list[float]] = {name: [] for name in ("sqlite", "sqlite raw", "redis", "redis raw", "spool flush", "bulk raw")}
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,6 +134,9 @@ async def main() -> None:
             await redis_store.aclose()
         finally:
             server.kill()
+    if args.verbose:
+        for name, values in rates.items():
+            print(f"{name:28} " + " ".join(f"{value:9,.0f}" for value in values))
     median = {name: statistics.median(values) for name, values in rates.items()}
     print(f"{'path':28} {'records/s (median of rounds)':>30}")
     for name, value in median.items():

@@ -1,13 +1,14 @@
 """The embedded record store: one SQLite file in WAL mode, off the event loop.
 
-One writer thread and one reader thread each own a connection: the event loop
-only awaits their results, so a database locked by another process stalls no
-channel. WAL lets several simroute processes share the file; the writer's busy
+One writer thread and one reader thread each own a connection
+(`shadow/sqlite_thread.py`): the event loop only awaits their results, so a
+database locked by another process stalls no channel; records written at the
+same time share a commit. WAL lets several simroute processes share the file; the writer's busy
 timeout is short (`store.busy_timeout_ms`) because a record that cannot be
 committed in time goes to the spool instead (see `shadow/record_log.py`).
 
-The schema carries a version (`PRAGMA user_version`); older files are migrated
-in place when opened.
+The schema and its migrations: `shadow/sqlite_schema.py`; an older file is
+migrated in place when opened.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import operator
 import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,155 +30,23 @@ from shadow import sqlite_dashboard as dashboard
 from shadow.store import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreBusy, StoreError
 from shadow.canonical import snapshot_digest, tool_key
 from shadow import record_json
-from shadow.group_commit import GroupCommit
 from shadow.noise import NoiseStats
 from shadow.server_writes import write_span
+from shadow import minute_counts
+from shadow.sqlite_schema import COLUMNS, SCHEMA_VERSION, migrate
+from shadow.sqlite_checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
+from shadow.sqlite_thread import StoreThread
 
-SCHEMA_VERSION = 5
+__all__ = ["SCHEMA_VERSION", "SQLiteStore", "create_private_file"]
 
 log = logging.getLogger("simroute.records")
 
-_TABLES = """
-CREATE TABLE IF NOT EXISTS records (
-    id TEXT PRIMARY KEY,
-    ts REAL NOT NULL,
-    session TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    channel TEXT NOT NULL,
-    server TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    call_key TEXT NOT NULL,
-    tool_key TEXT NOT NULL,
-    route TEXT NOT NULL,
-    provenance TEXT NOT NULL,
-    status TEXT NOT NULL,
-    divergence REAL,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS noise_pairs (
-    tool_key TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    pairs INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS noise_paths (
-    tool_key TEXT NOT NULL,
-    path TEXT NOT NULL,
-    disagreements INTEGER NOT NULL,
-    PRIMARY KEY (tool_key, path)
-);
-CREATE TABLE IF NOT EXISTS meta (
-    name TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tool_snapshots (
-    server TEXT PRIMARY KEY,
-    digest TEXT NOT NULL,
-    ts REAL NOT NULL,
-    tools TEXT NOT NULL
-);
-"""
-
-# Version 2: replay keys and occurrences stored per record (replay is an indexed
-# lookup), named recordings, the owner of a record (write-ahead), a status index.
-# Every index costs each insert: only those the hot paths and the CLI need.
-_V2_COLUMNS = (
-    ("replay_key", "TEXT NOT NULL DEFAULT ''"),
-    ("key_scheme", "TEXT NOT NULL DEFAULT ''"),
-    ("occurrence", "INTEGER NOT NULL DEFAULT 0"),
-    ("recording", "TEXT"),
-    ("owner", "TEXT NOT NULL DEFAULT ''"),
-)
-_V2_INDEXES = """
-DROP INDEX IF EXISTS records_by_key;
-DROP INDEX IF EXISTS records_pending;
-CREATE INDEX IF NOT EXISTS records_by_tool ON records (tool_key, provenance, ts);
-CREATE INDEX IF NOT EXISTS records_by_session ON records (session, step);
-CREATE INDEX IF NOT EXISTS records_by_replay ON records (replay_key, session, occurrence);
-CREATE INDEX IF NOT EXISTS records_by_replay_ts ON records (replay_key, ts);
-CREATE INDEX IF NOT EXISTS records_by_recording ON records (recording, replay_key, ts) WHERE recording IS NOT NULL;
-CREATE INDEX IF NOT EXISTS records_unfinished ON records (status, ts) WHERE status IN ('pending', 'started');
-"""
-
-# Version 3: the dashboard's time-range aggregates read only the time index, which
-# covers what they group by (no table lookups per record); the divergence kind is a
-# column for it. The index replaces the narrower one of version 2 (still `records_by_ts`).
-_V3_COLUMNS = (("divergence_kind", "TEXT"),)
-_V3_INDEXES = """
-DROP INDEX IF EXISTS records_by_ts;
-CREATE INDEX records_by_ts ON records (ts, channel, server, tool, route, provenance, divergence, divergence_kind);
-"""
-
-# Version 4: per-minute counts kept at write time by triggers, in the same transaction
-# as the record (an upsert that replaces a row takes the old row's counts back first:
-# recursive_triggers makes REPLACE's delete fire); the dashboard's overview and
-# fidelity table and /metrics' totals read them instead of the records. The time
-# index is narrow again: the aggregates no longer need it to cover their columns.
-# The replay index leads with the session: a commit then dirties the pages of the
-# session's own range, not one page per distinct call (its only query names all three).
-_KIND_COLUMNS = ("kind_status", "kind_structure", "kind_format", "kind_content", "kind_none")
-_COUNTED = "minute, channel, server, tool, route, provenance, status"
-
-
-def _count(row: str, sign: str) -> str:
-    """The statement adding (sign "") or taking back (sign "-") the counts of `row` (NEW or OLD)."""
-    kinds = ", ".join(f"{sign}({row}.divergence_kind IS '{column[5:]}')" for column in _KIND_COLUMNS)
-    updates = ", ".join(f"{c} = {c} + excluded.{c}" for c in ("calls", "shadowed", "divergent", "divergence_sum", *_KIND_COLUMNS))
-    return (
-        f"INSERT INTO minute_counts VALUES (CAST({row}.ts / 60 AS INTEGER), {row}.channel, {row}.server, {row}.tool, {row}.route, "
-        f"{row}.provenance, {row}.status, {sign}1, {sign}({row}.divergence IS NOT NULL), {sign}COALESCE({row}.divergence > 0, 0), "
-        f"{sign}COALESCE({row}.divergence, 0), {kinds}) "
-        f"ON CONFLICT DO UPDATE SET {updates};"
-    )
-
-
-_COUNTED_COLUMNS = "ts, channel, server, tool, route, provenance, status, divergence, divergence_kind"
-
-
-_V4_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS minute_counts (
-    minute INTEGER NOT NULL, channel TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
-    route TEXT NOT NULL, provenance TEXT NOT NULL, status TEXT NOT NULL,
-    calls INTEGER NOT NULL, shadowed INTEGER NOT NULL, divergent INTEGER NOT NULL, divergence_sum REAL NOT NULL,
-    {", ".join(f"{c} INTEGER NOT NULL" for c in _KIND_COLUMNS)},
-    PRIMARY KEY ({_COUNTED})
-) WITHOUT ROWID;
-DELETE FROM minute_counts;
-INSERT INTO minute_counts SELECT CAST(ts / 60 AS INTEGER) AS minute, channel, server, tool, route, provenance, status,
-    COUNT(*), COUNT(divergence), SUM(COALESCE(divergence > 0, 0)), SUM(COALESCE(divergence, 0)),
-    {", ".join(f"SUM(divergence_kind IS '{c[5:]}')" for c in _KIND_COLUMNS)}
-    FROM records GROUP BY {_COUNTED};
-CREATE TRIGGER IF NOT EXISTS records_counted AFTER INSERT ON records BEGIN {_count("NEW", "")} END;
-CREATE TRIGGER IF NOT EXISTS records_uncounted AFTER DELETE ON records BEGIN {_count("OLD", "-")} END;
-CREATE TRIGGER IF NOT EXISTS records_recounted AFTER UPDATE OF {_COUNTED_COLUMNS} ON records
-    BEGIN {_count("OLD", "-")} {_count("NEW", "")} END;
-DROP INDEX IF EXISTS records_by_ts;
-CREATE INDEX records_by_ts ON records (ts);
-DROP INDEX IF EXISTS records_by_replay;
-CREATE INDEX records_by_replay ON records (session, replay_key, occurrence);
-"""
-
-# Version 5: when each call that may have written to its server could have done so
-# (shadow/server_writes.py): `writes_until` is the end of its span (NULL: the call
-# reads only, or never reached the real side). The noise learner asks whether any
-# router wrote to a server between two answers; the partial index holds only the
-# writes, and its range on `writes_until` starts at the first answer, so the query
-# reads the writes since then, never the server's whole history. Records written
-# before version 5 are not indexed: no pair the learner holds is that old.
-_V5_COLUMNS = (("writes_until", "REAL"),)
-_V5_INDEXES = """
-CREATE INDEX IF NOT EXISTS records_writes ON records (channel, server, writes_until) WHERE writes_until IS NOT NULL;
-"""
-
-_COLUMNS = (
-    "id", "ts", "session", "step", "channel", "server", "tool", "call_key", "tool_key", "route", "provenance", "status",
-    "divergence", "body", "replay_key", "key_scheme", "occurrence", "recording", "owner", "divergence_kind", "writes_until",
-)
 # An upsert rather than INSERT OR REPLACE: a record written twice (started, then
 # complete; pending, then its shadow result) is updated in place instead of deleted
 # and inserted again, which spares a delete in every index.
 _UPSERT = (
-    f"INSERT INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
-    f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS if c != 'id')}"
+    f"INSERT INTO records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "
+    f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS if c != 'id')}"
 )
 
 
@@ -191,38 +60,15 @@ def _row_values(row: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+# What the minute counts read of a row's values.
+_counted = operator.itemgetter(
+    *(COLUMNS.index(c) for c in ("id", "ts", "channel", "server", "tool", "route", "provenance", "status", "divergence", "divergence_kind"))
+)
+
+
 def _writes_until(row: dict[str, Any]) -> float | None:
     span = write_span(row)
     return span[1] if span is not None else None
-
-
-class _Connection:
-    """One thread owning one SQLite connection: every statement runs there."""
-
-    def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
-        self._connect = connect
-        self._db: sqlite3.Connection | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            self._db = self._connect()
-        return self._db
-
-    async def run[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: work(self.db()))
-
-    def run_blocking[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return self._executor.submit(lambda: work(self.db())).result()
-
-    def close(self) -> None:
-        def close_db() -> None:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-
-        self._executor.submit(close_db).result()
-        self._executor.shutdown(wait=True)
 
 
 def create_private_file(path: Path) -> None:
@@ -240,10 +86,10 @@ class SQLiteStore:
         self.busy_timeout_ms = busy_timeout_ms
         self.synchronous = synchronous.upper()
         self.read_only = read_only
-        self._writer: _Connection | None = None
-        self._reader: _Connection | None = None
+        self._writer: StoreThread | None = None
+        self._reader: StoreThread | None = None
+        self._checkpointer: Checkpointer | None = None
         self._snapshots: dict[str, list[dict[str, Any]]] = {}  # server -> tool definitions
-        self._group = GroupCommit(lambda rows: self.writer.run(lambda db: self.upsert_blocking(db, rows)))
 
     # --- opening -------------------------------------------------------------------------
 
@@ -253,11 +99,12 @@ class SQLiteStore:
         try:
             if not self.read_only:
                 create_private_file(self.path)
-                self._writer = _Connection("simroute-store-writer", self._connect_writer)
-                await self._writer.run(_migrate)
+                self._writer = StoreThread("simroute-store-writer", self._connect_writer, write_rows=self.upsert_blocking)
+                await self._writer.run(migrate)
+                self._checkpointer = Checkpointer(self._connect_checkpointer)
             elif not self.path.exists():
                 raise StoreError(f"no record store at {self.path}")
-            self._reader = _Connection("simroute-store-reader", self._connect_reader)
+            self._reader = StoreThread("simroute-store-reader", self._connect_reader)
             self._snapshots = await self._reader.run(_all_snapshots)
         except (sqlite3.Error, OSError) as exc:
             await self.aclose()
@@ -269,10 +116,17 @@ class SQLiteStore:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={self.synchronous}")
         db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
-        # Checkpoint the WAL less often: fewer long commits on the agent's path.
-        db.execute("PRAGMA wal_autocheckpoint=4000")
-        # An upsert that replaces a record fires the delete trigger: its old counts go.
+        # Checkpoints run beside the writer (shadow/sqlite_checkpoint.py); its own is the WAL's bound.
+        db.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT}")
+        # Records are written by upsert (an update trigger recounts); should a REPLACE
+        # ever delete one, this makes the delete trigger take its counts back.
         db.execute("PRAGMA recursive_triggers=ON")
+        return db
+
+    def _connect_checkpointer(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, check_same_thread=False, isolation_level=None)
+        db.execute(f"PRAGMA synchronous={self.synchronous}")  # how a checkpoint syncs the files
+        db.execute("PRAGMA wal_autocheckpoint=0")
         return db
 
     def _connect_reader(self) -> sqlite3.Connection:
@@ -282,13 +136,13 @@ class SQLiteStore:
         return db
 
     @property
-    def writer(self) -> _Connection:
+    def writer(self) -> StoreThread:
         if self._writer is None:
             raise StoreError(f"record store {self.path} is not open for writing")
         return self._writer
 
     @property
-    def reader(self) -> _Connection:
+    def reader(self) -> StoreThread:
         if self._reader is None:
             raise StoreError(f"record store {self.path} is not open")
         return self._reader
@@ -297,24 +151,28 @@ class SQLiteStore:
 
     async def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
         if len(rows) == 1:  # one record: shares a transaction with records written at the same time
-            await self._group.write(rows[0])
+            await self.writer.write(rows[0])
             return
         await self.writer.run(lambda db: self.upsert_blocking(db, rows))
 
     def upsert_blocking(self, db: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> None:
-        """In the writer thread: one transaction for `rows` (the spool flushes in bulk)."""
+        """In the writer thread: one transaction for `rows` (records written at the same
+        time; the spool flushes in bulk), their minute counts included."""
         values = [_row_values(row) for row in rows]
         try:
-            if len(values) == 1:
-                db.execute(_UPSERT, values[0])
-                return
             db.execute("BEGIN IMMEDIATE")
             try:
+                # Rowids only grow within the write lock: rows above the last one are the batch's inserts.
+                last_rowid = db.execute("SELECT MAX(rowid) FROM records").fetchone()[0] or 0
                 db.executemany(_UPSERT, values)
+                inserted = {rid for (rid,) in db.execute("SELECT id FROM records WHERE rowid > ?", (last_rowid,))}
+                db.executemany(minute_counts.ADD, minute_counts.inserted_counts(map(_counted, values), inserted))
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreBusy(f"record store {self.path} is locked by another writer ({exc})") from exc
@@ -623,67 +481,11 @@ class SQLiteStore:
     # --- closing -------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        for attribute in ("_writer", "_reader"):
+        for attribute in ("_checkpointer", "_writer", "_reader"):
             connection = getattr(self, attribute)
             if connection is not None:
                 setattr(self, attribute, None)
                 await asyncio.to_thread(connection.close)
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring the file to SCHEMA_VERSION (idempotent; runs in the writer thread)."""
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    if version == SCHEMA_VERSION:
-        return
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"the record store was written by a newer simroute (schema {version}, this one reads {SCHEMA_VERSION})")
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        # executescript would commit mid-migration: statements run one by one.
-        for statement in _TABLES.split(";"):
-            if statement.strip():
-                db.execute(statement)
-        existing = {row[1] for row in db.execute("PRAGMA table_info(records)")}
-        for name, declaration in _V2_COLUMNS:
-            if name not in existing:
-                db.execute(f"ALTER TABLE records ADD COLUMN {name} {declaration}")
-        for statement in _V2_INDEXES.split(";"):
-            if statement.strip():
-                db.execute(statement)
-        for name, declaration in _V3_COLUMNS:
-            if name not in existing:
-                db.execute(f"ALTER TABLE records ADD COLUMN {name} {declaration}")
-                db.execute(f"UPDATE records SET {name} = json_extract(body, '$.{name}') WHERE divergence IS NOT NULL")
-        if version < 3:
-            for statement in _V3_INDEXES.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-        if version < 4:  # recounting and reindexing every record: only once
-            for statement in _statements(_V4_SCHEMA):
-                db.execute(statement)
-        for name, declaration in _V5_COLUMNS:
-            if name not in existing:
-                db.execute(f"ALTER TABLE records ADD COLUMN {name} {declaration}")
-        for statement in _statements(_V5_INDEXES):
-            db.execute(statement)
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
-def _statements(script: str) -> list[str]:
-    """A script's statements, trigger bodies kept whole (their `;` are inside BEGIN … END)."""
-    statements, current = [], ""
-    for piece in script.split(";"):
-        current += piece
-        if current.strip() and (" BEGIN " not in current or current.rstrip().endswith("END")):
-            statements.append(current.strip())
-            current = ""
-        elif current.strip():
-            current += ";"
-    return statements
 
 
 def _readable_records(bodies) -> list[Record]:

@@ -75,9 +75,10 @@ async def recount(store, where: RecordFilter, bucket_s: float):
 
 
 async def test_minute_counts_follow_every_upsert_replacement_and_prune(store):
-    """Counts kept by triggers equal a recount of the records after records are
-    replaced (a pending record completed with its divergence) and pruned, for
-    ranges whose ends fall inside a minute."""
+    """Counts kept at write time equal a recount of the records after records are
+    replaced (a pending record completed with its divergence; in one batch, a record
+    inserted and completed, beside an update of an older one), marked interrupted and
+    pruned, for ranges whose ends fall inside a minute."""
     pending = Record(Call("mcp", "s", "t0", {"n": 99}, "sess-9"), Decision(Route.SHADOW, "mode", ""),
                      Observation(content=[], provenance=Provenance.REAL), step=0, call_key="k99", ts=NOW - 95.5, status="pending")
     await store.upsert([pending.to_json()])
@@ -88,6 +89,12 @@ async def test_minute_counts_follow_every_upsert_replacement_and_prune(store):
                     Observation(content=[], provenance=Provenance.REAL), step=1, call_key="k98", ts=NOW - 30.2, status="started", owner="gone:1:1")
     await store.upsert([orphan.to_json()])
     assert await store.interrupt_orphans(lambda owner: False) == 1  # an UPDATE of the status: recounted
+    started = Record(Call("mcp", "s", "t1", {"n": 97}, "sess-9"), Decision(Route.SHADOW, "mode", ""),
+                     Observation(content=[], provenance=Provenance.REAL), step=2, call_key="k97", ts=NOW - 20.4, status="started")
+    batch = [started.to_json()]
+    started.status, started.divergence, started.divergence_kind = "complete", 0.3, "content"
+    pending.divergence, pending.divergence_kind = 0.0, "none"
+    await store.upsert([*batch, started.to_json(), pending.to_json()])  # inserted then updated; an update alone
 
     async def same(where: RecordFilter, bucket_s: float) -> None:
         overview, fidelity = await recount(store, where, bucket_s)
@@ -123,7 +130,7 @@ async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
     await store.aclose()
     db = sqlite3.connect(path)  # what a version-3 file looks like: no counts, no triggers
     db.executescript(
-        "DROP TRIGGER records_counted; DROP TRIGGER records_uncounted; DROP TRIGGER records_recounted;"
+        "DROP TRIGGER IF EXISTS records_counted; DROP TRIGGER records_uncounted; DROP TRIGGER records_recounted;"
         " DROP TABLE minute_counts; PRAGMA user_version = 3;"
     )
     db.close()
@@ -131,6 +138,30 @@ async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
     try:
         assert sum(r["calls"] for r in await store.overview(RecordFilter(since=NOW - 3600), bucket_s=60.0)) == 30
         assert (await store.reader.run(lambda db: db.execute("PRAGMA user_version").fetchone()[0])) == sqlite_store.SCHEMA_VERSION
+    finally:
+        await store.aclose()
+
+
+async def test_a_version_5_store_loses_its_insert_trigger_and_counts_each_record_once(tmp_path):
+    """Version 5 counted an insert by trigger; version 6 counts inserts in the writer.
+    A migrated file must not keep the trigger (every insert would count twice)."""
+    from shadow import minute_counts
+
+    path = tmp_path / "records.db"
+    store = await SQLiteStore(path).open()
+    await store.aclose()
+    db = sqlite3.connect(path)  # what a version-5 file looks like
+    db.executescript(f"CREATE TRIGGER records_counted AFTER INSERT ON records BEGIN {minute_counts.counts_of('NEW', '')} END; PRAGMA user_version = 5;")
+    db.close()
+    store = await SQLiteStore(path).open()
+    try:
+        for n in range(3):
+            record = Record(Call("mcp", "s", "t", {"n": n}, "a"), Decision(Route.REAL, "mode", ""), Observation(content=[], provenance=Provenance.REAL),
+                            step=n, call_key=f"k{n}", ts=NOW - 100 + n)
+            await store.upsert([record.to_json()])
+        assert sum(r["calls"] for r in await store.overview(RecordFilter(since=NOW - 3600), bucket_s=60.0)) == 3
+        triggers = await store.reader.run(lambda db: {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")})
+        assert triggers == {"records_uncounted", "records_recounted"}
     finally:
         await store.aclose()
 
