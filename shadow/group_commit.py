@@ -1,7 +1,7 @@
 """Group commit for the Redis store: records written at the same time share one
 pipeline. (The SQLite store batches in its writer thread: shadow/sqlite_thread.py.)
-Each writer still waits until its own record is durable;
-under concurrency the per-record cost of the round trip is shared. Rows keep their arrival order.
+Each writer still waits until its own record is durable; under concurrency the
+per-record cost of the round trip is shared. Rows keep their arrival order.
 
 A row written when nothing else is waiting or being written is flushed at once,
 without the drain task (an agent making one call at a time pays one hop to the
