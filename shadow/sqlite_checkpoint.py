@@ -5,8 +5,11 @@ syncs both). SQLite's automatic checkpoint runs inside the commit that crosses i
 threshold: the records of that batch, and every record queued behind it, wait
 for it, and the writer thread spends about a third of its time there under load.
 Here a thread with its own connection runs a PASSIVE checkpoint (it never blocks a
-writer, of this process or another) after every `every_commits` of the writer's
-commits, so the writer's work and the checkpoint's I/O overlap. One checkpoint
+writer, of this process or another) once the writer has committed `every_rows`
+records since the last, so the writer's work and the checkpoint's I/O overlap.
+Counting records, not commits: under load a commit carries dozens of records and
+the WAL grows fast; an agent making one call at a time commits one record at a
+time, and a checkpoint (two syncs) every few calls would only add to its latency. One checkpoint
 runs at a time; commits made meanwhile ask for one more, not one each.
 
 A passive checkpoint cannot restart the WAL while commits keep coming; the
@@ -27,21 +30,21 @@ WRITER_AUTOCHECKPOINT = 4000  # pages (4 KiB each): the WAL's bound, ~16 MB
 
 
 class Checkpointer:
-    def __init__(self, connect: Callable[[], sqlite3.Connection], *, every_commits: int = 8) -> None:
+    def __init__(self, connect: Callable[[], sqlite3.Connection], *, every_rows: int = 256) -> None:
         self._connect = connect
-        self.every_commits = every_commits
+        self.every_rows = every_rows
         self.checkpoints = 0  # completed (tests, diagnostics)
-        self._commits = 0
+        self._rows = 0
         self._wanted = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._serve, name="simroute-store-checkpoint", daemon=True)
         self._thread.start()
 
-    def committed(self) -> None:
-        """Called by the writer thread after each commit (cheap: a counter)."""
-        self._commits += 1
-        if self._commits >= self.every_commits:
-            self._commits = 0
+    def committed(self, rows: int) -> None:
+        """Called by the writer thread after each commit of `rows` records (cheap: a counter)."""
+        self._rows += rows
+        if self._rows >= self.every_rows:
+            self._rows = 0
             self._wanted.set()
 
     def close(self) -> None:

@@ -172,7 +172,7 @@ class SQLiteStore:
                 raise
             db.execute("COMMIT")
             if self._checkpointer is not None:
-                self._checkpointer.committed()
+                self._checkpointer.committed(len(values))
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreBusy(f"record store {self.path} is locked by another writer ({exc})") from exc

@@ -78,20 +78,20 @@ def record(n: int) -> Record:
 
 async def test_checkpoints_run_beside_the_writer_and_copy_the_wal_into_the_file(tmp_path):
     """The writer's own automatic checkpoint waits for thousands of pages: that the
-    database file grows after a few dozen small commits shows the checkpointer ran."""
+    database file grows after 1,200 records in 60 commits shows the checkpointer ran."""
     path = tmp_path / "records.db"
     store = await SQLiteStore(path).open()
     try:
         size_before = path.stat().st_size
-        for n in range(40):
-            await store.upsert([record(10 * n + k).to_json() for k in range(10)])  # one commit each
+        for n in range(60):
+            await store.upsert([record(20 * n + k).to_json() for k in range(20)])  # one commit each
         for _ in range(100):
             if store._checkpointer.checkpoints >= 4:
                 break
             await asyncio.sleep(0.05)
-        assert store._checkpointer.checkpoints >= 4  # one per 8 commits
+        assert store._checkpointer.checkpoints >= 4  # one per 256 records
         assert path.stat().st_size > size_before + 100 * 1024  # the records' pages are in the file
-        assert await store.count() == 400
+        assert await store.count() == 1200
     finally:
         await store.aclose()
 
