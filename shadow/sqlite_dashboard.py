@@ -16,9 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from shadow.canonical import tool_key
+from shadow.minute_counts import KINDS
 from shadow.store import RecordFilter
-
-KINDS = ("status", "structure", "format", "content", "none")
 
 
 def _clause(where: RecordFilter, time_column: str, start: float, end: float | None, columns: tuple[str, ...], divergent: str) -> tuple[str, list[Any]]:

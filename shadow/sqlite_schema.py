@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from shadow import minute_counts
+from shadow import minute_counts, replay_sources
 from shadow.store import StoreError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS records (
@@ -69,7 +69,6 @@ DROP INDEX IF EXISTS records_pending;
 CREATE INDEX IF NOT EXISTS records_by_tool ON records (tool_key, provenance, ts);
 CREATE INDEX IF NOT EXISTS records_by_session ON records (session, step);
 CREATE INDEX IF NOT EXISTS records_by_replay ON records (replay_key, session, occurrence);
-CREATE INDEX IF NOT EXISTS records_by_replay_ts ON records (replay_key, ts);
 CREATE INDEX IF NOT EXISTS records_by_recording ON records (recording, replay_key, ts) WHERE recording IS NOT NULL;
 CREATE INDEX IF NOT EXISTS records_unfinished ON records (status, ts) WHERE status IN ('pending', 'started');
 """
@@ -104,6 +103,10 @@ CREATE INDEX IF NOT EXISTS records_writes ON records (channel, server, writes_un
 # Version 6: an insert's minute counts are added by the writer, one row per group of
 # a batch, instead of by a trigger per record (shadow/minute_counts.py).
 
+# Version 7: replay's source lookup and the same-call examples read the latest
+# sessions of each key (shadow/replay_sources.py) instead of an index of every
+# record by key, which cost a scattered page per record.
+
 COLUMNS = (
     "id", "ts", "session", "step", "channel", "server", "tool", "call_key", "tool_key", "route", "provenance", "status",
     "divergence", "body", "replay_key", "key_scheme", "occurrence", "recording", "owner", "divergence_kind", "writes_until",
@@ -137,6 +140,10 @@ def migrate(db: sqlite3.Connection) -> None:
         _run(db, _V5_INDEXES)
         for statement in minute_counts.TRIGGERS:
             db.execute(statement)
+        if version < 7:
+            db.execute(replay_sources.TABLE)
+            replay_sources.rebuild(db)
+            db.execute("DROP INDEX IF EXISTS records_by_replay_ts")
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         db.execute("ROLLBACK")

@@ -32,7 +32,7 @@ from shadow.canonical import snapshot_digest, tool_key
 from shadow import record_json
 from shadow.noise import NoiseStats
 from shadow.server_writes import write_span
-from shadow import minute_counts
+from shadow import minute_counts, replay_sources
 from shadow.sqlite_schema import COLUMNS, SCHEMA_VERSION, migrate
 from shadow.sqlite_checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
 from shadow.sqlite_thread import StoreThread
@@ -64,6 +64,10 @@ def _row_values(row: dict[str, Any]) -> tuple[Any, ...]:
 _counted = operator.itemgetter(
     *(COLUMNS.index(c) for c in ("id", "ts", "channel", "server", "tool", "route", "provenance", "status", "divergence", "divergence_kind"))
 )
+
+
+# What the replay sources read of a row's values: (replay key, session, ts).
+_replay_source = operator.itemgetter(*(COLUMNS.index(c) for c in ("replay_key", "session", "ts")))
 
 
 def _writes_until(row: dict[str, Any]) -> float | None:
@@ -167,6 +171,7 @@ class SQLiteStore:
                 db.executemany(_UPSERT, values)
                 inserted = {rid for (rid,) in db.execute("SELECT id FROM records WHERE rowid > ?", (last_rowid,))}
                 db.executemany(minute_counts.ADD, minute_counts.inserted_counts(map(_counted, values), inserted))
+                replay_sources.note(db, map(_replay_source, values))
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
@@ -234,6 +239,8 @@ class SQLiteStore:
                         counts[key] = counts.get(key, 0) + 1
                         updates.append((counts[key], rid))
                     db.executemany("UPDATE records SET occurrence = ? WHERE id = ?", updates)
+                if changed:
+                    replay_sources.rebuild(db)
                 db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('key_scheme', ?)", (scheme,))
             except BaseException:
                 db.execute("ROLLBACK")
@@ -250,12 +257,20 @@ class SQLiteStore:
         def work(db: sqlite3.Connection) -> int:
             removed = 0
             prunable = "recording IS NULL AND status NOT IN ('started', 'pending')"
-            if before_ts is not None:
-                removed += db.execute(f"DELETE FROM records WHERE {prunable} AND ts < ?", (before_ts,)).rowcount
-            if keep_newest is not None:
-                cutoff = db.execute("SELECT ts FROM records ORDER BY ts DESC LIMIT 1 OFFSET ?", (keep_newest,)).fetchone()
-                if cutoff is not None:
-                    removed += db.execute(f"DELETE FROM records WHERE {prunable} AND ts <= ?", (cutoff[0],)).rowcount
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if before_ts is not None:
+                    removed += db.execute(f"DELETE FROM records WHERE {prunable} AND ts < ?", (before_ts,)).rowcount
+                if keep_newest is not None:
+                    cutoff = db.execute("SELECT ts FROM records ORDER BY ts DESC LIMIT 1 OFFSET ?", (keep_newest,)).fetchone()
+                    if cutoff is not None:
+                        removed += db.execute(f"DELETE FROM records WHERE {prunable} AND ts <= ?", (cutoff[0],)).rowcount
+                if removed:
+                    replay_sources.forget_pruned(db)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
             return removed
 
         return await self._write(work)
@@ -355,7 +370,7 @@ class SQLiteStore:
 
     async def replay_session(self, replay_key: str, *, exclude_session: str, source: ReplaySource) -> str | None:
         if source.recording is None:
-            sql = "SELECT session FROM records WHERE replay_key = ? AND session != ? ORDER BY ts DESC LIMIT 1"
+            sql = "SELECT session FROM replay_sources WHERE replay_key = ? AND session != ? ORDER BY ts DESC LIMIT 1"
             params: tuple[Any, ...] = (replay_key, exclude_session)
         else:
             sql = "SELECT session FROM records WHERE recording = ? AND replay_key = ? AND session != ? ORDER BY ts DESC LIMIT 1"
@@ -384,10 +399,7 @@ class SQLiteStore:
             bodies: list[str] = []
             seen: set[str] = set()
             if call_key is not None:  # the same call (by replay key: volatile arguments left out) first
-                for rid, body in db.execute(
-                    "SELECT id, body FROM records WHERE replay_key = ? AND provenance = 'real' AND session != ? ORDER BY ts DESC LIMIT ?",
-                    (call_key, exclude_session, limit),
-                ):
+                for rid, body in _same_call(db, call_key, exclude_session, limit):
                     seen.add(rid)
                     bodies.append(body)
             if len(bodies) < limit:
@@ -486,6 +498,22 @@ class SQLiteStore:
             if connection is not None:
                 setattr(self, attribute, None)
                 await asyncio.to_thread(connection.close)
+
+
+def _same_call(db: sqlite3.Connection, replay_key: str, exclude_session: str, limit: int) -> list[tuple[str, str]]:
+    """(id, body) of the newest real records of `replay_key` in the key's latest
+    sessions other than `exclude_session`, newest first."""
+    found = []
+    sessions = db.execute(
+        "SELECT session FROM replay_sources WHERE replay_key = ? AND session != ? ORDER BY ts DESC", (replay_key, exclude_session)
+    ).fetchall()
+    for (session,) in sessions:
+        found += db.execute(
+            "SELECT ts, id, body FROM records WHERE session = ? AND replay_key = ? AND provenance = 'real' ORDER BY occurrence DESC LIMIT ?",
+            (session, replay_key, limit),
+        ).fetchall()
+    found.sort(key=lambda row: row[0], reverse=True)
+    return [(rid, body) for _, rid, body in found[:limit]]
 
 
 def _readable_records(bodies) -> list[Record]:
