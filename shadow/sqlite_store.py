@@ -505,7 +505,8 @@ def _same_call(db: sqlite3.Connection, replay_key: str, exclude_session: str, li
     sessions other than `exclude_session`, newest first."""
     found = []
     sessions = db.execute(
-        "SELECT session FROM replay_sources WHERE replay_key = ? AND session != ? ORDER BY ts DESC", (replay_key, exclude_session)
+        "SELECT session FROM replay_sources WHERE replay_key = ? AND session != ? ORDER BY ts DESC LIMIT ?",
+        (replay_key, exclude_session, replay_sources.SESSIONS_PER_KEY),
     ).fetchall()
     for (session,) in sessions:
         found += db.execute(
