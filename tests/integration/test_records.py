@@ -152,6 +152,25 @@ async def test_a_locked_store_never_stalls_calls_and_loses_no_record(make_config
     assert max(latencies) < 1.0
 
 
+async def test_a_spooled_record_is_redacted_like_a_stored_one(make_config, tmp_path):
+    """Redaction comes before the record log: a record the locked store sends to the
+    spool holds the marker, never the secret, and so does every file written after."""
+    secret = "MSECRETspool0123456789"
+    config = make_config(mcpServers={"toolbox": toolbox_server()})
+    async with stdio_client(config) as client:
+        await client.call_tool("echo", {"text": "warm"})
+        holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db"), "3"], stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "locked"
+        await client.call_tool("echo", {"text": f"password={secret}"})
+        [spool] = tmp_path.rglob("*.spool.jsonl")
+        spooled = spool.read_text()  # fsynced before the call returned
+        assert "password=[redacted:" in spooled and secret not in spooled
+        assert holder.wait(10) == 0
+    texts = [r["arguments"].get("text") for r in records_of(config)]
+    assert texts[0] == "warm" and texts[1].startswith("password=[redacted:")  # flushed into the store
+    assert [path.name for path in tmp_path.rglob("*") if path.is_file() and secret.encode() in path.read_bytes()] == []
+
+
 _HOLD_LOCK = """
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)

@@ -270,6 +270,28 @@ async def test_two_router_processes_share_an_agent_sessions_history(make_config,
     assert mine[0]["owner"] == mine[1]["owner"] != mine[2]["owner"]  # steps 0-1 by process A, step 2 by process B
 
 
+async def test_a_sessions_token_owns_it_on_every_replica(make_config, simroute_http, redis_server):
+    """Two `simroute mcp --http` replicas on one Redis, with tokens: the agent session
+    a token names is that token's on every replica (its steps continue from replica to
+    replica), and another token naming the same session gets a session of its own."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    alice, bob = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef01"
+    config = make_config(mcpServers={"toolbox": toolbox_server()}, store={"url": redis_server.url},
+                         service={"tokens": {"alice": alice, "bob": bob}})
+    a, b = simroute_http(config), simroute_http(config)
+
+    def agent(server, token: str) -> Client:
+        return Client(StreamableHttpTransport(server.url, headers={"Authorization": f"Bearer {token}", "X-Simroute-Session": "shared"}))
+
+    async with agent(a, alice) as alice_on_a, agent(b, alice) as alice_on_b, agent(b, bob) as bob_on_b:
+        for client, text in ((alice_on_a, "a1"), (bob_on_b, "b1"), (alice_on_b, "a2"), (alice_on_a, "a3")):
+            await client.call_tool("echo", {"text": text})
+    steps = {(r["session"], r["arguments"]["text"]): r["step"] for r in records_of(config)}
+    assert steps == {("alice/shared", "a1"): 0, ("bob/shared", "b1"): 0, ("alice/shared", "a2"): 1, ("alice/shared", "a3"): 2}
+
+
 async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
     """`simroute diff RECORD_ID` with `store.url: redis://…`: the record is found by the
     first 12 characters of its id, as `simroute records` lists it."""

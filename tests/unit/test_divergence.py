@@ -179,9 +179,14 @@ def test_shell_noise_only_is_masked():
 
 
 def test_shell_wrong_offset_in_text_is_content():
-    sim = LISTING.replace("10:19:49Z", "19:19:49+09:00")
-    result = compare(shell(LISTING), shell(sim, provenance=SIM), channel="shell")
-    assert result.kind in ("content", "format") and 0 < result.score < 0.2
+    real = LISTING.replace("10:19:49Z", "19:19:49+09:00")
+    sim = LISTING.replace("10:19:49Z", "18:19:49+08:00")  # the same instant, another zone
+    result = compare(shell(real), shell(sim, provenance=SIM), channel="shell")
+    assert result.kind == "content" and 0 < result.score < 0.2
+    assert [entry["path"] for entry in result.evidence["divergent"]] == ["$.screen:3#offset"]
+    # Written with Z on one side and an offset on the other, the format differs too: format ranks above content.
+    mixed = compare(shell(LISTING), shell(real, provenance=SIM), channel="shell")
+    assert mixed.kind == "format" and {e["path"] for e in mixed.evidence["divergent"]} == {"$.screen:3#format", "$.screen:3#offset"}
 
 
 def test_shell_wrong_exit_code_is_status_and_other_failure_code_is_structure():

@@ -107,6 +107,9 @@ def test_records_command_with_filters(store_file):
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert len(rows) == 1 and rows[0]["divergence_evidence"]["divergent"][0]["path"] == "$.result.datetime#offset"
+    by_tool = CliRunner().invoke(app, ["records", "--config", config, "--tool", "get_current_time", "--since", "1h", "--json"])
+    assert by_tool.exit_code == 0, by_tool.output
+    assert [json.loads(line)["route"] for line in by_tool.output.splitlines()] == ["shadow", "shadow"]  # the 2-hour-old call left out
     bad = CliRunner().invoke(app, ["records", "--config", config, "--route", "simulated"])
     assert bad.exit_code != 0 and "--route" in bad.output
 
