@@ -162,3 +162,38 @@ async def test_a_store_that_cannot_tell_settles_no_pair():
     await learner.wait(5)
     assert (learner.unsettled, learner.learned, dict(store.stats)) == (1, 0, {})
     await learner.aclose()
+
+
+def test_the_configured_rule_decides_what_simroute_noise_calls_noise(tmp_path):
+    """`shadow.noise.min_pairs` / `min_rate` / `z` reach the rule: the same learned
+    counts (3 of 3 pairs disagree at a path) are noise by default, not under a rule
+    that asks for 5 pairs."""
+    import asyncio
+    import json
+
+    from typer.testing import CliRunner
+
+    from router.cli import app
+    from shadow.sqlite_store import SQLiteStore
+
+    async def learn() -> None:
+        store = await SQLiteStore(tmp_path / "records.db").open()
+        for _ in range(3):
+            await store.add_noise_observation("k1", ["$.result.datetime#instant"], name="time.get_current_time")
+        await store.aclose()
+
+    asyncio.run(learn())
+
+    def noisy(**rule) -> bool:
+        config = tmp_path / "simroute.yaml"
+        config.write_text(json.dumps({"store": {"path": str(tmp_path / "records.db")}, "shell": {"enabled": False},
+                                      "browser": {"enabled": False}, "shadow": {"noise": rule}}))
+        result = CliRunner().invoke(app, ["noise", "--config", str(config), "--json"])
+        assert result.exit_code == 0, result.output
+        [row] = [json.loads(line) for line in result.output.splitlines()]
+        assert (row["path"], row["disagreements"], row["pairs"]) == ("$.result.datetime#instant", 3, 3)
+        return row["noisy"]
+
+    assert noisy() is True
+    assert noisy(min_pairs=5) is False
+    assert noisy(min_rate=0.5, z=3.0) is False  # a stricter confidence: 3 of 3 is not enough
