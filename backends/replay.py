@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from router.types import Call, Observation, Provenance, Session
-from shadow.canonical import call_key, canonical_json
-from shadow.store import RecordStore, ReplaySource
+from shadow.compare.canonical import call_key, canonical_json
+from shadow.store.protocol import RecordStore, ReplaySource
 
 REPLAYABLE = frozenset({"real", "replay"})
 

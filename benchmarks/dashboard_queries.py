@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from dashboard_kit import fill  # noqa: E402
-from router.launch import free_port, stop, wait_for_port  # noqa: E402
-from shadow.sqlite_store import SQLiteStore  # noqa: E402
-from shadow.store import RecordFilter  # noqa: E402
+from router.cli.launch import free_port, stop, wait_for_port  # noqa: E402
+from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
+from shadow.store.protocol import RecordFilter  # noqa: E402
 
 NOW = time.time()
 DAY = RecordFilter(since=NOW - 86400)
@@ -67,7 +67,7 @@ def charts_drawn_ms(config: Path) -> float:
     from backends.browser.pool import BASE_ARGS
 
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "router.cli", "dashboard", "--config", str(config), "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "router.cli.main", "dashboard", "--config", str(config), "--port", str(port)],
                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, process)
@@ -117,7 +117,7 @@ async def main() -> None:
         if options.redis:
             from redis_kit import RedisServer
 
-            from shadow.redis_store import RedisStore
+            from shadow.store.redis.store import RedisStore
 
             server = RedisServer(folder).start()
             try:

@@ -19,7 +19,8 @@ import time
 import itertools
 
 from _timing import paired_timings
-from policies import default_policies, parse_rule
+from policies.chain import default_policies
+from policies.rules import parse_rule
 from policies.base import decide
 from policies.safety import SafetyClassifier
 from policies.safety.shell import classify_shell

@@ -2,7 +2,7 @@
 
 Cases: a JSON pair of about 1 MB (over the 256 KiB bound: digest + sampled paths),
 a JSON pair just under the bound (compared whole), and a 16,000-character terminal
-screen (200 lines). Each is compared by `shadow.divergence.compare` and, as the
+screen (200 lines). Each is compared by `shadow.compare.divergence.compare` and, as the
 baseline in the same run (interleaved), by the first-cut metric it replaced (leaf
 by leaf for JSON, character edit similarity for text), which has no bound.
 Target: <= 50 ms at the size bound.
@@ -23,7 +23,7 @@ from typing import Any
 
 from backends.shell.screen import ShellResult
 from router.types import Observation, Provenance
-from shadow.divergence import SIZE_BOUND, compare
+from shadow.compare.divergence import SIZE_BOUND, compare
 
 
 # --- the first-cut metric (the baseline) ----------------------------------------------

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 
-from router.launch import free_port, stop, wait_for_port
+from router.cli.launch import free_port, stop, wait_for_port
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent

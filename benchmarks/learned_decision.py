@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from backends.replay import ReplayBackend  # noqa: E402
 from learned_kit import generate  # noqa: E402  (the generated records the unit tests use)
-from policies import default_policies, parse_rule  # noqa: E402
+from policies.chain import default_policies  # noqa: E402
+from policies.rules import parse_rule
 from policies.base import decide  # noqa: E402
 from policies.learned import LearnedModel, LearnedPolicy, LearnedSettings, RouteModel, StateBuilder  # noqa: E402
 from policies.learned.features import CallFacts, call_features  # noqa: E402

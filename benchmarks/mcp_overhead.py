@@ -36,7 +36,7 @@ from pathlib import Path
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
-from router.launch import free_port, stop, wait_for_port
+from router.cli.launch import free_port, stop, wait_for_port
 
 HERE = Path(__file__).resolve().parent
 BASELINE = HERE / "_baseline_proxy.py"

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from engine_kit import FakeSimulator, make_engine, with_shadow  # noqa: E402
 
-from policies import default_policies  # noqa: E402
+from policies.chain import default_policies  # noqa: E402
 from router.types import Call, Observation, Provenance, Route, Session  # noqa: E402
 
 
@@ -65,7 +65,7 @@ async def main() -> None:
         simulator = FakeSimulator(delay=0.05)
         if args.gguf:
             from router.config import Config
-            from router.world import ExampleLookup, build_engine, build_simulator
+            from router.runtime.world import ExampleLookup, build_engine, build_simulator
 
             config = Config()
             examples = ExampleLookup(store)

@@ -17,7 +17,7 @@ import time
 
 import docker
 
-from router.process_identity import this_process_owner
+from shadow.owners import this_process_owner
 from backends.shell.docker_shell import DockerShell
 from backends.shell.owned import OwnedContainers
 from router.config import ShellConfig

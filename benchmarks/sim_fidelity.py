@@ -12,7 +12,7 @@ Phases: (1) real, recorded; (2) from a fresh state, real again, into a separate
 store (the answers to compare with); (3) from a fresh state, simulated with the
 phase-1 records as the only examples — once per checkout under test (e.g. the
 code before a change as the baseline, then the current code), one after the other
-in the same run. Per call and per channel: divergence (shadow.divergence) between
+in the same run. Per call and per channel: divergence (shadow.compare.divergence) between
 phase 2 and phase 3, the well-formed rate (backends/world_model/checks.py) and
 the latency of the simulated call.
 
@@ -41,7 +41,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from backends.world_model.checks import check  # noqa: E402
 from router.types import Observation  # noqa: E402
-from shadow.divergence import divergence  # noqa: E402
+from shadow.compare.divergence import divergence  # noqa: E402
 
 NOTES = ROOT / "tests" / "servers" / "notes_store.py"
 MCP_CALLS = [
@@ -171,7 +171,7 @@ async def run_mcp(config: Path, checkout: Path, session: str, channels: set[str]
 def run_http(config: Path, checkout: Path, api: str, session: str) -> list[dict]:
     import httpx2
 
-    from router.launch import free_port, stop, wait_for_port
+    from router.cli.launch import free_port, stop, wait_for_port
     from kit import simroute_executable
 
     port = free_port()

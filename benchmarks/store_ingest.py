@@ -37,10 +37,10 @@ import redis  # noqa: E402
 from redis_kit import RedisServer  # noqa: E402
 
 from router.types import Call, Decision, Observation, Provenance, Route  # noqa: E402
-from shadow.record_log import RecordLog, Spool  # noqa: E402
+from shadow.store.record_log import RecordLog, Spool  # noqa: E402
 from shadow.records import Record  # noqa: E402
-from shadow.redis_store import RedisStore  # noqa: E402
-from shadow.sqlite_store import SQLiteStore  # noqa: E402
+from shadow.store.redis.store import RedisStore  # noqa: E402
+from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
 
 
 def record(n: int) -> Record:

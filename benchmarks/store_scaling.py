@@ -23,13 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.replay import ReplayBackend  # noqa: E402
 from backends.world_model.engine import Completion  # noqa: E402
-from policies import default_policies  # noqa: E402
+from policies.chain import default_policies  # noqa: E402
 from router.config import Config  # noqa: E402
-from router.engine import Engine  # noqa: E402
+from router.engine.engine import Engine  # noqa: E402
 from router.types import Call, Observation, Provenance, Route, Session  # noqa: E402
-from router.world import ExampleLookup, build_simulator  # noqa: E402
-from shadow.record_log import RecordLog  # noqa: E402
-from shadow.sqlite_store import SQLiteStore  # noqa: E402
+from router.runtime.world import ExampleLookup, build_simulator  # noqa: E402
+from shadow.store.record_log import RecordLog  # noqa: E402
+from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
 
 SIZES = (100, 10_000, 100_000)
 ROUNDS = 5
@@ -51,7 +51,7 @@ class InstantModel:
 
 
 def rows(count: int) -> list[dict]:
-    from shadow.canonical import call_key
+    from shadow.compare.canonical import call_key
 
     out = []
     for i in range(count):

@@ -1,0 +1,14 @@
+"""Comparison and records.
+
+- `records.py`: the `Record` of a call, as stored.
+- `compare/`: canonical forms, divergence between two observations, the noise model
+  and its learner.
+- `store/`: the record stores behind one protocol (`protocol.py`): SQLite
+  (`sqlite/`), Redis (`redis/`), the spool (`record_log.py`), queries.
+- `redaction.py`, `secret_patterns.py`: secrets out before anything is stored.
+- `runner.py`, `worker.py`: shadow work off the agent's path (in process, or Redis
+  workers).
+- `owners.py`: who owns a record or a container (a process), and whether it lives.
+
+May import: `router.types` only.
+"""

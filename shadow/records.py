@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from router.types import Call, Decision, Observation, Route
-from shadow import record_json
+from shadow.store import record_json
 
 if TYPE_CHECKING:
     from shadow.redaction import Redactor
@@ -48,7 +48,7 @@ class Record:
     # gate says so); None in records written before it was kept.
     reads_only: bool | None = None
     # When the call ended (its final record was made); None while it is `started`.
-    # With `ts` and `reads_only`, other routers see when it may have written (shadow/server_writes.py).
+    # With `ts` and `reads_only`, other routers see when it may have written (shadow/store/server_writes.py).
     ended: float | None = None
 
     def redacted(self, redactor: Redactor) -> Record:

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from router.types import Call, Session, Simulator, Turn
-from shadow.canonical import tool_key
-from shadow.divergence import compare, text_size
-from shadow.noise import NoiseRule, NoiseStore, noise_for_tool
-from shadow.record_log import RecordLog
+from shadow.compare.canonical import tool_key
+from shadow.compare.divergence import compare, text_size
+from shadow.compare.noise import NoiseRule, NoiseStore, noise_for_tool
+from shadow.store.record_log import RecordLog
 from shadow.redaction import Redactor
 from shadow.records import Record
-from shadow.store import RecordError, RecordStore, StoreError
+from shadow.store.protocol import RecordError, RecordStore, StoreError
 
 log = logging.getLogger("simroute.shadow")
 

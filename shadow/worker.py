@@ -16,9 +16,9 @@ from typing import Any
 
 from router.types import Session, Turn
 from shadow.records import Record
-from shadow.redis_store import RedisStore
+from shadow.store.redis.store import RedisStore
 from shadow.runner import DrainReport, ShadowRunner, shadow_session_id
-from shadow.store import StoreError
+from shadow.store.protocol import StoreError
 
 log = logging.getLogger("simroute.worker")
 

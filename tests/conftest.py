@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kit import RouterWatch, free_port, simroute_executable, write_config
-from router.launch import stop, wait_for_port
+from router.cli.launch import stop, wait_for_port
 
 
 @pytest.fixture

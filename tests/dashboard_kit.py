@@ -10,10 +10,10 @@ from typing import Any
 
 from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.records import Record
-from shadow.sqlite_store import SQLiteStore
+from shadow.store.sqlite.store import SQLiteStore
 
 TOOLS = [("mcp", "time", "get_current_time"), ("mcp", "toolbox", "echo"), ("mcp", "weather", "forecast"), ("shell", "shell", "run"), ("http", "api.example", "GET")]
-KNOWN_PATH = "$.result.temperature"  # the canonical form's path (shadow/observation_forms.py)
+KNOWN_PATH = "$.result.temperature"  # the canonical form's path (shadow/compare/observation_forms.py)
 
 
 def observation(provenance: Provenance, temperature: float, *, latency_s: float = 0.02) -> Observation:
@@ -96,8 +96,8 @@ SHELL_DIVERGENT_LINE, SHELL_NOISY_LINE = 4, 3  # "ok: 3 files" vs "ok: 5 files";
 
 def shell_record(ts: float) -> Record:
     """A shadowed shell command whose screen diverges on one line and differs in a
-    timestamp on another, its evidence from the real comparison (shadow/divergence.py)."""
-    from shadow.divergence import compare
+    timestamp on another, its evidence from the real comparison (shadow/compare/divergence.py)."""
+    from shadow.compare.divergence import compare
 
     def screen(output: str, provenance: Provenance) -> Observation:
         return Observation(content=[{"type": "text", "text": f"{output}\n[exit code 0, cwd /workspace]"}],

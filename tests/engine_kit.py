@@ -7,12 +7,13 @@ import asyncio
 from pathlib import Path
 
 from backends.replay import ReplayBackend
-from policies import default_policies, parse_rule
-from router.engine import Engine
-from router.replay_modes import ReplayModes
+from policies.chain import default_policies
+from policies.rules import parse_rule
+from router.engine.engine import Engine
+from router.engine.replay_modes import ReplayModes
 from router.types import Call, Observation, Provenance, Route
-from shadow.record_log import RecordLog
-from shadow.sqlite_store import SQLiteStore
+from shadow.store.record_log import RecordLog
+from shadow.store.sqlite.store import SQLiteStore
 
 
 class FakeReal:
@@ -41,7 +42,7 @@ async def make_engine(
     store=None,
 ) -> tuple[Engine, SQLiteStore]:
     """An engine over `store` (default: a SQLite store in `tmp_path`), opened."""
-    from shadow.store import ReplaySource
+    from shadow.store.protocol import ReplaySource
 
     store = await (store or SQLiteStore(tmp_path / "r.db")).open()
     records = await RecordLog(store, tmp_path / "r.spool.jsonl").start()
@@ -94,9 +95,9 @@ async def check_noise_table(engine: Engine, store) -> None:
     """Shared by the SQLite and Redis tests: repeated real calls teach the store's noise
     table passively, and the shadow comparison then masks what always differs."""
     from router.types import Session
-    from shadow.canonical import tool_key
-    from shadow.noise import NoiseRule, noise_for_tool
-    from shadow.noise_learner import NoiseLearner
+    from shadow.compare.canonical import tool_key
+    from shadow.compare.noise import NoiseRule, noise_for_tool
+    from shadow.compare.noise_learner import NoiseLearner
 
     engine.noise_learner = learner = NoiseLearner(store)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit import records_of, simroute_executable, write_config
-from router.launch import free_port, wait_for_port
+from router.cli.launch import free_port, wait_for_port
 
 
 @dataclass

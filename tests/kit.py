@@ -10,7 +10,7 @@ from pathlib import Path
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from router.launch import free_port  # noqa: F401  (re-exported for tests)
+from router.cli.launch import free_port  # noqa: F401  (re-exported for tests)
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLBOX = ROOT / "tests" / "servers" / "toolbox.py"
@@ -112,7 +112,7 @@ def sandboxes(owners: set[str] | None = None) -> list:
 
 def owner_of(pid: int) -> str | None:
     """The owner label a router running as `pid` puts on its sandboxes."""
-    from router.process_identity import process_identity
+    from shadow.owners import process_identity
 
     return process_identity(pid)
 

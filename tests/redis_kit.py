@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from router.launch import free_port, stop, wait_for_port
+from router.cli.launch import free_port, stop, wait_for_port
 
 
 class RedisServer:

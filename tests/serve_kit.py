@@ -14,7 +14,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from prometheus_client.parser import text_string_to_metric_families
 
 from kit import simroute_executable
-from router.launch import free_port, stop, wait_for_port
+from router.cli.launch import free_port, stop, wait_for_port
 
 
 @contextlib.contextmanager

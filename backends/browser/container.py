@@ -31,7 +31,7 @@ from pathlib import Path
 
 from backends.browser.proxy_socket import INSIDE_FOLDER
 from backends.shell.container import OWNER_LABEL
-from router.config import BrowserConfig
+from backends.browser.options import BrowserConfig
 
 ROLE_LABEL = "org.simroute.role"
 ROLE = "browser"

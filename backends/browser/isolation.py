@@ -27,8 +27,8 @@ from backends.browser.container import reap_workdirs
 from backends.docker_engine import docker_client
 from backends.errors import BackendUnavailable
 from backends.shell.container import OWNER_LABEL, reap_orphans
-from router.config import BrowserConfig
-from router.process_identity import owner_is_alive
+from backends.browser.options import BrowserConfig
+from shadow.owners import owner_is_alive
 
 log = logging.getLogger("simroute.browser")
 

@@ -27,8 +27,8 @@ from backends.browser.page_state import PageState
 from backends.browser.proxy_socket import INSIDE_PROXY, ProxySocket
 from backends.browser.session import BrowserSession
 from backends.errors import BackendUnavailable
-from router.config import BrowserConfig
-from router.process_identity import this_process_owner
+from backends.browser.options import BrowserConfig
+from shadow.owners import this_process_owner
 
 log = logging.getLogger("simroute.browser")
 
@@ -53,7 +53,7 @@ _RESOLVE_TIMEOUT_S = 60.0  # Docker: ping, image, reaping leftovers
 
 class Egress(Protocol):
     """Where the browser's traffic goes: a proxy that routes and records every request,
-    one credential per context (simroute's HTTP channel, see router/browser_egress.py)."""
+    one credential per context (simroute's HTTP channel, see router/http/browser_egress.py)."""
 
     async def proxy_server(self) -> str: ...
 

@@ -28,7 +28,7 @@ from backends.browser.page_state import (
     trim_snapshot,
     unknown_ref_message,
 )
-from router.config import BrowserConfig
+from backends.browser.options import BrowserConfig
 
 log = logging.getLogger("simroute.browser")
 

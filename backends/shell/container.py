@@ -17,8 +17,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from router.config import ShellConfig
-from router.process_identity import owner_is_alive
+from backends.shell.options import ShellConfig
+from shadow.owners import owner_is_alive
 
 OWNER_LABEL = "org.simroute.owner"
 # Runs until the container's stdin closes: the owner's attach connection ends

@@ -25,7 +25,7 @@ from backends.shell.bash_stream import COMMAND_START_FILE, BashStream, ProcessUs
 from backends.shell.container import HOME, USER, WORKSPACE, create_options
 from backends.shell.owned import OwnedContainers
 from backends.shell.screen import BoundedCapture, ShellResult, trim_screen
-from router.config import ShellConfig
+from backends.shell.options import ShellConfig
 
 log = logging.getLogger("simroute.shell")
 

@@ -19,11 +19,11 @@ from typing import Any
 from backends.docker_engine import docker_client
 from backends.errors import BackendUnavailable
 from backends.shell.container import reap_orphans
-from router.process_identity import this_process_owner
+from shadow.owners import this_process_owner
 from backends.shell.docker_shell import DockerShell, WorkspaceCopyError
 from backends.shell.owned import OwnedContainers, SandboxesClosed, remove_container
 from backends.shell.screen import ShellResult
-from router.config import ShellConfig
+from backends.shell.options import ShellConfig
 
 log = logging.getLogger("simroute.shell")
 

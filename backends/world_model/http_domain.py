@@ -26,7 +26,7 @@ from backends.world_model.grammars import http_grammar, infer_json_schema
 from backends.world_model.grounding import Grounding, Row, ground, session_rows
 from backends.world_model.parse import InvalidPrediction
 from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
-from backends.http_messages import observation_of, parse_response, render_request, render_response
+from backends.http.messages import observation_of, parse_response, render_request, render_response
 from router.types import Call, Observation, Provenance, Session
 
 TASK = (

@@ -24,7 +24,7 @@ from typing import Any
 
 from policies.learned.features import CallFacts, ToolStats, tool_key
 from router.types import Observation
-from shadow.divergence import BUILTIN_NOISE, compare
+from shadow.compare.divergence import BUILTIN_NOISE, compare
 
 UNACCEPTABLE_KINDS = frozenset({"status", "structure"})
 ROUTES = ("sim", "replay")

@@ -1,7 +1,7 @@
 """The dashboard's HTTP routes: the page, its static files, the JSON API, /metrics.
 
 Filters come from the query string (the page keeps them in its address, so a
-view can be shared); every figure comes from a store query (shadow/store.py
+view can be shared); every figure comes from a store query (shadow/store/protocol.py
 `DashboardQueries`), paged or grouped in the store.
 """
 
@@ -21,9 +21,9 @@ from starlette.routing import Route
 
 from router.auth import Tokens
 from router.dashboard.access import refusal
-from shadow.line_diff import record_diffs
-from router.metrics import CONTENT_TYPE, CallMetrics, StoreTotals
-from shadow.store import RecordFilter, StoreError
+from shadow.compare.line_diff import record_diffs
+from router.dashboard.metrics import CONTENT_TYPE, CallMetrics, StoreTotals
+from shadow.store.protocol import RecordFilter, StoreError
 
 CHART_JS = Path("/usr/share/javascript/chart.js/chart.min.js")  # Debian's libjs-chart.js (MIT)
 DEFAULT_RANGE_S = 24 * 3600

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from router.dashboard.outlook import RouterOutlook
 from router.dashboard.routes import Dashboard
-from router.metrics import CallMetrics, RuntimeGauges, StoreTotals
+from router.dashboard.metrics import CallMetrics, RuntimeGauges, StoreTotals
 
 if TYPE_CHECKING:
-    from router.app import Runtime
+    from router.runtime.runtime import Runtime
     from router.config import Config
 
 
@@ -27,7 +27,7 @@ def _card_path(config: Config):
 def _outlook(config: Config, store: Any, service: Any = None) -> RouterOutlook:
     """The router's view of each tool: the runtime's learned service when it has one,
     else one of the dashboard's own, made once a model card exists."""
-    from router.learned_service import build_learned_service
+    from router.runtime.learned_service import build_learned_service
 
     return RouterOutlook(_card_path(config), store, make_service=lambda: build_learned_service(config, store), service=service,
                          refresh_s=config.learned.refresh_s)

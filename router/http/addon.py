@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from backends.http_decode import Decoded, decode_bounded
+from backends.http.decode import Decoded, decode_bounded
 from router.config import HttpConfig
 from router.http import errors, limits
 from router.http.access import Refused
@@ -38,8 +38,8 @@ from router.http.pinning import Pins
 from router.http.probes import PROBE, is_probe, restore_request, sender
 from router.http.tunnels import open_websocket
 from router.http.normalize import NormalizationError, host_header_contradicts, normalize_host, normalize_path
-from shadow.http_canonical import authority
-from backends.http_messages import (
+from shadow.compare.http_canonical import authority
+from backends.http.messages import (
     PROVENANCE_HEADER,
     RECORD_HEADER,
     ROUTE_HEADER,
@@ -53,17 +53,17 @@ from backends.http_messages import (
     response_parts,
     response_record,
 )
-from router.sessions import SessionLimitError
+from router.engine.sessions import SessionLimitError
 from router.types import Call, Decision, Observation, Provenance, Route, Session
 from shadow.records import new_record_id
-from shadow.store import RecordError
+from shadow.store.protocol import RecordError
 
 if TYPE_CHECKING:
     from mitmproxy import connection, http
     from mitmproxy.proxy import server_hooks
 
-    from router.app import Runtime
-    from router.engine import Outcome, Pending
+    from router.runtime.runtime import Runtime
+    from router.engine.engine import Outcome, Pending
     from router.http.proxy import Listener
 
 log = logging.getLogger("simroute.http")

@@ -20,7 +20,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from backends.http_messages import PROVENANCE_HEADER, RECORD_HEADER
+from backends.http.messages import PROVENANCE_HEADER, RECORD_HEADER
 
 log = logging.getLogger("simroute.http")
 

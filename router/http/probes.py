@@ -1,5 +1,5 @@
 """Noise probes of the HTTP channel: a real request known read-only, sent once more
-off the agent's path, its answer for the noise learner (see shadow/noise_learner.py;
+off the agent's path, its answer for the noise learner (see shadow/compare/noise_learner.py;
 the engine decides which calls are probed).
 
 The probe goes through mitmproxy's own client replay (`ReplayHandler`, the machinery
@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from backends.http_messages import BodyCapture
+from backends.http.messages import BodyCapture
 
 if TYPE_CHECKING:
     from mitmproxy import http

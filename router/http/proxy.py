@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from router.config import HttpConfig
 
 if TYPE_CHECKING:
-    from router.app import Runtime
+    from router.runtime.runtime import Runtime
     from router.http.access import ProxyGate
     from router.http.addresses import BrowserAddresses, ChannelAddresses
 

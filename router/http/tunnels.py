@@ -23,19 +23,19 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from backends.http_messages import encode_body, observation_of
+from backends.http.messages import encode_body, observation_of
 
 from policies.tunnels import TCP_TOOL
 from router.http.addresses import is_ip_literal, reach_of
 from router.http.first_bytes import SILENT_CLIENT
 from router.types import Call, Observation, Provenance, Route
-from shadow.store import RecordError
+from shadow.store.protocol import RecordError
 
 if TYPE_CHECKING:
     from mitmproxy import http, tcp
 
-    from router.app import Runtime
-    from router.engine import Pending
+    from router.runtime.runtime import Runtime
+    from router.engine.engine import Pending
     from router.http.addon import HttpRouting
     from router.http.proxy import Listener
 

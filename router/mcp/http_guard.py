@@ -16,11 +16,11 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from router.auth import Tokens, check_bind
-from router.sessions import SessionLimitError
+from router.engine.sessions import SessionLimitError
 from router.types import Call, Session
 
 if TYPE_CHECKING:
-    from router.app import Runtime
+    from router.runtime.runtime import Runtime
 
 # The dashboard and /metrics check tokens themselves (a browser's cookie counts there).
 OWN_GUARD_PATHS = ("/dashboard", "/metrics")

@@ -24,8 +24,8 @@ from jsonschema.exceptions import SchemaError
 from mcp.shared.exceptions import MCPError
 
 from backends.errors import BackendUnavailable
-from backends.mcp_upstream import UpstreamError
-from router.app import Runtime
+from backends.mcp.upstream import UpstreamError
+from router.runtime.runtime import Runtime
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.provider import SnapshotProxyProvider
@@ -39,7 +39,7 @@ from router.mcp.reads import (
     server_of_uri,
 )
 from router.mcp.results import observation_from_result, result_from_observation, simroute_meta
-from router.sessions import SessionLimitError
+from router.engine.sessions import SessionLimitError
 from router.types import Call, Observation, Provenance, Session
 
 log = logging.getLogger("simroute.mcp")

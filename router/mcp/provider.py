@@ -20,8 +20,8 @@ from fastmcp.resources.template import ResourceTemplate
 from fastmcp.server.providers.proxy import ClientFactoryT, ProxyProvider, ProxyTool, _CacheEntry
 from fastmcp.tools.base import Tool
 
-from backends.mcp_upstream import UpstreamError
-from shadow.store import RecordStore, StoreError
+from backends.mcp.upstream import UpstreamError
+from shadow.store.protocol import RecordStore, StoreError
 
 log = logging.getLogger("simroute.mcp")
 

@@ -14,13 +14,13 @@ from fastmcp.server.dependencies import get_context
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND
 
-from router.app import Runtime
-from router.browser_tools import browser_tools
+from router.runtime.runtime import Runtime
+from router.mcp.browser_tools import browser_tools
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.middleware import RoutingMiddleware, ToolNames
 from router.mcp.provider import SnapshotProxyProvider
-from router.shell_tools import shell_tools
+from router.mcp.shell_tools import shell_tools
 
 INSTRUCTIONS = (
     "simroute routes each tool call to the real server, a world model, or recorded replays. "

@@ -318,7 +318,7 @@ async def test_without_chromium_the_real_route_names_what_is_missing(make_config
 
 async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_path, site, marker, isolation):
     # In process, to watch the pool: idle sessions are reaped, shutdown stops Chromium.
-    from router.app import Runtime
+    from router.runtime.runtime import Runtime
     from router.config import parse_config
 
     config = parse_config(json.dumps({
@@ -355,7 +355,7 @@ def test_no_chromium_left_when_the_router_is_killed(tmp_path, marker, isolation)
         "async def main():\n"
         f"    pool = BrowserPool(BrowserConfig(args=[{marker!r}], isolation={isolation!r}))\n"
         "    page = await pool.act('a', 'navigate', url='data:text/html,<title>up</title>')\n"
-        "    from router.process_identity import this_process_owner\n"
+        "    from shadow.owners import this_process_owner\n"
         "    print(page.title, this_process_owner(), flush=True)\n"
         "    os.kill(os.getpid(), 9)\n"
         "asyncio.run(main())\n"

@@ -95,8 +95,8 @@ async def fetched(runtime, session: str, page_url: str) -> str:
 
 
 async def test_the_container_is_hardened_and_its_only_way_out_is_simroutes_proxy(tmp_path):
-    from router.app import Runtime
-    from router.process_identity import this_process_owner
+    from router.runtime.runtime import Runtime
+    from shadow.owners import this_process_owner
 
     service = HostService()
     with WebPages() as site:
@@ -157,7 +157,7 @@ def refused_rows(tmp_path) -> list[tuple[str, int, str]]:
 
 
 async def test_a_dead_browser_gives_a_clear_error_then_a_fresh_one(tmp_path):
-    from router.app import Runtime
+    from router.runtime.runtime import Runtime
 
     with WebPages() as site:
         runtime = await Runtime(runtime_config(tmp_path, allowed_origins=["http://127.0.0.1:*"])).start()
@@ -182,7 +182,7 @@ async def test_a_dead_browser_gives_a_clear_error_then_a_fresh_one(tmp_path):
 def test_leftovers_of_a_killed_router_are_reaped_at_the_next_start(tmp_path):
     # A router killed between `docker create` and the attach leaves a container no
     # process holds; the next start removes it (never a live router's).
-    from router.process_identity import process_identity
+    from shadow.owners import process_identity
 
     probe = subprocess.Popen(["sleep", "30"])
     owner = process_identity(probe.pid)
@@ -191,7 +191,7 @@ def test_leftovers_of_a_killed_router_are_reaped_at_the_next_start(tmp_path):
     leftover = f"simroute-browser-leftover-{uuid.uuid4().hex[:8]}"
     docker("create", "--name", leftover, "--label", f"{OWNER_LABEL}={owner}", "--label", "org.simroute.role=browser", "simroute-browser:latest")
     live = f"simroute-browser-live-{uuid.uuid4().hex[:8]}"
-    from router.process_identity import this_process_owner
+    from shadow.owners import this_process_owner
 
     docker("create", "--name", live, "--label", f"{OWNER_LABEL}={this_process_owner()}", "--label", "org.simroute.role=browser", "simroute-browser:latest")
     try:

@@ -20,10 +20,10 @@ import pytest
 from backends.browser.pool import BASE_ARGS
 from dashboard_kit import KNOWN_PATH, fill, generated_record, painted_pixels
 from kit import simroute_executable, write_config
-from router.launch import free_port, stop, wait_for_port
+from router.cli.launch import free_port, stop, wait_for_port
 from redis_kit import RedisServer
-from shadow.redis_store import RedisStore
-from shadow.sqlite_store import SQLiteStore
+from shadow.store.redis.store import RedisStore
+from shadow.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 
@@ -277,7 +277,7 @@ def test_the_page_and_its_charts_load_from_the_dashboards_own_origin_only(dashbo
 
 def add_noise(dashboard: Launched, tool: tuple[str, str, str], pairs: list[list[str]]) -> None:
     """Real-vs-real pairs of a tool's answers into the store's noise table (as the noise learner writes them)."""
-    from shadow.canonical import tool_key
+    from shadow.compare.canonical import tool_key
 
     async def work() -> None:
         store = await dashboard.open_store()

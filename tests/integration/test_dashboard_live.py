@@ -24,7 +24,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from backends.browser.pool import BASE_ARGS
 from dashboard_kit import fill_store
 from kit import records_of, simroute_executable, toolbox_server, write_config
-from router.launch import stop, wait_for_port
+from router.cli.launch import stop, wait_for_port
 from serve_kit import parsed, serving
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 from backends.browser.pool import BASE_ARGS
 from dashboard_kit import painted_pixels
 from kit import simroute_executable
-from router.launch import free_port, stop, wait_for_port
+from router.cli.launch import free_port, stop, wait_for_port
 
 pytestmark = pytest.mark.integration
 

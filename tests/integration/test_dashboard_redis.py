@@ -16,10 +16,10 @@ from redis_kit import RedisServer
 
 from dashboard_kit import KNOWN_PATH, fill
 from kit import simroute_executable, write_config
-from router.launch import free_port, stop, wait_for_port
-from shadow.redis_store import RedisStore
-from shadow.sqlite_store import SQLiteStore
-from shadow.store import RecordFilter
+from router.cli.launch import free_port, stop, wait_for_port
+from shadow.store.redis.store import RedisStore
+from shadow.store.sqlite.store import SQLiteStore
+from shadow.store.protocol import RecordFilter
 
 pytestmark = pytest.mark.integration
 

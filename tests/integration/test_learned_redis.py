@@ -17,14 +17,14 @@ from typer.testing import CliRunner
 
 from kit import _child_environment, simroute_executable, write_config
 from learned_kit import generate, train_and_save
-from policies import default_policies
+from policies.chain import default_policies
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder
 from policies.safety import SafetyClassifier
-from router.cli import app
-from router.learned_service import LearnedService
-from router.session_state import RedisSessionState
+from router.cli.main import app
+from router.runtime.learned_service import LearnedService
+from shadow.store.redis.session_state import RedisSessionState
 from router.types import Call, Mode, Route, Session
-from shadow.redis_store import RedisStore
+from shadow.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 

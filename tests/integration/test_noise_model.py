@@ -13,8 +13,8 @@ import pytest
 
 from kit import notes_server, records_of, simroute_executable, stdio_client, time_server, toolbox_server
 from router.types import Observation, Provenance
-from shadow.divergence import Noise, compare
-from shadow.sqlite_store import SQLiteStore
+from shadow.compare.divergence import Noise, compare
+from shadow.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 

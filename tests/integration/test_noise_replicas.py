@@ -14,7 +14,7 @@ import pytest
 from fastmcp import Client
 
 from kit import notes_server, toolbox_server
-from shadow.redis_store import RedisStore
+from shadow.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ from engine_kit import FakeReal, c, check_replay_mapping, make_engine
 from redis_kit import RedisServer
 
 from kit import records_of, stdio_client, toolbox_server
-from policies import default_policies
+from policies.chain import default_policies
 from router.types import Route, Session
-from shadow.redis_store import RedisStore
+from shadow.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 
@@ -33,8 +33,8 @@ async def test_replay_maps_occurrences_after_mixed_sessions_on_redis(tmp_path, r
 async def test_examples_pending_sessions_recordings_and_orphans_on_redis(tmp_path, redis_server):
     import socket
 
-    from router.process_identity import owner_is_alive
-    from router.replay_modes import ReplayModes
+    from shadow.owners import owner_is_alive
+    from router.engine.replay_modes import ReplayModes
 
     engine, store = await make_engine(tmp_path, store=redis_store(redis_server), recording="golden")
     real = FakeReal()
@@ -92,8 +92,8 @@ async def test_two_replicas_share_a_sessions_occurrences_history_and_pins(tmp_pa
     object for the same agent session: occurrences and history carry across."""
     from engine_kit import FakeSimulator
 
-    from router.session_state import RedisSessionState
-    from router.world import HistoryReadBack
+    from shadow.store.redis.session_state import RedisSessionState
+    from router.runtime.world import HistoryReadBack
 
     store = redis_store(redis_server)
     a, _ = await make_engine(tmp_path / "a", store=store)
@@ -139,8 +139,8 @@ async def test_a_diversion_on_one_replica_keeps_the_servers_reads_simulated_on_a
     from engine_kit import FakeSimulator
 
     from router.config import parse_config
-    from router.policy_chain import build_policies
-    from router.session_state import RedisSessionState
+    from router.runtime.policy_chain import build_policies
+    from shadow.store.redis.session_state import RedisSessionState
     from router.types import Call
 
     store = redis_store(redis_server)
@@ -301,8 +301,8 @@ async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
 
     from kit import simroute_executable, write_config
     from router.types import Call, Decision, Observation, Provenance
-    from shadow.canonical import call_key
-    from shadow.divergence import compare
+    from shadow.compare.canonical import call_key
+    from shadow.compare.divergence import compare
     from shadow.records import Record
 
     def answer(offset: str, provenance: Provenance) -> Observation:

@@ -15,7 +15,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 
 from http_kit import http_config
 from kit import meta_of, records_of, simroute_executable, time_server
-from router.launch import free_port, wait_for_port
+from router.cli.launch import free_port, wait_for_port
 from servers.http_upstream import serve_upstream
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from fastmcp import Client
 
 from backends.shell.screen import ShellResult
 from backends.browser.page_state import PageState
-from backends.http_messages import HttpSettings, encode_body, make_call, observation_of, response_record
+from backends.http.messages import HttpSettings, encode_body, make_call, observation_of, response_record
 from backends.world_model.checks import check
 from backends.world_model.engine import ModelUnavailable
 from backends.world_model.http_domain import HttpDomain
@@ -26,7 +26,7 @@ from backends.world_model.terminal_domain import TerminalDomain
 from backends.world_model.web_domain import WebDomain
 from kit import meta_of, model_path, notes_server
 from router.types import Call, Observation, Provenance, Session
-from shadow.divergence import divergence
+from shadow.compare.divergence import divergence
 
 pytestmark = pytest.mark.integration
 

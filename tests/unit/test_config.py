@@ -99,7 +99,7 @@ def test_store_url_and_path_together_is_an_error_naming_both_keys():
 
 def test_world_model_chat_format_reaches_the_engine_and_a_bad_name_fails_at_load():
     pytest.importorskip("llama_cpp")
-    from router.world import build_engine
+    from router.runtime.world import build_engine
 
     config = parse_config("world_model: {chat_format: chatml}", base_dir=Path("/cfg"))
     assert build_engine(config).chat_format == "chatml"

@@ -10,9 +10,9 @@ from learned_kit import generate, train_and_save
 from policies.learned import LearnedPolicy, LearnedSettings
 from policies.learned.persistence import card_path
 from router.dashboard.outlook import RouterOutlook
-from router.learned_service import LearnedService
-from shadow.sqlite_store import SQLiteStore
-from shadow.store import RecordFilter
+from router.runtime.learned_service import LearnedService
+from shadow.store.sqlite.store import SQLiteStore
+from shadow.store.protocol import RecordFilter
 
 
 @pytest.fixture

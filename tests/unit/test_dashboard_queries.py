@@ -9,10 +9,10 @@ import pytest
 
 from router.dashboard.routes import BadQuery, bucket_for, record_filter
 from router.types import Call, Decision, Observation, Provenance, Route
-from shadow import sqlite_dashboard as queries
+from shadow.store.sqlite import dashboard as queries
 from shadow.records import Record
-from shadow.sqlite_store import SQLiteStore
-from shadow.store import RecordFilter
+from shadow.store.sqlite.store import SQLiteStore
+from shadow.store.protocol import RecordFilter
 
 NOW = 1_800_000_000.0
 
@@ -119,7 +119,7 @@ async def test_minute_counts_follow_every_upsert_replacement_and_prune(store):
 
 
 async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
-    import shadow.sqlite_store as sqlite_store
+    import shadow.store.sqlite.store as sqlite_store
 
     path = tmp_path / "records.db"
     store = await SQLiteStore(path).open()
@@ -145,7 +145,7 @@ async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
 async def test_a_version_5_store_loses_its_insert_trigger_and_counts_each_record_once(tmp_path):
     """Version 5 counted an insert by trigger; version 6 counts inserts in the writer.
     A migrated file must not keep the trigger (every insert would count twice)."""
-    from shadow import minute_counts
+    from shadow.store.sqlite import minute_counts
 
     path = tmp_path / "records.db"
     store = await SQLiteStore(path).open()

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from backends.http_messages import encode_body, observation_of, response_record
+from backends.http.messages import encode_body, observation_of, response_record
 from backends.browser.page_state import PageState
 from backends.shell.screen import ShellResult
 from router.types import Observation, Provenance
-from shadow.divergence import NO_NOISE, Noise, compare, divergence
+from shadow.compare.divergence import NO_NOISE, Noise, compare, divergence
 
 REAL, SIM = Provenance.REAL, Provenance.SIM
 

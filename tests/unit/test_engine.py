@@ -4,8 +4,8 @@
 from engine_kit import FakeReal, FakeSimulator, c, check_replay_mapping, make_engine, with_shadow
 
 from backends.replay import ReplayBackend
-from policies import default_policies
-from router.replay_modes import ReplayModes
+from policies.chain import default_policies
+from router.engine.replay_modes import ReplayModes
 from router.types import Call, Observation, Provenance, Route, Session
 
 
@@ -148,7 +148,7 @@ async def test_a_call_with_side_effects_is_on_record_before_it_runs(tmp_path):
 async def test_started_records_of_a_dead_owner_become_interrupted(tmp_path):
     import socket
 
-    from router.process_identity import owner_is_alive, this_process_owner
+    from shadow.owners import owner_is_alive, this_process_owner
 
     engine, store = await make_engine(tmp_path)
     gone, alive = f"{socket.gethostname()}:999999999:1", this_process_owner()
@@ -324,7 +324,7 @@ async def test_a_rules_shadow_rate_and_deadline_win_over_the_configured_ones(tmp
 async def test_a_replay_backend_or_store_that_raises_still_leaves_a_record(tmp_path):
     import sqlite3
 
-    from shadow.store import StoreError
+    from shadow.store.protocol import StoreError
 
     engine, store = await make_engine(tmp_path, mode=Route.REPLAY, record_mode="none")
     real = FakeReal()
@@ -357,7 +357,7 @@ async def test_a_replay_backend_or_store_that_raises_still_leaves_a_record(tmp_p
 
 async def test_history_beyond_the_memory_bound_is_read_back_from_the_store_for_the_simulator(tmp_path):
     from router.types import HISTORY_IN_MEMORY
-    from router.world import HistoryReadBack
+    from router.runtime.world import HistoryReadBack
 
     engine, store = await make_engine(tmp_path, mode=Route.SIM)
     simulator = FakeSimulator()

@@ -7,7 +7,7 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 
-from router.app import Runtime
+from router.runtime.runtime import Runtime
 from router.config import parse_config
 from router.http.addon import HttpRouting
 

@@ -2,7 +2,7 @@
 
 from backends.replay import ReplayBackend
 from router.types import Call
-from shadow.http_canonical import canonical_arguments, canonical_form, drop_body_fields, normalize_url
+from shadow.compare.http_canonical import canonical_arguments, canonical_form, drop_body_fields, normalize_url
 
 
 def test_urls_normalise_scheme_host_default_port_query_order_and_fragment():
@@ -41,9 +41,9 @@ def test_replay_keys_of_noisy_requests_match_and_stored_keys_use_the_canonical_f
 
 
 def test_shadow_comparison_of_http_responses_ignores_volatile_headers_and_formatting():
-    from backends.http_messages import encode_body, observation_of, response_record
+    from backends.http.messages import encode_body, observation_of, response_record
     from router.types import Provenance
-    from shadow.divergence import divergence
+    from shadow.compare.divergence import divergence
 
     def answer(status, body, date):
         headers = [("Date", date), ("Content-Type", "application/json; charset=utf-8"), ("Server", "x")]

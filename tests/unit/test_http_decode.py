@@ -4,7 +4,7 @@ import zlib
 import brotli
 import zstandard
 
-from backends.http_decode import decode_bounded
+from backends.http.decode import decode_bounded
 
 
 def test_small_bodies_decode_whole():

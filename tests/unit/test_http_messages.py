@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from backends.http_messages import (
+from backends.http.messages import (
     BodyCapture,
     HttpSettings,
     encode_body,
@@ -17,7 +17,7 @@ from backends.http_messages import (
     response_parts,
     response_record,
 )
-from policies import parse_rule
+from policies.rules import parse_rule
 from router.types import Observation, Provenance
 
 

@@ -1,11 +1,11 @@
 """The record view's line diffs: rows aligned, divergent and masked lines marked
-from the record's real evidence (shadow/divergence.py `compare`)."""
+from the record's real evidence (shadow/compare/divergence.py `compare`)."""
 
 from __future__ import annotations
 
-from shadow.line_diff import DIVERGENT, EQUAL, MASKED, aligned, record_diffs
+from shadow.compare.line_diff import DIVERGENT, EQUAL, MASKED, aligned, record_diffs
 from router.types import Observation, Provenance
-from shadow.divergence import compare
+from shadow.compare.divergence import compare
 
 
 def shadowed_row(channel: str, real: Observation, sim: Observation) -> dict:

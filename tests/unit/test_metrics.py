@@ -7,10 +7,10 @@ from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from router.metrics import CallMetrics, RuntimeGauges, StoreTotals
+from router.dashboard.metrics import CallMetrics, RuntimeGauges, StoreTotals
 from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.records import Record
-from shadow.store import StoreError
+from shadow.store.protocol import StoreError
 
 
 def samples(metrics: CallMetrics) -> dict:

@@ -6,10 +6,10 @@ import math
 import pytest
 
 from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.canonical import call_key, tool_key
-from shadow.divergence import compare
-from shadow.noise import MemoryNoiseStore, NoiseModel, NoiseRule, noise_for_tool, pair_disagreements, wilson_lower_bound
-from shadow.noise_learner import NoiseLearner
+from shadow.compare.canonical import call_key, tool_key
+from shadow.compare.divergence import compare
+from shadow.compare.noise import MemoryNoiseStore, NoiseModel, NoiseRule, noise_for_tool, pair_disagreements, wilson_lower_bound
+from shadow.compare.noise_learner import NoiseLearner
 from shadow.records import Record
 
 
@@ -150,7 +150,7 @@ async def test_learner_asks_the_store_for_other_routers_writes_between_the_answe
 
 
 async def test_a_store_that_cannot_tell_settles_no_pair():
-    from shadow.store import StoreError
+    from shadow.store.protocol import StoreError
 
     class Unreachable(MemoryNoiseStore):
         async def writes_between(self, channel, server, *, since, until):
@@ -173,8 +173,8 @@ def test_the_configured_rule_decides_what_simroute_noise_calls_noise(tmp_path):
 
     from typer.testing import CliRunner
 
-    from router.cli import app
-    from shadow.sqlite_store import SQLiteStore
+    from router.cli.main import app
+    from shadow.store.sqlite.store import SQLiteStore
 
     async def learn() -> None:
         store = await SQLiteStore(tmp_path / "records.db").open()

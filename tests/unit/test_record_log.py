@@ -9,9 +9,9 @@ import pytest
 from engine_kit import FakeReal, c, make_engine
 
 from router.types import Session
-from shadow.record_log import RecordLog, Spool
-from shadow.sqlite_store import SCHEMA_VERSION, SQLiteStore
-from shadow.store import RecordError
+from shadow.store.record_log import RecordLog, Spool
+from shadow.store.sqlite.store import SCHEMA_VERSION, SQLiteStore
+from shadow.store.protocol import RecordError
 
 
 def row(record_id, **extra):
@@ -128,7 +128,7 @@ async def test_noise_table_on_sqlite(tmp_path):
 
 _SPOOL_WRITER = """
 import sys
-from shadow.record_log import Spool
+from shadow.store.record_log import Spool
 path, name, count, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 spool = Spool(path)
 print("ready", flush=True)

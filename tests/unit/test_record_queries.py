@@ -7,13 +7,13 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from router.cli import app
+from router.cli.main import app
 from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.canonical import call_key
-from shadow.divergence import compare
-from shadow.record_queries import QueryError, parse_since, record_by_id
+from shadow.compare.canonical import call_key
+from shadow.compare.divergence import compare
+from shadow.store.queries import QueryError, parse_since, record_by_id
 from shadow.records import Record
-from shadow.sqlite_store import SQLiteStore
+from shadow.store.sqlite.store import SQLiteStore
 
 NOW = time.time()
 

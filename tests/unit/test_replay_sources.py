@@ -8,9 +8,9 @@ import time
 
 from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.records import Record
-from shadow.replay_sources import SESSIONS_PER_KEY
-from shadow.sqlite_store import SQLiteStore
-from shadow.store import ReplaySource
+from shadow.store.sqlite.replay_sources import SESSIONS_PER_KEY
+from shadow.store.sqlite.store import SQLiteStore
+from shadow.store.protocol import ReplaySource
 
 ANY = ReplaySource()
 

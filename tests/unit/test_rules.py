@@ -1,6 +1,7 @@
 import pytest
 
-from policies import default_policies, parse_rule
+from policies.chain import default_policies
+from policies.rules import parse_rule
 from policies.base import decide
 from router.types import Call, Decision, Route, Session
 
@@ -51,7 +52,7 @@ def test_parse_errors_name_the_key(rule, message):
 
 
 def http_call(method="POST", url="https://api.example.com:8443/v1/charges?x=1", body=None):
-    from backends.http_messages import HttpSettings, make_call
+    from backends.http.messages import HttpSettings, make_call
 
     return make_call(method=method, url=url, headers=[("Content-Type", "application/json")], body=body or b"", session_id="s1", settings=HttpSettings())
 

@@ -7,8 +7,8 @@ import sqlite3
 
 from engine_kit import check_writes_between
 
-from shadow.server_writes import write_span
-from shadow.sqlite_store import SCHEMA_VERSION, SQLiteStore
+from shadow.store.server_writes import write_span
+from shadow.store.sqlite.store import SCHEMA_VERSION, SQLiteStore
 
 
 def row(**fields):

@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from router.sessions import SessionLimitError, SessionRegistry
+from router.engine.sessions import SessionLimitError, SessionRegistry
 
 
 async def test_cap_idle_close_and_hook():

@@ -9,7 +9,7 @@ import socket
 import subprocess
 
 from backends.shell.container import OWNER_LABEL, create_options, reap_orphans
-from router.process_identity import owner_is_alive, this_process_owner
+from shadow.owners import owner_is_alive, this_process_owner
 from router.config import ShellConfig
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.records import Record
-from shadow.sqlite_store import SQLiteStore
-from shadow.sqlite_thread import StoreThread
+from shadow.store.sqlite.store import SQLiteStore
+from shadow.store.sqlite.thread import StoreThread
 
 
 class Batches:

@@ -1,6 +1,7 @@
 """Stateful channels keep the route their session started with; rules still override."""
 
-from policies import default_policies, parse_rule
+from policies.chain import default_policies
+from policies.rules import parse_rule
 from policies.base import decide
 from policies.sticky import StickyPolicy
 from router.types import Call, Decision, Route, Session

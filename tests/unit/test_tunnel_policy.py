@@ -1,4 +1,6 @@
-from policies import decide, default_policies, parse_rule
+from policies.base import decide
+from policies.chain import default_policies
+from policies.rules import parse_rule
 from router.types import Call, Decision, Route, Session
 
 FALLBACK = Decision(Route.REAL, "default", "")

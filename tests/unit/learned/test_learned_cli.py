@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from kit import write_config
 from learned_kit import generate
-from router.cli import app
-from shadow.sqlite_store import SQLiteStore
+from router.cli.main import app
+from shadow.store.sqlite.store import SQLiteStore
 
 
 def fill(path, rows) -> None:

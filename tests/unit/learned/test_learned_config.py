@@ -6,7 +6,7 @@ import pytest
 
 from policies.base import decide
 from router.config import ConfigError, parse_config
-from router.policy_chain import build_policies
+from router.runtime.policy_chain import build_policies
 from router.types import Call, Decision, Mode, Route, Session
 
 FALLBACK = Decision(Route.REAL, "default", "")
@@ -19,7 +19,7 @@ def test_mode_learned_with_its_section_and_prices(tmp_path):
     decided = decide(build_policies(config), Call("mcp", "github", "get_issue", {}, "s"), Session("s"), fallback=FALLBACK)
     # No model and no labels yet: the per-tool estimate keeps the call real.
     assert decided.route is Route.REAL and decided.policy == "learned" and "per-tool estimate, 0 labels" in decided.reason
-    from router.policy_chain import learned_settings
+    from router.runtime.policy_chain import learned_settings
 
     assert learned_settings(config).real_price("github", "create_issue") == 5 and learned_settings(config).real_price("github", "x") == 1.0
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from learned_kit import generate
-from policies import default_policies, parse_rule
+from policies.chain import default_policies
+from policies.rules import parse_rule
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder, after_call
 from policies.safety.verdict import SafetyClass, SafetyVerdict
 from router.types import Call, Decision, Mode, Route, Session

@@ -10,9 +10,9 @@ import pytest
 from learned_kit import generate, train_and_save
 from policies.learned import LearnedPolicy, LearnedSettings
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.learned_service import LearnedService, touch
+from router.runtime.learned_service import LearnedService, touch
 from router.types import Call, Route, Session
-from shadow.sqlite_store import SQLiteStore
+from shadow.store.sqlite.store import SQLiteStore
 
 SAFE = SafetyVerdict(SafetyClass.SAFE, "reads")
 

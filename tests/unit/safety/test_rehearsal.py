@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from policies import RehearsalGate, RulesPolicy, after_call, default_policies, parse_rule
+from policies.rehearsal import RehearsalGate, after_call
+from policies.rules import RulesPolicy, parse_rule
+from policies.chain import default_policies
 from policies.base import decide
 from policies.safety import SafetyClassifier
 from policies.safety.verdict import SafetyClass
 from router.config import parse_config
-from router.policy_chain import build_policies
+from router.runtime.policy_chain import build_policies
 from router.types import Mode, Call, Decision, Route, Session
 
 FALLBACK = Decision(Route.REAL, "default", "none")

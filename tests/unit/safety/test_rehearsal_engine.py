@@ -8,7 +8,7 @@ import pytest
 from engine_kit import FakeReal, FakeSimulator, make_engine
 
 from router.config import parse_config
-from router.policy_chain import build_policies
+from router.runtime.policy_chain import build_policies
 from router.types import Call, Provenance, Route, Session
 
 # (the write the gate diverts, a later read of the same server, a read of another server)

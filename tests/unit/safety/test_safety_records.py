@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from router.config import parse_config
-from router.explain import CallFormatError, Explainer, call_from_json
+from router.reports.explain import CallFormatError, Explainer, call_from_json
 from router.mcp.results import simroute_meta
-from router.tool_catalog import ToolCatalog
+from router.engine.tool_catalog import ToolCatalog
 from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.records import Record
 
@@ -73,7 +73,7 @@ def test_tool_snapshots_are_read_from_the_store_read_only(tmp_path):
     import json
     import sqlite3
 
-    from router.tool_catalog import read_tool_snapshots
+    from router.engine.tool_catalog import read_tool_snapshots
 
     path = tmp_path / "records.db"
     assert read_tool_snapshots(path) == {}  # no store yet

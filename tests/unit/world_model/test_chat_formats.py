@@ -24,14 +24,14 @@ def test_a_format_with_a_system_role_is_used_as_it_is():
 
 
 async def test_chat_format_in_the_config_is_the_format_the_built_engine_prompts_with(tmp_path):
-    """Through the config and router/world.py's build_engine, on the bundled model: with
+    """Through the config and router/runtime/world.py's build_engine, on the bundled model: with
     `chat_format: chatml` the engine formats with llama-cpp-python's chatml, not the
     file's own template (SmolLM2's adds a default system message when there is none)."""
     import json
 
     from kit import model_path
     from router.config import load_config
-    from router.world import build_engine
+    from router.runtime.world import build_engine
 
     messages = [{"role": "user", "content": "### Turn 1\n**Action:** version"}]
     prompts = {}

@@ -1,6 +1,6 @@
 """The HTTP domain: raw requests in, raw responses out, history of the same host."""
 
-from backends.http_messages import HttpSettings, encode_body, make_call, observation_of, response_record
+from backends.http.messages import HttpSettings, encode_body, make_call, observation_of, response_record
 import pytest
 
 from backends.world_model.http_domain import HttpDomain, route_json_bodies

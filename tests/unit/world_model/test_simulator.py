@@ -206,11 +206,11 @@ def test_commentary_about_the_server_is_not_a_tool_answer():
 
 @pytest.mark.parametrize("engine_name", ["openai", "llama"])
 async def test_size_budgets_follow_the_recorded_answers_in_process_but_not_on_an_endpoint(engine_name):
-    """router/world.py builds the simulator from the config: a tool whose real answers
+    """router/runtime/world.py builds the simulator from the config: a tool whose real answers
     are a few tokens gets a small max_tokens in-process (llama), but on `engine: openai`
     (thinking models spend most of the budget thinking) the full world_model.max_tokens."""
     from router.config import parse_config
-    from router.world import build_simulator
+    from router.runtime.world import build_simulator
 
     world_model = {"engine": engine_name, "max_tokens": 512, **({"url": "http://127.0.0.1:9/v1"} if engine_name == "openai" else {})}
     config = parse_config(json.dumps({"world_model": world_model}))

@@ -1,0 +1,2 @@
+"""HTTP messages as simroute sees them: a request as a `Call`, a response as an
+`Observation` (`messages.py`), and decoding of bodies (`decode.py`)."""

@@ -1,0 +1,36 @@
+"""The policy chain every router builds: `default_policies()` lists the policies in
+the order they run (explicit lists, no registration)."""
+
+from __future__ import annotations
+
+from policies.base import Policy, decide
+from policies.mode import ModePolicy
+from policies.rehearsal import RehearsalGate, after_call
+from policies.rules import Rule, RulesPolicy, parse_rule
+from policies.safety import SafetyClassifier
+from policies.safety.policy import SafetyPolicy
+from policies.sticky import StickyPolicy
+from policies.tunnels import TunnelPolicy
+from router.types import Mode, Route
+
+
+def default_policies(
+    *, rules: list[Rule], mode: Route | Mode, classifier: SafetyClassifier | None = None, rehearsal: RehearsalGate | None = None,
+    learned: Policy | None = None,
+) -> list[Policy]:
+    """The policy chain, in the order it runs: the safety gate classifies every call
+    (its verdict goes with whatever decision follows); in rehearsal, the gate's
+    allow rules and diversions; explicit rules; the refusal of raw TCP tunnels no rule
+    opened; then the default mode (or, for `mode: learned`, the learned router), whose
+    choice a stateful channel (shell, browser) keeps for the session. `learned` also
+    answers rules with `route: learned`."""
+    mode = Mode(mode)
+    if mode is Mode.LEARNED and learned is None:
+        raise ValueError("mode learned needs the learned router")
+    last = learned if mode is Mode.LEARNED else ModePolicy(mode.route)
+    inner: list[Policy] = [RulesPolicy(rules, learned=learned), TunnelPolicy(), StickyPolicy([last])]
+    if rehearsal is not None:
+        inner.insert(0, rehearsal)
+    if classifier is None and rehearsal is None and learned is None:
+        return inner
+    return [SafetyPolicy(inner, classifier=classifier or SafetyClassifier())]

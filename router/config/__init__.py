@@ -1,0 +1,40 @@
+"""Configuration: the config file's schema and its loading.
+
+`root.py` is the root model (`Config`) with its cross-section checks and the
+loader that turns YAML into a `Config` or a `ConfigError` naming the file and line;
+`sections.py` holds the sections the router owns (store, replay, world model,
+shadow, HTTP, redaction, service, sessions, safety, rehearsal, learned). The
+channels' own options live with their backends (`backends.shell.options`,
+`backends.browser.options`, `backends.mcp.servers`); this package composes them.
+
+May import: `router.types`, `backends` (option types), `policies` (rule parsing),
+`shadow` (store URLs, secret patterns). This package's names are the public config
+API (`simroute.load_config` re-exports them).
+"""
+
+from backends.browser.options import BrowserConfig, BrowserLimits
+from backends.mcp.servers import RemoteServer, ServerSpec, StdioServer
+from backends.options import Strict
+from backends.shell.options import ShellConfig, ShellLimits
+from router.config.root import DEFAULT_CONFIG_NAME, Config, ConfigError, load_config, parse_config
+from router.config.sections import (
+    HttpConfig,
+    LearnedConfig,
+    NoiseConfig,
+    RedactionConfig,
+    RehearsalConfig,
+    ReplayConfig,
+    SafetyConfig,
+    ServiceConfig,
+    SessionsConfig,
+    ShadowConfig,
+    StoreConfig,
+    WorldModelConfig,
+)
+
+__all__ = [
+    "DEFAULT_CONFIG_NAME", "BrowserConfig", "BrowserLimits", "Config", "ConfigError", "HttpConfig", "LearnedConfig",
+    "NoiseConfig", "RedactionConfig", "RehearsalConfig", "RemoteServer", "ReplayConfig", "SafetyConfig", "ServerSpec",
+    "ServiceConfig", "SessionsConfig", "ShadowConfig", "ShellConfig", "ShellLimits", "StdioServer", "StoreConfig",
+    "Strict", "WorldModelConfig", "load_config", "parse_config",
+]

@@ -1,0 +1,319 @@
+"""The configuration file: one YAML document, validated before anything starts.
+The root (`Config`) and the checks across sections live here, the sections in
+`router/config/sections.py`.
+
+Errors name the file, the line and the key, e.g.
+`simroute.yaml:12: rules[0].route: 'simulate' is not one of real, sim, ...`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, NonNegativeFloat, PositiveFloat, ValidationError, field_validator, model_validator
+
+from policies.rules import Rule, parse_rule
+from backends.browser.options import BrowserConfig
+from backends.options import Strict
+from backends.mcp.servers import ServerSpec
+from backends.shell.options import ShellConfig
+from router.config.sections import (
+    HttpConfig,
+    LearnedConfig,
+    NoiseConfig,
+    RedactionConfig,
+    RehearsalConfig,
+    ReplayConfig,
+    SafetyConfig,
+    ServiceConfig,
+    SessionsConfig,
+    ShadowConfig,
+    StoreConfig,
+    WorldModelConfig,
+)
+from router.types import Mode, Route
+
+DEFAULT_CONFIG_NAME = "simroute.yaml"
+
+
+class ConfigError(ValueError):
+    """The configuration is missing, malformed or invalid. The message is for the user."""
+
+
+class Config(Strict):
+    mode: Mode = Mode.REAL
+    mcp_servers: dict[str, ServerSpec] = Field(default={}, alias="mcpServers")
+    servers: dict[str, ServerSpec] = {}  # VS Code's spelling of mcpServers
+    rules: list[Any] = []
+    replay: ReplayConfig = ReplayConfig()
+    store: StoreConfig = StoreConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    world_model: WorldModelConfig = WorldModelConfig()
+    shadow: ShadowConfig = ShadowConfig()
+    shell: ShellConfig = ShellConfig()
+    browser: BrowserConfig = BrowserConfig()
+    http: HttpConfig = HttpConfig()
+    safety: SafetyConfig = SafetyConfig()
+    rehearsal: RehearsalConfig = RehearsalConfig()
+    learned: LearnedConfig = LearnedConfig()
+    cost: dict[str, dict[str, NonNegativeFloat]] = {}  # real price per server and tool (globs); default 1.0
+    redaction: RedactionConfig = RedactionConfig()
+    service: ServiceConfig = ServiceConfig()
+    call_timeout_s: PositiveFloat = 60.0
+    startup_timeout_s: PositiveFloat = 30.0  # an upstream that has not finished its handshake by then failed
+    list_timeout_s: PositiveFloat = 30.0  # an upstream's tools/resources/prompts listing (its start included)
+
+    # Set by the loader, not the file.
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    source: str = Field(default="<defaults>", exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rehearsal_mode(cls, data: Any) -> Any:
+        """`mode: rehearsal` is shorthand for `mode: real` with `rehearsal.enabled: true`."""
+        if isinstance(data, dict) and data.get("mode") == "rehearsal":
+            section = data.get("rehearsal")
+            data = {**data, "mode": "real", "rehearsal": {**section, "enabled": True} if isinstance(section, dict) else {"enabled": True}}
+        return data
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _known_mode(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in {str(m) for m in Mode}:
+            raise ValueError(f"{value!r} is not one of real, sim, replay, shadow, deny, learned, rehearsal")
+        return value
+
+    @model_validator(mode="after")
+    def _one_server_table(self) -> Config:
+        clash = set(self.mcp_servers) & set(self.servers)
+        if clash:
+            raise ValueError(f"server {sorted(clash)[0]!r} is defined in both mcpServers and servers")
+        for channel in self.local_channels():
+            if channel in self.upstreams:
+                raise ValueError(f"server name {channel!r} is taken by simroute's {channel} tools: rename the server or set {channel}.enabled: false")
+        return self
+
+    def local_channels(self) -> list[str]:
+        """Channels whose tools simroute serves itself; each is also the `server` of its calls."""
+        return [name for name, section in (("shell", self.shell), ("browser", self.browser)) if section.enabled]
+
+    @property
+    def upstreams(self) -> dict[str, ServerSpec]:
+        return {**self.mcp_servers, **self.servers}
+
+    @property
+    def store_path(self) -> Path:
+        """The SQLite file (or, with a Redis store, where its local files go: the spool, the key)."""
+        if self.store.redis_url is not None:
+            return self.base_dir / ".simroute" / "redis.db"
+        path = Path(self.store.sqlite_path).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def open_store(self, *, read_only: bool = False):
+        """The configured record store (not yet opened)."""
+        if self.store.redis_url is not None:
+            from shadow.store.redis.store import RedisStore
+
+            return RedisStore(self.store.redis_url, max_log=self.store.max_log)
+        from shadow.store.sqlite.store import SQLiteStore
+
+        return SQLiteStore(self.store_path, synchronous=self.store.synchronous, busy_timeout_ms=self.store.busy_timeout_ms, read_only=read_only)
+
+    @property
+    def spool_path(self) -> Path:
+        store = self.store
+        if store.redis_url is not None:
+            from shadow.store.redis.store import parse_redis_url
+
+            host, port, db = parse_redis_url(store.redis_url)
+            return self.base_dir / ".simroute" / f"redis-{host}-{port}-{db}.spool.jsonl"
+        return self.store_path.with_suffix(".spool.jsonl")
+
+    @property
+    def redaction_key_file(self) -> Path:
+        if self.redaction.key_file is None:
+            return self.store_path.parent / "redaction.key"
+        path = Path(self.redaction.key_file).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    @property
+    def ca_dir(self) -> Path:
+        path = Path(self.http.ca_dir).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    @property
+    def model_path(self) -> Path:
+        path = Path(self.world_model.model_path).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    @property
+    def shell_workspace(self) -> Path | None:
+        if self.shell.workspace is None:
+            return None
+        path = Path(self.shell.workspace).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    @property
+    def learned_model_path(self) -> Path:
+        path = Path(self.learned.model).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def uses_learned(self) -> bool:
+        """Whether the mode or a rule hands calls to the learned router."""
+        return self.mode is Mode.LEARNED or any(rule.route is Mode.LEARNED for rule in [*self.parsed_rules(), *self.parsed_allow_rules()])
+
+    def may_simulate(self) -> bool:
+        """Whether any route of this config can reach the world model."""
+        simulating = {Route.SIM, Route.SHADOW}
+        return (
+            self.uses_learned()
+            or
+            self.mode in simulating
+            or any(rule.route in simulating for rule in self.parsed_rules())
+            or self.replay.on_miss == "sim"
+            or self.shadow.rate > 0
+            or any(rule.shadow_rate for rule in self.parsed_rules())
+            or (self.rehearsal.enabled and self.rehearsal.on_divert == "sim")
+            or any(rule.route in simulating for rule in self.parsed_allow_rules())
+        )
+
+    def may_run_real(self, channel: str) -> bool:
+        """Whether any route of this config can send a `channel` call to its real side."""
+        reaching = {Route.REAL, Route.SHADOW, Route.REPLAY, Mode.LEARNED}  # a replay miss may go real
+        if self.mode in reaching:
+            return True
+        for rule in [*self.parsed_rules(), *self.parsed_allow_rules()]:
+            if rule.route in reaching and (rule.channel is None or rule.channel(channel)):
+                return True
+        return False
+
+    def parsed_rules(self) -> list[Rule]:
+        return [parse_rule(rule, index=i) for i, rule in enumerate(self.rules)]
+
+    def parsed_allow_rules(self) -> list[Rule]:
+        return [parse_rule(rule, index=i) for i, rule in enumerate(self.rehearsal.allow)]
+
+    def http_canonical(self):
+        """The canonical form of HTTP call arguments (for keys), from the http section."""
+        from shadow.compare.http_canonical import canonical_form
+
+        return canonical_form(ignore_query=self.http.ignore_query, ignore_body_fields=self.http.ignore_body_fields)
+
+    def replay_key_scheme(self) -> list:
+        """What, besides ignore_arguments, shapes replay keys: changing it re-keys records."""
+        http = self.http
+        return [sorted(http.ignore_query), sorted(http.ignore_body_fields), sorted(h.lower() for h in self.replay.credential_headers)]
+
+    def sim_timeout_for(self, server: str) -> float:
+        spec = self.upstreams.get(server)
+        return (spec.sim_timeout if spec is not None and spec.sim_timeout else None) or self.world_model.deadline_s
+
+    def timeout_for(self, server: str) -> float:
+        spec = self.upstreams.get(server)
+        return (spec.timeout if spec is not None and spec.timeout else None) or self.call_timeout_s
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Load and validate a config file. With no path, `./simroute.yaml` if it
+    exists, else the defaults. Raises ConfigError naming file, line and key."""
+    if path is None:
+        default = Path.cwd() / DEFAULT_CONFIG_NAME
+        if not default.exists():
+            return Config()
+        path = default
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from exc
+    return parse_config(text, source=str(path), base_dir=path.resolve().parent)
+
+
+def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None = None) -> Config:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}:1: the config must be a mapping of keys (mode, mcpServers, rules, ...)")
+    lines = _line_index(root)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError("\n".join(_describe(err, source, lines) for err in exc.errors())) from exc
+    config.base_dir = base_dir or Path.cwd()
+    config.source = source
+    for where, rules in ((("rules",), config.rules), (("rehearsal", "allow"), config.rehearsal.allow)):
+        for i, rule in enumerate(rules):
+            try:
+                parse_rule(rule, index=i)
+            except ValueError as exc:
+                key, _, problem = str(exc).partition(": ")
+                loc: tuple[Any, ...] = (*where, i, *_split_key(key)) if problem else (*where, i)
+                line = _line_for(loc, lines)
+                raise ConfigError(f"{source}:{line}: {_format_loc(loc)}: {problem or exc}") from exc
+    return config
+
+
+def _split_key(key: str) -> tuple[str, ...]:
+    # "match.arguments.a.b" -> ("match", "arguments", "a.b"): argument paths stay whole.
+    parts = key.split(".")
+    if parts[:2] == ["match", "arguments"] and len(parts) > 2:
+        return ("match", "arguments", ".".join(parts[2:]))
+    return tuple(parts)
+
+
+def _line_index(node: yaml.Node | None, loc: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], int]:
+    """Map every key path in the document to its 1-based line."""
+    lines: dict[tuple[Any, ...], int] = {}
+    if node is None:
+        return lines
+    lines[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            child = (*loc, key_node.value)
+            lines.update(_line_index(value_node, child))
+            lines[child] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines.update(_line_index(item, (*loc, i)))
+    return lines
+
+
+def _line_for(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _describe(error: Any, source: str, lines: dict[tuple[Any, ...], int]) -> str:
+    # pydantic adds union member names ("StdioServer") to the location; drop them.
+    loc = tuple(p for p in error["loc"] if p not in _UNION_TAGS)
+    if loc and loc[0] == "mcp_servers":
+        loc = ("mcpServers", *loc[1:])
+    line = _line_for(loc, lines)
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = "unknown key"
+    elif error["type"] == "value_error":
+        message = message.removeprefix("Value error, ")
+    return f"{source}:{line}: {_format_loc(loc)}: {message}"
+
+
+_UNION_TAGS = {"stdio", "remote"}

@@ -1,0 +1,160 @@
+"""Prometheus metrics: what this process routed, and totals from the store.
+
+Counted where records are written (`RecordLog.observers`): a call is counted
+once, when its record first reaches a finished status; its divergence when the
+shadow comparison lands (possibly later, in a second write of the record).
+The world model's tokens and generation time are counted per completion
+(`WorldModelSimulator.observers`), by engine and domain (the call's channel).
+Live gauges (shadow queue, skips, spool) are read from the runtime at scrape
+time. A process that routes nothing itself (`simroute dashboard`) reports the
+store's totals through `StoreTotals`, refreshed at most every 5 seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from shadow.records import Record
+from shadow.store.protocol import StoreError
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_UNFINISHED = frozenset({"started"})  # written ahead of the call: not served yet
+_REMEMBERED_IDS = 65536  # records counted recently: a later write of the same record is not a new call
+LATENCY_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+DIVERGENCE_BUCKETS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+GENERATION_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
+
+
+class CallMetrics:
+    """The counters and histograms of routed calls, in their own registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.calls = Counter(
+            "simroute_calls", "Routed calls, by channel, route, provenance and outcome.",
+            ("channel", "route", "provenance", "outcome"), registry=self.registry,
+        )
+        self.latency = Histogram(
+            "simroute_call_latency_seconds", "Time to serve a call, per route.", ("route",),
+            buckets=LATENCY_BUCKETS_S, registry=self.registry,
+        )
+        self.divergence = Histogram(
+            "simroute_divergence", "Divergence of shadowed calls (0 same, 1 unrelated), per channel.", ("channel",),
+            buckets=DIVERGENCE_BUCKETS, registry=self.registry,
+        )
+        by_model = ("engine", "domain")
+        self.prompt_tokens = Counter(
+            "simroute_world_model_prompt_tokens", "Prompt tokens sent to the world model.", by_model, registry=self.registry)
+        self.evaluated_tokens = Counter(
+            "simroute_world_model_evaluated_tokens", "Prompt tokens the world model evaluated (not reused from a cached prefix).",
+            by_model, registry=self.registry)
+        self.completion_tokens = Counter(
+            "simroute_world_model_completion_tokens", "Tokens the world model generated.", by_model, registry=self.registry)
+        self.generation = Histogram(
+            "simroute_world_model_generation_seconds", "Time of one world-model completion.", by_model,
+            buckets=GENERATION_BUCKETS_S, registry=self.registry,
+        )
+        self.store_errors = Counter("simroute_store_errors", "Record writes the store refused (the record went to the spool).", registry=self.registry)
+        self._counted: OrderedDict[str, bool] = OrderedDict()  # record id -> its divergence was counted
+
+    def observe(self, record: Record, *, stored: bool) -> None:
+        """Called after every record write (`stored`: in the store, else in the spool)."""
+        if not stored:
+            self.store_errors.inc()
+        if record.status in _UNFINISHED and record.divergence is None:
+            return
+        divergence_counted = self._counted.get(record.id)
+        if divergence_counted is None:
+            outcome = "error" if record.served.is_error else record.status
+            self.calls.labels(record.call.channel, str(record.decision.route), str(record.served.provenance), outcome).inc()
+            self.latency.labels(str(record.decision.route)).observe(max(record.served.latency_s, 0.0))
+            divergence_counted = False
+        if record.divergence is not None and not divergence_counted:
+            self.divergence.labels(record.call.channel).observe(record.divergence)
+            divergence_counted = True
+        self._counted[record.id] = divergence_counted
+        self._counted.move_to_end(record.id)
+        while len(self._counted) > _REMEMBERED_IDS:
+            self._counted.popitem(last=False)
+
+    def completion_observer(self, engine: str) -> Callable[[str, Any], None]:
+        """An observer for `WorldModelSimulator.observers`, labelled with `engine`."""
+
+        def observe(domain: str, completion: Any) -> None:
+            self.prompt_tokens.labels(engine, domain).inc(completion.prompt_tokens)
+            self.evaluated_tokens.labels(engine, domain).inc(completion.evaluated_tokens)
+            self.completion_tokens.labels(engine, domain).inc(completion.completion_tokens)
+            self.generation.labels(engine, domain).observe(max(completion.latency_s, 0.0))
+
+        return observe
+
+    def add_collector(self, collector: Collector) -> None:
+        self.registry.register(collector)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class RuntimeGauges(Collector):
+    """Gauges read at scrape time from live objects (no state kept here)."""
+
+    def __init__(self, read: Callable[[], dict[str, float]]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[Any]:
+        values = self._read()
+        yield GaugeMetricFamily("simroute_shadow_queue_depth", "Shadow work queued or running.", value=values.get("queue_depth", 0))
+        yield CounterMetricFamily("simroute_shadow_skipped", "Shadow work skipped because the queue was full.", value=values.get("skipped", 0))
+        yield GaugeMetricFamily("simroute_spool_bytes", "Size of the record spool file (records waiting for the store).", value=values.get("spool_bytes", 0))
+        yield CounterMetricFamily("simroute_spooled_records", "Records written to the spool instead of the store.", value=values.get("spooled", 0))
+        yield GaugeMetricFamily("simroute_shell_pool_ready", "Started sandboxes waiting in the warm pool for a new session.", value=values.get("pool_ready", 0))
+        yield GaugeMetricFamily("simroute_shell_sandboxes", "Sandboxes held by agent sessions.", value=values.get("sandboxes", 0))
+        # The noise learner (shadow/compare/noise_learner.py): what became of each pair of real answers it was offered.
+        pairs = CounterMetricFamily("simroute_noise_pairs", "Pairs of real answers offered to the noise learner, by outcome.", labels=["outcome"])
+        for outcome in ("learned", "unsettled", "dropped"):
+            pairs.add_metric([outcome], values.get(f"noise_{outcome}", 0))
+        yield pairs
+        probes = CounterMetricFamily("simroute_noise_probes", "Noise probes (a read-only call repeated off the path), by outcome.", labels=["outcome"])
+        for outcome in ("answered", "skipped", "failed"):
+            probes.add_metric([outcome], values.get(f"probes_{outcome}", 0))
+        yield probes
+
+
+class StoreTotals(Collector):
+    """The store's aggregates as gauges, for every process that shares it.
+    `refresh` (async) is awaited before a scrape; it asks the store at most every
+    `max_age_s`, so scrapes never load the store."""
+
+    def __init__(self, store: Any, *, max_age_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.max_age_s = max_age_s
+        self._clock = clock
+        self._at: float | None = None
+        self._totals: dict[str, Any] = {}
+        self.errors = 0
+
+    async def refresh(self) -> None:
+        now = self._clock()
+        if self._at is not None and now - self._at < self.max_age_s:
+            return
+        try:
+            self._totals = await self.store.aggregates()
+        except StoreError:
+            self.errors += 1  # reported as simroute_store_read_errors; the last totals stay
+        self._at = now
+
+    def collect(self) -> Iterator[Any]:
+        yield GaugeMetricFamily("simroute_store_records", "Records in the store.", value=self._totals.get("total", 0))
+        for column in ("channel", "route", "provenance", "status"):
+            family = GaugeMetricFamily(f"simroute_store_records_by_{column}", f"Records in the store, by {column}.", labels=(column,))
+            for value, count in sorted(self._totals.get(f"by_{column}", {}).items()):
+                family.add_metric((str(value),), count)
+            yield family
+        yield CounterMetricFamily("simroute_store_read_errors", "Store aggregate reads that failed.", value=self.errors)

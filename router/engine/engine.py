@@ -1,0 +1,387 @@
+"""The engine: a `Call` goes through the policies, the decision runs against
+the backends, and the record is written before the agent sees the result.
+
+Every call leaves a record, whatever ended it: an answer, a denial, a deadline,
+a backend that raised, a client that hung up. A call sent to the real side that
+is not known to be read-only is written ahead (`started`) before it runs, so a
+crash after a real side effect still leaves a trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from backends.replay import CallKeys, ReplayBackend, ReplayHit, ReplayMiss
+from policies import learned, rehearsal
+from policies.base import Policy, decide
+from shadow.owners import this_process_owner
+from router.engine.replay_modes import ReplayModes
+from router.engine.session_state import LocalSessionState, SessionState, claim_locally
+from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
+from shadow.compare.noise_learner import NoiseLearner
+from shadow.store.record_log import RecordLog
+from shadow.records import Record, new_record_id
+from shadow.redaction import Redactor, typed_into
+from shadow.runner import ShadowQueue
+from shadow.store.protocol import RecordError, StoreError
+
+log = logging.getLogger("simroute.engine")
+
+_FALLBACK = Decision(Route.REAL, "default", "no policy answered")
+# MCP requests that are routed calls but not tool calls: the world model does not
+# simulate them yet, so their sim route answers an error naming them.
+_NOT_SIMULATED = frozenset({("mcp", "resources/read"), ("mcp", "prompts/get")})
+_STARTED = "the call was sent to the real side; its answer has not been recorded yet"
+
+
+@dataclass(slots=True)
+class Outcome:
+    observation: Observation
+    record: Record
+
+
+@dataclass(slots=True)
+class Pending:
+    """A decided call waiting for its observation."""
+
+    call: Call
+    session: Session
+    decision: Decision
+    occurrence: int
+    keys: CallKeys
+    stored_call: Call  # the call as records, keys and the world model see it: secrets redacted
+    step: int = 0
+    read_only: bool = False
+    record_id: str = field(default_factory=new_record_id)
+    ts: float = field(default_factory=time.time)
+    route_note: str = ""
+    needs_real: bool = False
+    written_ahead: bool = False
+    # The noise learner's view: the server's epoch when the call was decided (None:
+    # a call that may write to it was in flight), and whether this call announced a write.
+    quiet_epoch: int | None = None
+    announced_write: bool = False
+
+    def reads_only(self) -> bool:
+        """Whether the call reads only, as far as anything knows: the front door (MCP
+        readOnlyHint, HTTP GET/HEAD/OPTIONS) or the safety gate (class `safe`)."""
+        return self.read_only or self.decision.safety == "safe"
+
+    def known_read_only(self) -> bool:
+        """Whether the call may be made again unasked (a noise probe): the front door
+        says it reads only and the safety gate found nothing that writes."""
+        return self.read_only and self.decision.safety in (None, "safe")
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        policies: Sequence[Policy],
+        records: RecordLog,
+        replay: ReplayBackend,
+        replay_modes: ReplayModes = ReplayModes(),
+        simulator: Simulator | None = None,
+        shadow: ShadowQueue | None = None,
+        shadow_rate: float = 0.0,
+        deadline_for: Callable[[Call], float] = lambda call: 60.0,
+        sim_deadline_for: Callable[[Call], float] | None = None,
+        rng: random.Random | None = None,
+        session_state: SessionState | None = None,
+        redactor: Redactor | None = None,
+        noise_learner: NoiseLearner | None = None,
+        noise_probe_rate: float = 0.0,
+    ) -> None:
+        self.policies = list(policies)
+        self.records = records
+        self.replay = replay
+        self.replay_modes = replay_modes
+        self.simulator = simulator
+        self.shadow = shadow
+        self.shadow_rate = shadow_rate
+        self.deadline_for = deadline_for
+        self.sim_deadline_for = sim_deadline_for or deadline_for
+        self.rng = rng or random.Random()
+        self.session_state = session_state or LocalSessionState()
+        # Secrets never reach a record, a spool line, the world model or a replay key.
+        self.redactor = redactor
+        # Real answers to repeated calls teach the noise table, off the agent's path.
+        self.noise_learner = noise_learner
+        # A sample of calls known read-only is made again off-path: pairs without repeated agent calls.
+        self.noise_probe_rate = noise_probe_rate
+        self.owner = this_process_owner()
+
+    async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False) -> Outcome:
+        """Decide, execute, record. `note` is added to the record (the front door's
+        remarks, e.g. a changed tool schema); `read_only`: the front door knows the
+        call changes nothing (it then needs no write-ahead record)."""
+        pending = await self.begin(call, session, read_only=read_only)
+        try:
+            observation = await self.serve(pending)
+            if observation is None:
+                observation = await self.run_real(pending, real)
+        except asyncio.CancelledError:
+            # The agent cancelled (or hung up): the call is still recorded, as cancelled.
+            with anyio.CancelScope(shield=True):
+                await self.cancel(pending)
+            raise
+        except RecordError as exc:  # the write-ahead record could not be written: fail closed
+            observation = Observation.error(str(exc))
+        outcome = await self.complete(pending, observation, note=note)
+        self.probe(pending, outcome.record, lambda: real(pending.call))
+        return outcome
+
+    def probe(self, pending: Pending, record: Record, again: Callable[[], Awaitable[Observation]]) -> bool:
+        """A `noise_probe_rate` sample of real calls known read-only is made again off
+        the agent's path (`again`: the front door's way to send it), and the two answers
+        teach the noise table. Every channel's probes are decided here. `again` runs
+        under the call's deadline, and its answer is redacted like the record's."""
+        if (
+            self.noise_learner is None or self.noise_probe_rate <= 0 or not pending.needs_real
+            or not pending.known_read_only() or self.rng.random() >= self.noise_probe_rate
+        ):
+            return False
+        redactor, session_id = self.redactor, pending.call.session_id
+        deadline = pending.decision.deadline_s or self.deadline_for(pending.call)
+
+        async def answer() -> Observation:
+            with anyio.fail_after(deadline):
+                observation = await again()
+            return redactor.observation(observation, session_id=session_id) if redactor is not None else observation
+
+        return self.noise_learner.probe(record, answer, sent_in=pending.quiet_epoch)
+
+    # The steps of `handle`, for front doors whose real side does not fit one awaited
+    # call (the HTTP proxy forwards the request itself and sees the answer in a later hook).
+
+    async def begin(self, call: Call, session: Session, *, read_only: bool = False) -> Pending:
+        """Claim the call's step and occurrence, and decide its route (pure policies, no
+        I/O). A policy that raises denies the call: nothing goes real undecided."""
+        stored_call = self._redacted(call, session)
+        keys = self.replay.keys(stored_call)
+        step, occurrence = await self._claim(session, keys.replay)
+        pins = dict(session.pinned)
+        try:
+            decision = decide(self.policies, call, session, fallback=_FALLBACK)
+        except Exception as exc:
+            log.exception("deciding %s.%s failed", call.server, call.tool)
+            decision = Decision(Route.DENY, "engine", f"a routing policy failed: {type(exc).__name__}: {exc}")
+        if session.pinned != pins:
+            await self._save_pins(session)
+        pending = Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
+        if self.noise_learner is not None:
+            pending.quiet_epoch = self.noise_learner.quiet_epoch(call.channel, call.server)
+        return pending
+
+    def _redacted(self, call: Call, session: Session) -> Call:
+        if self.redactor is None:
+            return call
+        return self.redactor.call(call, target_name=typed_into(call, session))
+
+    async def _claim(self, session: Session, replay_key: str) -> tuple[int, int]:
+        try:
+            return await self.session_state.begin(session, replay_key)
+        except StoreError as exc:  # shared state unreachable: this replica counts alone until it returns
+            log.warning("shared session state unavailable (%s); counting session %s locally", exc, session.id[:8])
+            return claim_locally(session, replay_key)
+
+    async def _save_pins(self, session: Session) -> None:
+        try:
+            await self.session_state.save_pins(session)
+        except StoreError as exc:
+            log.warning("session pins not shared: %s", exc)
+
+    async def _save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        try:
+            await self.session_state.save_side_effects(session, marks)
+        except StoreError as exc:
+            log.warning("side-effect marks of session %s not shared: %s", session.id[:8], exc)
+
+    async def _save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        try:
+            await self.session_state.save_diverted(session, marks)
+        except StoreError as exc:
+            log.warning("rehearsal diversions of session %s not shared: %s", session.id[:8], exc)
+
+    async def serve(self, pending: Pending) -> Observation | None:
+        """The observation of a route that needs no real side (sim, replay, deny), or
+        None when the real side must answer; `pending.needs_real` then says so too.
+        A backend that raises answers with an error observation (recorded as any)."""
+        try:
+            observation, pending.route_note = await self._execute(pending)
+        except Exception as exc:
+            log.exception("serving %s.%s by %s failed", pending.call.server, pending.call.tool, pending.decision.route)
+            observation = Observation.error(f"simroute: the {pending.decision.route} route failed: {type(exc).__name__}: {exc}")
+        pending.needs_real = observation is None
+        return observation
+
+    async def write_ahead(self, pending: Pending) -> None:
+        """Before a real call with possible side effects: its record, `started`.
+        Raises RecordError when it cannot be written (the call must not run)."""
+        if pending.read_only or pending.written_ahead:
+            return
+        placeholder = Observation.error(_STARTED)
+        await self.records.write(self._record(pending, placeholder, pending.route_note, status="started"))
+        pending.written_ahead = True
+        if self.noise_learner is not None and not pending.reads_only():
+            # Until it ends, answers from this server are no evidence of noise.
+            self.noise_learner.writing(pending.call.channel, pending.call.server)
+            pending.announced_write = True
+
+    async def run_real(self, pending: Pending, real: CallNext) -> Observation:
+        """The real side under the call's deadline, written ahead first."""
+        await self.write_ahead(pending)
+        call = pending.call
+        deadline = pending.decision.deadline_s or self.deadline_for(call)  # a rule's deadline_s wins
+        started = time.perf_counter()
+        try:
+            with anyio.fail_after(deadline):
+                return await real(call)
+        except TimeoutError:
+            # simroute's own answer (provenance none): never replayed as the upstream's.
+            return Observation.error(
+                f"simroute: upstream {call.server!r} did not answer {call.tool!r} within its {deadline:g}s deadline",
+                Provenance.NONE,
+                time.perf_counter() - started,
+            )
+        except Exception as exc:
+            log.exception("the real side of %s.%s raised", call.server, call.tool)
+            return Observation.error(
+                f"simroute: the real side of {call.tool!r} failed: {type(exc).__name__}: {exc}", Provenance.NONE, time.perf_counter() - started
+            )
+
+    async def complete(self, pending: Pending, observation: Observation, *, note: str = "") -> Outcome:
+        """Record what the agent gets (shadow work submitted when the route asks for it).
+        If the record cannot be written, the agent gets an error instead of an
+        unrecorded answer."""
+        session, decision = pending.session, pending.decision
+        route_note = pending.route_note
+        shadowed = self._shadows(decision, observation)
+        status = "pending" if shadowed else "complete"
+        if shadowed and decision.route is Route.REAL:
+            route_note = f"sampled for shadow (shadow rate {self._shadow_rate(decision):g})"
+        if shadowed and not await self.shadow.has_room():  # type: ignore[union-attr]
+            # Bounded shadow work: the agent's path never waits for it.
+            self.shadow.skipped += 1  # type: ignore[union-attr]
+            shadowed = False
+            if decision.route is Route.SHADOW:
+                status, route_note = "skipped", "shadow skipped: the shadow queue is full (shadow.queue_size)"
+            else:
+                status, route_note = "complete", "shadow sample skipped: the shadow queue is full (shadow.queue_size)"
+        history = list(session.history) if shadowed else []
+        record = self._record(pending, observation, "; ".join(n for n in (route_note, note) if n), status=status)
+        try:
+            await self.records.write(record)  # durable (or spooled) before the agent sees the result
+        except RecordError as exc:
+            log.error("%s", exc)
+            observation = Observation.error(f"{exc}. The call's answer is withheld.")
+            shadowed = False
+        session.add_turn(Turn(record.call, record.served))  # the world model's history: as stored (redacted)
+        if self.noise_learner is not None:
+            if pending.announced_write:
+                self.noise_learner.written(pending.call.channel, pending.call.server)
+                pending.announced_write = False
+            self.noise_learner.offer(record, read_only=pending.reads_only(), sent_in=pending.quiet_epoch)
+        session.touch()
+        pins, marks, diverted = dict(session.pinned), set(session.side_effects), set(session.diverted)
+        rehearsal.after_call(session, pending.call, decision)  # a diverted call keeps the session's world simulated
+        learned.after_call(session, pending.call, decision)  # a real side effect makes that server's recordings stale
+        if len(session.diverted) != len(diverted):  # shared before the sim pin: a pin without its mark would let a read go real
+            await self._save_diverted(session, session.diverted - diverted)
+        if session.pinned != pins:
+            await self._save_pins(session)
+        if len(session.side_effects) != len(marks):  # marks only grow
+            await self._save_side_effects(session, session.side_effects - marks)
+        if shadowed:
+            assert self.shadow is not None
+            await self.shadow.submit(record, history)
+        return Outcome(observation, record)
+
+    async def cancel(self, pending: Pending, reason: str = "cancelled by the agent before an answer") -> Outcome:
+        """Record a call that ended without an answer."""
+        return await self.complete(pending, Observation.error(reason), note="cancelled")
+
+    async def reject(self, call: Call, session: Session, *, policy: str, reason: str, record_id: str | None = None) -> Outcome:
+        """Record a call refused before routing (arguments failing the tool's schema, an
+        unknown tool, a session cap, a refused tunnel)."""
+        stored_call = self._redacted(call, session)
+        keys = self.replay.keys(stored_call)
+        step, occurrence = await self._claim(session, keys.replay)
+        pending = Pending(call, session, Decision(Route.DENY, policy, reason), occurrence, keys, stored_call, step=step)
+        if record_id is not None:
+            pending.record_id = record_id
+        return await self.complete(pending, Observation.error(reason))
+
+    def _record(self, pending: Pending, observation: Observation, note: str, *, status: str) -> Record:
+        if self.redactor is not None:
+            observation = self.redactor.observation(observation, session_id=pending.call.session_id)
+        return Record(
+            call=pending.stored_call, decision=pending.decision, served=observation, step=pending.step,
+            call_key=pending.keys.exact, id=pending.record_id, ts=pending.ts, note=note, status=status,
+            occurrence=pending.occurrence, replay_key=pending.keys.replay, key_scheme=self.replay.scheme,
+            recording=self.replay_modes.recording, owner=self.owner,
+            reads_only=pending.reads_only(), ended=None if status == "started" else time.time(),
+        )
+
+    def _shadows(self, decision: Decision, observation: Observation) -> bool:
+        """Whether the simulated side runs off-path for this call: always for the shadow
+        route, for a `shadow_rate` sample of real calls; only when real answered."""
+        if self.shadow is None or observation.provenance is not Provenance.REAL:
+            return False
+        if decision.route is Route.SHADOW:
+            return True
+        rate = self._shadow_rate(decision)
+        return decision.route is Route.REAL and rate > 0 and self.rng.random() < rate
+
+    def _shadow_rate(self, decision: Decision) -> float:
+        """A rule's `shadow_rate` wins over the configured `shadow.rate`."""
+        return decision.shadow_rate if decision.shadow_rate is not None else self.shadow_rate
+
+    async def _execute(self, pending: Pending) -> tuple[Observation | None, str]:
+        """(observation, note) of the decided route; observation None: the real side answers."""
+        decision, session = pending.decision, pending.session
+        route = decision.route
+        if route is Route.REAL:
+            return None, ""
+        if route is Route.SHADOW:
+            return None, "" if self.shadow is not None else "shadow: no world model configured, served real only"
+        if route is Route.SIM:
+            return await self._sim(pending.stored_call, session, decision.deadline_s), ""
+        if route is Route.DENY:
+            return Observation.error(f"simroute denied this call ({decision.policy}): {decision.reason}"), ""
+        assert route is Route.REPLAY
+        return await self._replay(pending)
+
+    async def _replay(self, pending: Pending) -> tuple[Observation | None, str]:
+        modes, occurrence = self.replay_modes, pending.occurrence
+        if modes.record_mode == "all":
+            return None, "replay.record_mode is 'all': served real and recorded"
+        found = await self.replay.lookup(pending.call, pending.session, occurrence=occurrence, key=pending.keys.replay)
+        if isinstance(found, ReplayHit):
+            return found.observation, f"replayed record {found.record_id} (occurrence {occurrence})"
+        assert isinstance(found, ReplayMiss)
+        miss = f"replay miss (occurrence {occurrence}: {found.reason})"
+        action = modes.on_miss_for(found)
+        if action == "real":
+            return None, f"{miss}; served real"
+        if action == "sim":
+            return await self._sim(pending.stored_call, pending.session, pending.decision.deadline_s), f"{miss}; served sim"
+        return Observation.error(f"simroute: {miss}, and {modes.describe_miss_policy()}"), miss
+
+    async def _sim(self, call: Call, session: Session, deadline_s: float | None = None) -> Observation:
+        if (call.channel, call.tool) in _NOT_SIMULATED:
+            return Observation.error(f"simroute: the sim route does not simulate {call.tool} yet (route it real, replay or deny)")
+        if self.simulator is None:
+            return Observation.error("simroute: the sim route needs a world model, and none is configured (see the world_model section)")
+        try:
+            return await self.simulator.simulate(call, session, deadline_s=deadline_s or self.sim_deadline_for(call))
+        except Exception as exc:  # the model's own failures are observations already; this is anything else
+            log.exception("simulating %s.%s failed", call.server, call.tool)
+            return Observation.error(f"simroute: the simulator failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,58 @@
+"""Per-session routing state a call claims when it begins: its step, its
+occurrence of a replay key, the session's pins, the servers a real call with
+side effects has changed in the session (their recordings are stale to it: the
+learned router does not replay them), and the servers rehearsal diverted to sim
+(their later reads must see the simulated world, on whichever replica serves them).
+
+`LocalSessionState` keeps it in the process (one router). `RedisSessionState`
+shares it through Redis, so an agent session can move between router replicas:
+step and occurrence counters are atomic increments, pins are a hash, the
+side-effect and diversion marks sets, all read in one round trip per call (a mark one replica
+adds is seen by the next call on any replica). The real side of stateful channels (a sandbox, a browser
+context, an upstream MCP session) stays on the replica that opened it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from router.types import Route, Session
+
+
+class SessionState(Protocol):
+    shared: bool
+
+    async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
+        """Claim the call's (step, occurrence of `replay_key`); refreshes `session.pinned`,
+        `session.side_effects` and `session.diverted`."""
+
+    async def save_pins(self, session: Session) -> None: ...
+
+    async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        """Share new side-effect marks ((channel, server)) of the session."""
+
+    async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        """Share new diversion marks ((channel, server)) of the session."""
+
+
+class LocalSessionState:
+    shared = False
+
+    async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
+        return claim_locally(session, replay_key)
+
+    async def save_pins(self, session: Session) -> None:
+        return None
+
+    async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        return None
+
+    async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        return None
+
+
+def claim_locally(session: Session, replay_key: str) -> tuple[int, int]:
+    step = session.steps
+    session.steps += 1
+    occurrence = session.occurrences[replay_key] = session.occurrences.get(replay_key, 0) + 1
+    return step, occurrence

@@ -1,0 +1,316 @@
+"""The assembled runtime: config in, engine, sessions, records and upstreams out.
+
+Front doors hold one `Runtime`; it opens its parts in `start()` and closes
+them in `aclose()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from backends.browser.pool import BrowserPool
+from backends.mcp.upstream import UpstreamPool
+from backends.shell.sandboxes import Sandboxes
+from backends.replay import ReplayBackend
+from router.config import Config
+from router.engine.engine import Engine
+from shadow.owners import owner_is_alive
+from router.engine.replay_modes import ReplayModes
+from router.engine.session_state import LocalSessionState
+from shadow.store.redis.session_state import RedisSessionState
+from router.runtime.policy_chain import build_policies
+from router.auth import check_bind, configured_tokens
+from router.http.browser_egress import BrowserEgress
+from router.http.access import BrowserCredentials, ProxyGate
+from router.http.addresses import BrowserAddresses, ChannelAddresses
+from router.http.proxy import HttpProxy, Listener
+from router.engine.sessions import SessionRegistry
+from router.engine.tool_catalog import ToolCatalog
+from router.types import Call
+from router.runtime.world import ExampleLookup, build_engine, build_simulator
+from shadow.store.record_log import RecordLog
+from shadow.compare.noise import NoiseRule
+from shadow.compare.noise_learner import NoiseLearner
+from shadow.runner import ShadowRunner
+from shadow.store.protocol import ReplaySource
+
+log = logging.getLogger("simroute.runtime")
+
+
+class Runtime:
+    def __init__(self, config: Config, *, http_channel_port: int | None = None) -> None:
+        """`http_channel_port`: serve the HTTP channel (the proxy agents point at) on it
+        (0: any free port); None: not served by this runtime."""
+        self.config = config
+        # Raises AuthConfigError for a bad SIMROUTE_TOKEN; checked again per bind.
+        self.tokens = configured_tokens(config.service.tokens)
+        self.store = config.open_store()
+        self.records = RecordLog(self.store, config.spool_path)
+        self.upstreams = UpstreamPool(config.upstreams, connect_timeout_s=config.startup_timeout_s)
+        # The shell channel's real side; the Docker engine is reached in start(), not here.
+        self.shell = (
+            Sandboxes(config.shell, workspace=config.shell_workspace, warm_pool=config.may_run_real("shell"))
+            if config.shell.enabled
+            else None
+        )
+        # simroute's proxy: the HTTP channel (when served) and the browser's only way out.
+        self.proxy, egress = _build_proxy(self, config, http_channel_port)
+        # The browser channel's real side; Chromium starts on the first real browser action.
+        self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
+        self.sessions = SessionRegistry(
+            idle_ttl_s=config.sessions.idle_ttl_s,
+            max_open=config.sessions.max_open,
+            on_close=self._close_session,
+        )
+        self.replay = ReplayBackend(
+            self.store,
+            ignore_arguments=config.replay.ignore_arguments,
+            canonical={"http": config.http_canonical()},
+            source=ReplaySource(config.replay.from_),
+            scheme_inputs=config.replay_key_scheme(),
+        )
+        # The world model loads on first use (or in the background at start when a
+        # route can reach it); loading is never charged to a call's deadline.
+        self.world_model = build_engine(config)
+        self.examples = ExampleLookup(self.store)
+        self.examples.call_key_of = lambda call: self.replay.keys(call).replay
+        self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
+        self.simulator = build_simulator(config, self.store, self.world_model, self.examples)
+        self.shadow_runner = ShadowRunner(
+            simulator=self.simulator, store=self.store, records=self.records, deadline_for=self._sim_deadline_for,
+            queue_size=config.shadow.queue_size, concurrency=config.shadow.concurrency,
+            noise=self.store, noise_rule=NoiseRule(**config.shadow.noise.model_dump()),
+        )
+        # With Redis, shadow work goes to a stream that `simroute worker` processes consume.
+        self.shadow = self.shadow_runner if config.store.redis_url is None else self._redis_shadow_queue()
+        self._background: set[asyncio.Task[None]] = set()
+        # MCP tool definitions for the safety gate: from the store at start, then every listing.
+        self.tool_catalog = ToolCatalog()
+        # Keyed digests of credentials (replay keys); loaded with the store.
+        self.secret_key: bytes | None = None
+        # The learned router (mode: learned, route: learned): its model and statistics
+        # are loaded at start and kept fresh by background tasks, never on a call's path.
+        self.learned = self._learned_service() if config.uses_learned() else None
+        self.engine = Engine(
+            policies=build_policies(config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None),
+            records=self.records,
+            replay=self.replay,
+            replay_modes=ReplayModes(config.replay.record_mode, config.replay.on_miss, config.replay.recording),
+            simulator=self.simulator,
+            shadow=self.shadow,
+            shadow_rate=config.shadow.rate,
+            deadline_for=self._deadline_for,
+            sim_deadline_for=self._sim_deadline_for,
+            session_state=self._session_state(),
+            noise_learner=NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s),
+            noise_probe_rate=config.shadow.noise_probe_rate,
+        )
+
+    def _learned_service(self):
+        from router.runtime.learned_service import build_learned_service
+
+        def replay_key_of(call: Call) -> str:
+            redactor = self.engine.redactor
+            return self.replay.keys(redactor.call(call) if redactor is not None else call).replay
+
+        return build_learned_service(self.config, self.store, replay_key_of=replay_key_of)
+
+    def _session_state(self):
+        if self.config.store.redis_url is None:
+            return LocalSessionState()
+        return RedisSessionState(self.store, ttl_s=2 * self.config.sessions.idle_ttl_s)
+
+    def _redis_shadow_queue(self):
+        from shadow.worker import RedisShadowQueue
+
+        return RedisShadowQueue(self.store, queue_size=self.config.shadow.queue_size, drain_runner=self.shadow_runner)
+
+    def _deadline_for(self, call: Call) -> float:
+        if call.channel == "shell":
+            # The command's own deadline answers first (with partial output); this
+            # outer one leaves room to open a sandbox and only stops a stuck engine.
+            return self.config.shell.command_timeout(call.arguments.get("timeout_s")) + 60.0
+        if call.channel == "browser":
+            # The browser's own deadlines answer first, with the page as far as it got;
+            # this one leaves room to launch Chromium.
+            browser = self.config.browser
+            return browser.navigation_timeout_s + 2 * browser.action_timeout_s + 60.0
+        if call.channel == "http":
+            return self.config.http.timeout_s
+        return self.config.timeout_for(call.server)
+
+    async def _close_session(self, session_id: str) -> None:
+        """Everything opened for an agent session closes with it."""
+        await self.upstreams.close_session(session_id)
+        if self.shell is not None:
+            await self.shell.close_session(session_id)
+        if self.browser is not None:
+            await self.browser.close_session(session_id)
+
+    def _sim_deadline_for(self, call: Call) -> float:
+        return self.config.sim_timeout_for(call.server)
+
+    async def open_store(self) -> None:
+        """The store, ready for this config: migrated, spooled records flushed, records
+        of a dead router's unfinished calls marked interrupted, replay keys made under
+        another replay configuration recomputed."""
+        await self.store.open()
+        await self._load_redaction()
+        await self.records.start()
+        interrupted = await self.store.interrupt_orphans(owner_is_alive)
+        if interrupted:
+            log.warning("%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted)
+        await self.prune()
+        rekeyed = await self.store.rekey(self.replay.scheme, self.replay.replay_key_of_row)
+        if rekeyed:
+            log.info("replay keys of %d record(s) recomputed for the current replay configuration", rekeyed)
+        self.examples.loop = asyncio.get_running_loop()
+
+    async def prune(self) -> int:
+        """Apply the store's retention (store.max_age, store.max_records)."""
+        store = self.config.store
+        if store.max_age_s is None and store.max_records is None:
+            return 0
+        before = time.time() - store.max_age_s if store.max_age_s is not None else None
+        pruned = await self.store.prune(before_ts=before, keep_newest=store.max_records)
+        if pruned:
+            log.info("pruned %d record(s) past the store's retention", pruned)
+        return pruned
+
+    async def _load_redaction(self) -> None:
+        """The one key (redaction markers and the credential digest in replay keys) and
+        the redactor every record, prompt and replay key goes through."""
+        from shadow.redaction import Redactor, redaction_key
+
+        redaction = self.config.redaction
+        self.secret_key = await asyncio.to_thread(redaction_key, key_env=redaction.key_env, key_file=self.config.redaction_key_file)
+        redactor = (
+            Redactor(
+                key=self.secret_key, fields=redaction.fields, patterns=redaction.patterns, observations=redaction.observations,
+                password_input=self.browser.is_password_input if self.browser is not None else None,
+            )
+            if redaction.enabled
+            else None
+        )
+        self.engine.redactor = self.shadow_runner.redactor = redactor
+
+    async def start(self) -> Runtime:
+        await self.open_store()
+        for server in self.config.upstreams:  # the gate's MCP annotations, as last listed
+            self.tool_catalog.update(server, self.store.tool_snapshot(server) or [])
+        self.sessions.start()
+        if self.learned is not None:
+            await self.learned.start()
+            self._in_background(self.learned.watch(), "simroute-learned-watch")
+            self._in_background(self.learned.refresh_forever(), "simroute-learned-refresh")
+            if self.config.store.redis_url is not None:
+                self._in_background(self.learned.follow_published(), "simroute-learned-published")
+        if self.browser is not None and self.config.may_run_real("browser"):
+            # Where Chromium will run (asks Docker; `auto` warns now if it falls back to the
+            # host), off the start's path: the first browser call waits for it.
+            self._in_background(self.browser.prepare(), "simroute-browser-isolation")
+        if self.proxy is not None and "http" in {listener.name for listener in self.proxy.listeners.values()}:
+            await self.proxy.start()  # the browser's listener alone starts with Chromium
+        if self.shell is not None:
+            await self.shell.start()
+        if self.config.may_simulate():
+            self._in_background(self._preload_world_model(), "simroute-world-model-load")
+        # With Redis, `simroute worker` processes complete pending work, not every replica.
+        if self.config.shadow.drain_on_start and self.config.store.redis_url is None and await self.store.pending(limit=1):
+            self._in_background(self._drain(), "simroute-shadow-drain")
+        return self
+
+    def _in_background(self, work, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _preload_world_model(self) -> None:
+        try:
+            await self.world_model.start()
+        except Exception as exc:  # reported again, per call, as a sim error observation
+            log.error("world model not loaded: %s", exc)
+            return
+        await self._read_system_prompts_ahead()
+
+    async def _read_system_prompts_ahead(self) -> None:
+        """Each MCP server with known tools: its system prompt (the task and the tool
+        list, the longest part of a first simulated call's prompt) is read now, at
+        background priority, so the process's first session with it starts past it."""
+        for server in self.config.upstreams:
+            tools = self.store.tool_snapshot(server) or []
+            if not tools:
+                continue
+            call = Call("mcp", server, str(tools[0].get("name", "")), {}, "\0read-ahead")
+            try:
+                tokens = await self.simulator.read_ahead(call, deadline_s=self.config.world_model.deadline_s)
+            except Exception as exc:  # an optimisation: the first call reads the prompt itself
+                log.warning("could not read the world model's prompt for %r ahead: %s", server, exc)
+            else:
+                log.info("world model read the prompt for %r ahead (%d tokens)", server, tokens)
+
+    async def _drain(self) -> None:
+        report = await self.shadow.drain()
+        log.info("completed %d shadow records left pending by an earlier stop", report.completed)
+
+    async def aclose(self) -> None:
+        log.info("stopping")
+        # Sandboxes first and alongside the rest: an MCP client that closed stdin
+        # terminates this process about 2 s later (their removal starts at once, see
+        # Sandboxes.aclose).
+        shell_closed = (
+            asyncio.get_running_loop().create_task(self.shell.aclose(), name="simroute-shell-close") if self.shell is not None else None
+        )
+        # Shadow work gets a short grace; what does not finish stays pending in the store.
+        await self.shadow.aclose(grace_s=self.config.shadow.stop_grace_s)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        if self.engine.noise_learner is not None:  # probes first: they call upstreams closed next
+            await self.engine.noise_learner.aclose()
+        await self.sessions.aclose()
+        await self.upstreams.aclose()
+        if shell_closed is not None:
+            await shell_closed
+        if self.browser is not None:
+            await self.browser.aclose()
+        if self.proxy is not None:
+            await self.proxy.aclose()
+        await self.world_model.aclose()
+        await self.records.aclose()
+        await self.store.aclose()
+        log.info("stopped")
+
+    @property
+    def http_port(self) -> int | None:
+        """The HTTP channel's port, once started."""
+        return self.proxy.ports.get("http") if self.proxy is not None else None
+
+    async def __aenter__(self) -> Runtime:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _build_proxy(runtime: Runtime, config: Config, http_channel_port: int | None) -> tuple[HttpProxy | None, BrowserEgress | None]:
+    """One proxy per runtime, with a listener per door (see router/http/proxy.py)."""
+    listeners = []
+    if http_channel_port is not None:
+        check_bind(config.http.listen_host, runtime.tokens, what="the HTTP proxy")
+        gate = ProxyGate(session_header=config.http.session_header, tokens=runtime.tokens)
+        listeners.append(Listener("http", config.http.mode, config.http.listen_host, http_channel_port, gate, ChannelAddresses()))
+    credentials = addresses = None
+    if config.browser.enabled:
+        credentials, addresses = BrowserCredentials(), BrowserAddresses(config.browser.allowed_origins)
+        # browser.proxy: the browser's traffic still passes simroute first, then that proxy.
+        mode = f"upstream:{config.browser.proxy}" if config.browser.proxy else "regular"
+        gate = ProxyGate(session_header=config.http.session_header, tokens=runtime.tokens, browser=credentials)
+        listeners.append(Listener("browser", mode, "127.0.0.1", 0, gate, addresses))
+    if not listeners:
+        return None, None
+    proxy = HttpProxy(runtime, config.http, listeners)
+    egress = BrowserEgress(proxy, credentials, addresses) if credentials is not None and addresses is not None else None
+    return proxy, egress

@@ -1,0 +1,201 @@
+"""Builds the simulated side from the config: a world-model engine, and the
+simulator that turns a call and its session into a prompt and back into an
+observation (tools and demonstrations come from the record store)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from router.config import Config
+from router.types import HISTORY_IN_MEMORY, Call, Observation, Session, Simulator, Turn
+from shadow.store.protocol import RecordStore
+
+# Recorded rows a domain ranks its examples from: a capped, indexed store query.
+EXAMPLE_CANDIDATES = 32
+_EXAMPLE_DEADLINE_S = 10.0
+
+
+class ExampleLookup:
+    """Recorded real examples of a call's tool for the prompt builders, which run in a
+    worker thread: the store query is awaited on the event loop (any store, SQLite or
+    Redis, async at the edge) while the builder's thread waits for its rows."""
+
+    def __init__(self, store: RecordStore, *, limit: int = EXAMPLE_CANDIDATES) -> None:
+        self.store = store
+        self.limit = limit
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.call_key_of = lambda call: None  # set by the runtime: the call's replay key (the store's lookup)
+        self.exact_key_of = lambda call: ""  # set by the runtime: the call's stored key (the domains' ranking)
+
+    def __call__(self, call: Call) -> list[dict[str, Any]]:
+        if self.loop is None:
+            return []
+        query = self.store.examples(
+            call.channel, call.server, call.tool, exclude_session=call.session_id, call_key=self.call_key_of(call), limit=self.limit
+        )
+        return asyncio.run_coroutine_threadsafe(query, self.loop).result(_EXAMPLE_DEADLINE_S)
+
+
+class HistoryReadBack:
+    """A simulator whose sessions see their whole history (capped): turns dropped from
+    memory are read back from the store, and a session shared by several replicas
+    (`shared`) reads its history from the store, where every replica's turns are."""
+
+    def __init__(self, inner: Any, store: RecordStore, *, shared: bool = False) -> None:
+        self.inner = inner
+        self.store = store
+        self.shared = shared
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
+        if self.shared and not background:
+            earlier = await self.store.session_records(session.id, before_step=session.steps - 1, limit=HISTORY_IN_MEMORY)
+            session = self._with_history(session, [Turn(r.call, r.served) for r in earlier])
+        elif session.forgotten > 0:
+            older = await self.store.session_records(session.id, before_step=session.forgotten, limit=HISTORY_IN_MEMORY)
+            session = self._with_history(session, [Turn(r.call, r.served) for r in older] + list(session.history))
+        return await self.inner.simulate(call, session, deadline_s=deadline_s, background=background)
+
+    @staticmethod
+    def _with_history(session: Session, history: list[Turn]) -> Session:
+        return Session(id=session.id, history=history, steps=session.steps, pinned=dict(session.pinned))
+
+
+def build_engine(config: Config) -> Any:
+    wm = config.world_model
+    if wm.engine == "openai":
+        from backends.world_model.openai_engine import OpenAICompatibleEngine
+
+        api_key = os.environ.get(wm.api_key_env) if wm.api_key_env else None
+        return OpenAICompatibleEngine(
+            wm.url, model=wm.model, api_key=api_key, temperature=wm.temperature, top_p=wm.top_p, seed=wm.seed
+        )
+    from backends.world_model.llama_engine import LlamaCppEngine
+
+    return LlamaCppEngine(
+        str(config.model_path),
+        n_ctx=wm.context_tokens,
+        n_threads=wm.threads,
+        seed=wm.seed,
+        temperature=wm.temperature,
+        top_p=wm.top_p,
+        top_k=wm.top_k,
+        cached_sessions=wm.cached_sessions,
+        prefill="**Environment Observation:**\n" if wm.prefill_observation else "",
+        chat_format=wm.chat_format,
+    )
+
+
+def build_simulator(config: Config, store: RecordStore, engine: Any, examples: ExampleLookup) -> Simulator:
+    """One simulator for every channel; each channel's domain builds its prompts and
+    ranks its recorded examples (backends/world_model/grounding.py) from the rows the
+    store's capped example lookup returns."""
+    from backends.world_model.simulator import WorldModelSimulator
+
+    simulator = WorldModelSimulator(
+        engine,
+        domains={
+            "mcp": _mcp_domain(config, store, examples),
+            "shell": _terminal_domain(config, examples),
+            "browser": _web_domain(config, examples),
+            "http": _http_domain(config, examples),
+        },
+        max_tokens=config.world_model.max_tokens,
+        context_tokens=config.world_model.context_tokens,
+        constrained_output=config.world_model.engine == "llama",
+        # Thinking models on an endpoint spend most of their budget thinking.
+        size_budgets=config.world_model.engine == "llama",
+    )
+    return HistoryReadBack(simulator, store, shared=config.store.redis_url is not None)
+
+
+def _mcp_domain(config: Config, store: RecordStore, examples: ExampleLookup) -> Any:
+    from backends.world_model.mcp_domain import McpDomain
+
+    wm = config.world_model
+
+    def tools_for(server: str) -> list[dict]:
+        return store.tool_snapshot(server) or []
+
+    def output_schema_for(server: str, tool: str) -> dict | None:
+        for definition in tools_for(server):
+            if definition.get("name") == tool:
+                return definition.get("outputSchema")
+        return None
+
+    return McpDomain(
+        tools_for=tools_for,
+        records_for=examples,
+        call_key_of=examples.exact_key_of,
+        demonstrations=wm.demonstrations,
+        output_schema_for=output_schema_for,
+        tool_list=wm.tool_list if wm.tool_list != "auto" else ("signatures" if wm.engine == "llama" else "json"),
+        initial_state=wm.initial_state,
+        simulation_instruction=wm.simulation_instruction,
+    )
+
+
+def _terminal_domain(config: Config, examples: ExampleLookup) -> Any:
+    from backends.world_model.terminal_domain import TerminalDomain
+
+    wm, shell = config.world_model, config.shell
+    return TerminalDomain(
+        hostname=shell.hostname,
+        describe_workspace=lambda: describe_folder(config.shell_workspace),
+        records_for=examples,
+        call_key_of=examples.exact_key_of,
+        demonstrations=wm.demonstrations,
+        initial_state=wm.initial_state.get("shell"),
+        simulation_instruction=wm.simulation_instruction.get("shell"),
+        screen_lines=shell.screen_lines,
+        screen_chars=shell.screen_chars,
+    )
+
+
+def _web_domain(config: Config, examples: ExampleLookup) -> Any:
+    from backends.world_model.web_domain import WebDomain
+
+    wm, browser = config.world_model, config.browser
+    return WebDomain(
+        records_for=examples,
+        call_key_of=examples.exact_key_of,
+        demonstrations=wm.demonstrations,
+        initial_state=wm.initial_state.get("browser"),
+        simulation_instruction=wm.simulation_instruction.get("browser"),
+        snapshot_max_chars=browser.snapshot_max_chars,
+        allowed_domains=browser.allowed_domains,
+    )
+
+
+def _http_domain(config: Config, examples: ExampleLookup) -> Any:
+    from backends.world_model.http_domain import HttpDomain
+
+    wm = config.world_model
+    # initial_state / simulation_instruction are keyed by host[:port], like the calls' server.
+    return HttpDomain(
+        records_for=examples,
+        call_key_of=examples.exact_key_of,
+        demonstrations=wm.demonstrations,
+        initial_state=wm.initial_state,
+        simulation_instruction=wm.simulation_instruction,
+    )
+
+
+def describe_folder(folder: Path | None, *, limit: int = 60) -> str:
+    """A listing of the session's initial workspace for the simulated terminal:
+    relative paths with sizes, the first `limit` entries."""
+    if folder is None or not folder.is_dir():
+        return ""
+    entries = []
+    for path in sorted(folder.rglob("*")):
+        if len(entries) == limit:
+            entries.append("…")
+            break
+        relative = path.relative_to(folder).as_posix()
+        entries.append(f"{relative}/" if path.is_dir() else f"{relative} ({path.stat().st_size} bytes)")
+    return "\n".join(entries)

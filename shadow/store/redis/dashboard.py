@@ -1,0 +1,119 @@
+"""The dashboard's queries on the Redis store, read from aggregates its write
+script maintains (shadow/store/redis/store.py `_UPSERT`): per minute, calls, shadow
+pairs and divergent pairs by route, channel and provenance; per hour and tool,
+calls, pairs, the divergence sum and kinds. A day's overview reads 1,440 small
+hashes in one pipeline, never the records.
+
+Pages walk the time-ordered `all` set (or a session's set) newest first; filters
+the set does not index are applied to a bounded window of records.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from shadow.compare.canonical import tool_key
+from shadow.store.protocol import RecordFilter, StoreError
+
+SEP = "\x1f"  # between the parts of an aggregate's field name
+_SCAN_WINDOW = 1000  # records read per step when a page filters on what no set indexes
+_SCAN_STEPS = 20
+
+
+def _unsupported(where: RecordFilter, names: tuple[str, ...], view: str) -> None:
+    given = [name for name in names if getattr(where, name)]
+    if given:
+        raise StoreError(f"the Redis store aggregates the {view} without {', '.join(given)} filters: open the records view to filter by them")
+
+
+async def _hashes(store: Any, index: str, prefix: str, since: float, until: float | None) -> list[tuple[float, dict[str, str]]]:
+    async def work(r):
+        stamps = await r.zrangebyscore(store._key(index), since, "+inf" if until is None else f"({until}")  # until: exclusive
+        pipe = r.pipeline(transaction=False)
+        for stamp in stamps:
+            pipe.hgetall(store._key(prefix, stamp))
+        return list(zip((float(s) for s in stamps), await pipe.execute(), strict=True))
+
+    return await store._run("reading the dashboard's aggregates", work)
+
+
+async def overview(store: Any, where: RecordFilter, bucket_s: float) -> list[dict[str, Any]]:
+    _unsupported(where, ("server", "tool", "session", "divergent"), "overview")
+    since = math.floor(where.since / 60) * 60
+    cells: dict[tuple[float, str, str, str], dict[str, int]] = {}
+    for minute, fields in await _hashes(store, "dash:minutes", "dash:m", since, where.until):
+        bucket = math.floor(minute / bucket_s) * bucket_s
+        for field, value in fields.items():
+            measure, route, channel, provenance = field.split(SEP)
+            if (where.route and route != where.route) or (where.channel and channel != where.channel):
+                continue
+            cell = cells.setdefault((bucket, route, channel, provenance), {"calls": 0, "shadowed": 0, "divergent": 0})
+            cell[measure] += int(value)
+    return [
+        {"bucket": bucket, "route": route, "channel": channel, "provenance": provenance, **counts}
+        for (bucket, route, channel, provenance), counts in sorted(cells.items())
+    ]
+
+
+async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
+    _unsupported(where, ("route", "session", "divergent"), "fidelity table")
+    since = math.floor(where.since / 3600) * 3600
+    tools: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for _, fields in await _hashes(store, "dash:hours", "dash:h", since, where.until):
+        for field, value in fields.items():
+            channel, server, tool, measure = field.split(SEP)
+            if (where.channel and channel != where.channel) or (where.server and server != where.server) or (where.tool and tool != where.tool):
+                continue
+            row = tools.setdefault((channel, server, tool), {"calls": 0, "pairs": 0, "divsum": 0.0, "kinds": {}})
+            if measure.startswith("kind:"):
+                row["kinds"][measure[5:]] = row["kinds"].get(measure[5:], 0) + int(value)
+            else:
+                row[measure] += float(value) if measure == "divsum" else int(value)
+    out = []
+    for (channel, server, tool), row in sorted(tools.items()):
+        noise = await store.noise_stats(tool_key(channel, server, tool))
+        out.append({
+            "channel": channel, "server": server, "tool": tool, "calls": row["calls"], "shadow_pairs": row["pairs"],
+            "mean_divergence": row["divsum"] / row["pairs"] if row["pairs"] else None, "kinds": row["kinds"],
+            "noise_pairs": noise.pairs, "noisy_paths": len(noise.disagreements),
+        })
+    return out
+
+
+def _matches(row: dict[str, Any], where: RecordFilter) -> bool:
+    if row["ts"] < where.since or (where.until is not None and row["ts"] >= where.until):
+        return False
+    for column in ("channel", "server", "tool", "route", "session"):
+        value = getattr(where, column)
+        if value and row.get(column) != value:
+            return False
+    return not where.divergent or (row.get("divergence") or 0) > 0
+
+
+async def page(store: Any, where: RecordFilter, *, before: str | None, after: str | None, limit: int) -> list[dict[str, Any]]:
+    """Newest first. The `all` set is scored by time; a session's set by step."""
+    index = store._key("session", where.session) if where.session else store._key("all")
+    found: list[dict[str, Any]] = []
+    offset = 0
+    high, low = ("+inf" if where.until is None else f"({where.until}"), where.since
+    if not where.session and before is not None:  # start at the cursor, not at the newest record
+        score = await store._run("paging records", lambda r: r.zscore(index, before))
+        high = high if score is None else score
+    if not where.session and after is not None:
+        score = await store._run("paging records", lambda r: r.zscore(index, after))
+        low = low if score is None else max(low, score)
+    for _ in range(_SCAN_STEPS):
+        if where.session:
+            ids = await store._run("paging records", lambda r, o=offset: r.zrevrange(index, o, o + _SCAN_WINDOW - 1))
+        else:
+            ids = await store._run("paging records", lambda r, o=offset: r.zrevrangebyscore(index, high, low, start=o, num=_SCAN_WINDOW))
+        if not ids:
+            break
+        offset += len(ids)
+        window = [i for i in ids if (before is None or i < before) and (after is None or i > after)]
+        found += [row for row in await store._bodies(window) if _matches(row, where)]
+        if len(found) >= limit or (after is not None and ids[-1] <= after):
+            break
+    found.sort(key=lambda row: (row["ts"], row["id"]), reverse=True)
+    return found[:limit]

@@ -1,0 +1,68 @@
+"""Agent-session routing state shared through Redis, so an agent session can move
+between router replicas (the protocol is `router.engine.session_state.SessionState`):
+step and occurrence counters are atomic increments, pins a hash, the side-effect and
+diversion marks sets, all read in one round trip per call."""
+
+from __future__ import annotations
+
+from router.types import Route, Session
+
+
+class RedisSessionState:
+    shared = True
+
+    def __init__(self, store, *, ttl_s: float) -> None:
+        self.store = store  # a RedisStore: its client, prefix and error translation
+        self.ttl_s = int(max(ttl_s, 60))
+
+    def _keys(self, session_id: str) -> tuple[str, str, str, str, str]:
+        return tuple(self.store._key("sess", session_id, part) for part in ("steps", "occ", "pins", "fx", "div"))  # type: ignore[return-value]
+
+    async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
+        steps, occurrences, pins, effects, diverted = self._keys(session.id)
+
+        async def work(r):
+            pipe = r.pipeline(transaction=True)
+            pipe.incr(steps)
+            pipe.hincrby(occurrences, replay_key, 1)
+            pipe.hgetall(pins)
+            pipe.smembers(effects)
+            pipe.smembers(diverted)
+            for key in (steps, occurrences, pins, effects, diverted):
+                pipe.expire(key, self.ttl_s)
+            return await pipe.execute()
+
+        claimed_steps, occurrence, pinned, marks, diversions = (await self.store._run("claiming a session step", work))[:5]
+        session.steps = int(claimed_steps)
+        session.occurrences[replay_key] = int(occurrence)
+        session.pinned = {tuple(field.split("\x1f", 1)): Route(route) for field, route in pinned.items()}  # type: ignore[misc]
+        # Marks only grow: this replica's own (kept if Redis missed one) and every replica's.
+        session.side_effects.update(tuple(mark.split("\x1f", 1)) for mark in marks)  # type: ignore[misc]
+        # The same for diversions: without them a replica that did not divert would
+        # not know the sim pin comes from rehearsal, and a read would go real.
+        session.diverted.update(tuple(mark.split("\x1f", 1)) for mark in diversions)  # type: ignore[misc]
+        return int(claimed_steps) - 1, int(occurrence)
+
+    async def save_pins(self, session: Session) -> None:
+        pins = self._keys(session.id)[2]
+        mapping = {f"{channel}\x1f{server}": str(route) for (channel, server), route in session.pinned.items()}
+        if mapping:
+            await self.store._run("saving session pins", lambda r: r.hset(pins, mapping=mapping))
+
+    async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        await self._add_marks(self._keys(session.id)[3], marks, "sharing side-effect marks")
+
+    async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
+        await self._add_marks(self._keys(session.id)[4], marks, "sharing rehearsal diversions")
+
+    async def _add_marks(self, key: str, marks: set[tuple[str, str]], doing: str) -> None:
+        members = [f"{channel}\x1f{server}" for channel, server in marks]
+        if members:
+
+            async def work(r):
+                pipe = r.pipeline(transaction=True)
+                pipe.sadd(key, *members)
+                pipe.expire(key, self.ttl_s)
+                return await pipe.execute()
+
+            await self.store._run(doing, work)
