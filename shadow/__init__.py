@@ -1,8 +1,8 @@
 """Comparison and records.
 
-- `records.py`: the `Record` of a call, as stored.
+- `records.py`, `record_json.py`: the `Record` of a call, as stored, and its JSON.
 - `compare/`: canonical forms, divergence between two observations, the noise model
-  and its learner.
+  (`noise_learner.py` learns the noise table from real pairs).
 - `store/`: the record stores behind one protocol (`protocol.py`): SQLite
   (`sqlite/`), Redis (`redis/`), the spool (`record_log.py`), queries.
 - `redaction.py`, `secret_patterns.py`: secrets out before anything is stored.

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from router.types import Call, Decision, Observation, Route
-from shadow.store import record_json
+from shadow import record_json
 
 if TYPE_CHECKING:
     from shadow.redaction import Redactor

@@ -97,7 +97,7 @@ async def check_noise_table(engine: Engine, store) -> None:
     from router.types import Session
     from shadow.compare.canonical import tool_key
     from shadow.compare.noise import NoiseRule, noise_for_tool
-    from shadow.compare.noise_learner import NoiseLearner
+    from shadow.noise_learner import NoiseLearner
 
     engine.noise_learner = learner = NoiseLearner(store)
 

@@ -116,7 +116,7 @@ class RuntimeGauges(Collector):
         yield CounterMetricFamily("simroute_spooled_records", "Records written to the spool instead of the store.", value=values.get("spooled", 0))
         yield GaugeMetricFamily("simroute_shell_pool_ready", "Started sandboxes waiting in the warm pool for a new session.", value=values.get("pool_ready", 0))
         yield GaugeMetricFamily("simroute_shell_sandboxes", "Sandboxes held by agent sessions.", value=values.get("sandboxes", 0))
-        # The noise learner (shadow/compare/noise_learner.py): what became of each pair of real answers it was offered.
+        # The noise learner (shadow/noise_learner.py): what became of each pair of real answers it was offered.
         pairs = CounterMetricFamily("simroute_noise_pairs", "Pairs of real answers offered to the noise learner, by outcome.", labels=["outcome"])
         for outcome in ("learned", "unsettled", "dropped"):
             pairs.add_metric([outcome], values.get(f"noise_{outcome}", 0))

@@ -25,7 +25,7 @@ from shadow.owners import this_process_owner
 from router.engine.replay_modes import ReplayModes
 from router.engine.session_state import LocalSessionState, SessionState, claim_locally
 from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
-from shadow.compare.noise_learner import NoiseLearner
+from shadow.noise_learner import NoiseLearner
 from shadow.store.record_log import RecordLog
 from shadow.records import Record, new_record_id
 from shadow.redaction import Redactor, typed_into

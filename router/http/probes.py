@@ -1,5 +1,5 @@
 """Noise probes of the HTTP channel: a real request known read-only, sent once more
-off the agent's path, its answer for the noise learner (see shadow/compare/noise_learner.py;
+off the agent's path, its answer for the noise learner (see shadow/noise_learner.py;
 the engine decides which calls are probed).
 
 The probe goes through mitmproxy's own client replay (`ReplayHandler`, the machinery

@@ -32,7 +32,7 @@ from router.types import Call
 from router.runtime.world import ExampleLookup, build_engine, build_simulator
 from shadow.store.record_log import RecordLog
 from shadow.compare.noise import NoiseRule
-from shadow.compare.noise_learner import NoiseLearner
+from shadow.noise_learner import NoiseLearner
 from shadow.runner import ShadowRunner
 from shadow.store.protocol import ReplaySource
 

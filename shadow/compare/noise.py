@@ -9,7 +9,7 @@ the built-in detectors that apply from the first call.
 
 A pair is evidence of noise only when nothing the router saw could have
 changed what the call reads: which pairs qualify is the learner's business
-(`shadow.compare.noise_learner`: read-only calls, no side effect on the server in
+(`shadow.noise_learner`: read-only calls, no side effect on the server in
 between); a counter counting up between them is state, never noise
 (`is_counter_step`).
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from shadow.store import record_json
+from shadow import record_json
 from shadow.records import Record
 from shadow.store.protocol import RecordError, RecordStore, StoreError
 

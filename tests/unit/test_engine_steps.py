@@ -53,7 +53,7 @@ async def test_shadow_submitted_on_complete_and_cancel_records(tmp_path):
 async def test_a_front_door_that_sends_a_call_itself_gets_the_engines_probe_decision(tmp_path):
     """The HTTP proxy makes its probes itself (engine.probe): only real calls known
     read-only are probed, at the rate, and a probe past the call's deadline fails."""
-    from shadow.compare.noise_learner import NoiseLearner
+    from shadow.noise_learner import NoiseLearner
 
     engine, store = await make_engine(tmp_path, deadline=0.2)
     engine.noise_learner, engine.noise_probe_rate = NoiseLearner(store, probe_delay_s=0), 1.0

@@ -9,7 +9,7 @@ from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.compare.canonical import call_key, tool_key
 from shadow.compare.divergence import compare
 from shadow.compare.noise import MemoryNoiseStore, NoiseModel, NoiseRule, noise_for_tool, pair_disagreements, wilson_lower_bound
-from shadow.compare.noise_learner import NoiseLearner
+from shadow.noise_learner import NoiseLearner
 from shadow.records import Record
 
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from router.types import Observation
 from shadow.compare.canonical import snapshot_digest, tool_key
-from shadow.store import record_json
+from shadow import record_json
 from shadow.store.group_commit import GroupCommit
 from shadow.compare.noise import NoiseStats
 from shadow.records import Record

@@ -29,7 +29,7 @@ from shadow.records import Record
 from shadow.store.sqlite import dashboard as dashboard
 from shadow.store.protocol import RecordFilter, RecordingInfo, ReplayRow, ReplaySource, StoreBusy, StoreError
 from shadow.compare.canonical import snapshot_digest, tool_key
-from shadow.store import record_json
+from shadow import record_json
 from shadow.compare.noise import NoiseStats
 from shadow.store.server_writes import write_span
 from shadow.store.sqlite import minute_counts, replay_sources
