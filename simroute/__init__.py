@@ -15,6 +15,16 @@ from router.runtime.runtime import Runtime
 from router.types import Call, Decision, Mode, Observation, Provenance, Route, Session
 
 __all__ = [
-    "Call", "Config", "ConfigError", "Decision", "Mode", "Observation", "Provenance", "Route", "Runtime", "Session",
-    "load_config", "parse_config",
+    "Call",
+    "Config",
+    "ConfigError",
+    "Decision",
+    "Mode",
+    "Observation",
+    "Provenance",
+    "Route",
+    "Runtime",
+    "Session",
+    "load_config",
+    "parse_config",
 ]

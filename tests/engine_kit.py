@@ -97,9 +97,11 @@ async def check_noise_table(engine: Engine, store) -> None:
     from router.types import Session
     from shadow.compare.canonical import tool_key
     from shadow.compare.noise import NoiseRule, noise_for_tool
+    from router.engine.watchers import NoiseWatch
     from shadow.noise_learner import NoiseLearner
 
-    engine.noise_learner = learner = NoiseLearner(store)
+    learner = NoiseLearner(store)
+    engine.watchers.append(NoiseWatch(learner))
 
     async def clock(call):
         clock.n += 1

@@ -14,15 +14,14 @@ from typing import Any
 import yaml
 from pydantic import Field, NonNegativeFloat, PositiveFloat, ValidationError, field_validator, model_validator
 
-from policies.rules import Rule, parse_rule
 from backends.browser.options import BrowserConfig
-from backends.options import Strict
 from backends.mcp.servers import ServerSpec
+from backends.options import Strict
 from backends.shell.options import ShellConfig
+from policies.rules import Rule, parse_rule
 from router.config.sections import (
     HttpConfig,
     LearnedConfig,
-    NoiseConfig,
     RedactionConfig,
     RehearsalConfig,
     ReplayConfig,

@@ -6,7 +6,7 @@ holds the root, the cross-section checks and the loading."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 

@@ -52,7 +52,7 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
             "spooled": runtime.records.spooled,
             "pool_ready": runtime.shell.ready if runtime.shell is not None else 0,
             "sandboxes": runtime.shell.in_use if runtime.shell is not None else 0,
-            **_noise_learning(runtime.engine.noise_learner),
+            **_noise_learning(runtime.noise_learner),
         }
 
     metrics.add_collector(RuntimeGauges(live))

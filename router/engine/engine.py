@@ -5,6 +5,18 @@ Every call leaves a record, whatever ended it: an answer, a denial, a deadline,
 a backend that raised, a client that hung up. A call sent to the real side that
 is not known to be read-only is written ahead (`started`) before it runs, so a
 crash after a real side effect still leaves a trace.
+
+Errors. The engine is the boundary where anything that goes wrong below it becomes
+an observation the agent sees and a record, never an exception in a front door:
+- a policy that raises denies the call (`policy engine`): nothing goes real undecided;
+- a backend (replay, the simulator, the real side a front door passes in) that raises
+  answers with an error observation naming the route and the exception;
+- a deadline answers with an error observation of provenance `none`;
+- `RecordError` (the record writer could not write, nor spool): before a real call,
+  the call does not run; after it, the answer is withheld;
+- `StoreError` from shared session state: the replica counts the session alone.
+Those four broad handlers are the documented boundaries (`# noqa: BLE001`).
+Cancellation is recorded (`cancelled`) and re-raised.
 """
 
 from __future__ import annotations
@@ -14,23 +26,23 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 
 import anyio
 
-from backends.replay import CallKeys, ReplayBackend, ReplayHit, ReplayMiss
+from backends.replay import ReplayBackend, ReplayHit, ReplayMiss
 from policies import learned, rehearsal
 from policies.base import Policy, decide
-from shadow.owners import this_process_owner
+from router.engine.pending import Outcome, Pending
 from router.engine.replay_modes import ReplayModes
 from router.engine.session_state import LocalSessionState, SessionState, claim_locally
+from router.engine.watchers import CallWatcher, RecordWriter
 from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
-from shadow.noise_learner import NoiseLearner
-from shadow.store.record_log import RecordLog
-from shadow.records import Record, new_record_id
+from shadow.owners import this_process_owner
+from shadow.records import Record
 from shadow.redaction import Redactor, typed_into
 from shadow.runner import ShadowQueue
 from shadow.store.protocol import RecordError, StoreError
+from shadow.store.record_log import RecordLog
 
 log = logging.getLogger("simroute.engine")
 
@@ -39,45 +51,6 @@ _FALLBACK = Decision(Route.REAL, "default", "no policy answered")
 # simulate them yet, so their sim route answers an error naming them.
 _NOT_SIMULATED = frozenset({("mcp", "resources/read"), ("mcp", "prompts/get")})
 _STARTED = "the call was sent to the real side; its answer has not been recorded yet"
-
-
-@dataclass(slots=True)
-class Outcome:
-    observation: Observation
-    record: Record
-
-
-@dataclass(slots=True)
-class Pending:
-    """A decided call waiting for its observation."""
-
-    call: Call
-    session: Session
-    decision: Decision
-    occurrence: int
-    keys: CallKeys
-    stored_call: Call  # the call as records, keys and the world model see it: secrets redacted
-    step: int = 0
-    read_only: bool = False
-    record_id: str = field(default_factory=new_record_id)
-    ts: float = field(default_factory=time.time)
-    route_note: str = ""
-    needs_real: bool = False
-    written_ahead: bool = False
-    # The noise learner's view: the server's epoch when the call was decided (None:
-    # a call that may write to it was in flight), and whether this call announced a write.
-    quiet_epoch: int | None = None
-    announced_write: bool = False
-
-    def reads_only(self) -> bool:
-        """Whether the call reads only, as far as anything knows: the front door (MCP
-        readOnlyHint, HTTP GET/HEAD/OPTIONS) or the safety gate (class `safe`)."""
-        return self.read_only or self.decision.safety == "safe"
-
-    def known_read_only(self) -> bool:
-        """Whether the call may be made again unasked (a noise probe): the front door
-        says it reads only and the safety gate found nothing that writes."""
-        return self.read_only and self.decision.safety in (None, "safe")
 
 
 class Engine:
@@ -96,8 +69,7 @@ class Engine:
         rng: random.Random | None = None,
         session_state: SessionState | None = None,
         redactor: Redactor | None = None,
-        noise_learner: NoiseLearner | None = None,
-        noise_probe_rate: float = 0.0,
+        watchers: Sequence[CallWatcher] = (),
     ) -> None:
         self.policies = list(policies)
         self.records = records
@@ -112,10 +84,9 @@ class Engine:
         self.session_state = session_state or LocalSessionState()
         # Secrets never reach a record, a spool line, the world model or a replay key.
         self.redactor = redactor
-        # Real answers to repeated calls teach the noise table, off the agent's path.
-        self.noise_learner = noise_learner
-        # A sample of calls known read-only is made again off-path: pairs without repeated agent calls.
-        self.noise_probe_rate = noise_probe_rate
+        # What watches each call's events (router/engine/watchers.py): the record writer
+        # first (every call leaves a record), then e.g. the noise learner.
+        self.watchers: list[CallWatcher] = [RecordWriter(records), *watchers]
         self.owner = this_process_owner()
 
     async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False) -> Outcome:
@@ -139,15 +110,10 @@ class Engine:
         return outcome
 
     def probe(self, pending: Pending, record: Record, again: Callable[[], Awaitable[Observation]]) -> bool:
-        """A `noise_probe_rate` sample of real calls known read-only is made again off
-        the agent's path (`again`: the front door's way to send it), and the two answers
-        teach the noise table. Every channel's probes are decided here. `again` runs
-        under the call's deadline, and its answer is redacted like the record's."""
-        if (
-            self.noise_learner is None or self.noise_probe_rate <= 0 or not pending.needs_real
-            or not pending.known_read_only() or self.rng.random() >= self.noise_probe_rate
-        ):
-            return False
+        """A finished call the front door can send again (`again`), offered to the
+        watchers (the noise learner probes a sample of real calls known read-only off
+        the agent's path). Every channel's probes are offered here. `again` runs under
+        the call's deadline, and its answer is redacted like the record's."""
         redactor, session_id = self.redactor, pending.call.session_id
         deadline = pending.decision.deadline_s or self.deadline_for(pending.call)
 
@@ -156,7 +122,7 @@ class Engine:
                 observation = await again()
             return redactor.observation(observation, session_id=session_id) if redactor is not None else observation
 
-        return self.noise_learner.probe(record, answer, sent_in=pending.quiet_epoch)
+        return any(watcher.repeatable(pending, record, answer) for watcher in self.watchers)
 
     # The steps of `handle`, for front doors whose real side does not fit one awaited
     # call (the HTTP proxy forwards the request itself and sees the answer in a later hook).
@@ -176,8 +142,8 @@ class Engine:
         if session.pinned != pins:
             await self._save_pins(session)
         pending = Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
-        if self.noise_learner is not None:
-            pending.quiet_epoch = self.noise_learner.quiet_epoch(call.channel, call.server)
+        for watcher in self.watchers:
+            watcher.decided(pending)
         return pending
 
     def _redacted(self, call: Call, session: Session) -> Call:
@@ -227,13 +193,10 @@ class Engine:
         Raises RecordError when it cannot be written (the call must not run)."""
         if pending.read_only or pending.written_ahead:
             return
-        placeholder = Observation.error(_STARTED)
-        await self.records.write(self._record(pending, placeholder, pending.route_note, status="started"))
+        started = self._record(pending, Observation.error(_STARTED), pending.route_note, status="started")
+        for watcher in self.watchers:  # the record writer first: a RecordError keeps the call from running
+            await watcher.sending(pending, started)
         pending.written_ahead = True
-        if self.noise_learner is not None and not pending.reads_only():
-            # Until it ends, answers from this server are no evidence of noise.
-            self.noise_learner.writing(pending.call.channel, pending.call.server)
-            pending.announced_write = True
 
     async def run_real(self, pending: Pending, real: CallNext) -> Observation:
         """The real side under the call's deadline, written ahead first."""
@@ -254,7 +217,9 @@ class Engine:
         except Exception as exc:
             log.exception("the real side of %s.%s raised", call.server, call.tool)
             return Observation.error(
-                f"simroute: the real side of {call.tool!r} failed: {type(exc).__name__}: {exc}", Provenance.NONE, time.perf_counter() - started
+                f"simroute: the real side of {call.tool!r} failed: {type(exc).__name__}: {exc}",
+                Provenance.NONE,
+                time.perf_counter() - started,
             )
 
     async def complete(self, pending: Pending, observation: Observation, *, note: str = "") -> Outcome:
@@ -277,18 +242,14 @@ class Engine:
                 status, route_note = "complete", "shadow sample skipped: the shadow queue is full (shadow.queue_size)"
         history = list(session.history) if shadowed else []
         record = self._record(pending, observation, "; ".join(n for n in (route_note, note) if n), status=status)
-        try:
-            await self.records.write(record)  # durable (or spooled) before the agent sees the result
-        except RecordError as exc:
-            log.error("%s", exc)
-            observation = Observation.error(f"{exc}. The call's answer is withheld.")
-            shadowed = False
+        for watcher in self.watchers:  # the record writer first: durable (or spooled) before the agent sees the result
+            try:
+                await watcher.finished(pending, record)
+            except RecordError as exc:
+                log.error("%s", exc)
+                observation = Observation.error(f"{exc}. The call's answer is withheld.")
+                shadowed = False
         session.add_turn(Turn(record.call, record.served))  # the world model's history: as stored (redacted)
-        if self.noise_learner is not None:
-            if pending.announced_write:
-                self.noise_learner.written(pending.call.channel, pending.call.server)
-                pending.announced_write = False
-            self.noise_learner.offer(record, read_only=pending.reads_only(), sent_in=pending.quiet_epoch)
         session.touch()
         pins, marks, diverted = dict(session.pinned), set(session.side_effects), set(session.diverted)
         rehearsal.after_call(session, pending.call, decision)  # a diverted call keeps the session's world simulated
@@ -323,11 +284,22 @@ class Engine:
         if self.redactor is not None:
             observation = self.redactor.observation(observation, session_id=pending.call.session_id)
         return Record(
-            call=pending.stored_call, decision=pending.decision, served=observation, step=pending.step,
-            call_key=pending.keys.exact, id=pending.record_id, ts=pending.ts, note=note, status=status,
-            occurrence=pending.occurrence, replay_key=pending.keys.replay, key_scheme=self.replay.scheme,
-            recording=self.replay_modes.recording, owner=self.owner,
-            reads_only=pending.reads_only(), ended=None if status == "started" else time.time(),
+            call=pending.stored_call,
+            decision=pending.decision,
+            served=observation,
+            step=pending.step,
+            call_key=pending.keys.exact,
+            id=pending.record_id,
+            ts=pending.ts,
+            note=note,
+            status=status,
+            occurrence=pending.occurrence,
+            replay_key=pending.keys.replay,
+            key_scheme=self.replay.scheme,
+            recording=self.replay_modes.recording,
+            owner=self.owner,
+            reads_only=pending.reads_only(),
+            ended=None if status == "started" else time.time(),
         )
 
     def _shadows(self, decision: Decision, observation: Observation) -> bool:
@@ -382,6 +354,6 @@ class Engine:
             return Observation.error("simroute: the sim route needs a world model, and none is configured (see the world_model section)")
         try:
             return await self.simulator.simulate(call, session, deadline_s=deadline_s or self.sim_deadline_for(call))
-        except Exception as exc:  # the model's own failures are observations already; this is anything else
+        except Exception as exc:
             log.exception("simulating %s.%s failed", call.server, call.tool)
             return Observation.error(f"simroute: the simulator failed: {type(exc).__name__}: {exc}")

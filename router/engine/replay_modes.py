@@ -18,7 +18,8 @@ MissAction = Literal["real", "sim", "error"]
 
 
 class Miss(Protocol):
-    has_source: bool
+    @property
+    def has_source(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from router.types import Route, Session
+from router.types import Session
 
 
 class SessionState(Protocol):

@@ -44,8 +44,7 @@ class SessionRegistry:
         if session is None:
             if len(self._sessions) >= self.max_open:
                 raise SessionLimitError(
-                    f"simroute has {self.max_open} agent sessions open (sessions.max_open); "
-                    "close one or raise the limit"
+                    f"simroute has {self.max_open} agent sessions open (sessions.max_open); close one or raise the limit"
                 )
             session = self._sessions[session_id] = Session(id=session_id)
             log.info("agent session %s opened", short_id(session_id))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ class ToolCatalog:
     def __init__(self) -> None:
         self._tools: dict[str, dict[str, Mapping[str, Any]]] = {}
 
-    def update(self, server: str, tools: list[Mapping[str, Any]]) -> None:
+    def update(self, server: str, tools: Sequence[Mapping[str, Any]]) -> None:
         self._tools[server] = {str(t.get("name")): t for t in tools if isinstance(t, Mapping)}
 
     def lookup(self, server: str, tool: str) -> Mapping[str, Any] | None:

@@ -12,29 +12,30 @@ import time
 
 from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
-from backends.shell.sandboxes import Sandboxes
 from backends.replay import ReplayBackend
+from backends.shell.sandboxes import Sandboxes
+from router.auth import check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
-from shadow.owners import owner_is_alive
 from router.engine.replay_modes import ReplayModes
 from router.engine.session_state import LocalSessionState
-from shadow.store.redis.session_state import RedisSessionState
-from router.runtime.policy_chain import build_policies
-from router.auth import check_bind, configured_tokens
-from router.http.browser_egress import BrowserEgress
-from router.http.access import BrowserCredentials, ProxyGate
-from router.http.addresses import BrowserAddresses, ChannelAddresses
-from router.http.proxy import HttpProxy, Listener
 from router.engine.sessions import SessionRegistry
 from router.engine.tool_catalog import ToolCatalog
-from router.types import Call
+from router.engine.watchers import NoiseWatch
+from router.http.access import BrowserCredentials, ProxyGate
+from router.http.addresses import BrowserAddresses, ChannelAddresses
+from router.http.browser_egress import BrowserEgress
+from router.http.proxy import HttpProxy, Listener
+from router.runtime.policy_chain import build_policies
 from router.runtime.world import ExampleLookup, build_engine, build_simulator
-from shadow.store.record_log import RecordLog
+from router.types import Call
 from shadow.compare.noise import NoiseRule
 from shadow.noise_learner import NoiseLearner
+from shadow.owners import owner_is_alive
 from shadow.runner import ShadowRunner
 from shadow.store.protocol import ReplaySource
+from shadow.store.record_log import RecordLog
+from shadow.store.redis.session_state import RedisSessionState
 
 log = logging.getLogger("simroute.runtime")
 
@@ -93,6 +94,7 @@ class Runtime:
         # The learned router (mode: learned, route: learned): its model and statistics
         # are loaded at start and kept fresh by background tasks, never on a call's path.
         self.learned = self._learned_service() if config.uses_learned() else None
+        self.noise_learner = NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s)
         self.engine = Engine(
             policies=build_policies(config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None),
             records=self.records,
@@ -104,8 +106,9 @@ class Runtime:
             deadline_for=self._deadline_for,
             sim_deadline_for=self._sim_deadline_for,
             session_state=self._session_state(),
-            noise_learner=NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s),
-            noise_probe_rate=config.shadow.noise_probe_rate,
+            # Real answers to repeated calls teach the noise table, off the agent's path; a
+            # sample of calls known read-only is made again: pairs without repeated agent calls.
+            watchers=[NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate)],
         )
 
     def _learned_service(self):
@@ -268,8 +271,8 @@ class Runtime:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        if self.engine.noise_learner is not None:  # probes first: they call upstreams closed next
-            await self.engine.noise_learner.aclose()
+        for watcher in self.engine.watchers:  # the noise learner's probes first: they call upstreams closed next
+            await watcher.aclose()
         await self.sessions.aclose()
         await self.upstreams.aclose()
         if shell_closed is not None:

@@ -53,10 +53,12 @@ async def test_shadow_submitted_on_complete_and_cancel_records(tmp_path):
 async def test_a_front_door_that_sends_a_call_itself_gets_the_engines_probe_decision(tmp_path):
     """The HTTP proxy makes its probes itself (engine.probe): only real calls known
     read-only are probed, at the rate, and a probe past the call's deadline fails."""
+    from router.engine.watchers import NoiseWatch
     from shadow.noise_learner import NoiseLearner
 
     engine, store = await make_engine(tmp_path, deadline=0.2)
-    engine.noise_learner, engine.noise_probe_rate = NoiseLearner(store, probe_delay_s=0), 1.0
+    noise = NoiseWatch(NoiseLearner(store, probe_delay_s=0), probe_rate=1.0)
+    engine.watchers.append(noise)
     sent = []
 
     async def hangs():
@@ -72,10 +74,10 @@ async def test_a_front_door_that_sends_a_call_itself_gets_the_engines_probe_deci
     assert engine.probe(read, await done(read), hangs)
     write = await engine.begin(c("a", x=2), session)  # not known read-only
     assert not engine.probe(write, await done(write), hangs)
-    engine.noise_probe_rate = 0.0
+    noise.probe_rate = 0.0
     again = await engine.begin(c("a", x=3), session, read_only=True)
     assert not engine.probe(again, await done(again), hangs)
-    await engine.noise_learner.wait(5)
-    assert sent == [1] and (engine.noise_learner.probes_failed, engine.noise_learner.probed) == (1, 0)
+    await noise.learner.wait(5)
+    assert sent == [1] and (noise.learner.probes_failed, noise.learner.probed) == (1, 0)
     assert session.step == 3 and len(await store.recent()) == 3  # probes are neither steps nor records
-    await engine.noise_learner.aclose()
+    await noise.aclose()

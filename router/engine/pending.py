@@ -1,0 +1,50 @@
+"""A call between its decision and its record (`Pending`), and what the engine
+returns for it (`Outcome`)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from backends.replay import CallKeys
+from router.types import Call, Decision, Observation, Session
+from shadow.records import Record, new_record_id
+
+
+@dataclass(slots=True)
+class Outcome:
+    observation: Observation
+    record: Record
+
+
+@dataclass(slots=True)
+class Pending:
+    """A decided call waiting for its observation."""
+
+    call: Call
+    session: Session
+    decision: Decision
+    occurrence: int
+    keys: CallKeys
+    stored_call: Call  # the call as records, keys and the world model see it: secrets redacted
+    step: int = 0
+    read_only: bool = False
+    record_id: str = field(default_factory=new_record_id)
+    ts: float = field(default_factory=time.time)
+    route_note: str = ""
+    needs_real: bool = False
+    written_ahead: bool = False
+    # What watchers keep about the call between its events (router/engine/watchers.py),
+    # each under keys of its own; mitmproxy's flow.metadata.
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def reads_only(self) -> bool:
+        """Whether the call reads only, as far as anything knows: the front door (MCP
+        readOnlyHint, HTTP GET/HEAD/OPTIONS) or the safety gate (class `safe`)."""
+        return self.read_only or self.decision.safety == "safe"
+
+    def known_read_only(self) -> bool:
+        """Whether the call may be made again unasked (a noise probe): the front door
+        says it reads only and the safety gate found nothing that writes."""
+        return self.read_only and self.decision.safety in (None, "safe")
