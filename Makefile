@@ -1,13 +1,22 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   install everything, then run simroute in front of a real MCP server
 #   make test   install everything, then run the test suite
-.PHONY: setup demo test bench
+.PHONY: setup demo test bench check
 
 setup:
 	./scripts/setup.sh
 
 demo: setup
 	.venv/bin/simroute demo
+
+# The guard rails CI runs before the tests: lint and format, the import contracts
+# (pyproject.toml [tool.importlinter]), types where they are checked, module size.
+check: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports
+	.venv/bin/mypy
+	.venv/bin/python scripts/check_module_size.py
 
 test: setup
 	.venv/bin/python -m pytest
