@@ -11,6 +11,8 @@ from backends.options import Strict
 
 
 class StdioServer(Strict):
+    """A server simroute starts and talks to over stdio (`command`)."""
+
     command: str = Field(min_length=1, description="The program that runs the server.")
     args: list[str] = Field(default=[], description="Its arguments.")
     env: dict[str, str] = Field(default={}, description="Environment variables for it.")
@@ -21,6 +23,8 @@ class StdioServer(Strict):
 
 
 class RemoteServer(Strict):
+    """A server reached over the network (`url`): streamable HTTP, or SSE with `type: sse`."""
+
     url: str = Field(min_length=1, description="The server's URL (streamable HTTP, or SSE with `type: sse`).")
     headers: dict[str, str] = Field(default={}, description="HTTP headers sent with every request.")
     timeout: PositiveFloat | None = Field(default=None, description="Real-call deadline (s) for this server; default: `call_timeout_s`.")
