@@ -1,7 +1,7 @@
-"""The config file's sections below the root, each a strict pydantic model
-(unknown keys are errors): MCP servers, replay, store, world model, shadow,
-redaction, sessions, and simroute's own channels (shell, browser, HTTP). `router/config.py`
-holds the root, the cross-section checks and the loading."""
+"""The config file's sections the router owns, each a strict pydantic model (unknown
+keys are errors): replay, store, world model, shadow, HTTP, redaction, service,
+sessions, safety, rehearsal, learned. Each field's description is the configuration
+reference's text. `router/config/root.py` holds the root, the checks and the loading."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ class ReplayConfig(Strict):
     """VCR-style record modes (see router/engine/replay_modes.py)."""
 
     on_miss: Literal["real", "sim", "error"] | None = Field(
-        default=None, description="What every replay miss does; unset: `record_mode` decides."
+        default=None, description="What every replay miss does; unset: per `record_mode`."
     )
     record_mode: Literal["once", "new_episodes", "none", "all"] = Field(
         default="new_episodes", description="VCR record mode: `new_episodes`, `none`, `once` or `all` (see Records and replay)."
     )
     recording: str | None = Field(default=None, min_length=1, description="Tag the sessions recorded now with this name.")
     from_: str | None = Field(
-        default=None, alias="from", min_length=1, description="Replay from this named recording, not the latest session."
+        default=None, alias="from", min_length=1, description="Replay from this named recording, not the last session."
     )
     ignore_arguments: list[str] = Field(default=[], description="Dotted argument paths left out of the replay key; `*` steps into lists.")
     credential_headers: list[str] = Field(
@@ -64,11 +64,11 @@ class StoreConfig(Strict):
 
     kind: Literal["sqlite"] | None = Field(default=None, description="Accepted for older configs; the url says the kind.")
     url: str | None = Field(
-        default=None, description="Instead of `path`: `sqlite:///relative`, `sqlite:////absolute` or `redis://host:port/db`."
+        default=None, description="Instead of `path`: `sqlite:///relative`, `sqlite:////absolute`, `redis://host:port/db`."
     )
     path: str = Field(default=".simroute/records.db", description="The SQLite record store; relative to the config file's folder.")
     synchronous: Literal["normal", "full"] = Field(
-        default="normal", description="`normal`: records survive a crash; `full`: a power loss too."
+        default="normal", description="`normal`: records survive a crash; `full`: power loss too."
     )
     busy_timeout_ms: PositiveInt = Field(default=100, description="A record not committed within this goes to the fsynced spool.")
     max_log: PositiveInt = Field(default=1_000_000, description="Redis: the record event stream's retention cap (entries, approximate).")
@@ -136,19 +136,13 @@ class WorldModelConfig(Strict):
     seed: int = Field(default=0, description="Sampling seed.")
     threads: PositiveInt | None = Field(default=None, description="`llama`: CPU threads (unset: half the cores; idle threads spin).")
     cached_sessions: PositiveInt = Field(default=4, description="`llama`: model contexts kept, one session's prompt prefix each.")
-    prefill_observation: bool = Field(
-        default=True, description="`llama`: start the answer with the observation marker (off: thinking models)."
-    )
-    chat_format: str | None = Field(
-        default=None, description="`llama`: a chat format (`chatml`, `gemma`, …) for a GGUF without a template."
-    )
+    prefill_observation: bool = Field(default=True, description="`llama`: prefill the observation marker (off: thinking models).")
+    chat_format: str | None = Field(default=None, description="`llama`: a chat format (`chatml`, `gemma`…) for a GGUF without a template.")
     tool_list: Literal["auto", "json", "signatures"] = Field(
         default="auto", description="Tools shown as `json` definitions or one-line `signatures`; `auto`: signatures in-process."
     )
     demonstrations: int = Field(default=2, ge=0, description="Recorded real observations of the same tool shown to the model per prompt.")
-    initial_state: dict[str, str] = Field(
-        default={}, description="Per server (`shell`, `browser`, an HTTP host): what the simulated side holds."
-    )
+    initial_state: dict[str, str] = Field(default={}, description="Per server (`shell`, `browser`, a host): what the simulated side holds.")
     simulation_instruction: dict[str, str] = Field(default={}, description="Per server: controls, e.g. `Fail every third call with a 503.`")
 
     @field_validator("chat_format")
@@ -185,9 +179,7 @@ class NoiseConfig(Strict):
     min_pairs: PositiveInt = Field(default=3, description="Real-vs-real pairs of a call needed before a path can be noise.")
     min_rate: float = Field(default=0.5, gt=0.0, le=1.0, description="Lower bound of the disagreement rate at which a path is noise.")
     z: float = Field(default=1.0, ge=0.0, description="Confidence of the Wilson lower bound (`0`: the plain rate).")
-    builtin_detectors: bool = Field(
-        default=True, description="Timestamps, uuids, hashes, ids, durations, sizes: noise from the first call."
-    )
+    builtin_detectors: bool = Field(default=True, description="Timestamps, uuids, hashes, ids, durations, sizes: noise from call one.")
 
 
 class ShadowConfig(Strict):
@@ -210,21 +202,15 @@ class HttpConfig(Strict):
 
     enabled: bool = Field(default=True, description="The HTTP channel (`simroute http-proxy` refuses to start without it).")
     listen_host: str = Field(default="127.0.0.1", description="Where `simroute http-proxy` and `simroute serve` listen.")
-    port: int = Field(
-        default=8080, ge=0, le=65535, description="The proxy's port (`--port` / `--http-proxy` override; `0`: any free port)."
-    )
-    mode: str = Field(
-        default="regular", description="`regular`: a forward proxy for any host; `reverse:http[s]://host[:port]`: one upstream."
-    )
+    port: int = Field(default=8080, ge=0, le=65535, description="The proxy's port (`--port`/`--http-proxy` override; `0`: any free port).")
+    mode: str = Field(default="regular", description="`regular`: a forward proxy; `reverse:http[s]://host[:port]`: one upstream.")
     session_header: str = Field(default="X-Simroute-Session", description="The request header naming the agent session (then removed).")
     record_headers: list[str] = Field(default=["content-type", "accept"], description="Request headers that go into the call and its key.")
     ignore_query: list[str] = Field(default=[], description="Query parameters left out of the canonical form (replay keys).")
     ignore_body_fields: list[str] = Field(default=[], description="Dotted JSON body fields left out of it; `items.*.id` reaches lists.")
     max_body_bytes: PositiveInt = Field(default=1_048_576, description="Body bytes recorded; larger bodies pass whole, recorded cut.")
     max_request_bytes: PositiveInt = Field(default=32 * 1024 * 1024, description="Larger request bodies get `413` before routing.")
-    max_decoded_bytes: PositiveInt = Field(
-        default=64 * 1024 * 1024, description="Decoding a compressed body stops here or at 100× its size."
-    )
+    max_decoded_bytes: PositiveInt = Field(default=64 * 1024 * 1024, description="Decoding stops here or at 100× the compressed size.")
     timeout_s: PositiveFloat = Field(
         default=60.0, description="Real route: the upstream's answer (a stream: its headers) is due by then, else `504`."
     )
@@ -260,14 +246,10 @@ class RedactionConfig(Strict):
     fields: list[str] = Field(
         default=list(CREDENTIAL_FIELDS), description="Names of fields, headers, cookies, query parameters holding credentials."
     )
-    patterns: list[str] = Field(
-        default=[], description="Extra regular expressions of secrets in any text (group 1, if any, is the secret)."
-    )
+    patterns: list[str] = Field(default=[], description="Extra regular expressions of secrets in any text (group 1, if any: the secret).")
     observations: bool = Field(default=True, description="Redact observations too, not only calls.")
     key_env: str | None = Field(default="SIMROUTE_REDACTION_KEY", description="The environment variable holding the HMAC key.")
-    key_file: str | None = Field(
-        default=None, description="Else this file (relative to the config file); unset: `redaction.key` by the store."
-    )
+    key_file: str | None = Field(default=None, description="Else this file (relative to the config); unset: `redaction.key` by the store.")
 
     @field_validator("patterns")
     @classmethod
@@ -283,13 +265,9 @@ class RedactionConfig(Strict):
 class ServiceConfig(Strict):
     """Who may talk to simroute over the network (MCP over HTTP, the HTTP proxy)."""
 
-    tokens: dict[str, str] = Field(
-        default={}, description="Named tokens (`name: token`, 16+ characters); with any, HTTP clients present one."
-    )
+    tokens: dict[str, str] = Field(default={}, description="Named tokens (`name: token`, 16+ characters); with any, HTTP clients need one.")
     allowed_hosts: list[str] = Field(default=[], description="`Host` values the MCP endpoint accepts beyond loopback and its bind address.")
-    allowed_origins: list[str] = Field(
-        default=[], description="Browser `Origin`s the MCP endpoint accepts beyond loopback ones and its own."
-    )
+    allowed_origins: list[str] = Field(default=[], description="Browser `Origin`s the MCP endpoint accepts beyond loopback and its own.")
 
     @field_validator("tokens")
     @classmethod
@@ -317,9 +295,7 @@ class SafetyConfig(Strict):
 
     max_command_chars: PositiveInt = Field(default=10_000, description="Longer shell command lines are not parsed, and never `safe`.")
     trusted_servers: list[str] = Field(default=[], description="MCP servers whose tool annotations may also make a call safer.")
-    production_hosts: list[str] = Field(
-        default=[], description="HTTP hosts (globs; domains cover subdomains) where any write is `destructive`."
-    )
+    production_hosts: list[str] = Field(default=[], description="HTTP hosts (globs, with subdomains) where any write is `destructive`.")
     sensitive_domains: list[str] = Field(default=[], description="Sites where submitting, buying, deleting… in a browser is `destructive`.")
     http_safe_methods: list[str] = Field(default=["GET", "HEAD", "OPTIONS"], description="HTTP methods that read.")
     tools: dict[str, dict[str, SafetyClassName]] = Field(
