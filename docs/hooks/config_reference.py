@@ -133,7 +133,7 @@ def _type(annotation: Any, metadata: list[Any] = ()) -> str:
     """A reader's spelling of a type: `int > 0`, `'llama' or 'openai'`, `list of str`."""
     base = _spell(annotation)
     bounds = [f"{_BOUNDS[k]} {getattr(m, k)}" for m in metadata for k in _BOUNDS if getattr(m, k, None) is not None]
-    return f"`{' '.join([base, *bounds])}`"
+    return f"`{base} {', '.join(bounds)}`" if bounds else f"`{base}`"
 
 
 def _spell(annotation: Any) -> str:
@@ -141,7 +141,7 @@ def _spell(annotation: Any) -> str:
     if origin is typing.Annotated:
         inner = _spell(args[0])
         bounds = [f"{_BOUNDS[k]} {getattr(m, k)}" for m in args[1:] for k in _BOUNDS if getattr(m, k, None) is not None]
-        return f"{inner} {' '.join(bounds)}" if bounds else inner
+        return f"{inner} {', '.join(bounds)}" if bounds else inner
     if origin is typing.Literal:
         return " or ".join(json.dumps(a) for a in args)
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
