@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   install everything, then run simroute in front of a real MCP server
 #   make test   install everything, then run the test suite
-.PHONY: setup demo test bench check
+.PHONY: setup demo test bench check docs bench-smoke
 
 setup:
 	./scripts/setup.sh
@@ -41,3 +41,7 @@ bench: setup
 	.venv/bin/python benchmarks/sim_fidelity.py
 	.venv/bin/pip install -r benchmarks/requirements-bakeoff.txt
 	.venv/bin/python benchmarks/model_bakeoff.py
+
+# The documentation site, built strictly (a warning fails it) into site/.
+docs:
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir site

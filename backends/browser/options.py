@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from backends.options import Strict
 
@@ -12,36 +12,41 @@ from backends.options import Strict
 class BrowserLimits(Strict):
     """The contained browser's container (browser.isolation: container), sized for Chromium."""
 
-    memory: str = "2g"  # Docker memory limit (swap included)
-    cpus: PositiveFloat = 2.0
-    pids: PositiveInt = 1024  # Chromium runs a process per renderer, each with many threads
-    shm: str = "256m"  # /dev/shm: Chromium's shared memory between its processes
-    tmp_size: str = "512m"  # tmpfs over /tmp, where the profile of each launch lives
+    memory: str = Field(default="2g", description="Docker memory limit (swap included).")
+    cpus: PositiveFloat = Field(default=2.0, description="CPUs the contained browser may use.")
+    pids: PositiveInt = Field(default=1024, description="Process limit (Chromium runs a process per renderer, each with many threads).")
+    shm: str = Field(default="256m", description="`/dev/shm`: Chromium's shared memory between its processes.")
+    tmp_size: str = Field(default="512m", description="tmpfs over `/tmp`, where the profile of each launch lives.")
 
 
 class BrowserConfig(Strict):
     """The browser channel: playwright-mcp's browser tools on simroute's MCP endpoint,
     backed by Chromium (one context per agent session, real) or the Web world model (sim)."""
 
-    enabled: bool = True
-    # Where Chromium runs. container: in a hardened container per router, with no network
-    # but a socket to simroute's proxy; host: as the router's user; auto: container when a
-    # Docker engine answers and browser.image is built, else host (with a warning at start).
-    isolation: Literal["auto", "container", "host"] = "auto"
-    image: str = "simroute-browser:latest"  # built by scripts/build-images.sh
-    limits: BrowserLimits = BrowserLimits()
-    executable_path: str = "/usr/bin/chromium"  # host isolation: Debian's Chromium; Playwright's download is not used
-    headless: bool = True
-    navigation_timeout_s: PositiveFloat = 15.0  # per navigation; the page is shown as loaded so far
-    action_timeout_s: PositiveFloat = 5.0  # per click, type, key press, snapshot
-    snapshot_max_chars: PositiveInt = 20000  # longer snapshots are cut with a marker
-    allowed_domains: list[str] | None = None  # hosts the browser may load (and their subdomains); None: any
-    proxy: str | None = None  # HTTP proxy for all the browser's traffic, e.g. simroute's HTTP channel
-    ignore_https_errors: bool = False  # e.g. behind an intercepting proxy whose CA Chromium does not trust
-    args: list[str] = []  # extra Chromium command-line switches
-    # Loopback and private-network origins the browser may reach (`http://127.0.0.1:8000`,
-    # `https://intranet.local`, `http://10.0.0.5:*`); public addresses need no entry.
-    allowed_origins: list[str] = []
+    enabled: bool = Field(default=True, description="Serve the browser tools.")
+    isolation: Literal["auto", "container", "host"] = Field(
+        default="auto", description="Where Chromium runs: `container`, `host`, or `auto` (container when Docker and the image are there)."
+    )
+    image: str = Field(default="simroute-browser:latest", description="The contained browser's image (built by `scripts/build-images.sh`).")
+    limits: BrowserLimits = Field(default=BrowserLimits(), description="The contained browser's limits.")
+    executable_path: str = Field(
+        default="/usr/bin/chromium", description="`host` isolation: the Chromium binary (Debian's; Playwright's download is not used)."
+    )
+    headless: bool = Field(default=True, description="Run Chromium without a window.")
+    navigation_timeout_s: PositiveFloat = Field(
+        default=15.0, description="A navigation's deadline; past it the page is shown as loaded so far."
+    )
+    action_timeout_s: PositiveFloat = Field(default=5.0, description="Deadline of a click, typing, a key press, a snapshot.")
+    snapshot_max_chars: PositiveInt = Field(default=20000, description="Longer accessibility snapshots are cut at a line, with a marker.")
+    allowed_domains: list[str] | None = Field(default=None, description="Hosts the browser may load (and their subdomains); unset: any.")
+    proxy: str | None = Field(default=None, description="An HTTP proxy the browser's traffic takes after simroute's own.")
+    ignore_https_errors: bool = Field(
+        default=False, description="Accept any certificate in Chromium (not needed for simroute's own proxy)."
+    )
+    args: list[str] = Field(default=[], description="Extra Chromium command-line switches.")
+    allowed_origins: list[str] = Field(
+        default=[], description="Loopback and private-network origins the browser may reach (`http://10.0.0.5:*`)."
+    )
 
     @field_validator("allowed_origins")
     @classmethod

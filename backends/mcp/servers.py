@@ -11,21 +11,27 @@ from backends.options import Strict
 
 
 class StdioServer(Strict):
-    command: str = Field(min_length=1)
-    args: list[str] = []
-    env: dict[str, str] = {}
-    cwd: str | None = None
-    timeout: PositiveFloat | None = None  # real-call deadline (s); default: call_timeout_s
-    sim_timeout: PositiveFloat | None = None  # simulated-call deadline (s); default: world_model.deadline_s
-    type: Literal["stdio"] | None = None  # VS Code's form names the transport
+    """A server simroute starts and talks to over stdio (`command`)."""
+
+    command: str = Field(min_length=1, description="The program that runs the server.")
+    args: list[str] = Field(default=[], description="Its arguments.")
+    env: dict[str, str] = Field(default={}, description="Environment variables for it.")
+    cwd: str | None = Field(default=None, description="Its working directory.")
+    timeout: PositiveFloat | None = Field(default=None, description="Real-call deadline (s) for this server; default: `call_timeout_s`.")
+    sim_timeout: PositiveFloat | None = Field(default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`.")
+    type: Literal["stdio"] | None = Field(default=None, description="VS Code's form names the transport.")
 
 
 class RemoteServer(Strict):
-    url: str = Field(min_length=1)
-    headers: dict[str, str] = {}
-    timeout: PositiveFloat | None = None
-    sim_timeout: PositiveFloat | None = None
-    type: Literal["http", "streamable-http", "sse"] | None = None
+    """A server reached over the network (`url`): streamable HTTP, or SSE with `type: sse`."""
+
+    url: str = Field(min_length=1, description="The server's URL (streamable HTTP, or SSE with `type: sse`).")
+    headers: dict[str, str] = Field(default={}, description="HTTP headers sent with every request.")
+    timeout: PositiveFloat | None = Field(default=None, description="Real-call deadline (s) for this server; default: `call_timeout_s`.")
+    sim_timeout: PositiveFloat | None = Field(default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`.")
+    type: Literal["http", "streamable-http", "sse"] | None = Field(
+        default=None, description="The transport: `http` / `streamable-http` or `sse`."
+    )
 
 
 def _server_kind(value: Any) -> str:

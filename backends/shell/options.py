@@ -10,28 +10,32 @@ from backends.options import Strict
 
 
 class ShellLimits(Strict):
-    memory: str = "512m"  # Docker memory limit (swap included)
-    cpus: PositiveFloat = 1.0
-    pids: PositiveInt = 256  # stops fork bombs inside the sandbox
-    workspace_size: str = "512m"  # tmpfs over /workspace
-    tmp_size: str = "128m"  # tmpfs over /tmp
+    memory: str = Field(default="512m", description="Docker memory limit (swap included).")
+    cpus: PositiveFloat = Field(default=1.0, description="CPUs the sandbox may use.")
+    pids: PositiveInt = Field(default=256, description="Process limit; stops fork bombs inside the sandbox.")
+    workspace_size: str = Field(default="512m", description="tmpfs size of `/workspace`.")
+    tmp_size: str = Field(default="128m", description="tmpfs size of `/tmp`.")
 
 
 class ShellConfig(Strict):
     """The shell channel: `shell_exec` on simroute's MCP endpoint, backed by a
     hardened Docker sandbox per agent session (real) or the Terminal world model (sim)."""
 
-    enabled: bool = True
-    image: str = "simroute-sandbox:latest"  # built by scripts/build-images.sh
-    workspace: str | None = None  # folder copied into /workspace at session start; relative to the config file
-    network: bool = False  # opt in: the sandbox gets Docker's default bridge network
-    pool_size: int = Field(default=2, ge=0)  # pre-started sandboxes: a new session starts without `docker run`
-    default_timeout_s: PositiveFloat = 30.0  # per command, when the agent gives none
-    max_timeout_s: PositiveFloat = 600.0  # cap on the agent's timeout_s
-    screen_lines: PositiveInt = 200  # output kept per command: first and last lines, with a marker between
-    screen_chars: PositiveInt = 16000
-    limits: ShellLimits = ShellLimits()
-    hostname: str = "sandbox"
+    enabled: bool = Field(default=True, description="Serve `shell_exec`.")
+    image: str = Field(default="simroute-sandbox:latest", description="The sandbox image (built by `scripts/build-images.sh`).")
+    workspace: str | None = Field(
+        default=None, description="A folder copied into `/workspace` at session start; relative to the config file."
+    )
+    network: bool = Field(default=False, description="Give sandboxes Docker's bridge network (off: no network at all).")
+    pool_size: int = Field(default=2, ge=0, description="Sandboxes kept started, so a new session starts without `docker run`.")
+    default_timeout_s: PositiveFloat = Field(default=30.0, description="A command's deadline when the agent gives none.")
+    max_timeout_s: PositiveFloat = Field(default=600.0, description="The cap on the agent's `timeout_s`.")
+    screen_lines: PositiveInt = Field(
+        default=200, description="Output lines kept per command: the first quarter and the last lines, a marker between."
+    )
+    screen_chars: PositiveInt = Field(default=16000, description="Output characters kept per command.")
+    limits: ShellLimits = Field(default=ShellLimits(), description="Per-sandbox limits.")
+    hostname: str = Field(default="sandbox", description="The sandbox's host name (also in the simulated prompt).")
 
     def command_timeout(self, requested: Any) -> float:
         """The deadline of one command: the agent's timeout_s, capped; else the default."""

@@ -42,31 +42,44 @@ class ConfigError(ValueError):
 
 
 class Config(Strict):
-    mode: Mode = Mode.REAL
-    mcp_servers: dict[str, ServerSpec] = Field(default={}, alias="mcpServers")
-    servers: dict[str, ServerSpec] = {}  # VS Code's spelling of mcpServers
-    rules: list[Any] = []
-    replay: ReplayConfig = ReplayConfig()
-    store: StoreConfig = StoreConfig()
-    sessions: SessionsConfig = SessionsConfig()
-    world_model: WorldModelConfig = WorldModelConfig()
-    shadow: ShadowConfig = ShadowConfig()
-    shell: ShellConfig = ShellConfig()
-    browser: BrowserConfig = BrowserConfig()
-    http: HttpConfig = HttpConfig()
-    safety: SafetyConfig = SafetyConfig()
-    rehearsal: RehearsalConfig = RehearsalConfig()
-    learned: LearnedConfig = LearnedConfig()
-    cost: dict[str, dict[str, NonNegativeFloat]] = {}  # real price per server and tool (globs); default 1.0
-    redaction: RedactionConfig = RedactionConfig()
-    service: ServiceConfig = ServiceConfig()
-    call_timeout_s: PositiveFloat = 60.0
-    startup_timeout_s: PositiveFloat = 30.0  # an upstream that has not finished its handshake by then failed
-    list_timeout_s: PositiveFloat = 30.0  # an upstream's tools/resources/prompts listing (its start included)
+    mode: Mode = Field(
+        default=Mode.REAL,
+        description="The route when no rule matches: `real`, `sim`, `replay`, `shadow`, `deny`, `learned` or `rehearsal`.",
+    )
+    mcp_servers: dict[str, ServerSpec] = Field(
+        default={}, alias="mcpServers", description="The MCP servers simroute fronts (the Claude Desktop / Cursor format)."
+    )
+    servers: dict[str, ServerSpec] = Field(default={}, description="VS Code's spelling of `mcpServers`.")
+    rules: list[Any] = Field(default=[], description="Ordered routing rules; the first whose `match` fits decides the route.")
+    replay: ReplayConfig = Field(default=ReplayConfig(), description="Replay of recorded answers.")
+    store: StoreConfig = Field(default=StoreConfig(), description="Where records live.")
+    sessions: SessionsConfig = Field(default=SessionsConfig(), description="Agent sessions.")
+    world_model: WorldModelConfig = Field(default=WorldModelConfig(), description="The simulated side.")
+    shadow: ShadowConfig = Field(default=ShadowConfig(), description="Shadowing and the noise model.")
+    shell: ShellConfig = Field(default=ShellConfig(), description="The shell channel.")
+    browser: BrowserConfig = Field(default=BrowserConfig(), description="The browser channel.")
+    http: HttpConfig = Field(default=HttpConfig(), description="The HTTP(S) channel.")
+    safety: SafetyConfig = Field(default=SafetyConfig(), description="The safety gate.")
+    rehearsal: RehearsalConfig = Field(default=RehearsalConfig(), description="Rehearsal mode.")
+    learned: LearnedConfig = Field(default=LearnedConfig(), description="The learned router.")
+    cost: dict[str, dict[str, NonNegativeFloat]] = Field(
+        default={}, description="The price of a real call per server and tool (globs); default 1.0."
+    )
+    redaction: RedactionConfig = Field(default=RedactionConfig(), description="Secrets redacted before anything is stored.")
+    service: ServiceConfig = Field(default=ServiceConfig(), description="Who may talk to simroute over the network.")
+    call_timeout_s: PositiveFloat = Field(
+        default=60.0, description="Deadline for one real call; a timeout answers with an error result, never a hang."
+    )
+    startup_timeout_s: PositiveFloat = Field(
+        default=30.0, description="An upstream that has not completed its handshake by then has failed to start."
+    )
+    list_timeout_s: PositiveFloat = Field(
+        default=30.0, description="Deadline of an upstream's tools, resources or prompts listing (its start included)."
+    )
 
     # Set by the loader, not the file.
-    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
-    source: str = Field(default="<defaults>", exclude=True)
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True, description="The folder relative paths are resolved against.")
+    source: str = Field(default="<defaults>", exclude=True, description="Where the config was read from, for messages.")
 
     @model_validator(mode="before")
     @classmethod
@@ -91,7 +104,9 @@ class Config(Strict):
             raise ValueError(f"server {sorted(clash)[0]!r} is defined in both mcpServers and servers")
         for channel in self.local_channels():
             if channel in self.upstreams:
-                raise ValueError(f"server name {channel!r} is taken by simroute's {channel} tools: rename the server or set {channel}.enabled: false")
+                raise ValueError(
+                    f"server name {channel!r} is taken by simroute's {channel} tools: rename the server or set {channel}.enabled: false"
+                )
         return self
 
     def local_channels(self) -> list[str]:
@@ -118,7 +133,9 @@ class Config(Strict):
             return RedisStore(self.store.redis_url, max_log=self.store.max_log)
         from shadow.store.sqlite.store import SQLiteStore
 
-        return SQLiteStore(self.store_path, synchronous=self.store.synchronous, busy_timeout_ms=self.store.busy_timeout_ms, read_only=read_only)
+        return SQLiteStore(
+            self.store_path, synchronous=self.store.synchronous, busy_timeout_ms=self.store.busy_timeout_ms, read_only=read_only
+        )
 
     @property
     def spool_path(self) -> Path:
@@ -168,8 +185,7 @@ class Config(Strict):
         simulating = {Route.SIM, Route.SHADOW}
         return (
             self.uses_learned()
-            or
-            self.mode in simulating
+            or self.mode in simulating
             or any(rule.route in simulating for rule in self.parsed_rules())
             or self.replay.on_miss == "sim"
             or self.shadow.rate > 0

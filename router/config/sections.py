@@ -1,7 +1,7 @@
-"""The config file's sections below the root, each a strict pydantic model
-(unknown keys are errors): MCP servers, replay, store, world model, shadow,
-redaction, sessions, and simroute's own channels (shell, browser, HTTP). `router/config.py`
-holds the root, the cross-section checks and the loading."""
+"""The config file's sections the router owns, each a strict pydantic model (unknown
+keys are errors): replay, store, world model, shadow, HTTP, redaction, service,
+sessions, safety, rehearsal, learned. Each field's description is the configuration
+reference's text. `router/config/root.py` holds the root, the checks and the loading."""
 
 from __future__ import annotations
 
@@ -17,24 +17,27 @@ from shadow.secret_patterns import CREDENTIAL_FIELDS
 class ReplayConfig(Strict):
     """VCR-style record modes (see router/engine/replay_modes.py)."""
 
-    # What a miss does: `real`, `sim` or `error`; unset: decided by record_mode.
-    on_miss: Literal["real", "sim", "error"] | None = None
-    record_mode: Literal["once", "new_episodes", "none", "all"] = "new_episodes"
-    recording: str | None = Field(default=None, min_length=1)  # tag sessions recorded now with this name
-    from_: str | None = Field(default=None, alias="from", min_length=1)  # replay from this named recording
-    # Dotted argument paths left out of the replay key (request ids, timestamps).
-    ignore_arguments: list[str] = []
-    # Request headers whose values (as a keyed digest) are part of an HTTP call's replay
-    # key: one user's recorded answer is never replayed to another.
-    credential_headers: list[str] = ["authorization", "cookie", "proxy-authorization", "x-api-key", "api-key", "x-auth-token"]
+    on_miss: Literal["real", "sim", "error"] | None = Field(
+        default=None, description="What every replay miss does; unset: per `record_mode`."
+    )
+    record_mode: Literal["once", "new_episodes", "none", "all"] = Field(
+        default="new_episodes", description="VCR record mode: `new_episodes`, `none`, `once` or `all` (see Records and replay)."
+    )
+    recording: str | None = Field(default=None, min_length=1, description="Tag the sessions recorded now with this name.")
+    from_: str | None = Field(
+        default=None, alias="from", min_length=1, description="Replay from this named recording, not the last session."
+    )
+    ignore_arguments: list[str] = Field(default=[], description="Dotted argument paths left out of the replay key; `*` steps into lists.")
+    credential_headers: list[str] = Field(
+        default=["authorization", "cookie", "proxy-authorization", "x-api-key", "api-key", "x-auth-token"],
+        description="HTTP request headers whose values enter the replay key as a keyed digest.",
+    )
 
     @model_validator(mode="after")
     def _modes_agree(self) -> ReplayConfig:
         contradictions = {("none", "real"), ("none", "sim"), ("new_episodes", "error"), ("all", "error"), ("all", "sim")}
         if "record_mode" in self.model_fields_set and (self.record_mode, self.on_miss) in contradictions:
-            raise ValueError(
-                f"on_miss {self.on_miss!r} contradicts record_mode {self.record_mode!r}: set one of them"
-            )
+            raise ValueError(f"on_miss {self.on_miss!r} contradicts record_mode {self.record_mode!r}: set one of them")
         return self
 
 
@@ -59,22 +62,18 @@ class StoreConfig(Strict):
     """Where records live: SQLite (embedded; `path`, or `url: sqlite:///relative` /
     `sqlite:////absolute`) or Redis (`url: redis://host:port/db`, shared by replicas)."""
 
-    kind: Literal["sqlite"] | None = None  # accepted for older configs; the url says the kind
-    url: str | None = None
-    # Relative paths are relative to the config file's folder.
-    path: str = ".simroute/records.db"
-    # normal: a committed record survives a crash of simroute; full: also power loss.
-    synchronous: Literal["normal", "full"] = "normal"
-    # A record the store cannot commit within this (another process holds the write
-    # lock) goes to the fsynced spool and the call proceeds.
-    busy_timeout_ms: PositiveInt = 100
-    # Redis: the record event stream's retention cap (entries, approximate).
-    max_log: PositiveInt = 1_000_000
-    # Retention (`simroute prune`, and at each start): records older than this
-    # (`30d`, `12h`, `90m`, `3600s` or seconds) and beyond the newest max_records go;
-    # named recordings and unfinished records stay.
-    max_age: str | None = None
-    max_records: PositiveInt | None = None
+    kind: Literal["sqlite"] | None = Field(default=None, description="Accepted for older configs; the url says the kind.")
+    url: str | None = Field(
+        default=None, description="Instead of `path`: `sqlite:///relative`, `sqlite:////absolute`, `redis://host:port/db`."
+    )
+    path: str = Field(default=".simroute/records.db", description="The SQLite record store; relative to the config file's folder.")
+    synchronous: Literal["normal", "full"] = Field(
+        default="normal", description="`normal`: records survive a crash; `full`: power loss too."
+    )
+    busy_timeout_ms: PositiveInt = Field(default=100, description="A record not committed within this goes to the fsynced spool.")
+    max_log: PositiveInt = Field(default=1_000_000, description="Redis: the record event stream's retention cap (entries, approximate).")
+    max_age: str | None = Field(default=None, description="Retention: records older than this (`30d`, `12h`, `90m`, `3600s`) go.")
+    max_records: PositiveInt | None = Field(default=None, description="Retention: records beyond the newest this many go.")
 
     @field_validator("max_age")
     @classmethod
@@ -123,34 +122,28 @@ class WorldModelConfig(Strict):
     """The simulated side. `llama`: a GGUF model in-process; `openai`: any
     OpenAI-compatible server (llama-server, vLLM, SGLang)."""
 
-    engine: Literal["llama", "openai"] = "llama"
-    model_path: str = DEFAULT_MODEL_PATH  # llama; relative to the config file's folder
-    url: str | None = None  # openai: base URL, e.g. http://127.0.0.1:8080/v1
-    model: str = "default"  # openai: the served model's name
-    api_key_env: str | None = None  # openai: environment variable holding the API key
-    context_tokens: PositiveInt = 4096
-    max_tokens: PositiveInt = 256
-    deadline_s: PositiveFloat = 60.0  # per simulated call; model loading is not charged to it
-    temperature: float = Field(default=0.6, ge=0)
-    top_p: float = Field(default=0.95, gt=0, le=1)
-    top_k: int = Field(default=20, ge=0)
-    seed: int = 0
-    threads: PositiveInt | None = None  # llama: CPU threads (default: all cores)
-    cached_sessions: PositiveInt = 4  # llama: model contexts, each keeping one session's prompt prefix
-    # llama: start the answer with the observation marker, so small models that do
-    # not think answer with the observation itself. Turn off for thinking models.
-    prefill_observation: bool = True
-    # llama: a llama-cpp-python registered chat format (chatml, llama-2, gemma, …) for a
-    # GGUF file without a chat template in its metadata; unset: the file's own template.
-    chat_format: str | None = None
-    # How an MCP server's tools are listed to the model: `json`, the full definitions
-    # (the layout Qwen-AgentWorld was trained on); `signatures`, one line per tool
-    # (name, parameters, description), for small models that the long schemas
-    # distract; `auto`: signatures in-process (llama), json on an endpoint.
-    tool_list: Literal["auto", "json", "signatures"] = "auto"
-    demonstrations: int = Field(default=2, ge=0)  # recorded real examples of the same tool per prompt
-    initial_state: dict[str, str] = {}  # per server: what the simulated environment contains
-    simulation_instruction: dict[str, str] = {}  # per server: controls, e.g. "fail every third call"
+    engine: Literal["llama", "openai"] = Field(default="llama", description="`llama`: a GGUF model in-process; `openai`: a served model.")
+    model_path: str = Field(default=DEFAULT_MODEL_PATH, description="`llama`: the GGUF file; relative to the config file's folder.")
+    url: str | None = Field(default=None, description="`openai`: the server's base URL, e.g. `http://127.0.0.1:8080/v1`.")
+    model: str = Field(default="default", description="`openai`: the served model's name.")
+    api_key_env: str | None = Field(default=None, description="`openai`: the environment variable holding the API key.")
+    context_tokens: PositiveInt = Field(default=4096, description="Context size; history is trimmed from the oldest turns to fit.")
+    max_tokens: PositiveInt = Field(default=256, description="Tokens generated per prediction (thinking models need far more).")
+    deadline_s: PositiveFloat = Field(default=60.0, description="Deadline per simulated call (model loading is not charged to it).")
+    temperature: float = Field(default=0.6, ge=0, description="Sampling temperature.")
+    top_p: float = Field(default=0.95, gt=0, le=1, description="Sampling: nucleus probability mass.")
+    top_k: int = Field(default=20, ge=0, description="Sampling: most likely tokens kept.")
+    seed: int = Field(default=0, description="Sampling seed.")
+    threads: PositiveInt | None = Field(default=None, description="`llama`: CPU threads (unset: half the cores; idle threads spin).")
+    cached_sessions: PositiveInt = Field(default=4, description="`llama`: model contexts kept, one session's prompt prefix each.")
+    prefill_observation: bool = Field(default=True, description="`llama`: prefill the observation marker (off: thinking models).")
+    chat_format: str | None = Field(default=None, description="`llama`: a chat format (`chatml`, `gemma`…) for a GGUF without a template.")
+    tool_list: Literal["auto", "json", "signatures"] = Field(
+        default="auto", description="Tools shown as `json` definitions or one-line `signatures`; `auto`: signatures in-process."
+    )
+    demonstrations: int = Field(default=2, ge=0, description="Recorded real observations of the same tool shown to the model per prompt.")
+    initial_state: dict[str, str] = Field(default={}, description="Per server (`shell`, `browser`, a host): what the simulated side holds.")
+    simulation_instruction: dict[str, str] = Field(default={}, description="Per server: controls, e.g. `Fail every third call with a 503.`")
 
     @field_validator("chat_format")
     @classmethod
@@ -183,51 +176,50 @@ class NoiseConfig(Strict):
     there with a Wilson lower bound (confidence `z`) of at least `min_rate`, over at
     least `min_pairs` pairs."""
 
-    min_pairs: PositiveInt = 3
-    min_rate: float = Field(default=0.5, gt=0.0, le=1.0)
-    z: float = Field(default=1.0, ge=0.0)
-    builtin_detectors: bool = True  # timestamps, uuids, request ids, durations, sizes: noise from the first call
+    min_pairs: PositiveInt = Field(default=3, description="Real-vs-real pairs of a call needed before a path can be noise.")
+    min_rate: float = Field(default=0.5, gt=0.0, le=1.0, description="Lower bound of the disagreement rate at which a path is noise.")
+    z: float = Field(default=1.0, ge=0.0, description="Confidence of the Wilson lower bound (`0`: the plain rate).")
+    builtin_detectors: bool = Field(default=True, description="Timestamps, uuids, hashes, ids, durations, sizes: noise from call one.")
 
 
 class ShadowConfig(Strict):
-    rate: float = Field(default=0.0, ge=0.0, le=1.0)  # fraction of real-route calls also simulated off-path
-    drain_on_start: bool = True  # complete shadow work left pending by an earlier stop
-    queue_size: PositiveInt = 256  # shadow work waiting at most; past it, shadow work is skipped (and said so)
-    concurrency: PositiveInt = 1  # shadow simulations running at once
-    stop_grace_s: float = Field(default=1.0, ge=0.0)  # at stop, shadow work still running gets this long, then stays pending
-    claim_after_s: PositiveFloat = 60.0  # Redis: a shadow job a worker held this long is claimed by another worker
-    noise: NoiseConfig = NoiseConfig()
-    # Fraction of real calls known read-only (MCP readOnlyHint and safety class safe;
-    # HTTP is not probed) made a second time off the agent's path to teach the noise table.
-    noise_probe_rate: float = Field(default=0.0, ge=0.0, le=1.0)
-    noise_probe_delay_s: float = Field(default=1.0, ge=0.0, le=60.0)  # the probe waits this long: a clock in seconds has moved
+    rate: float = Field(default=0.0, ge=0.0, le=1.0, description="Fraction of real-route calls also simulated off the agent's path.")
+    drain_on_start: bool = Field(default=True, description="Complete shadow work an earlier stop left pending.")
+    queue_size: PositiveInt = Field(default=256, description="Shadow work waiting at most; past it, shadow work is skipped (and said so).")
+    concurrency: PositiveInt = Field(default=1, description="Shadow simulations running at once; a session's shadow work runs in order.")
+    stop_grace_s: float = Field(default=1.0, ge=0.0, description="At stop, shadow work still running gets this long, then stays pending.")
+    claim_after_s: PositiveFloat = Field(default=60.0, description="Redis: a shadow job held this long is claimed by another worker.")
+    noise: NoiseConfig = Field(default=NoiseConfig(), description="When a path of a tool's answers counts as noise.")
+    noise_probe_rate: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Fraction of known read-only real calls made once more to teach the noise table."
+    )
+    noise_probe_delay_s: float = Field(default=1.0, ge=0.0, le=60.0, description="A noise probe waits this long after the first call.")
 
 
 class HttpConfig(Strict):
     """The HTTP(S) channel: agents point HTTP_PROXY/HTTPS_PROXY at simroute and every
     request is routed like any other call (`simroute http-proxy`)."""
 
-    enabled: bool = True
-    listen_host: str = "127.0.0.1"
-    port: int = Field(default=8080, ge=0, le=65535)
-    # `regular`: a forward proxy for any host; `reverse:http[s]://host[:port]`: one upstream.
-    mode: str = "regular"
-    session_header: str = "X-Simroute-Session"  # the agent session of a request; stripped before forwarding
-    record_headers: list[str] = ["content-type", "accept"]  # request headers that go into the call (and its key)
-    ignore_query: list[str] = []  # query parameters left out of the canonical form (request ids, timestamps)
-    ignore_body_fields: list[str] = []  # dotted JSON body fields left out of it; `items.*.id` reaches into lists
-    max_body_bytes: PositiveInt = 1_048_576  # recorded body size; larger bodies pass whole, recorded truncated
-    max_request_bytes: PositiveInt = 32 * 1024 * 1024  # larger request bodies get 413 before routing
-    # Decoding a compressed body (for the record, the keys, the world model) stops here,
-    # or at 100 times the compressed size, whichever comes first; the record says so.
-    max_decoded_bytes: PositiveInt = 64 * 1024 * 1024
-    timeout_s: PositiveFloat = 60.0  # real route: deadline for the upstream's response headers (then 504)
-    # After a CONNECT, a client silent this long is taken for a protocol where the server
-    # speaks first (SMTP, SSH): the tunnel is routed as raw TCP (refused unless a rule opens it).
-    tunnel_first_bytes_s: float = Field(default=2.5, gt=0, le=300)
-    ca_dir: str = "~/.simroute"  # simroute's CA for HTTPS interception, created on first need
-    ssl_insecure: bool = False  # do not verify upstream certificates (test servers with self-made certificates)
-    http2: bool = False  # offer HTTP/2 to clients and upstreams
+    enabled: bool = Field(default=True, description="The HTTP channel (`simroute http-proxy` refuses to start without it).")
+    listen_host: str = Field(default="127.0.0.1", description="Where `simroute http-proxy` and `simroute serve` listen.")
+    port: int = Field(default=8080, ge=0, le=65535, description="The proxy's port (`--port`/`--http-proxy` override; `0`: any free port).")
+    mode: str = Field(default="regular", description="`regular`: a forward proxy; `reverse:http[s]://host[:port]`: one upstream.")
+    session_header: str = Field(default="X-Simroute-Session", description="The request header naming the agent session (then removed).")
+    record_headers: list[str] = Field(default=["content-type", "accept"], description="Request headers that go into the call and its key.")
+    ignore_query: list[str] = Field(default=[], description="Query parameters left out of the canonical form (replay keys).")
+    ignore_body_fields: list[str] = Field(default=[], description="Dotted JSON body fields left out of it; `items.*.id` reaches lists.")
+    max_body_bytes: PositiveInt = Field(default=1_048_576, description="Body bytes recorded; larger bodies pass whole, recorded cut.")
+    max_request_bytes: PositiveInt = Field(default=32 * 1024 * 1024, description="Larger request bodies get `413` before routing.")
+    max_decoded_bytes: PositiveInt = Field(default=64 * 1024 * 1024, description="Decoding stops here or at 100× the compressed size.")
+    timeout_s: PositiveFloat = Field(
+        default=60.0, description="Real route: the upstream's answer (a stream: its headers) is due by then, else `504`."
+    )
+    tunnel_first_bytes_s: float = Field(
+        default=2.5, gt=0, le=300, description="After `CONNECT`, a client silent this long makes the tunnel raw TCP."
+    )
+    ca_dir: str = Field(default="~/.simroute", description="simroute's CA for HTTPS interception, created on first need.")
+    ssl_insecure: bool = Field(default=False, description="Do not verify upstream certificates (test servers with self-made certificates).")
+    http2: bool = Field(default=False, description="Offer HTTP/2 to clients and upstreams (HTTP/1.1 otherwise).")
 
     @field_validator("mode")
     @classmethod
@@ -250,14 +242,14 @@ class RedactionConfig(Strict):
     """Secrets replaced by `[redacted:<keyed hash>]` before records, spool lines, logs
     and simulation prompts see them."""
 
-    enabled: bool = True
-    # Field, header, cookie and query parameter names that hold credentials (whole-word
-    # match: `token` covers `github_token` and `X-Auth-Token`, not `max_tokens`).
-    fields: list[str] = list(CREDENTIAL_FIELDS)
-    patterns: list[str] = []  # extra regular expressions of secrets in any text (group 1, if any, is the secret)
-    observations: bool = True  # redact observations too, not only calls
-    key_env: str | None = "SIMROUTE_REDACTION_KEY"  # environment variable holding the HMAC key
-    key_file: str | None = None  # else this file (relative to the config file); default: redaction.key beside the store
+    enabled: bool = Field(default=True, description="Replace secrets by `[redacted:<keyed hash>]`.")
+    fields: list[str] = Field(
+        default=list(CREDENTIAL_FIELDS), description="Names of fields, headers, cookies, query parameters holding credentials."
+    )
+    patterns: list[str] = Field(default=[], description="Extra regular expressions of secrets in any text (group 1, if any: the secret).")
+    observations: bool = Field(default=True, description="Redact observations too, not only calls.")
+    key_env: str | None = Field(default="SIMROUTE_REDACTION_KEY", description="The environment variable holding the HMAC key.")
+    key_file: str | None = Field(default=None, description="Else this file (relative to the config); unset: `redaction.key` by the store.")
 
     @field_validator("patterns")
     @classmethod
@@ -273,12 +265,9 @@ class RedactionConfig(Strict):
 class ServiceConfig(Strict):
     """Who may talk to simroute over the network (MCP over HTTP, the HTTP proxy)."""
 
-    # Named tokens (name: token). With any token (here or SIMROUTE_TOKEN), MCP over HTTP
-    # needs `Authorization: Bearer TOKEN` and the proxy `Proxy-Authorization` session:TOKEN;
-    # a session id lives in its token's namespace. Binds beyond loopback need one.
-    tokens: dict[str, str] = {}
-    allowed_hosts: list[str] = []  # Host header values the MCP endpoint accepts beyond loopback names
-    allowed_origins: list[str] = []  # browser Origins the MCP endpoint accepts beyond loopback ones
+    tokens: dict[str, str] = Field(default={}, description="Named tokens (`name: token`, 16+ characters); with any, HTTP clients need one.")
+    allowed_hosts: list[str] = Field(default=[], description="`Host` values the MCP endpoint accepts beyond loopback and its bind address.")
+    allowed_origins: list[str] = Field(default=[], description="Browser `Origin`s the MCP endpoint accepts beyond loopback and its own.")
 
     @field_validator("tokens")
     @classmethod
@@ -294,8 +283,8 @@ class ServiceConfig(Strict):
 
 
 class SessionsConfig(Strict):
-    idle_ttl_s: PositiveFloat = 1800.0
-    max_open: PositiveInt = 256
+    idle_ttl_s: PositiveFloat = Field(default=1800.0, description="Close agent sessions idle this long, with their upstreams.")
+    max_open: PositiveInt = Field(default=256, description="Cap on open agent sessions; past it a new session's calls get a clear error.")
 
 
 SafetyClassName = Literal["safe", "side_effect", "destructive"]
@@ -304,12 +293,14 @@ SafetyClassName = Literal["safe", "side_effect", "destructive"]
 class SafetyConfig(Strict):
     """The safety gate: every call is classed safe, side_effect or destructive."""
 
-    max_command_chars: PositiveInt = 10_000  # longer shell command lines are not parsed, and never safe
-    trusted_servers: list[str] = []  # MCP servers whose tool annotations may also make a call safer
-    production_hosts: list[str] = []  # HTTP hosts (globs; a domain covers its subdomains) where any write is destructive
-    sensitive_domains: list[str] = []  # sites where submitting, buying, deleting… in the browser is destructive
-    http_safe_methods: list[str] = ["GET", "HEAD", "OPTIONS"]  # HTTP methods that read
-    tools: dict[str, dict[str, SafetyClassName]] = {}  # per server (glob), per tool (glob): the class, overriding the classifier
+    max_command_chars: PositiveInt = Field(default=10_000, description="Longer shell command lines are not parsed, and never `safe`.")
+    trusted_servers: list[str] = Field(default=[], description="MCP servers whose tool annotations may also make a call safer.")
+    production_hosts: list[str] = Field(default=[], description="HTTP hosts (globs, with subdomains) where any write is `destructive`.")
+    sensitive_domains: list[str] = Field(default=[], description="Sites where submitting, buying, deleting… in a browser is `destructive`.")
+    http_safe_methods: list[str] = Field(default=["GET", "HEAD", "OPTIONS"], description="HTTP methods that read.")
+    tools: dict[str, dict[str, SafetyClassName]] = Field(
+        default={}, description="Per server and tool (globs): the class, overriding the classifier."
+    )
 
     def settings(self):
         from policies.safety import SafetySettings
@@ -328,26 +319,26 @@ class SafetyConfig(Strict):
 class RehearsalConfig(Strict):
     """Rehearsal: calls whose class is diverted on their channel never reach the real side."""
 
-    enabled: bool = False
-    on_divert: Literal["sim", "deny"] = "sim"
-    # Per channel, the classes diverted; a channel left out keeps its default
-    # (shell: destructive; mcp, http, browser: side_effect and destructive).
-    divert: dict[Literal["shell", "mcp", "http", "browser"], list[SafetyClassName]] = {}
-    allow: list[Any] = []  # rules that run before the gate (e.g. `rm -rf build/` may run for real)
+    enabled: bool = Field(default=False, description="Divert calls whose class is in `rehearsal.divert` away from the real side.")
+    on_divert: Literal["sim", "deny"] = Field(default="sim", description="What a diverted call gets: `sim` or `deny`.")
+    divert: dict[Literal["shell", "mcp", "http", "browser"], list[SafetyClassName]] = Field(
+        default={}, description="Per channel, the classes diverted (default shell: destructive; others: side_effect, destructive)."
+    )
+    allow: list[Any] = Field(default=[], description="Rules that run before the gate, in the form of `rules`.")
 
 
 class LearnedConfig(Strict):
     """The learned router (`mode: learned`, a rule's `route: learned`)."""
 
-    model: str = ".simroute/router.skops"  # relative to the config folder
-    max_divergence: float = Field(default=0.2, ge=0.0, le=1.0)  # a sim label is acceptable at or below it
-    target_fidelity: float = Field(default=0.9, gt=0.0, le=1.0)  # `simroute train` picks thresholds for it
-    min_labels: PositiveInt = 20  # per tool and route; below it the per-tool estimate decides
-    prior_confidence: float = Field(default=0.8, gt=0.0, lt=1.0)  # of the per-tool estimate's lower bound
-    explore_rate: float = Field(default=0.05, ge=0.0, le=1.0)
-    latency_weight: float = Field(default=0.1, ge=0.0)  # cost per second of expected latency
-    sim_price: float = Field(default=0.1, ge=0.0)
-    simulate_side_effects: bool = False  # let calls not classed safe leave the real side
-    refresh_s: PositiveFloat = 30.0  # per-tool statistics and recorded replay keys refreshed this often
-    watch_s: PositiveFloat = 1.0  # the model file is checked for a new model this often
-    max_records: PositiveInt = 50_000  # newest records read for training and statistics
+    model: str = Field(default=".simroute/router.skops", description="The learned router's model (relative to the config folder).")
+    max_divergence: float = Field(default=0.2, ge=0.0, le=1.0, description="An answer is acceptable at or below this divergence.")
+    target_fidelity: float = Field(default=0.9, gt=0.0, le=1.0, description="`simroute train` picks thresholds to keep this fidelity.")
+    min_labels: PositiveInt = Field(default=20, description="Labels per tool and route before the classifier decides.")
+    prior_confidence: float = Field(default=0.8, gt=0.0, lt=1.0, description="Confidence of the per-tool estimate's lower bound.")
+    explore_rate: float = Field(default=0.05, ge=0.0, le=1.0, description="Share of decided calls sent the other way with shadow.")
+    latency_weight: float = Field(default=0.1, ge=0.0, description="Cost per second of expected latency (cost = price + weight × latency).")
+    sim_price: float = Field(default=0.1, ge=0.0, description="The price of a simulated call (replay's is 0).")
+    simulate_side_effects: bool = Field(default=False, description="Let calls not classed `safe` leave the real side.")
+    refresh_s: PositiveFloat = Field(default=30.0, description="Per-tool statistics and replay keys refreshed this often.")
+    watch_s: PositiveFloat = Field(default=1.0, description="The model file is checked for a new model this often.")
+    max_records: PositiveInt = Field(default=50_000, description="Newest records read for training and statistics.")
