@@ -426,10 +426,11 @@ def explain(
     learned = None
     if cfg.uses_learned():
         from policies.learned.persistence import ModelLoadError
-        from router.cli.learned import loaded_policy
+        from router.cli.learned import stored_rows
+        from router.reports.learned_policy import loaded_policy
 
         try:
-            learned = loaded_policy(cfg)
+            learned = loaded_policy(cfg, rows=stored_rows(cfg))
         except ModelLoadError as exc:
             typer.echo(f"simroute: {exc}", err=True)
             raise typer.Exit(1) from exc
