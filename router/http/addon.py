@@ -92,7 +92,7 @@ class HttpRouting:
             return
         try:
             await self._route(flow)
-        except Exception as exc:
+        except Exception as exc:  # the front door's last resort: fail closed (never forward unrouted), recorded, the proxy stays up
             log.exception("routing %s %s failed", flow.request.method, flow.request.pretty_url)
             real: RealSide | None = flow.metadata.pop(REAL, None)
             if real is not None and real.timer is not None:
@@ -100,7 +100,7 @@ class HttpRouting:
             refused = Refused(500, "http-routing", f"simroute: routing failed: {type(exc).__name__}: {exc}")
             try:
                 await self.door.refuse(flow, refused, session_id=f"http-{flow.client_conn.id[:12]}")
-            except Exception:
+            except Exception:  # the same boundary: even the record failed, the request still never goes out
                 log.exception("recording a routing failure failed")
                 flow.response = make_response(*response_parts(Observation.error(refused.reason), fallback_status=500), Route.DENY, None)
 

@@ -80,7 +80,7 @@ class TunnelRouting:
     async def tcp_start(self, flow: tcp.TCPFlow) -> None:
         try:
             await self._gate(flow)
-        except Exception as exc:
+        except Exception as exc:  # the front door's last resort for a tunnel: fail closed, it never connects
             log.exception("routing a raw TCP tunnel failed")
             flow.metadata.pop(_TUNNEL, None)
             flow.server_conn.error = f"simroute: routing failed: {type(exc).__name__}: {exc}"
