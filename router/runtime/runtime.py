@@ -317,7 +317,7 @@ class Runtime:
 def _build_proxy(
     parts: RoutingParts, config: Config, http_channel_port: int | None, tokens: Tokens
 ) -> tuple[HttpProxy | None, BrowserEgress | None]:
-    """One proxy per runtime, with a listener per door (see router/http/proxy.py)."""
+    """One proxy per runtime, with a listener per door (see router/http/proxy.py and listeners.py)."""
     listeners = []
     if http_channel_port is not None:
         gate = ProxyGate(session_header=config.http.session_header, tokens=tokens)
