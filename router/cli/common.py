@@ -1,20 +1,21 @@
 """What every `simroute` command shares: the --config option, loading the config
-(exit 2 with the error), and reading the record store (SQLite read-only, or Redis)."""
+(exit 2 with the error), reading the record store (SQLite read-only, or Redis),
+and, for the commands that run a while, logging to stderr, HOST:PORT options and
+a clean stop on SIGTERM."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import signal
+import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from pathlib import Path
-from typing import Annotated
-
 from router.config import Config, ConfigError, load_config
-
-T = TypeVar("T")
 
 ConfigOption = Annotated[
     Path | None,
@@ -30,7 +31,7 @@ def load_or_exit(path: Path | None) -> Config:
         raise typer.Exit(2) from exc
 
 
-def read_store(cfg: Config, query: Callable[[Any], Awaitable[T]]) -> T:
+def read_store[T](cfg: Config, query: Callable[[Any], Awaitable[T]]) -> T:
     """Run one read-only query against the config's store (exit 1 with the reason on failure)."""
     from shadow.store.protocol import StoreError
 
@@ -50,3 +51,31 @@ def read_store(cfg: Config, query: Callable[[Any], Awaitable[T]]) -> T:
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
+
+
+def log_to_stderr(verbose: bool) -> None:
+    # stdout may be the MCP protocol channel: logs always go to stderr.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise typer.BadParameter(f"expected HOST:PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def stop_cleanly_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C, so the runtime closes: sandboxes and browsers
+    are removed, pending records flushed. (uvicorn re-raises the signal after its
+    own graceful shutdown; the default action would kill the process before the
+    server's lifespan closes.)"""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)

@@ -129,16 +129,22 @@ async def run_demo(workdir: Path) -> int:
     shadowed = [r for r in records if r["route"] == "shadow"]
     print("\n== shadowed calls: real served, simulated off the agent's path ==")
     for record in shadowed:
-        simulated = json.dumps((record["shadow"] or {}).get("structured") or (record["shadow"] or {}).get("content"), ensure_ascii=False)[:70]
+        simulated = json.dumps((record["shadow"] or {}).get("structured") or (record["shadow"] or {}).get("content"), ensure_ascii=False)[
+            :70
+        ]
         kind = record.get("divergence_kind") or "-"
         print(f"{record['tool']:14} status {record['status']:8} divergence {record['divergence']!s:6} {kind:9}  simulated: {simulated}")
     print(f"\n{len(records)} records in {workdir / 'records.db'}  (simroute records --config {config_path})")
 
     replayed = [r for r in second if r["provenance"] == "replay"]
-    same = all(a["answer"] == b["answer"] for a, b in zip(first, second) if b["provenance"] == "replay")
+    same = all(a["answer"] == b["answer"] for a, b in zip(first, second, strict=False) if b["provenance"] == "replay")
     simulated = [r for r in first + second if r["route"] == "sim"]
     shell_real_ok = all(r["provenance"] == "real" for r in first + second if r["tool"] == "shell_exec" and r["route"] != "sim")
-    simulated_ok = shell_real_ok and len(simulated) == 4 and all(r["provenance"] == "sim" and "world model failed" not in json.dumps(r["answer"]) for r in simulated)
+    simulated_ok = (
+        shell_real_ok
+        and len(simulated) == 4
+        and all(r["provenance"] == "sim" and "world model failed" not in json.dumps(r["answer"]) for r in simulated)
+    )
     shadow_ok = len(shadowed) == 2 and all(r["status"] == "complete" and r["divergence"] is not None for r in shadowed)
     ok = len(replayed) == 3 and same and simulated_ok and shadow_ok and http_sessions_ok(web_first, web_second)
     print("demo:", "ok" if ok else "UNEXPECTED ROUTES")

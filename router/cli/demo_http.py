@@ -83,7 +83,9 @@ def http_proxy(command: list[str], config_path: Path) -> Iterator[str]:
     log = config_path.parent / "http-proxy.log"
     process = subprocess.Popen(
         [*command, "http-proxy", "--config", str(config_path), "--port", str(port)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
         wait_for_port(port, process, timeout_s=60, describe=log.read_text)
@@ -104,14 +106,16 @@ def run_http_sessions(command: list[str], config_path: Path) -> list[list[dict[s
             with httpx.Client(proxy=proxy, trust_env=False, timeout=180, headers={"X-Simroute-Session": session}) as client:
                 for method, path, payload in REQUESTS:
                     response = client.request(method, api + path, json=payload)
-                    rows.append({
-                        "request": f"{method} {path}",
-                        "status": response.status_code,
-                        "route": response.headers.get("x-simroute-route", "?"),
-                        "provenance": response.headers.get("x-simroute-provenance", "?"),
-                        "record_id": response.headers.get("x-simroute-record", ""),
-                        "answer": response.text,
-                    })
+                    rows.append(
+                        {
+                            "request": f"{method} {path}",
+                            "status": response.status_code,
+                            "route": response.headers.get("x-simroute-route", "?"),
+                            "provenance": response.headers.get("x-simroute-provenance", "?"),
+                            "record_id": response.headers.get("x-simroute-record", ""),
+                            "answer": response.text,
+                        }
+                    )
             sessions.append(rows)
     return sessions
 
@@ -123,7 +127,9 @@ def print_http_rows(label: str, rows: list[dict[str, Any]], records: dict[str, d
         record = records.get(row["record_id"], {})
         latency = record.get("latency_ms", float("nan"))
         answer = " ".join(row["answer"].split())[:60]
-        print(f"{row['request']:22} {row['status']:6} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  {record.get('policy', '?'):22} {answer}")
+        print(
+            f"{row['request']:22} {row['status']:6} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  {record.get('policy', '?'):22} {answer}"
+        )
 
 
 def http_sessions_ok(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:

@@ -23,9 +23,11 @@ def render_diff(row: dict[str, Any], *, max_lines: int = 80) -> Group:
     score, kind = row.get("divergence"), row.get("divergence_kind") or "-"
     evidence = row.get("divergence_evidence") or {}
     header = Text.assemble(
-        (f"{row['id']}", "bold"), f"  {row['session']} #{row['step']}  {row['server']}.{row['tool']}  route {row['route']}  status {row['status']}\n",
+        (f"{row['id']}", "bold"),
+        f"  {row['session']} #{row['step']}  {row['server']}.{row['tool']}  route {row['route']}  status {row['status']}\n",
         f"arguments {json.dumps(row['arguments'], ensure_ascii=False)[:200]}\n",
-        "divergence ", (f"{score if score is not None else '-'} ({kind})", DIVERGENT if kind not in ("none", "-") else "green"),
+        "divergence ",
+        (f"{score if score is not None else '-'} ({kind})", DIVERGENT if kind not in ("none", "-") else "green"),
         f"   real {real.provenance}, simulated {sim.provenance}",
     )
     parts: list[Any] = [header]

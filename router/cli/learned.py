@@ -1,5 +1,5 @@
-"""`simroute train`, `simroute eval` and `simroute reload`: the learned router's commands,
-and what `simroute explain` needs to show its probabilities."""
+"""`simroute train`, `simroute eval` and `simroute reload`: the learned router's commands.
+Loading and showing the learned policy lives in `router/reports/learned_policy.py`."""
 
 from __future__ import annotations
 
@@ -15,33 +15,14 @@ from router.config import Config
 ModelOption = Annotated[Path | None, typer.Option("--model", help="The model file (default: learned.model of the config).")]
 
 
-def replay_key_function(cfg: Config):
-    """Replay keys as the router makes them (secrets are not redacted here: a call
-    carrying one gets another key than the router's, so it shows no recording)."""
-    from backends.replay import ReplayBackend
-
-    replay = ReplayBackend(None, ignore_arguments=cfg.replay.ignore_arguments, canonical={"http": cfg.http_canonical()}, scheme_inputs=cfg.replay_key_scheme())  # type: ignore[arg-type]
-    return lambda call: replay.keys(call).replay
-
-
 def _rows(cfg: Config) -> list[dict[str, Any]]:
     return read_store(cfg, lambda store: store.recent(limit=cfg.learned.max_records))
 
 
-def loaded_policy(cfg: Config, model_path: Path | None = None, rows: list[dict[str, Any]] | None = None):
-    """A LearnedPolicy with the model (if its file exists) and statistics from the store."""
-    from policies.learned import LearnedPolicy, StateBuilder
-    from policies.learned.persistence import load_model
-    from router.runtime.policy_chain import learned_settings
-
-    path = model_path or cfg.learned_model_path
-    model = load_model(path) if path.exists() else None
-    builder = StateBuilder(max_divergence=cfg.learned.max_divergence, confidence=cfg.learned.prior_confidence)
-    if rows is None:
-        exists = cfg.store.redis_url is not None or cfg.store_path.exists()
-        rows = _rows(cfg) if exists else []
-    builder.add(sorted(rows, key=lambda r: (r["ts"], r["id"])))
-    return LearnedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model, state=builder.snapshot())
+def stored_rows(cfg: Config) -> list[dict[str, Any]]:
+    """The records the learned router's statistics start from: none before the store exists."""
+    exists = cfg.store.redis_url is not None or cfg.store_path.exists()
+    return _rows(cfg) if exists else []
 
 
 def _settings(cfg: Config):
@@ -50,7 +31,12 @@ def _settings(cfg: Config):
     from router.runtime.policy_chain import learned_settings
 
     live: LearnedSettings = learned_settings(cfg)
-    return TrainingSettings(target_fidelity=cfg.learned.target_fidelity, sim_price=live.sim_price, latency_weight=live.latency_weight, real_price=live.real_price)
+    return TrainingSettings(
+        target_fidelity=cfg.learned.target_fidelity,
+        sim_price=live.sim_price,
+        latency_weight=live.latency_weight,
+        real_price=live.real_price,
+    )
 
 
 def train(config: ConfigOption = None, model: ModelOption = None) -> None:
@@ -71,7 +57,9 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
     rows = _rows(cfg)
     labels = labels_from_rows(rows, max_divergence=cfg.learned.max_divergence)
     if not labels:
-        typer.echo("simroute: no labels yet: shadow some calls first (mode: shadow, shadow.rate, or repeated real calls for replay)", err=True)
+        typer.echo(
+            "simroute: no labels yet: shadow some calls first (mode: shadow, shadow.rate, or repeated real calls for replay)", err=True
+        )
         raise typer.Exit(1)
     settings = _settings(cfg)
     with Progress(console=console, transient=True) as progress:
@@ -79,10 +67,18 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
         result = train_routes(labels, settings, advance=lambda what: progress.update(task, advance=1, description=what or "training"))
     path = model or cfg.learned_model_path
     card = {
-        "simroute_version": _version(), "created": now_iso(), "target_fidelity": cfg.learned.target_fidelity,
-        "max_divergence": cfg.learned.max_divergence, "features": feature_names(), "n_bits": N_BITS,
-        "data": {"records": len(rows), "labels": {r: rep.labels for r, rep in result.reports.items()},
-                 "first": _iso(min(r["ts"] for r in rows)), "last": _iso(max(r["ts"] for r in rows))},
+        "simroute_version": _version(),
+        "created": now_iso(),
+        "target_fidelity": cfg.learned.target_fidelity,
+        "max_divergence": cfg.learned.max_divergence,
+        "features": feature_names(),
+        "n_bits": N_BITS,
+        "data": {
+            "records": len(rows),
+            "labels": {r: rep.labels for r, rep in result.reports.items()},
+            "first": _iso(min(r["ts"] for r in rows)),
+            "last": _iso(max(r["ts"] for r in rows)),
+        },
         "routes": {route: report.to_json() for route, report in result.reports.items()},
     }
     save_model(path, result.classifiers, result.thresholds, n_bits=N_BITS, card=card)
@@ -95,20 +91,37 @@ def print_reports(console, reports, *, target: float) -> None:
 
     for route, report in reports.items():
         if not report.trained:
-            console.print(f"[bold]{route}[/]: {report.labels} labels ({report.acceptable} acceptable): no classifier — {report.why_not}; "
-                          "the per-tool Beta-Binomial estimate decides this route")
+            console.print(
+                f"[bold]{route}[/]: {report.labels} labels ({report.acceptable} acceptable): no classifier — {report.why_not}; "
+                "the per-tool Beta-Binomial estimate decides this route"
+            )
             continue
-        console.print(f"[bold]{route}[/]: {report.labels} labels ({report.acceptable} acceptable), cross-validated ROC-AUC "
-                      f"{report.auc:.3f}, Brier {report.brier:.3f}")
-        console.print("  calibration (predicted -> acceptable, count): " + ", ".join(f"{b['predicted']:.2f}->{b['acceptable']:.2f} ({b['count']})" for b in report.calibration))
-        table = Table("threshold", f"share to {route}", "fidelity kept", "real calls saved", "cost saved", title=f"{route}: share vs fidelity")
+        console.print(
+            f"[bold]{route}[/]: {report.labels} labels ({report.acceptable} acceptable), cross-validated ROC-AUC "
+            f"{report.auc:.3f}, Brier {report.brier:.3f}"
+        )
+        console.print(
+            "  calibration (predicted -> acceptable, count): "
+            + ", ".join(f"{b['predicted']:.2f}->{b['acceptable']:.2f} ({b['count']})" for b in report.calibration)
+        )
+        table = Table(
+            "threshold", f"share to {route}", "fidelity kept", "real calls saved", "cost saved", title=f"{route}: share vs fidelity"
+        )
         for point in report.curve:
             mark = " *" if report.chosen is not None and point.threshold == report.chosen.threshold else ""
-            table.add_row(f"{point.threshold:.3f}{mark}", f"{point.share:.1%}", f"{point.fidelity:.3f}", str(point.real_calls_saved), f"{point.cost_saved:.2f}")
+            table.add_row(
+                f"{point.threshold:.3f}{mark}",
+                f"{point.share:.1%}",
+                f"{point.fidelity:.3f}",
+                str(point.real_calls_saved),
+                f"{point.cost_saved:.2f}",
+            )
         console.print(table)
         chosen = report.chosen
-        console.print(f"  threshold for fidelity {target:g}: {chosen.threshold:.3f} -> {chosen.share:.1%} of calls to {route}, "
-                      f"fidelity {chosen.fidelity:.3f}, {chosen.real_calls_saved} real calls and {chosen.cost_saved:.2f} cost saved")
+        console.print(
+            f"  threshold for fidelity {target:g}: {chosen.threshold:.3f} -> {chosen.share:.1%} of calls to {route}, "
+            f"fidelity {chosen.fidelity:.3f}, {chosen.real_calls_saved} real calls and {chosen.cost_saved:.2f} cost saved"
+        )
 
 
 def evaluate(config: ConfigOption = None, model: ModelOption = None) -> None:
@@ -173,16 +186,4 @@ def _iso(ts: float) -> str:
     return datetime.datetime.fromtimestamp(ts, datetime.UTC).isoformat(timespec="seconds")
 
 
-def learned_json(policy, call, session, verdict) -> dict[str, Any]:
-    """What `simroute explain` shows of the learned router for a call."""
-    assessment = policy.assess(call, session, verdict)
-    model = policy.model
-    return {
-        "route": str(assessment.route), "candidates": [c.to_json() for c in assessment.candidates], "real_cost": round(assessment.real_cost, 4),
-        "model": model.digest if model is not None else None,
-        "thresholds": {route: m.threshold for route, m in model.routes.items()} if model is not None else {},
-        "labels": policy.state.labels,
-    }
-
-
-__all__ = ["evaluate", "learned_json", "loaded_policy", "reload", "train"]
+__all__ = ["evaluate", "reload", "stored_rows", "train"]

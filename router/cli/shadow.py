@@ -11,7 +11,6 @@ from router.cli.common import ConfigOption, load_or_exit, read_store
 from router.config import Config
 
 
-
 def read_rows(cfg: Config) -> list[dict[str, Any]]:
     """Every record of the config's store, oldest first."""
     return read_store(cfg, lambda store: store.recent())
@@ -33,8 +32,18 @@ def noise(
     rows = [row for row in model.table() if row.noisy or not noisy_only]
     if as_json:
         for row in rows:
-            typer.echo(json.dumps({"tool": row.tool, "path": row.path, "disagreements": row.disagreements, "pairs": row.pairs,
-                                   "lower_bound": row.lower_bound, "noisy": row.noisy}))
+            typer.echo(
+                json.dumps(
+                    {
+                        "tool": row.tool,
+                        "path": row.path,
+                        "disagreements": row.disagreements,
+                        "pairs": row.pairs,
+                        "lower_bound": row.lower_bound,
+                        "noisy": row.noisy,
+                    }
+                )
+            )
         return
     if not rows:
         typer.echo("simroute: no real-vs-real pairs with a difference yet (the same call made twice on the real route)")
@@ -42,7 +51,9 @@ def noise(
     rule = model.rule
     typer.echo(f"noise: Wilson lower bound (z={rule.z:g}) >= {rule.min_rate:g} over >= {rule.min_pairs} pairs")
     for row in rows:
-        typer.echo(f"{row.tool:32} {row.path:40} {row.disagreements:>4}/{row.pairs:<4} lower {row.lower_bound:5.3f}  {'noisy' if row.noisy else '-'}")
+        typer.echo(
+            f"{row.tool:32} {row.path:40} {row.disagreements:>4}/{row.pairs:<4} lower {row.lower_bound:5.3f}  {'noisy' if row.noisy else '-'}"
+        )
 
 
 def diff(

@@ -36,6 +36,7 @@ def refusal(request: Request, tokens: Tokens) -> Response | None:
     if token_name(request, tokens) is None:
         return JSONResponse(
             {"error": "simroute: authentication required: Authorization: Bearer TOKEN, or open /dashboard?token=TOKEN once"},
-            status_code=401, headers={"www-authenticate": 'Bearer realm="simroute"'},
+            status_code=401,
+            headers={"www-authenticate": 'Bearer realm="simroute"'},
         )
     return None

@@ -38,30 +38,48 @@ class CallMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.calls = Counter(
-            "simroute_calls", "Routed calls, by channel, route, provenance and outcome.",
-            ("channel", "route", "provenance", "outcome"), registry=self.registry,
+            "simroute_calls",
+            "Routed calls, by channel, route, provenance and outcome.",
+            ("channel", "route", "provenance", "outcome"),
+            registry=self.registry,
         )
         self.latency = Histogram(
-            "simroute_call_latency_seconds", "Time to serve a call, per route.", ("route",),
-            buckets=LATENCY_BUCKETS_S, registry=self.registry,
+            "simroute_call_latency_seconds",
+            "Time to serve a call, per route.",
+            ("route",),
+            buckets=LATENCY_BUCKETS_S,
+            registry=self.registry,
         )
         self.divergence = Histogram(
-            "simroute_divergence", "Divergence of shadowed calls (0 same, 1 unrelated), per channel.", ("channel",),
-            buckets=DIVERGENCE_BUCKETS, registry=self.registry,
+            "simroute_divergence",
+            "Divergence of shadowed calls (0 same, 1 unrelated), per channel.",
+            ("channel",),
+            buckets=DIVERGENCE_BUCKETS,
+            registry=self.registry,
         )
         by_model = ("engine", "domain")
         self.prompt_tokens = Counter(
-            "simroute_world_model_prompt_tokens", "Prompt tokens sent to the world model.", by_model, registry=self.registry)
-        self.evaluated_tokens = Counter(
-            "simroute_world_model_evaluated_tokens", "Prompt tokens the world model evaluated (not reused from a cached prefix).",
-            by_model, registry=self.registry)
-        self.completion_tokens = Counter(
-            "simroute_world_model_completion_tokens", "Tokens the world model generated.", by_model, registry=self.registry)
-        self.generation = Histogram(
-            "simroute_world_model_generation_seconds", "Time of one world-model completion.", by_model,
-            buckets=GENERATION_BUCKETS_S, registry=self.registry,
+            "simroute_world_model_prompt_tokens", "Prompt tokens sent to the world model.", by_model, registry=self.registry
         )
-        self.store_errors = Counter("simroute_store_errors", "Record writes the store refused (the record went to the spool).", registry=self.registry)
+        self.evaluated_tokens = Counter(
+            "simroute_world_model_evaluated_tokens",
+            "Prompt tokens the world model evaluated (not reused from a cached prefix).",
+            by_model,
+            registry=self.registry,
+        )
+        self.completion_tokens = Counter(
+            "simroute_world_model_completion_tokens", "Tokens the world model generated.", by_model, registry=self.registry
+        )
+        self.generation = Histogram(
+            "simroute_world_model_generation_seconds",
+            "Time of one world-model completion.",
+            by_model,
+            buckets=GENERATION_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.store_errors = Counter(
+            "simroute_store_errors", "Record writes the store refused (the record went to the spool).", registry=self.registry
+        )
         self._counted: OrderedDict[str, bool] = OrderedDict()  # record id -> its divergence was counted
 
     def observe(self, record: Record, *, stored: bool) -> None:
@@ -111,17 +129,29 @@ class RuntimeGauges(Collector):
     def collect(self) -> Iterator[Any]:
         values = self._read()
         yield GaugeMetricFamily("simroute_shadow_queue_depth", "Shadow work queued or running.", value=values.get("queue_depth", 0))
-        yield CounterMetricFamily("simroute_shadow_skipped", "Shadow work skipped because the queue was full.", value=values.get("skipped", 0))
-        yield GaugeMetricFamily("simroute_spool_bytes", "Size of the record spool file (records waiting for the store).", value=values.get("spool_bytes", 0))
-        yield CounterMetricFamily("simroute_spooled_records", "Records written to the spool instead of the store.", value=values.get("spooled", 0))
-        yield GaugeMetricFamily("simroute_shell_pool_ready", "Started sandboxes waiting in the warm pool for a new session.", value=values.get("pool_ready", 0))
+        yield CounterMetricFamily(
+            "simroute_shadow_skipped", "Shadow work skipped because the queue was full.", value=values.get("skipped", 0)
+        )
+        yield GaugeMetricFamily(
+            "simroute_spool_bytes", "Size of the record spool file (records waiting for the store).", value=values.get("spool_bytes", 0)
+        )
+        yield CounterMetricFamily(
+            "simroute_spooled_records", "Records written to the spool instead of the store.", value=values.get("spooled", 0)
+        )
+        yield GaugeMetricFamily(
+            "simroute_shell_pool_ready", "Started sandboxes waiting in the warm pool for a new session.", value=values.get("pool_ready", 0)
+        )
         yield GaugeMetricFamily("simroute_shell_sandboxes", "Sandboxes held by agent sessions.", value=values.get("sandboxes", 0))
         # The noise learner (shadow/noise_learner.py): what became of each pair of real answers it was offered.
-        pairs = CounterMetricFamily("simroute_noise_pairs", "Pairs of real answers offered to the noise learner, by outcome.", labels=["outcome"])
+        pairs = CounterMetricFamily(
+            "simroute_noise_pairs", "Pairs of real answers offered to the noise learner, by outcome.", labels=["outcome"]
+        )
         for outcome in ("learned", "unsettled", "dropped"):
             pairs.add_metric([outcome], values.get(f"noise_{outcome}", 0))
         yield pairs
-        probes = CounterMetricFamily("simroute_noise_probes", "Noise probes (a read-only call repeated off the path), by outcome.", labels=["outcome"])
+        probes = CounterMetricFamily(
+            "simroute_noise_probes", "Noise probes (a read-only call repeated off the path), by outcome.", labels=["outcome"]
+        )
         for outcome in ("answered", "skipped", "failed"):
             probes.add_metric([outcome], values.get(f"probes_{outcome}", 0))
         yield probes

@@ -35,7 +35,9 @@ def tool_outlook(policy: LearnedPolicy, channel: str, server: str, tool: str, ex
     recorded_key = (example or {}).get("replay_key") or (example or {}).get("call_key")
     # The example is a real recording of this very call: replay has something to serve.
     # Replay is eligible when the state knows a real recording of this key (as on the decision path).
-    view = LearnedPolicy(policy.settings, replay_key_of=(lambda _call: recorded_key) if recorded_key else None, model=policy.model, state=policy.state)
+    view = LearnedPolicy(
+        policy.settings, replay_key_of=(lambda _call: recorded_key) if recorded_key else None, model=policy.model, state=policy.state
+    )
     probabilities = view.assess(call, Session(_SESSION), SAFE_READ)
     safety = _verdict(example)
     decided = view.assess(call, Session(_SESSION), safety)
@@ -99,5 +101,7 @@ class RouterOutlook:
             row["router"] = None
             if policy is None or policy.model is None:
                 continue
-            examples = await self.store.examples(row["channel"], row["server"], row["tool"], exclude_session=_SESSION, call_key=None, limit=1)
+            examples = await self.store.examples(
+                row["channel"], row["server"], row["tool"], exclude_session=_SESSION, call_key=None, limit=1
+            )
             row["router"] = tool_outlook(policy, row["channel"], row["server"], row["tool"], examples[0] if examples else None)

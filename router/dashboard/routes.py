@@ -21,8 +21,8 @@ from starlette.routing import Route
 
 from router.auth import Tokens
 from router.dashboard.access import refusal
-from shadow.compare.line_diff import record_diffs
 from router.dashboard.metrics import CONTENT_TYPE, CallMetrics, StoreTotals
+from shadow.compare.line_diff import record_diffs
 from shadow.store.protocol import RecordFilter, StoreError
 
 CHART_JS = Path("/usr/share/javascript/chart.js/chart.min.js")  # Debian's libjs-chart.js (MIT)
@@ -113,7 +113,13 @@ class Dashboard:
     async def overview(self, params: Any, *, now: float) -> dict[str, Any]:
         where = record_filter(params, now=now)
         bucket_s = bucket_for(where, now=now)
-        return {"bucket_s": bucket_s, "since": where.since, "until": where.until or now, "rows": await self.store.overview(where, bucket_s=bucket_s), **self._live()}
+        return {
+            "bucket_s": bucket_s,
+            "since": where.since,
+            "until": where.until or now,
+            "rows": await self.store.overview(where, bucket_s=bucket_s),
+            **self._live(),
+        }
 
     async def fidelity(self, params: Any, *, now: float) -> dict[str, Any]:
         rows = await self.store.fidelity(record_filter(params, now=now))
@@ -126,7 +132,9 @@ class Dashboard:
             limit = min(int(params.get("limit") or 50), MAX_PAGE)
         except ValueError as exc:
             raise BadQuery(f"limit must be a number: {exc}") from exc
-        rows = await self.store.page(record_filter(params, now=now), before=params.get("before") or None, after=params.get("after") or None, limit=limit)
+        rows = await self.store.page(
+            record_filter(params, now=now), before=params.get("before") or None, after=params.get("after") or None, limit=limit
+        )
         return {"rows": [_summary(row) for row in rows]}
 
     async def record(self, params: Any, *, now: float) -> dict[str, Any]:
@@ -159,7 +167,23 @@ class Dashboard:
 
 
 _NO_STORE = {"cache-control": "no-store"}
-_SUMMARY_FIELDS = ("id", "ts", "session", "step", "channel", "server", "tool", "route", "provenance", "status", "divergence", "divergence_kind", "policy", "reason", "latency_ms")
+_SUMMARY_FIELDS = (
+    "id",
+    "ts",
+    "session",
+    "step",
+    "channel",
+    "server",
+    "tool",
+    "route",
+    "provenance",
+    "status",
+    "divergence",
+    "divergence_kind",
+    "policy",
+    "reason",
+    "latency_ms",
+)
 
 
 def _summary(row: dict[str, Any]) -> dict[str, Any]:

@@ -9,28 +9,31 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from policies.learned.persistence import card_path
+from router.dashboard.metrics import CallMetrics, RuntimeGauges, StoreTotals
 from router.dashboard.outlook import RouterOutlook
 from router.dashboard.routes import Dashboard
-from router.dashboard.metrics import CallMetrics, RuntimeGauges, StoreTotals
+from router.runtime.learned_service import build_learned_service
 
 if TYPE_CHECKING:
-    from router.runtime.runtime import Runtime
     from router.config import Config
+    from router.runtime.runtime import Runtime
 
 
 def _card_path(config: Config):
-    from policies.learned.persistence import card_path
-
     return card_path(config.learned_model_path)
 
 
 def _outlook(config: Config, store: Any, service: Any = None) -> RouterOutlook:
     """The router's view of each tool: the runtime's learned service when it has one,
     else one of the dashboard's own, made once a model card exists."""
-    from router.runtime.learned_service import build_learned_service
-
-    return RouterOutlook(_card_path(config), store, make_service=lambda: build_learned_service(config, store), service=service,
-                         refresh_s=config.learned.refresh_s)
+    return RouterOutlook(
+        _card_path(config),
+        store,
+        make_service=lambda: build_learned_service(config, store),
+        service=service,
+        refresh_s=config.learned.refresh_s,
+    )
 
 
 def runtime_dashboard(runtime: Runtime) -> Dashboard:
@@ -58,15 +61,21 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
     metrics.add_collector(RuntimeGauges(live))
     totals = StoreTotals(runtime.store)
     metrics.add_collector(totals)
-    return Dashboard(runtime.store, runtime.tokens, metrics, totals, _card_path(runtime.config), _outlook(runtime.config, runtime.store, runtime.learned))
+    return Dashboard(
+        runtime.store, runtime.tokens, metrics, totals, _card_path(runtime.config), _outlook(runtime.config, runtime.store, runtime.learned)
+    )
 
 
 def _noise_learning(learner: Any) -> dict[str, float]:
     if learner is None:
         return {}
     return {
-        "noise_learned": learner.learned, "noise_unsettled": learner.unsettled, "noise_dropped": learner.dropped,
-        "probes_answered": learner.probed, "probes_skipped": learner.probes_skipped, "probes_failed": learner.probes_failed,
+        "noise_learned": learner.learned,
+        "noise_unsettled": learner.unsettled,
+        "noise_dropped": learner.dropped,
+        "probes_answered": learner.probed,
+        "probes_skipped": learner.probes_skipped,
+        "probes_failed": learner.probes_failed,
     }
 
 
@@ -100,7 +109,9 @@ def standalone_app(config: Config, tokens: Any):
     from starlette.middleware import Middleware
 
     guard = Middleware(
-        HostOriginGuardMiddleware, mode="strict",
-        allowed_hosts=list(config.service.allowed_hosts) or None, allowed_origins=list(config.service.allowed_origins) or None,
+        HostOriginGuardMiddleware,
+        mode="strict",
+        allowed_hosts=list(config.service.allowed_hosts) or None,
+        allowed_origins=list(config.service.allowed_origins) or None,
     )
     return Starlette(routes=dashboard.routes(), lifespan=lifespan, middleware=[guard])

@@ -100,7 +100,9 @@ class ProxyGate:
         self._tunnels.pop(client_id, None)
         return self._per_connection.pop(client_id, None)
 
-    def _identify(self, client_id: str, named: str | None, authorization: str | None, *, tunnel: _Tunnel | None) -> tuple[str | None, str | None]:
+    def _identify(
+        self, client_id: str, named: str | None, authorization: str | None, *, tunnel: _Tunnel | None
+    ) -> tuple[str | None, str | None]:
         """(token name, session or None for the connection's own)."""
         credentials = basic_credentials(authorization)
         if self.browser is not None:

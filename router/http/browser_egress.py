@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from router.http.access import BrowserCredentials
 from router.http.addresses import BrowserAddresses, reach_of
+from router.http.ca import certificate_path
 
 if TYPE_CHECKING:
     from router.http.proxy import HttpProxy
@@ -51,9 +52,7 @@ class BrowserEgress:
         from cryptography import x509
         from cryptography.hazmat.primitives import serialization
 
-        from router.http.ca import certificate_path
-
-        cert = x509.load_pem_x509_certificate(certificate_path(self.proxy.runtime.config.ca_dir).read_bytes())
+        cert = x509.load_pem_x509_certificate(certificate_path(self.proxy.parts.ca_dir).read_bytes())
         spki = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
         return [f"--ignore-certificate-errors-spki-list={base64.b64encode(hashlib.sha256(spki).digest()).decode()}"]
 

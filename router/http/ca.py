@@ -74,4 +74,4 @@ Trust it in the agent's HTTP client (HTTPS through the proxy is decrypted with i
   system store (Debian/Ubuntu):
              sudo cp {cert} /usr/local/share/ca-certificates/simroute.crt && sudo update-ca-certificates
 Then point the agent at the proxy: HTTP_PROXY=http://127.0.0.1:8080 HTTPS_PROXY=http://127.0.0.1:8080
-Keep {cert.parent / (BASENAME + '-ca.pem')} private: it holds the CA's key."""
+Keep {cert.parent / (BASENAME + "-ca.pem")} private: it holds the CA's key."""

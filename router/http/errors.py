@@ -3,13 +3,11 @@
 mitmproxy answers a malformed request (400), an unreachable upstream, a TLS
 failure or a broken upstream connection (502) with an HTML page of its own,
 from its HTTP/1 layer's `make_error_response`. simroute replaces that one
-function so those answers are JSON with a reason and carry
-`X-Simroute-Provenance: none` like every other answer. The addon may ask for
+function (`mitmproxy_patches.install_error_pages`) with `error_response`, so those
+answers are JSON with a reason and carry `X-Simroute-Provenance: none` like every
+other answer. The addon may ask for
 the next error page of a given message to say something else (the real route's
 deadline is a 504, though mitmproxy only sees its upstream connection closed).
-
-Pinned to mitmproxy 12.2.3 (see pyproject.toml); `install()` fails loudly if the
-function it replaces is gone.
 """
 
 from __future__ import annotations
@@ -49,7 +47,7 @@ def _record_unparsed(message: str) -> str | None:
         return None
     try:
         return on_unparsed_request(message)
-    except Exception:  # the 400 still goes out; the failure to record is logged
+    except Exception:  # mitmproxy's synchronous error path, a last resort: the 400 still goes out; the failure to record is logged
         log.exception("recording a malformed request failed")
         return None
 
@@ -76,23 +74,12 @@ def _take(message: str) -> tuple[int, str, str | None] | None:
     return None
 
 
-def install() -> None:
-    from mitmproxy.proxy.layers.http import _http1
-
-    current = getattr(_http1, "make_error_response", None)
-    if current is None:
-        raise RuntimeError("mitmproxy's HTTP/1 layer has no make_error_response: simroute needs mitmproxy 12.2.3")
-    if getattr(current, "simroute", False):
-        return
-
-    def make_error_response(status_code: int, message: str = "") -> bytes:
-        override = _take(message)
-        if override is not None:
-            status, reason, record_id = override
-            return error_page(status, reason, record_id=record_id)
-        reason = f"simroute proxy: {message}" if message else f"simroute proxy: error {status_code}"
-        # A 400 without an override is a request no hook saw: recorded here.
-        return error_page(status_code, reason, record_id=_record_unparsed(message) if status_code == 400 else None)
-
-    make_error_response.simroute = True  # type: ignore[attr-defined]
-    _http1.make_error_response = make_error_response
+def error_response(status_code: int, message: str = "") -> bytes:
+    """What mitmproxy's HTTP/1 layer writes for an error (see `mitmproxy_patches.install_error_pages`)."""
+    override = _take(message)
+    if override is not None:
+        status, reason, record_id = override
+        return error_page(status, reason, record_id=record_id)
+    reason = f"simroute proxy: {message}" if message else f"simroute proxy: error {status_code}"
+    # A 400 without an override is a request no hook saw: recorded here.
+    return error_page(status_code, reason, record_id=_record_unparsed(message) if status_code == 400 else None)

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from router.config import HttpConfig
-
-if TYPE_CHECKING:
-    from router.runtime.runtime import Runtime
-    from router.http.access import ProxyGate
-    from router.http.addresses import BrowserAddresses, ChannelAddresses
+from router.http import errors, mitmproxy_patches
+from router.http.addon import HttpRouting
+from router.http.ca import CAError, ensure_ca
+from router.http.listeners import Listener, RoutingParts
+from router.http.tunnels import TunnelRouting
 
 log = logging.getLogger("simroute.http")
 
@@ -31,24 +29,9 @@ class ProxyStartError(RuntimeError):
     """The proxy could not listen (port taken, bad address)."""
 
 
-@dataclass(slots=True)
-class Listener:
-    name: str  # "http" (the channel) or "browser"
-    mode: str  # mitmproxy's mode: regular, reverse:URL, upstream:URL
-    host: str
-    port: int
-    gate: ProxyGate
-    addresses: ChannelAddresses | BrowserAddresses
-
-    @property
-    def spec(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.mode}@{host}:{self.port}"
-
-
 class HttpProxy:
-    def __init__(self, runtime: Runtime, config: HttpConfig, listeners: list[Listener]) -> None:
-        self.runtime = runtime
+    def __init__(self, parts: RoutingParts, config: HttpConfig, listeners: list[Listener]) -> None:
+        self.parts = parts
         self.config = config
         self.listeners = {listener.spec: listener for listener in listeners}
         self.ports: dict[str, int] = {}  # listener name -> the port it got
@@ -71,30 +54,29 @@ class HttpProxy:
         from mitmproxy import master, options
         from mitmproxy.addons import block, core, dns_resolver, next_layer, proxyserver, tlsconfig
 
-        from router.http import errors, first_bytes, limits
-        from router.http.addon import HttpRouting
-        from router.http.ca import CAError, ensure_ca
-        from router.http.tunnels import TunnelRouting
-
-        ca_dir = self.runtime.config.ca_dir
+        ca_dir = self.parts.ca_dir
         try:
             ensure_ca(ca_dir)
         except (CAError, OSError) as exc:
             raise ProxyStartError(str(exc)) from exc
-        errors.install()
-        limits.install()
-        first_bytes.install(self.config.tunnel_first_bytes_s)
+        mitmproxy_patches.install(self.config.tunnel_first_bytes_s)
         opts = options.Options()
         self._master = m = master.Master(opts, with_termlog=False)
-        self._routing = routing = HttpRouting(self.runtime, self.config, listeners=self.listeners, master=m)
-        errors.on_unparsed_request = routing.record_unparsed
+        self._routing = routing = HttpRouting(self.parts, self.config, listeners=self.listeners, master=m)
+        errors.on_unparsed_request = routing.door.record_unparsed
         m.addons.add(
-            core.Core(), block.Block(), proxyserver.Proxyserver(), dns_resolver.DnsResolver(), next_layer.NextLayer(),
-            tlsconfig.TlsConfig(), routing, TunnelRouting(self.runtime, routing),
+            core.Core(),
+            block.Block(),
+            proxyserver.Proxyserver(),
+            dns_resolver.DnsResolver(),
+            next_layer.NextLayer(),
+            tlsconfig.TlsConfig(),
+            routing,
+            TunnelRouting(routing.door, self.config),
         )
         opts.update(
             mode=list(self.listeners),
-            # Request bodies over the limit get 413 before routing (responses are not bounded: limits.py).
+            # Request bodies over the limit get 413 before routing (responses are not bounded: mitmproxy_patches.py).
             body_size_limit=str(self.config.max_request_bytes),
             confdir=str(ca_dir),
             ssl_insecure=self.config.ssl_insecure,
@@ -134,8 +116,6 @@ class HttpProxy:
             except TimeoutError:
                 log.warning("the HTTP proxy did not stop within 10s")
         self._master = self._task = None
-        from router.http import errors
-
-        if self._routing is not None and errors.on_unparsed_request == self._routing.record_unparsed:
+        if self._routing is not None and errors.on_unparsed_request == self._routing.door.record_unparsed:
             errors.on_unparsed_request = None
         self._routing = None

@@ -8,7 +8,7 @@ killed there (the server connection gets an error before it connects), so not on
 byte reaches the target. A tunnel a rule lets through (`tool: TCP`, route `real`)
 is recorded when it ends, with its byte counts. A client that sends nothing at all
 (the server speaks first: SMTP, SSH) gets the same layer once
-`http.tunnel_first_bytes_s` has passed (`first_bytes.py`).
+`http.tunnel_first_bytes_s` has passed (`mitmproxy_patches.install_silent_tunnels`).
 
 **WebSockets.** The upgrade is routed like any request (`addon.py`); on the real
 route, the messages are counted per direction and the first `http.max_body_bytes`
@@ -24,20 +24,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from backends.http.messages import encode_body, observation_of
-
 from policies.tunnels import TCP_TOOL
+from router.config import HttpConfig
 from router.http.addresses import is_ip_literal, reach_of
-from router.http.first_bytes import SILENT_CLIENT
+from router.http.door import HttpDoor
+from router.http.listeners import Listener
+from router.http.mitmproxy_patches import SILENT_CLIENT
 from router.types import Call, Observation, Provenance, Route
 from shadow.store.protocol import RecordError
 
 if TYPE_CHECKING:
     from mitmproxy import http, tcp
 
-    from router.runtime.runtime import Runtime
     from router.engine.engine import Pending
-    from router.http.addon import HttpRouting
-    from router.http.proxy import Listener
 
 log = logging.getLogger("simroute.http")
 
@@ -71,16 +70,17 @@ def open_websocket(flow: http.HTTPFlow, pending: Pending, started: float, note: 
 
 
 class TunnelRouting:
-    """Shares the HTTP addon's gate (sessions) and refusal recording."""
+    """Shares the HTTP addon's door: its gates (sessions) and refusal recording."""
 
-    def __init__(self, runtime: Runtime, routing: HttpRouting) -> None:
-        self.runtime = runtime
-        self.routing = routing
+    def __init__(self, door: HttpDoor, config: HttpConfig) -> None:
+        self.door = door
+        self.engine = door.engine
+        self.config = config
 
     async def tcp_start(self, flow: tcp.TCPFlow) -> None:
         try:
             await self._gate(flow)
-        except Exception as exc:  # the boundary: fail closed, the tunnel never connects
+        except Exception as exc:  # the front door's last resort for a tunnel: fail closed, it never connects
             log.exception("routing a raw TCP tunnel failed")
             flow.metadata.pop(_TUNNEL, None)
             flow.server_conn.error = f"simroute: routing failed: {type(exc).__name__}: {exc}"
@@ -91,18 +91,18 @@ class TunnelRouting:
             flow.server_conn.error = "simroute: a raw TCP tunnel with no destination is refused"
             return
         host, port = address[0], int(address[1])
-        listener = self.routing.listener(flow.client_conn)
-        session = self.routing._transient_or_open(listener.gate.tunnel_session(flow.client_conn.id))
+        listener = self.door.listener(flow.client_conn)
+        session = self.door.transient_or_open(listener.gate.tunnel_session(flow.client_conn.id))
         server = f"[{host}]:{port}" if ":" in host else f"{host.lower()}:{port}"
         arguments = {"address": server, "tls": flow.client_conn.tls_established, "sni": flow.client_conn.sni}
         call = Call("http", server, TCP_TOOL, arguments, session.id)
-        pending = await self.runtime.engine.begin(call, session)
+        pending = await self.engine.begin(call, session)
         decision = pending.decision
         if decision.route is Route.REAL:
             reason = await self._address_refusal(flow, host, port, decision.policy, listener)
             if reason is None:
                 try:
-                    await self.runtime.engine.write_ahead(pending)  # on record before a byte goes through
+                    await self.engine.write_ahead(pending)  # on record before a byte goes through
                 except RecordError as exc:
                     flow.server_conn.error = str(exc)
                     return
@@ -118,7 +118,7 @@ class TunnelRouting:
             reason = f"simroute: a raw TCP tunnel is let through (real) or refused; it has no {decision.route} form ({decision.reason})"
         # Before the upstream connection opens: mitmproxy sees the error and closes the client.
         flow.server_conn.error = reason
-        await self.routing._record_refusal(call, session, policy=policy, reason=reason)
+        await self.door.record_refusal(call, session, policy=policy, reason=reason)
 
     async def _address_refusal(self, flow: tcp.TCPFlow, host: str, port: int, policy: str, listener: Listener) -> str | None:
         """Judge the address the tunnel would reach and, when allowed, connect to that
@@ -157,11 +157,18 @@ class TunnelRouting:
         if error:
             text += f"; ended with an error: {error}"
         observation = Observation(
-            content=[{"type": "text", "text": text}], provenance=Provenance.REAL, is_error=error is not None,
-            structured={"bytes_from_client": counts["from_client"], "bytes_from_server": counts["from_server"], "messages": counts["messages"], **({"error": error} if error else {})},
+            content=[{"type": "text", "text": text}],
+            provenance=Provenance.REAL,
+            is_error=error is not None,
+            structured={
+                "bytes_from_client": counts["from_client"],
+                "bytes_from_server": counts["from_server"],
+                "messages": counts["messages"],
+                **({"error": error} if error else {}),
+            },
             latency_s=time.perf_counter() - tunnel.started,
         )
-        await self.runtime.engine.complete(tunnel.pending, observation, note="tunnel closed")
+        await self.engine.complete(tunnel.pending, observation, note="tunnel closed")
 
     # --- WebSockets on the real route ---------------------------------------------------
 
@@ -174,8 +181,8 @@ class TunnelRouting:
         counts = socket.counts[side]
         counts[0] += 1
         counts[1] += len(message.content)
-        if socket.kept_bytes < self.routing.config.max_body_bytes:
-            piece = message.content[: self.routing.config.max_body_bytes - socket.kept_bytes]
+        if socket.kept_bytes < self.config.max_body_bytes:
+            piece = message.content[: self.config.max_body_bytes - socket.kept_bytes]
             socket.kept_bytes += len(piece)
             text = piece.decode("utf-8", "replace") if message.is_text else None
             socket.kept.append({"from": side, **({"text": text} if text is not None else {"binary_bytes": len(message.content)})})
@@ -197,4 +204,4 @@ class TunnelRouting:
         structured = {**socket.structured, **encode_body(text.encode(), limit=max(len(text.encode()), 1)), "websocket": summary}
         observation = observation_of(structured, Provenance.REAL, latency_s=time.perf_counter() - socket.started)
         note = "; ".join(n for n in (socket.note, "websocket closed") if n)
-        await self.runtime.engine.complete(socket.pending, observation, note=note)
+        await self.engine.complete(socket.pending, observation, note=note)

@@ -61,7 +61,9 @@ def browser_tools(pool: BrowserPool) -> list[LocalTool]:
         return await act("type", ref=ref, text=text, submit=bool(submit), element=element)
 
     async def browser_press_key(
-        key: Annotated[str, Field(min_length=1, description="Name of the key to press or a character to generate, such as `ArrowLeft` or `a`")],
+        key: Annotated[
+            str, Field(min_length=1, description="Name of the key to press or a character to generate, such as `ArrowLeft` or `a`")
+        ],
     ) -> ToolResult:
         return await act("press_key", key=key)
 
@@ -73,7 +75,12 @@ def browser_tools(pool: BrowserPool) -> list[LocalTool]:
 
     definitions = [
         (browser_navigate, "Navigate to a URL", "Navigate to a URL", dict(read_only_hint=False)),
-        (browser_snapshot, "Page snapshot", "Capture accessibility snapshot of the current page, this is better than screenshot", dict(read_only_hint=True)),
+        (
+            browser_snapshot,
+            "Page snapshot",
+            "Capture accessibility snapshot of the current page, this is better than screenshot",
+            dict(read_only_hint=True),
+        ),
         (browser_click, "Click", "Perform click on a web page", dict(read_only_hint=False)),
         (browser_type, "Type text", "Type text into editable element", dict(read_only_hint=False)),
         (browser_press_key, "Press a key", "Press a key on the keyboard", dict(read_only_hint=False)),

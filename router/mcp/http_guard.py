@@ -15,6 +15,8 @@ import json
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from starlette.middleware import Middleware
+
 from router.auth import Tokens, check_bind
 from router.engine.sessions import SessionLimitError
 from router.types import Call, Session
@@ -72,10 +74,13 @@ class TokenGuard:
     async def _refuse(self, scope: Any, send: Any, status: int, reason: str, headers: dict[str, str]) -> None:
         record_id = await self._record_refusal(scope, status, reason)
         body = json.dumps({"error": reason, "status": status, "record_id": record_id}).encode()
-        await send({
-            "type": "http.response.start", "status": status,
-            "headers": [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers.items())],
-        })
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers.items())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def _record_refusal(self, scope: Any, status: int, reason: str) -> str:
@@ -92,8 +97,6 @@ def http_run_options(runtime: Runtime, host: str) -> dict[str, Any]:
     """`FastMCP.run(transport="http", ...)` options: the Host/Origin guard always, the
     token guard when tokens are configured. Raises AuthConfigError for a network bind
     without a token."""
-    from starlette.middleware import Middleware
-
     check_bind(host, runtime.tokens, what="the MCP endpoint")
     service = runtime.config.service
     middleware = [Middleware(TokenGuard, tokens=runtime.tokens, runtime=runtime)] if runtime.tokens.enabled else []

@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
-
 from dataclasses import dataclass
+from typing import Any
 
 from fastmcp.exceptions import NotFoundError, PromptError, ResourceError
 from fastmcp.prompts.base import PromptResult
@@ -25,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from backends.errors import BackendUnavailable
 from backends.mcp.upstream import UpstreamError
-from router.runtime.runtime import Runtime
+from router.engine.sessions import SessionLimitError
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.provider import SnapshotProxyProvider
@@ -39,7 +38,7 @@ from router.mcp.reads import (
     server_of_uri,
 )
 from router.mcp.results import observation_from_result, result_from_observation, simroute_meta
-from router.engine.sessions import SessionLimitError
+from router.runtime.runtime import Runtime
 from router.types import Call, Observation, Provenance, Session
 
 log = logging.getLogger("simroute.mcp")
@@ -119,7 +118,11 @@ class RoutingMiddleware(Middleware):
             raise NotFoundError(f"Unknown tool: {name!r}")
 
         problem = self._schema_problem(name, definition.input_schema, arguments)
-        refused = ("input-schema", problem) if problem is not None else (local.refusal(arguments) if local is not None and local.refusal else None)
+        refused = (
+            ("input-schema", problem)
+            if problem is not None
+            else (local.refusal(arguments) if local is not None and local.refusal else None)
+        )
         if refused is not None:
             outcome = await self.runtime.engine.reject(call, session, policy=refused[0], reason=refused[1])
             return result_from_observation(outcome.observation, outcome.record)
@@ -130,7 +133,7 @@ class RoutingMiddleware(Middleware):
             started = time.perf_counter()
             try:
                 result = await call_next(context)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- the real side's boundary: whatever the upstream or tool raised becomes an error observation (_real_failure)
                 return await self._real_failure(exc, call, local is None, session.id, time.perf_counter() - started)
             upstream.append(result)
             return observation_from_result(result, latency_s=time.perf_counter() - started)
@@ -233,10 +236,14 @@ class RoutingMiddleware(Middleware):
             raise PromptError(outcome.observation.text)
         if upstream:
             found = upstream[0]
-            return PromptResult(found.messages, description=found.description, meta={**(found.meta or {}), "simroute": simroute_meta(outcome.record)})
+            return PromptResult(
+                found.messages, description=found.description, meta={**(found.meta or {}), "simroute": simroute_meta(outcome.record)}
+            )
         return prompt_result(outcome.observation, {"simroute": simroute_meta(outcome.record)})
 
-    async def _routed_read(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any], server: str, tool: str, arguments: dict[str, Any], observe):
+    async def _routed_read(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any], server: str, tool: str, arguments: dict[str, Any], observe
+    ):
         """A resource read or prompt fetch through the engine: (outcome, the upstream's
         own result when the agent is served it)."""
         ctx = context.fastmcp_context
@@ -254,7 +261,7 @@ class RoutingMiddleware(Middleware):
                 result = await call_next(context)
             except (ResourceError, PromptError, NotFoundError) as exc:  # the upstream's own refusal
                 return Observation.error(f"upstream {server!r}: {exc}", Provenance.REAL, time.perf_counter() - started)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- the real side's boundary: whatever the upstream raised becomes an error observation (_real_failure)
                 return await self._real_failure(exc, call, True, session.id, time.perf_counter() - started)
             upstream.append(result)
             return observe(result, latency_s=time.perf_counter() - started)
@@ -273,5 +280,3 @@ def _cause_of_type[E: BaseException](exc: BaseException, kind: type[E]) -> E | N
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
-
-

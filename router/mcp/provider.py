@@ -64,7 +64,7 @@ class SnapshotProxyProvider(ProxyProvider):
     async def _list_tools(self) -> Sequence[Tool]:
         try:
             tools = await self._listed("tools", super()._list_tools)
-        except Exception as exc:  # the upstream is unreachable or hung: fall back to its last known tools
+        except Exception as exc:  # the listing's boundary: an upstream unreachable or hung (any failure) falls back to its last known tools, else re-raised
             snapshot = self.store.tool_snapshot(self.server)
             if snapshot is None:
                 raise

@@ -66,7 +66,11 @@ def resource_result(observation: Observation, meta: dict[str, Any]) -> ResourceR
 
 def observation_of_prompt(result: PromptResult, *, latency_s: float) -> Observation:
     blocks = [
-        {"type": "prompt_message", "role": message.role, "content": message.content.model_dump(mode="json", by_alias=True, exclude_none=True)}
+        {
+            "type": "prompt_message",
+            "role": message.role,
+            "content": message.content.model_dump(mode="json", by_alias=True, exclude_none=True),
+        }
         for message in result.messages
     ]
     structured = {"description": result.description} if result.description else None

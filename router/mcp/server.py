@@ -14,13 +14,13 @@ from fastmcp.server.dependencies import get_context
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND
 
-from router.runtime.runtime import Runtime
 from router.mcp.browser_tools import browser_tools
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.middleware import RoutingMiddleware, ToolNames
 from router.mcp.provider import SnapshotProxyProvider
 from router.mcp.shell_tools import shell_tools
+from router.runtime.runtime import Runtime
 
 INSTRUCTIONS = (
     "simroute routes each tool call to the real server, a world model, or recorded replays. "
@@ -60,8 +60,11 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
     names = ToolNames(list(runtime.config.upstreams))
     providers = {
         upstream: SnapshotProxyProvider(
-            _upstream_client_factory(runtime, upstream), server=upstream, store=runtime.store,
-            list_timeout_s=runtime.config.list_timeout_s, on_tools=runtime.tool_catalog.update,
+            _upstream_client_factory(runtime, upstream),
+            server=upstream,
+            store=runtime.store,
+            list_timeout_s=runtime.config.list_timeout_s,
+            on_tools=runtime.tool_catalog.update,
         )
         for upstream in names.servers
     }

@@ -39,7 +39,10 @@ OUTPUT_SCHEMA = {
 def shell_tools(sandboxes: Sandboxes, config: ShellConfig) -> list[LocalTool]:
     async def shell_exec(
         command: Annotated[str, Field(min_length=1, description="A bash command line; runs in the session's persistent shell.")],
-        timeout_s: Annotated[float | None, Field(gt=0, description=f"Deadline in seconds (default {config.default_timeout_s:g}, at most {config.max_timeout_s:g}).")] = None,
+        timeout_s: Annotated[
+            float | None,
+            Field(gt=0, description=f"Deadline in seconds (default {config.default_timeout_s:g}, at most {config.max_timeout_s:g})."),
+        ] = None,
     ) -> ToolResult:
         session_id = agent_session_id(get_context())
         result = await sandboxes.exec(session_id, command, timeout_s=config.command_timeout(timeout_s))

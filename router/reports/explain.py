@@ -18,8 +18,9 @@ from policies.base import decide
 from policies.rules import RulesPolicy
 from policies.safety.policy import SafetyPolicy
 from router.config import Config
-from router.runtime.policy_chain import build_policies
 from router.engine.tool_catalog import ToolCatalog
+from router.reports.learned_policy import learned_json
+from router.runtime.policy_chain import build_policies
 from router.types import Call, Decision, Route, Session
 
 SESSION = "explain"
@@ -123,8 +124,6 @@ class Explainer:
             "rules_tried": self._rules_tried(call, session, decision),
         }
         if decision.policy == "learned" and self.learned is not None:
-            from router.cli.learned import learned_json
-
             gate = self.policies[0] if isinstance(self.policies[0], SafetyPolicy) else None
             result["learned"] = learned_json(self.learned, call, Session(call.session_id), gate.verdict(call, session) if gate else None)
         if decision.shadow_rate is not None:

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from policies.base import decide
-from policies.learned import after_call
+from policies.learned import StateBuilder, after_call
 from router.config import Config
+from router.engine.tool_catalog import ToolCatalog
+from router.reports.learned_policy import loaded_policy
+from router.runtime.policy_chain import build_policies, learned_settings
 from router.types import Call, Decision, Mode, Route, Session
 
 _FALLBACK = Decision(Route.REAL, "default", "no policy answered")
@@ -44,26 +47,46 @@ class EvalReport:
         return self.routes[Route.SIM] + self.routes[Route.REPLAY] + self.routes[Route.DENY]
 
     def to_json(self) -> dict[str, Any]:
-        return {"calls": self.calls, "routes": {str(k): v for k, v in self.routes.items()}, "fidelity": round(self.fidelity, 4),
-                "scored": self.scored, "unscored": self.unscored, "real_calls_saved": self.real_calls_saved,
-                "cost_saved": round(self.cost_saved, 4), "model": self.model}
+        return {
+            "calls": self.calls,
+            "routes": {str(k): v for k, v in self.routes.items()},
+            "fidelity": round(self.fidelity, 4),
+            "scored": self.scored,
+            "unscored": self.unscored,
+            "real_calls_saved": self.real_calls_saved,
+            "cost_saved": round(self.cost_saved, 4),
+            "model": self.model,
+        }
 
     def render(self):
         from rich.table import Table
 
-        table = Table("calls", "real", "shadow", "sim", "replay", "deny", "fidelity kept", "real calls saved", "cost saved", "unscored",
-                      title=f"policy replayed over stored records{f' (model {self.model})' if self.model else ''}")
+        table = Table(
+            "calls",
+            "real",
+            "shadow",
+            "sim",
+            "replay",
+            "deny",
+            "fidelity kept",
+            "real calls saved",
+            "cost saved",
+            "unscored",
+            title=f"policy replayed over stored records{f' (model {self.model})' if self.model else ''}",
+        )
         share = lambda route: f"{self.routes[route] / self.calls:.1%}" if self.calls else "-"  # noqa: E731
-        table.add_row(str(self.calls), *(share(r) for r in (Route.REAL, Route.SHADOW, Route.SIM, Route.REPLAY, Route.DENY)),
-                      f"{self.fidelity:.3f}", str(self.real_calls_saved), f"{self.cost_saved:.2f}", str(self.unscored))
+        table.add_row(
+            str(self.calls),
+            *(share(r) for r in (Route.REAL, Route.SHADOW, Route.SIM, Route.REPLAY, Route.DENY)),
+            f"{self.fidelity:.3f}",
+            str(self.real_calls_saved),
+            f"{self.cost_saved:.2f}",
+            str(self.unscored),
+        )
         return table
 
 
 def evaluate_rows(cfg: Config, rows: list[dict[str, Any]], *, model_path: Path | None = None) -> EvalReport:
-    from router.cli.learned import loaded_policy
-    from router.runtime.policy_chain import build_policies, learned_settings
-    from router.engine.tool_catalog import ToolCatalog
-
     catalog = ToolCatalog()
     if cfg.store.redis_url is None and cfg.store_path.exists():
         catalog.load_store(cfg.store_path)
@@ -72,8 +95,6 @@ def evaluate_rows(cfg: Config, rows: list[dict[str, Any]], *, model_path: Path |
         cfg = cfg.model_copy(update={"mode": Mode.LEARNED})  # --model with a config that does not use it: evaluate it as the mode
     chain = build_policies(cfg, tools_meta=catalog.lookup, learned=learned)
     settings = learned_settings(cfg)
-    from policies.learned import StateBuilder
-
     builder = StateBuilder(max_divergence=cfg.learned.max_divergence, confidence=cfg.learned.prior_confidence)
     report = EvalReport(model=learned.model.digest if learned is not None and learned.model is not None else None)
     sessions: dict[str, Session] = {}

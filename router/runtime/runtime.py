@@ -14,7 +14,7 @@ from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
 from backends.replay import ReplayBackend
 from backends.shell.sandboxes import Sandboxes
-from router.auth import check_bind, configured_tokens
+from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
 from router.engine.replay_modes import ReplayModes
@@ -25,7 +25,8 @@ from router.engine.watchers import NoiseWatch
 from router.http.access import BrowserCredentials, ProxyGate
 from router.http.addresses import BrowserAddresses, ChannelAddresses
 from router.http.browser_egress import BrowserEgress
-from router.http.proxy import HttpProxy, Listener
+from router.http.listeners import Listener, RoutingParts
+from router.http.proxy import HttpProxy
 from router.runtime.policy_chain import build_policies
 from router.runtime.world import ExampleLookup, build_engine, build_simulator
 from router.types import Call
@@ -49,6 +50,8 @@ class Runtime:
         self.tokens = configured_tokens(config.service.tokens)
         self.store = config.open_store()
         self.records = RecordLog(self.store, config.spool_path)
+        if http_channel_port is not None:  # refused before anything is built for it
+            check_bind(config.http.listen_host, self.tokens, what="the HTTP proxy")
         self.upstreams = UpstreamPool(config.upstreams, connect_timeout_s=config.startup_timeout_s)
         # The shell channel's real side; the Docker engine is reached in start(), not here.
         self.shell = (
@@ -56,10 +59,6 @@ class Runtime:
             if config.shell.enabled
             else None
         )
-        # simroute's proxy: the HTTP channel (when served) and the browser's only way out.
-        self.proxy, egress = _build_proxy(self, config, http_channel_port)
-        # The browser channel's real side; Chromium starts on the first real browser action.
-        self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
         self.sessions = SessionRegistry(
             idle_ttl_s=config.sessions.idle_ttl_s,
             max_open=config.sessions.max_open,
@@ -80,9 +79,14 @@ class Runtime:
         self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
         self.simulator = build_simulator(config, self.store, self.world_model, self.examples)
         self.shadow_runner = ShadowRunner(
-            simulator=self.simulator, store=self.store, records=self.records, deadline_for=self._sim_deadline_for,
-            queue_size=config.shadow.queue_size, concurrency=config.shadow.concurrency,
-            noise=self.store, noise_rule=NoiseRule(**config.shadow.noise.model_dump()),
+            simulator=self.simulator,
+            store=self.store,
+            records=self.records,
+            deadline_for=self._sim_deadline_for,
+            queue_size=config.shadow.queue_size,
+            concurrency=config.shadow.concurrency,
+            noise=self.store,
+            noise_rule=NoiseRule(**config.shadow.noise.model_dump()),
         )
         # With Redis, shadow work goes to a stream that `simroute worker` processes consume.
         self.shadow = self.shadow_runner if config.store.redis_url is None else self._redis_shadow_queue()
@@ -110,6 +114,18 @@ class Runtime:
             # sample of calls known read-only is made again: pairs without repeated agent calls.
             watchers=[NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate)],
         )
+        # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
+        # built from the parts it routes with (the engine and sessions, built above).
+        parts = RoutingParts(
+            engine=self.engine,
+            sessions=self.sessions,
+            secret_key=lambda: self.secret_key,
+            credential_headers=tuple(config.replay.credential_headers),
+            ca_dir=config.ca_dir,
+        )
+        self.proxy, egress = _build_proxy(parts, config, http_channel_port, self.tokens)
+        # The browser channel's real side; Chromium starts on the first real browser action.
+        self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
 
     def _learned_service(self):
         from router.runtime.learned_service import build_learned_service
@@ -191,7 +207,10 @@ class Runtime:
         self.secret_key = await asyncio.to_thread(redaction_key, key_env=redaction.key_env, key_file=self.config.redaction_key_file)
         redactor = (
             Redactor(
-                key=self.secret_key, fields=redaction.fields, patterns=redaction.patterns, observations=redaction.observations,
+                key=self.secret_key,
+                fields=redaction.fields,
+                patterns=redaction.patterns,
+                observations=redaction.observations,
                 password_input=self.browser.is_password_input if self.browser is not None else None,
             )
             if redaction.enabled
@@ -233,7 +252,7 @@ class Runtime:
     async def _preload_world_model(self) -> None:
         try:
             await self.world_model.start()
-        except Exception as exc:  # reported again, per call, as a sim error observation
+        except Exception as exc:  # noqa: BLE001 -- a background task's boundary: reported again, per call, as a sim error observation
             log.error("world model not loaded: %s", exc)
             return
         await self._read_system_prompts_ahead()
@@ -249,7 +268,7 @@ class Runtime:
             call = Call("mcp", server, str(tools[0].get("name", "")), {}, "\0read-ahead")
             try:
                 tokens = await self.simulator.read_ahead(call, deadline_s=self.config.world_model.deadline_s)
-            except Exception as exc:  # an optimisation: the first call reads the prompt itself
+            except Exception as exc:  # noqa: BLE001 -- a background task's boundary (an optimisation): the first call reads the prompt itself
                 log.warning("could not read the world model's prompt for %r ahead: %s", server, exc)
             else:
                 log.info("world model read the prompt for %r ahead (%d tokens)", server, tokens)
@@ -298,22 +317,23 @@ class Runtime:
         await self.aclose()
 
 
-def _build_proxy(runtime: Runtime, config: Config, http_channel_port: int | None) -> tuple[HttpProxy | None, BrowserEgress | None]:
-    """One proxy per runtime, with a listener per door (see router/http/proxy.py)."""
+def _build_proxy(
+    parts: RoutingParts, config: Config, http_channel_port: int | None, tokens: Tokens
+) -> tuple[HttpProxy | None, BrowserEgress | None]:
+    """One proxy per runtime, with a listener per door (see router/http/proxy.py and listeners.py)."""
     listeners = []
     if http_channel_port is not None:
-        check_bind(config.http.listen_host, runtime.tokens, what="the HTTP proxy")
-        gate = ProxyGate(session_header=config.http.session_header, tokens=runtime.tokens)
+        gate = ProxyGate(session_header=config.http.session_header, tokens=tokens)
         listeners.append(Listener("http", config.http.mode, config.http.listen_host, http_channel_port, gate, ChannelAddresses()))
     credentials = addresses = None
     if config.browser.enabled:
         credentials, addresses = BrowserCredentials(), BrowserAddresses(config.browser.allowed_origins)
         # browser.proxy: the browser's traffic still passes simroute first, then that proxy.
         mode = f"upstream:{config.browser.proxy}" if config.browser.proxy else "regular"
-        gate = ProxyGate(session_header=config.http.session_header, tokens=runtime.tokens, browser=credentials)
+        gate = ProxyGate(session_header=config.http.session_header, tokens=tokens, browser=credentials)
         listeners.append(Listener("browser", mode, "127.0.0.1", 0, gate, addresses))
     if not listeners:
         return None, None
-    proxy = HttpProxy(runtime, config.http, listeners)
+    proxy = HttpProxy(parts, config.http, listeners)
     egress = BrowserEgress(proxy, credentials, addresses) if credentials is not None and addresses is not None else None
     return proxy, egress

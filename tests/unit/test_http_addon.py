@@ -7,9 +7,9 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 
-from router.runtime.runtime import Runtime
 from router.config import parse_config
 from router.http.addon import HttpRouting
+from router.runtime.runtime import Runtime
 
 
 @pytest.fixture
@@ -17,11 +17,13 @@ async def make_addon(tmp_path):
     runtimes = []
 
     async def make(text=""):
-        config = parse_config(f"store: {{path: {tmp_path}/r.db}}\nshell: {{enabled: false}}\nbrowser: {{enabled: false}}\n{text}", base_dir=tmp_path)
+        config = parse_config(
+            f"store: {{path: {tmp_path}/r.db}}\nshell: {{enabled: false}}\nbrowser: {{enabled: false}}\n{text}", base_dir=tmp_path
+        )
         runtime = Runtime(config, http_channel_port=0)
         await runtime.open_store()
         runtimes.append(runtime)
-        return HttpRouting(runtime, config.http, listeners=runtime.proxy.listeners), runtime
+        return HttpRouting(runtime.proxy.parts, config.http, listeners=runtime.proxy.listeners), runtime
 
     yield make
     for runtime in runtimes:
@@ -40,7 +42,7 @@ async def test_deny_answers_403_json_and_records(make_addon):
     await addon.request(f)
     assert f.response.status_code == 403 and f.response.headers["X-Simroute-Provenance"] == "none"
     assert "read only" in f.response.json()["error"]
-    [row] = (await runtime.store.recent())
+    [row] = await runtime.store.recent()
     assert row["id"] == f.response.headers["X-Simroute-Record"] and row["route"] == "deny"
     assert f.response.headers["X-Simroute-Safety"] == row["safety_class"] == "destructive"
     assert row["safety_reason"] == "DELETE 127.0.0.1/v1/items deletes"
@@ -90,7 +92,7 @@ async def test_sessions_from_proxy_credentials_and_routing_failures_fail_closed(
     addon, runtime = await make_addon()
     token = base64.b64encode(b"carol:pw").decode()
     f = flow(headers={"Proxy-Authorization": f"Basic {token}"})
-    assert addon.listener(f.client_conn).gate.session_of(f.client_conn.id, f.request.headers) == "carol"
+    assert addon.door.listener(f.client_conn).gate.session_of(f.client_conn.id, f.request.headers) == "carol"
     assert "Proxy-Authorization" not in f.request.headers
 
     def broken(*args, **kwargs):

@@ -2,7 +2,7 @@
 
 import json
 
-from router.http import errors
+from router.http import errors, mitmproxy_patches
 
 
 def page(raw: bytes) -> tuple[str, dict, dict]:
@@ -13,8 +13,8 @@ def page(raw: bytes) -> tuple[str, dict, dict]:
 
 
 def test_error_pages_are_json_with_provenance_and_overrides_are_claimed_once():
-    errors.install()
-    errors.install()  # idempotent
+    mitmproxy_patches.install_error_pages()
+    mitmproxy_patches.install_error_pages()  # idempotent
     from mitmproxy.proxy.layers.http import _http1
 
     status, headers, body = page(_http1.make_error_response(502, "Connect call failed"))

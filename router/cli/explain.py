@@ -1,0 +1,77 @@
+"""`simroute explain`: how a call would be routed, as JSON, without executing anything
+(the decision itself: router/reports/explain.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from router.cli.common import ConfigOption, load_or_exit
+
+
+def explain(
+    config: ConfigOption = None,
+    call: Annotated[str | None, typer.Option("--call", help="One call as JSON: channel, name (or tool), server, arguments.")] = None,
+    calls: Annotated[
+        Path | None, typer.Option("--calls", help="A JSON-lines file of calls ('-': stdin), explained in one process.")
+    ] = None,
+) -> None:
+    """Print, as JSON, how simroute would route a call, without executing anything.
+
+    Route, deciding policy and reason, safety class and reason, and the rules tried. No upstream,
+    sandbox, browser or model is started; the config and the store's tool snapshots are read.
+    Examples: --call '{"channel": "shell", "name": "shell_exec", "arguments": {"command": "rm -rf build"}}',
+    --call '{"channel": "http", "name": "POST https://api.example.com/v1/charges", "arguments": {"body": {"amount": 5}}}'.
+    """
+    from router.engine.tool_catalog import ToolCatalog
+    from router.reports.explain import CallFormatError, Explainer, call_from_json, read_calls
+
+    if (call is None) == (calls is None):
+        typer.echo("simroute: explain needs exactly one of --call JSON or --calls FILE", err=True)
+        raise typer.Exit(2)
+    cfg = load_or_exit(config)
+    catalog = ToolCatalog()
+    try:
+        catalog.load_store(cfg.store_path)
+    except OSError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    learned = None
+    if cfg.uses_learned():
+        from policies.learned.persistence import ModelLoadError
+        from router.cli.learned import stored_rows
+        from router.reports.learned_policy import loaded_policy
+
+        try:
+            learned = loaded_policy(cfg, rows=stored_rows(cfg))
+        except ModelLoadError as exc:
+            typer.echo(f"simroute: {exc}", err=True)
+            raise typer.Exit(1) from exc
+    explainer = Explainer(cfg, catalog=catalog, learned=learned)
+    if call is not None:
+        entries = list(read_calls(iter([call])))
+        source = "--call"
+    else:
+        try:
+            text = sys.stdin.read() if str(calls) == "-" else calls.read_text(encoding="utf-8")
+        except OSError as exc:
+            typer.echo(f"simroute: cannot read {calls}: {exc.strerror or exc}", err=True)
+            raise typer.Exit(1) from exc
+        entries = list(read_calls(iter(text.splitlines())))
+        source = str(calls)
+    failed = 0
+    for number, data in entries:
+        try:
+            if isinstance(data, CallFormatError):
+                raise data
+            result = explainer.explain(call_from_json(data, cfg))
+        except CallFormatError as exc:
+            failed += 1
+            result = {"error": f"{source}:{number}: {exc}" if calls is not None else f"--call: {exc}"}
+        typer.echo(json.dumps(result, ensure_ascii=False))
+    if failed:
+        raise typer.Exit(2)

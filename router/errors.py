@@ -1,0 +1,60 @@
+"""The router's errors: what each is, where it is raised, and where it is caught.
+
+The router raises its own errors where they start and catches them at the door
+that answers for them; nothing here is a class of its own (each error lives
+beside the code that raises it). This module is the map.
+
+Configuration and start (the CLI turns each into an exit code and a message)
+- `ValueError`
+  - `router.config.ConfigError`: a config file that does not parse or validate.
+    Raised by `router.config` loading; caught by `router.cli.common.load_or_exit` (exit 2).
+  - `router.auth.AuthConfigError`: a bad `SIMROUTE_TOKEN` / `service.tokens`, or a
+    network bind without a token. Raised by `router.auth` (from `Runtime.__init__` and
+    `router.mcp.http_guard.http_run_options`); caught by `router.cli.serving` (exit 2).
+  - `router.http.ca.CAError`: the CA cannot be created or read. Raised by
+    `router.http.ca`; caught by `HttpProxy.start` (becomes `ProxyStartError`) and
+    `router.cli.setup.ca` (exit 1).
+  - `router.reports.explain.CallFormatError`: a call given to `simroute explain` is
+    malformed. Raised by `call_from_json` / `read_calls`; caught by `router.cli.explain` (exit 2).
+  - `router.http.normalize.NormalizationError`: a request whose host, path or Host
+    header cannot be put in one form. Raised by `router.http.normalize`; caught by
+    `HttpRouting._route` (a recorded 400).
+- `RuntimeError`
+  - `router.http.proxy.ProxyStartError`: the proxy cannot listen. Raised by
+    `HttpProxy.start`; caught by `router.cli.serving` (`serve`, `http-proxy`: exit 1).
+  - `router.engine.sessions.SessionLimitError`: past `sessions.max_open`. Raised by
+    `SessionRegistry.get`; caught by every front door, which records the refusal in a
+    transient session (`router.http.door`, `router.http.addon`, `router.mcp.middleware`,
+    `router.mcp.http_guard`).
+- `Exception`
+  - `router.http.access.Refused`: a proxy request refused before routing (credentials,
+    address policy, body limit); carries the status, the policy and the reason. Raised
+    by `router.http.access` gates and made by the addon; answered (and recorded) by
+    `router.http.door.HttpDoor.refuse`.
+
+From the other rooms, as the router meets them
+- `shadow.store.protocol.StoreError` (the store is unreachable or broken): caught by
+  the CLI (exit 1), the dashboard (an error answer), the engine's shared session
+  state (counts alone until it returns) and the learned service (keeps its model).
+- `shadow.store.protocol.RecordError` (a write-ahead record could not be written):
+  fail closed. Caught by the engine and by `router.http.addon` / `router.http.tunnels`
+  (the request or tunnel does not go out; its answer says why).
+- `backends.errors.BackendUnavailable`, `backends.mcp.upstream.UpstreamError` (a real
+  side that cannot run, an upstream that cannot start): `router.mcp.middleware`
+  turns them into error observations with provenance `none`.
+- `policies.learned.persistence.ModelLoadError`: caught by the CLI (exit 1) and the
+  learned service (keeps the model it has).
+
+Boundaries that catch everything (`except Exception`, each commented in place)
+- The engine: a policy that raises denies the call; a backend (real side or
+  simulator) that raises answers with an error observation, recorded as any.
+- The front doors' last resorts: `HttpRouting.request` (a routing failure is a
+  recorded 500, never an unrouted request), `TunnelRouting.tcp_start` (the tunnel
+  never connects), `router.http.errors` (mitmproxy's own 400 still goes out when its
+  record fails), `router.mcp.middleware` (the real side of an MCP call: whatever the
+  upstream raised becomes an error observation), `router.mcp.provider` (a listing
+  that fails falls back to the stored tools).
+- Background tasks: `Runtime._preload_world_model` and the prompt read-ahead (each
+  call reports the failure again), the learned service's subscription close.
+`asyncio.CancelledError` is never caught by these (it is a `BaseException`).
+"""

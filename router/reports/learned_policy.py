@@ -1,0 +1,50 @@
+"""The learned router as `simroute explain` and `simroute eval` load and show it.
+
+`loaded_policy` builds a `LearnedPolicy` from the model file (when it exists) and
+statistics from the records given; `replay_key_function` makes replay keys as the
+router does; `learned_json` is what `explain` prints of the learned router for a
+call. The CLI's `train`, `eval` and `explain` commands use these too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from backends.replay import ReplayBackend
+from policies.learned import LearnedPolicy, StateBuilder
+from policies.learned.persistence import load_model
+from router.config import Config
+from router.runtime.policy_chain import learned_settings
+
+
+def replay_key_function(cfg: Config):
+    """Replay keys as the router makes them (secrets are not redacted here: a call
+    carrying one gets another key than the router's, so it shows no recording)."""
+    replay = ReplayBackend(
+        None, ignore_arguments=cfg.replay.ignore_arguments, canonical={"http": cfg.http_canonical()}, scheme_inputs=cfg.replay_key_scheme()
+    )  # type: ignore[arg-type]
+    return lambda call: replay.keys(call).replay
+
+
+def loaded_policy(cfg: Config, model_path: Path | None = None, *, rows: list[dict[str, Any]]):
+    """A LearnedPolicy with the model (if its file exists) and statistics from `rows`."""
+    path = model_path or cfg.learned_model_path
+    model = load_model(path) if path.exists() else None
+    builder = StateBuilder(max_divergence=cfg.learned.max_divergence, confidence=cfg.learned.prior_confidence)
+    builder.add(sorted(rows, key=lambda r: (r["ts"], r["id"])))
+    return LearnedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model, state=builder.snapshot())
+
+
+def learned_json(policy, call, session, verdict) -> dict[str, Any]:
+    """What `simroute explain` shows of the learned router for a call."""
+    assessment = policy.assess(call, session, verdict)
+    model = policy.model
+    return {
+        "route": str(assessment.route),
+        "candidates": [c.to_json() for c in assessment.candidates],
+        "real_cost": round(assessment.real_cost, 4),
+        "model": model.digest if model is not None else None,
+        "thresholds": {route: m.threshold for route, m in model.routes.items()} if model is not None else {},
+        "labels": policy.state.labels,
+    }
