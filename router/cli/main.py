@@ -425,7 +425,7 @@ def explain(
         raise typer.Exit(1) from exc
     learned = None
     if cfg.uses_learned():
-        from policies.learned.persistence import ModelLoadError
+        from policies.errors import ModelLoadError
         from router.cli.learned import loaded_policy
 
         try:
