@@ -21,8 +21,9 @@ import statistics
 
 from _timing import paired_timings
 from policies.safety import SafetyClassifier, SafetySettings
-from policies.safety.shell import classify_shell, raw_destructive
+from policies.safety.shell import classify_shell
 from policies.safety.shell_parse import parse_shell
+from policies.safety.shell_raw import raw_destructive
 from router.types import Call
 
 SHORT = "cd /workspace/app && git status --short | grep -v '^??' | head -20"

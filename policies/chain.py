@@ -3,10 +3,11 @@ the order they run (explicit lists, no registration)."""
 
 from __future__ import annotations
 
-from policies.base import Policy, decide
+from policies.base import Policy
+from policies.errors import PolicyConfigError
 from policies.mode import ModePolicy
-from policies.rehearsal import RehearsalGate, after_call
-from policies.rules import Rule, RulesPolicy, parse_rule
+from policies.rehearsal import RehearsalGate
+from policies.rules import Rule, RulesPolicy
 from policies.safety import SafetyClassifier
 from policies.safety.policy import SafetyPolicy
 from policies.sticky import StickyPolicy
@@ -15,7 +16,11 @@ from router.types import Mode, Route
 
 
 def default_policies(
-    *, rules: list[Rule], mode: Route | Mode, classifier: SafetyClassifier | None = None, rehearsal: RehearsalGate | None = None,
+    *,
+    rules: list[Rule],
+    mode: Route | Mode,
+    classifier: SafetyClassifier | None = None,
+    rehearsal: RehearsalGate | None = None,
     learned: Policy | None = None,
 ) -> list[Policy]:
     """The policy chain, in the order it runs: the safety gate classifies every call
@@ -25,9 +30,13 @@ def default_policies(
     choice a stateful channel (shell, browser) keeps for the session. `learned` also
     answers rules with `route: learned`."""
     mode = Mode(mode)
-    if mode is Mode.LEARNED and learned is None:
-        raise ValueError("mode learned needs the learned router")
-    last = learned if mode is Mode.LEARNED else ModePolicy(mode.route)
+    last: Policy
+    if mode.route is not None:
+        last = ModePolicy(mode.route)
+    elif learned is not None:
+        last = learned
+    else:
+        raise PolicyConfigError("mode learned needs the learned router")
     inner: list[Policy] = [RulesPolicy(rules, learned=learned), TunnelPolicy(), StickyPolicy([last])]
     if rehearsal is not None:
         inner.insert(0, rehearsal)

@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from policies.errors import PolicyConfigError
+
 Matcher = Callable[[Any], bool]
 ArgumentLookup = Callable[[Any], list[Any]]
 
@@ -22,7 +24,7 @@ def compile_pattern(pattern: Any) -> Matcher:
     - any other string: a glob over the value's text (`*`, `?`, `[abc]`);
     - anything else (number, bool, null, list, mapping): equality.
 
-    Raises ValueError for an invalid regex, naming it.
+    Raises PolicyConfigError for an invalid regex, naming it.
     """
     if isinstance(pattern, str):
         if pattern.startswith("re:"):
@@ -30,7 +32,7 @@ def compile_pattern(pattern: Any) -> Matcher:
             try:
                 regex = re.compile(source)
             except re.error as exc:
-                raise ValueError(f"invalid regular expression {source!r}: {exc}") from exc
+                raise PolicyConfigError(f"invalid regular expression {source!r}: {exc}") from exc
             return lambda value: value is not MISSING and regex.search(_as_text(value)) is not None
         if not any(ch in pattern for ch in "*?["):
             return lambda value: value is not MISSING and _as_text(value) == pattern
@@ -42,7 +44,7 @@ def compile_argument_path(path: str) -> ArgumentLookup:
     """A function from a call's arguments to the values at `path` (none: [MISSING]).
 
     `a.b.0.c` follows mappings and list indexes; `$…` is JSONPath (`$.items[*].id`,
-    `$..token`), whose every match is tried. Raises ValueError for bad JSONPath."""
+    `$..token`), whose every match is tried. Raises PolicyConfigError for bad JSONPath."""
     if not path.startswith("$"):
         return lambda arguments: [lookup(arguments, path)]
     from jsonpath_ng.exceptions import JSONPathError
@@ -51,7 +53,7 @@ def compile_argument_path(path: str) -> ArgumentLookup:
     try:
         expression = parse(path)
     except JSONPathError as exc:
-        raise ValueError(f"invalid JSONPath {path!r}: {exc}") from exc
+        raise PolicyConfigError(f"invalid JSONPath {path!r}: {exc}") from exc
 
     def values(arguments: Any) -> list[Any]:
         found = [match.value for match in expression.find(arguments)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from policies.errors import PolicyConfigError
 from policies.rules import RulesPolicy
 from policies.safety.verdict import SafetyClass, SafetyVerdict
 from router.types import Call, Decision, Route, Session
@@ -44,7 +45,7 @@ class RehearsalGate:
 
     def __post_init__(self) -> None:
         if self.on_divert not in (Route.SIM, Route.DENY):
-            raise ValueError(f"on_divert must be sim or deny, got {self.on_divert!r}")
+            raise PolicyConfigError(f"on_divert must be sim or deny, got {self.on_divert!r}")
 
     def diverted_classes(self, channel: str) -> frozenset[SafetyClass]:
         return self.divert.get(channel, _OTHER_CHANNELS)
@@ -52,7 +53,11 @@ class RehearsalGate:
     def decide(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Decision | None:
         key = (call.channel, call.server)
         if key in session.diverted and session.pinned.get(key) is Route.SIM:
-            return Decision(Route.SIM, self.name, f"this session's {call.channel} {call.server!r} was diverted to sim earlier in rehearsal: it stays simulated")
+            return Decision(
+                Route.SIM,
+                self.name,
+                f"this session's {call.channel} {call.server!r} was diverted to sim earlier in rehearsal: it stays simulated",
+            )
         allowed = self.allow.decide(call, session, safety)
         if allowed is not None:
             return allowed
@@ -60,7 +65,11 @@ class RehearsalGate:
             why = safety.reason if safety is not None else "no safety verdict"
             return Decision(self.on_divert, self.name, f"rehearsal fails closed: {why}")
         if not safety.analysed:
-            return Decision(self.on_divert, self.name, f"rehearsal keeps a call it could not fully analyse away from real ({safety.cls}: {safety.reason})")
+            return Decision(
+                self.on_divert,
+                self.name,
+                f"rehearsal keeps a call it could not fully analyse away from real ({safety.cls}: {safety.reason})",
+            )
         if safety.cls in self.diverted_classes(call.channel):
             return Decision(self.on_divert, self.name, f"rehearsal diverts {safety.cls} {call.channel} calls ({safety.reason})")
         return None

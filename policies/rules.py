@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from policies.errors import PolicyConfigError
 from policies.matching import MISSING, Matcher, compile_argument_path, compile_pattern
 from policies.safety.http import host_of
 from policies.safety.shell import simple_commands
@@ -64,7 +65,7 @@ class Rule:
     def decision(self, *, policy: str) -> Decision:
         route = self.route.route
         if route is None:
-            raise ValueError(f"rule {self.name!r} routes to the learned router, which this rule list was not given")
+            raise PolicyConfigError(f"rule {self.name!r} routes to the learned router, which this rule list was not given")
         return Decision(route, f"{policy}:{self.name}", self.reason, shadow_rate=self.shadow_rate, deadline_s=self.deadline_s)
 
 
@@ -94,30 +95,30 @@ def shell_commands(call: Call) -> list[str]:
 
 
 def parse_rule(data: Any, *, index: int = 0) -> Rule:
-    """Parse one rule mapping. Raises ValueError with the offending key in the
+    """Parse one rule mapping. Raises PolicyConfigError with the offending key in the
     message (as `key: problem`), which the config loader maps to a line."""
     if not isinstance(data, Mapping):
-        raise ValueError(f"a rule must be a mapping with 'match' and 'route', got {type(data).__name__}")
+        raise PolicyConfigError(f"a rule must be a mapping with 'match' and 'route', got {type(data).__name__}")
     unknown = set(data) - _RULE_KEYS
     if unknown:
-        raise ValueError(f"{sorted(unknown)[0]}: unknown rule key (expected one of {sorted(_RULE_KEYS)})")
+        raise PolicyConfigError(f"{sorted(unknown)[0]}: unknown rule key (expected one of {sorted(_RULE_KEYS)})")
     if "route" not in data:
-        raise ValueError("route: missing (one of real, sim, replay, shadow, deny, learned)")
+        raise PolicyConfigError("route: missing (one of real, sim, replay, shadow, deny, learned)")
     try:
         route = Mode(data["route"])
     except ValueError as exc:
-        raise ValueError(f"route: {data['route']!r} is not one of real, sim, replay, shadow, deny, learned") from exc
+        raise PolicyConfigError(f"route: {data['route']!r} is not one of real, sim, replay, shadow, deny, learned") from exc
     match = data.get("match", {})
     if match is None:
         match = {}
     if not isinstance(match, Mapping):
-        raise ValueError(f"match: must be a mapping of {'/'.join(_MATCH_KEYS)} patterns")
+        raise PolicyConfigError(f"match: must be a mapping of {'/'.join(_MATCH_KEYS)} patterns")
     unknown = set(match) - set(_MATCH_KEYS)
     if unknown:
-        raise ValueError(f"match.{sorted(unknown)[0]}: unknown match key (expected one of {list(_MATCH_KEYS)})")
+        raise PolicyConfigError(f"match.{sorted(unknown)[0]}: unknown match key (expected one of {list(_MATCH_KEYS)})")
     arguments = match.get("arguments") or {}
     if not isinstance(arguments, Mapping):
-        raise ValueError("match.arguments: must be a mapping of dotted argument paths (or $ JSONPaths) to patterns")
+        raise PolicyConfigError("match.arguments: must be a mapping of dotted argument paths (or $ JSONPaths) to patterns")
 
     def pattern(key: str) -> Matcher | None:
         if key not in match:
@@ -125,14 +126,14 @@ def parse_rule(data: Any, *, index: int = 0) -> Rule:
         try:
             return compile_pattern(match[key])
         except ValueError as exc:
-            raise ValueError(f"match.{key}: {exc}") from exc
+            raise PolicyConfigError(f"match.{key}: {exc}") from exc
 
     compiled_args = []
     for path, value in arguments.items():
         try:
             compiled_args.append((compile_argument_path(str(path)), compile_pattern(value)))
         except ValueError as exc:
-            raise ValueError(f"match.arguments.{path}: {exc}") from exc
+            raise PolicyConfigError(f"match.arguments.{path}: {exc}") from exc
     name = str(data.get("name") or f"rule[{index}]")
     return Rule(
         name=name,
@@ -155,10 +156,10 @@ def parse_rule(data: Any, *, index: int = 0) -> Rule:
 def _safety_classes(value: Any) -> frozenset[str]:
     classes = [value] if isinstance(value, str) else value
     if not isinstance(classes, list) or not classes or not all(isinstance(c, str) for c in classes):
-        raise ValueError(f"match.safety: must be a class or a list of classes ({', '.join(sorted(_CLASSES))})")
+        raise PolicyConfigError(f"match.safety: must be a class or a list of classes ({', '.join(sorted(_CLASSES))})")
     bad = [c for c in classes if c not in _CLASSES]
     if bad:
-        raise ValueError(f"match.safety: {bad[0]!r} is not one of {', '.join(sorted(_CLASSES))}")
+        raise PolicyConfigError(f"match.safety: {bad[0]!r} is not one of {', '.join(sorted(_CLASSES))}")
     return frozenset(classes)
 
 
@@ -167,10 +168,10 @@ def _number(data: Mapping[str, Any], key: str, *, low: float, high: float | None
         return None
     value = data[key]
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{key}: must be a number, got {value!r}")
+        raise PolicyConfigError(f"{key}: must be a number, got {value!r}")
     if value < low or (open_low and value == low) or (high is not None and value > high):
         bounds = f"{'>' if open_low else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
-        raise ValueError(f"{key}: must be {bounds}, got {value!r}")
+        raise PolicyConfigError(f"{key}: must be {bounds}, got {value!r}")
     return float(value)
 
 
@@ -192,7 +193,12 @@ class RulesPolicy:
             if rule.matches(call, safety):
                 if rule.route is Mode.LEARNED and self.learned is not None:
                     decided = self.learned.decide(call, session, safety)
-                    return replace(decided, reason=f"{self.name}:{rule.name} -> {decided.reason}", shadow_rate=rule.shadow_rate, deadline_s=rule.deadline_s)
+                    return replace(
+                        decided,
+                        reason=f"{self.name}:{rule.name} -> {decided.reason}",
+                        shadow_rate=rule.shadow_rate,
+                        deadline_s=rule.deadline_s,
+                    )
                 return rule.decision(policy=self.name)
         return None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from policies.base import Policy
+from policies.safety.policy import decide_with
 from policies.safety.verdict import SafetyVerdict
 from router.types import Call, Decision, Route, Session
 
@@ -32,10 +33,7 @@ class StickyPolicy:
         key = (call.channel, call.server)
         if call.channel in self.channels and (pinned := session.pinned.get(key)) is not None:
             return Decision(pinned, self.name, f"this session's {call.channel} stays {pinned} (chosen at its first call)")
-        for policy in self.inner:
-            decision = policy.decide(call, session, safety) if getattr(policy, "wants_safety", False) else policy.decide(call, session)
-            if decision is not None:
-                if call.channel in self.channels and decision.route in _PINNABLE:
-                    session.pinned[key] = decision.route
-                return decision
-        return None
+        decision = decide_with(self.inner, call, session, safety)
+        if decision is not None and call.channel in self.channels and decision.route in _PINNABLE:
+            session.pinned[key] = decision.route
+        return decision

@@ -42,7 +42,7 @@ From the other rooms, as the router meets them
 - `backends.errors.BackendUnavailable`, `backends.mcp.upstream.UpstreamError` (a real
   side that cannot run, an upstream that cannot start): `router.mcp.middleware`
   turns them into error observations with provenance `none`.
-- `policies.learned.persistence.ModelLoadError`: caught by the CLI (exit 1) and the
+- `policies.errors.ModelLoadError`: caught by the CLI (exit 1) and the
   learned service (keeps the model it has).
 
 Boundaries that catch everything (`except Exception`, each commented in place)

@@ -9,6 +9,7 @@
 - `runner.py`, `worker.py`: shadow work off the agent's path (in process, or Redis
   workers).
 - `owners.py`: who owns a record or a container (a process), and whether it lives.
+- `errors.py`: what shadow raises (`ShadowError` and below), and who handles it.
 
 May import: `router.types` only.
 """

@@ -172,7 +172,9 @@ class NoiseLearner:
                 self.unsettled += 1
                 return
             answer = await again()
-        except Exception as exc:  # a probe is optional work: it never raises into the router
+        # Boundary: a probe is optional work off the agent's path. Its failure is
+        # counted and logged; it never raises into the router.
+        except Exception as exc:  # noqa: BLE001
             self.probes_failed += 1
             log.warning("noise probe of %s.%s failed: %s: %s", call.server, call.tool, type(exc).__name__, exc)
             return
@@ -209,9 +211,13 @@ class NoiseLearner:
                     continue
                 # The comparison runs in a worker thread: a large pair never stalls the loop.
                 disagreeing = await asyncio.to_thread(pair_disagreements, pair.first, pair.second, channel=call.channel)
-                await self.store.add_noise_observation(tool_key(call.channel, call.server, call.tool), disagreeing, name=f"{call.server}.{call.tool}")
+                await self.store.add_noise_observation(
+                    tool_key(call.channel, call.server, call.tool), disagreeing, name=f"{call.server}.{call.tool}"
+                )
                 self.learned += 1
-            except Exception:  # one pair that cannot be learned never stops learning
+            # Boundary: the learner's background loop. A pair that cannot be learned is
+            # logged; it never stops learning.
+            except Exception:
                 log.exception("noise pair of %s.%s not learned", call.server, call.tool)
             finally:
                 self._queue.task_done()

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote, unquote_plus, urlsplit, urlunsplit
 
 from router.types import Call, Observation
+from shadow.errors import ShadowError
 from shadow.secret_patterns import (
     AUTH_SCHEME,
     CREDENTIAL_FIELDS,
@@ -48,7 +49,7 @@ _TYPING_TOOLS = frozenset({"browser_type", "browser_fill", "browser_fill_form"})
 _REF_LINE = r"^.*\[ref={ref}\].*$"
 
 
-class RedactionKeyError(RuntimeError):
+class RedactionKeyError(ShadowError, RuntimeError):
     """The redaction key could not be read or created."""
 
 
@@ -149,7 +150,9 @@ class Redactor:
 
             return _SNAPSHOT_TEXTBOX.sub(value, text)
 
-        content = [{**block, "text": masked(block["text"])} if isinstance(block.get("text"), str) else block for block in observation.content]
+        content = [
+            {**block, "text": masked(block["text"])} if isinstance(block.get("text"), str) else block for block in observation.content
+        ]
         structured = observation.structured
         if isinstance(structured, dict) and isinstance(structured.get("snapshot"), str):
             structured = {**structured, "snapshot": masked(structured["snapshot"])}
@@ -172,7 +175,7 @@ class Redactor:
     def _whole_or_group(self, match: re.Match[str]) -> str:
         if match.re.groups and match[1]:  # a configured pattern with a group: only the group is secret
             start, end = match.span(1)
-            return match[0][: start - match.start()] + self.marker(match[1]) + match[0][end - match.start():]
+            return match[0][: start - match.start()] + self.marker(match[1]) + match[0][end - match.start() :]
         return self.marker(match[0])
 
     def header(self, name: str, value: str) -> str:
@@ -201,7 +204,11 @@ class Redactor:
         """A JSON value: fields named like credentials become markers, strings are
         redacted as text, `[name, value]` pairs (headers) as headers."""
         if name is not None and is_credential_name(name, self.fields) and not isinstance(value, (dict, list)):
-            if value is None or isinstance(value, bool) or (isinstance(value, str) and (not worth_redacting(value) or MARKER_PREFIX in value)):
+            if (
+                value is None
+                or isinstance(value, bool)
+                or (isinstance(value, str) and (not worth_redacting(value) or MARKER_PREFIX in value))
+            ):
                 return value
             return self.marker(value if isinstance(value, str) else json.dumps(value))
         if isinstance(value, dict):
@@ -238,7 +245,10 @@ class Redactor:
         if call.channel == "http":
             arguments = self._http_arguments(arguments)
         elif call.channel == "browser" and call.tool in _TYPING_TOOLS and self._types_a_secret(call, target_name):
-            arguments = {**self.value({k: v for k, v in arguments.items() if k != "text"}), "text": self.marker(str(arguments.get("text", "")))}
+            arguments = {
+                **self.value({k: v for k, v in arguments.items() if k != "text"}),
+                "text": self.marker(str(arguments.get("text", ""))),
+            }
         else:
             arguments = self.value(arguments)
         return replace(call, arguments=arguments)

@@ -19,12 +19,14 @@ from router.types import Call, Session, Simulator, Turn
 from shadow.compare.canonical import tool_key
 from shadow.compare.divergence import compare, text_size
 from shadow.compare.noise import NoiseRule, NoiseStore, noise_for_tool
-from shadow.store.record_log import RecordLog
-from shadow.redaction import Redactor
 from shadow.records import Record
+from shadow.redaction import Redactor
 from shadow.store.protocol import RecordError, RecordStore, StoreError
+from shadow.store.record_log import RecordLog
 
 log = logging.getLogger("simroute.shadow")
+
+DEFAULT_NOISE_RULE = NoiseRule()  # frozen: one shared default
 
 # History turns read back for a drained record's simulation.
 _DRAIN_HISTORY = 256
@@ -75,7 +77,7 @@ class ShadowRunner:
         queue_size: int = 256,
         concurrency: int = 1,
         noise: NoiseStore | None = None,
-        noise_rule: NoiseRule = NoiseRule(),
+        noise_rule: NoiseRule = DEFAULT_NOISE_RULE,
     ) -> None:
         self.simulator = simulator
         self.store = store
@@ -119,7 +121,9 @@ class ShadowRunner:
             try:
                 async with entry[0]:
                     await self.complete(record, session)
-            except Exception:  # one failed comparison never stops the worker
+            # Boundary: shadow work runs after the agent was answered. Its failure is
+            # logged and the record stays pending for drain; it never stops the worker.
+            except Exception:
                 log.exception("shadow work of %s failed; the record stays pending for drain", record.id)
             finally:
                 self._busy -= 1

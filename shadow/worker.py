@@ -14,11 +14,13 @@ import os
 import socket
 from typing import Any
 
+from redis.exceptions import ResponseError
+
 from router.types import Session, Turn
 from shadow.records import Record
-from shadow.store.redis.store import RedisStore
 from shadow.runner import DrainReport, ShadowRunner, shadow_session_id
 from shadow.store.protocol import StoreError
+from shadow.store.redis.store import RedisStore
 
 log = logging.getLogger("simroute.worker")
 
@@ -71,7 +73,7 @@ class RedisShadowQueue:
         async def remove(r: Any) -> None:
             try:  # a worker may hold some of them: acknowledged, it will not retry them
                 await r.xack(self.stream, GROUP, *finished)
-            except Exception as exc:  # no worker ever started: no group to acknowledge in
+            except ResponseError as exc:  # no worker ever started: no group to acknowledge in
                 if "NOGROUP" not in str(exc):
                     raise
             await r.xdel(self.stream, *finished)
@@ -100,7 +102,7 @@ class ShadowWorker:
         async def create_group(r: Any) -> None:
             try:
                 await r.xgroup_create(self.stream, GROUP, id="0", mkstream=True)
-            except Exception as exc:  # the group exists already
+            except ResponseError as exc:  # the group exists already
                 if "BUSYGROUP" not in str(exc):
                     raise
 
@@ -138,4 +140,3 @@ class ShadowWorker:
         # Done, or nothing left to do (completed elsewhere, or gone): the job leaves the queue.
         await self.store._run("acknowledging a shadow job", lambda r: r.xack(self.stream, GROUP, job_id))
         await self.store._run("removing a shadow job", lambda r: r.xdel(self.stream, job_id))
-

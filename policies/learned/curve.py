@@ -24,8 +24,13 @@ class CurvePoint:
     cost_saved: float  # sum over the calls sent of (real price - route price)
 
     def to_json(self) -> dict[str, float]:
-        return {"threshold": round(self.threshold, 4), "share": round(self.share, 4), "fidelity": round(self.fidelity, 4),
-                "real_calls_saved": self.real_calls_saved, "cost_saved": round(self.cost_saved, 4)}
+        return {
+            "threshold": round(self.threshold, 4),
+            "share": round(self.share, 4),
+            "fidelity": round(self.fidelity, 4),
+            "real_calls_saved": self.real_calls_saved,
+            "cost_saved": round(self.cost_saved, 4),
+        }
 
 
 def curve(probabilities: Sequence[float], divergences: Sequence[float], *, savings: Sequence[float] | None = None) -> list[CurvePoint]:
@@ -65,7 +70,7 @@ def fidelity_at(threshold: float, probabilities: Sequence[float], divergences: S
     n = len(probabilities)
     if n == 0:
         return 0.0, 1.0
-    sent = [d for p, d in zip(probabilities, divergences) if p >= threshold]
+    sent = [d for p, d in zip(probabilities, divergences, strict=True) if p >= threshold]
     return len(sent) / n, 1.0 - sum(sent) / n
 
 

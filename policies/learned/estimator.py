@@ -25,13 +25,17 @@ from policies.learned.features import N_BITS, Feature, hashed
 
 def hash_matrix(rows: Sequence[Sequence[Feature]], n_bits: int = N_BITS) -> sparse.csr_matrix:
     """The hashed features of many calls as one sparse matrix."""
-    indptr, indices, values = [0], [], []
+    indptr: list[int] = [0]
+    indices: list[int] = []
+    values: list[float] = []
     for features in rows:
         columns = hashed(features, n_bits)
         indices.extend(columns.keys())
         values.extend(columns.values())
         indptr.append(len(indices))
-    return sparse.csr_matrix((np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64), np.asarray(indptr)), shape=(len(rows), 1 << n_bits))
+    return sparse.csr_matrix(
+        (np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64), np.asarray(indptr)), shape=(len(rows), 1 << n_bits)
+    )
 
 
 class RouteClassifier(ClassifierMixin, BaseEstimator):
@@ -43,7 +47,7 @@ class RouteClassifier(ClassifierMixin, BaseEstimator):
         self.calibration_folds = calibration_folds
         self.max_iter = max_iter
 
-    def fit(self, X: Sequence[Sequence[Feature]], y: Sequence[int]) -> RouteClassifier:
+    def fit(self, X: Sequence[Sequence[Feature]], y: Sequence[int] | np.ndarray) -> RouteClassifier:
         labels = np.asarray(y, dtype=np.int64)
         if len(X) != len(labels):
             raise ValueError(f"X has {len(X)} calls but y has {len(labels)} labels")
@@ -52,7 +56,7 @@ class RouteClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y must hold both 0 and 1, got classes {classes.tolist()}")
         folds = min(self.calibration_folds, int(counts.min()))
         if folds < 2:
-            raise ValueError(f"each class needs at least 2 labels (got {dict(zip(classes.tolist(), counts.tolist()))})")
+            raise ValueError(f"each class needs at least 2 labels (got {dict(zip(classes.tolist(), counts.tolist(), strict=True))})")
         matrix = hash_matrix(X, self.n_bits)
         # Fitted on the columns the calls use: the same solution (an unused column's
         # L2-penalised weight is 0) at a fraction of the cost of 2**n_bits columns.

@@ -17,20 +17,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from policies.errors import ModelLoadError
 from policies.learned.model import LearnedModel, RouteModel
 from policies.learned.scorer import LinearScorer
 
 FORMAT = "simroute-learned/1"
 # Beyond what skops trusts by default (numpy, builtins, most of scikit-learn).
-ALLOWED_TYPES = frozenset({
-    "policies.learned.estimator.RouteClassifier",
-    "sklearn.calibration._CalibratedClassifier",
-    "sklearn.calibration._SigmoidCalibration",
-})
-
-
-class ModelLoadError(RuntimeError):
-    """A model file could not be read, is not a simroute model, or holds types it may not."""
+ALLOWED_TYPES = frozenset(
+    {
+        "policies.learned.estimator.RouteClassifier",
+        "sklearn.calibration._CalibratedClassifier",
+        "sklearn.calibration._SigmoidCalibration",
+    }
+)
 
 
 def card_path(model_path: Path) -> Path:
@@ -41,7 +40,11 @@ def save_model(path: Path, classifiers: dict[str, Any], thresholds: dict[str, fl
     """Write the model and its card atomically (a watcher never sees half a file)."""
     import skops.io
 
-    payload = {"format": FORMAT, "n_bits": n_bits, "routes": {r: {"classifier": c, "threshold": float(thresholds[r])} for r, c in classifiers.items()}}
+    payload = {
+        "format": FORMAT,
+        "n_bits": n_bits,
+        "routes": {r: {"classifier": c, "threshold": float(thresholds[r])} for r, c in classifiers.items()},
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     data = skops.io.dumps(payload)
     card = {**card, "model_sha256": hashlib.sha256(data).hexdigest()}
@@ -79,10 +82,14 @@ def load_model_bytes(data: bytes, *, source: str, card: dict[str, Any] | None = 
         payload = skops.io.loads(data, trusted=list(untrusted))
     except ModelLoadError:
         raise
-    except Exception as exc:  # skops raises many kinds for a damaged or foreign file
+    # Boundary: an untrusted file. skops raises many kinds for a damaged or foreign
+    # file; each becomes a ModelLoadError that names the file.
+    except Exception as exc:
         raise ModelLoadError(f"learned model {source} is not a readable skops file: {type(exc).__name__}: {exc}") from exc
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ModelLoadError(f"learned model {source} is not a simroute model (format {payload.get('format') if isinstance(payload, dict) else type(payload).__name__!r}, expected {FORMAT!r})")
+        raise ModelLoadError(
+            f"learned model {source} is not a simroute model (format {payload.get('format') if isinstance(payload, dict) else type(payload).__name__!r}, expected {FORMAT!r})"
+        )
     routes = {}
     try:
         for route, entry in payload["routes"].items():

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from policies.learned.features import dynamic_features, hashed, static_features, tool_key
+from policies.learned.features import Feature, dynamic_features, hashed, static_features, tool_key
 from policies.learned.model import LearnedModel
 from policies.learned.state import EMPTY_STATE, LearnedState
 from policies.safety.verdict import SafetyVerdict
@@ -83,8 +83,14 @@ class Candidate:
         return f"{self.route}: P(ok)={self.probability:.3f} {sign} {self.threshold:.3f} ({self.source}), cost {self.cost:.2f}"
 
     def to_json(self) -> dict:
-        return {"route": self.route, "probability": None if self.probability is None else round(self.probability, 6),
-                "threshold": self.threshold, "source": self.source, "cost": round(self.cost, 4), "eligible": self.eligible}
+        return {
+            "route": self.route,
+            "probability": None if self.probability is None else round(self.probability, 6),
+            "threshold": self.threshold,
+            "source": self.source,
+            "cost": round(self.cost, 4),
+            "eligible": self.eligible,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +106,12 @@ class LearnedPolicy:
     wants_safety = True
 
     def __init__(
-        self, settings: LearnedSettings = LearnedSettings(), *, replay_key_of: Callable[[Call], str] | None = None,
-        model: LearnedModel | None = None, state: LearnedState = EMPTY_STATE,
+        self,
+        settings: LearnedSettings = LearnedSettings(),
+        *,
+        replay_key_of: Callable[[Call], str] | None = None,
+        model: LearnedModel | None = None,
+        state: LearnedState = EMPTY_STATE,
     ) -> None:
         self.settings = settings
         self.replay_key_of = replay_key_of
@@ -119,7 +129,10 @@ class LearnedPolicy:
             if route is Route.REAL:
                 route, reason = Route.SHADOW, f"{reason}; explored: shadowed (learned.explore_rate {self.settings.explore_rate:g})"
             elif _is_safe(safety):
-                route, reason = Route.SHADOW, f"{reason}; explored: served real with shadow instead of {route} (learned.explore_rate {self.settings.explore_rate:g})"
+                route, reason = (
+                    Route.SHADOW,
+                    f"{reason}; explored: served real with shadow instead of {route} (learned.explore_rate {self.settings.explore_rate:g})",
+                )
         return Decision(route, self.name, reason)
 
     def assess(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Assessment:
@@ -131,7 +144,9 @@ class LearnedPolicy:
         if not _is_safe(safety) and not settings.simulate_side_effects:
             cls = safety.cls if safety is not None else "unclassified"
             return Assessment(Route.REAL, (), real_cost, f"{cls} calls go real (learned.simulate_side_effects is off)")
-        entry = dynamic = None  # made once per call, shared by both routes' scorers
+        # Made once per call, shared by both routes' scorers.
+        entry: _CallEntry | None = None
+        dynamic: list[Feature] | None = None
         candidates = []
         for route in ("replay", "sim"):
             price = 0.0 if route == "replay" else settings.sim_price
@@ -143,8 +158,8 @@ class LearnedPolicy:
                 continue
             labels = stats.labels(route) if stats else 0
             route_model = model.routes.get(route) if model is not None else None
-            if route_model is not None and labels >= settings.min_labels:
-                if entry is None:
+            if model is not None and route_model is not None and labels >= settings.min_labels:
+                if entry is None or dynamic is None:
                     entry, dynamic = self._entry(call, safety, model), dynamic_features(session.steps, stats)
                 scorer = route_model.scorer
                 score = entry.static_score(route, scorer) + scorer.partial(dynamic)
@@ -234,7 +249,9 @@ class _CallEntry:
             columns = self.columns.get(scorer.n_bits)
             if columns is None:
                 call = self.call
-                columns = self.columns[scorer.n_bits] = hashed(static_features(call.channel, call.server, call.tool, call.arguments, self.safety), scorer.n_bits)
+                columns = self.columns[scorer.n_bits] = hashed(
+                    static_features(call.channel, call.server, call.tool, call.arguments, self.safety), scorer.n_bits
+                )
             score = self.scores[route] = scorer.score_columns(columns)
         return score
 

@@ -55,9 +55,12 @@ class RouteReport:
             out["why"] = self.why_not
             return out
         out.update(
-            cv_roc_auc=round(self.auc, 4) if self.auc is not None else None, cv_brier=round(self.brier, 4) if self.brier is not None else None,
-            calibration=self.calibration, curve=[p.to_json() for p in self.curve],
-            threshold=self.chosen.threshold if self.chosen else None, chosen=self.chosen.to_json() if self.chosen else None,
+            cv_roc_auc=round(self.auc, 4) if self.auc is not None else None,
+            cv_brier=round(self.brier, 4) if self.brier is not None else None,
+            calibration=self.calibration,
+            curve=[p.to_json() for p in self.curve],
+            threshold=self.chosen.threshold if self.chosen else None,
+            chosen=self.chosen.to_json() if self.chosen else None,
         )
         return out
 
@@ -104,14 +107,15 @@ def train(labels: Sequence[Label], settings: TrainingSettings, *, advance: Calla
         smaller = int(min(y.sum(), len(y) - y.sum())) if len(y) else 0
         if smaller < MIN_PER_CLASS:
             report.why_not = (
-                f"all {len(y)} labels are {'acceptable' if y.sum() else 'unacceptable'}" if len(y) and smaller == 0
+                f"all {len(y)} labels are {'acceptable' if y.sum() else 'unacceptable'}"
+                if len(y) and smaller == 0
                 else f"{len(y)} labels, {smaller} of the rarer class (a classifier needs {MIN_PER_CLASS} of each)"
             )
             for _ in range(settings.cv_folds + 1 if chosen else 0):
                 advance(f"{route}: skipped")
             continue
         X = features_of(chosen)
-        probabilities = cross_validated(X, y, settings, advance=lambda what, r=route: advance(f"{r}: {what}"))
+        probabilities = cross_validated(X, y, settings, advance=_prefixed(advance, route))
         _metrics(report, y, probabilities)
         divergences = [label.divergence for label in chosen]
         report.curve = curve(probabilities.tolist(), divergences, savings=savings_of(chosen, settings))
@@ -123,6 +127,11 @@ def train(labels: Sequence[Label], settings: TrainingSettings, *, advance: Calla
         result.classifiers[route] = classifier
         result.thresholds[route] = report.chosen.threshold
     return result
+
+
+def _prefixed(advance: Callable[[str], None], route: str) -> Callable[[str], None]:
+    """`advance` with each step named after the route being trained."""
+    return lambda what: advance(f"{route}: {what}")
 
 
 def cross_validated(X: list, y: np.ndarray, settings: TrainingSettings, *, advance: Callable[[str], None]) -> np.ndarray:
@@ -148,6 +157,11 @@ def _metrics(report: RouteReport, y: np.ndarray, probabilities: np.ndarray) -> N
     report.brier = float(brier_score_loss(y, probabilities))
     bins = np.minimum((probabilities * 5).astype(int), 4)
     report.calibration = [
-        {"predicted": round(float(probabilities[bins == b].mean()), 3), "acceptable": round(float(y[bins == b].mean()), 3), "count": int((bins == b).sum())}
-        for b in range(5) if (bins == b).any()
+        {
+            "predicted": round(float(probabilities[bins == b].mean()), 3),
+            "acceptable": round(float(y[bins == b].mean()), 3),
+            "count": int((bins == b).sum()),
+        }
+        for b in range(5)
+        if (bins == b).any()
     ]

@@ -6,10 +6,22 @@ and the HTTP channel's `X-Simroute-Safety` header show it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol, cast
+
 from policies.base import Policy
 from policies.safety.classifier import SafetyClassifier
 from policies.safety.verdict import SafetyClass, SafetyVerdict
 from router.types import Call, Decision, Session
+
+
+class SafetyAwarePolicy(Protocol):
+    """A policy that reads the safety verdict (`wants_safety = True`): rules'
+    `safety` key, rehearsal, the learned router."""
+
+    name: str
+    wants_safety: bool
+
+    def decide(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Decision | None: ...
 
 
 class SafetyPolicy:
@@ -24,7 +36,9 @@ class SafetyPolicy:
         rehearsal fails closed and the record says why."""
         try:
             return self.classifier.classify(call, session)
-        except Exception as exc:  # a classifier bug must not take routing down: recorded as unknown
+        # Boundary: the safety classifier fails closed. A bug in it must not take
+        # routing down; the call is recorded as unknown, not analysed.
+        except Exception as exc:  # noqa: BLE001
             return SafetyVerdict(SafetyClass.UNKNOWN, f"classification failed: {type(exc).__name__}: {exc}", analysed=False)
 
     def decide(self, call: Call, session: Session) -> Decision | None:
@@ -33,15 +47,22 @@ class SafetyPolicy:
         if decision is None:
             return None
         # Built directly, not with dataclasses.replace (several times slower, on every call).
-        return Decision(decision.route, decision.policy, decision.reason, safety=str(verdict.cls), safety_reason=verdict.reason,
-                        shadow_rate=decision.shadow_rate, deadline_s=decision.deadline_s)
+        return Decision(
+            decision.route,
+            decision.policy,
+            decision.reason,
+            safety=str(verdict.cls),
+            safety_reason=verdict.reason,
+            shadow_rate=decision.shadow_rate,
+            deadline_s=decision.deadline_s,
+        )
 
 
 def decide_with(policies: Sequence[Policy], call: Call, session: Session, verdict: SafetyVerdict | None) -> Decision | None:
     """Run `policies` in order, handing `verdict` to those that want it (`wants_safety`)."""
     for policy in policies:
         if getattr(policy, "wants_safety", False):
-            decision = policy.decide(call, session, verdict)  # type: ignore[call-arg]
+            decision = cast(SafetyAwarePolicy, policy).decide(call, session, verdict)
         else:
             decision = policy.decide(call, session)
         if decision is not None:

@@ -9,45 +9,16 @@ sandbox); raw-text patterns then still catch the well-known destructive forms.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
-from policies.safety.shell_parse import ParsedShell, parse_shell
 from policies.safety.shell_args import is_device, is_harmless_target, is_system_path
+from policies.safety.shell_commands import ParsedShell
+from policies.safety.shell_parse import parse_shell
 from policies.safety.shell_programs import command_verdict
+from policies.safety.shell_raw import raw_destructive
 from policies.safety.verdict import SafetyClass, SafetyVerdict, worst
 
 SAFE, SIDE, DESTRUCTIVE = SafetyClass.SAFE, SafetyClass.SIDE_EFFECT, SafetyClass.DESTRUCTIVE
-
-# Well-known destructive forms, for text the parser could not analyse.
-_RAW_DESTRUCTIVE = [
-    (re.compile(p, re.IGNORECASE), why)
-    for p, why in [
-        (r"\brm\s+(-\w*[rR]\w*|--recursive)\b", "recursive delete"),
-        (r"\b(mkfs(\.\w+)?|wipefs|shred|fdisk|sfdisk|parted|blkdiscard|truncate)\b", "disk or file wiping"),
-        (r"\bdd\b[^\n]*\bof=/dev/", "dd onto a device"),
-        (r":\s*\(\s*\)\s*\{[^}]*:\s*\|\s*:", "fork bomb"),
-        (r"\b(curl|wget)\b[^|\n]*\|\s*(sudo\s+)?(ba|z|da|k)?sh\b", "download piped into a shell"),
-        (r"\bgit\s+push\b[^\n]*(--force|\s-f\b|--mirror|--delete)", "force push"),
-        (r"\bgit\s+(reset\s+--hard|clean\s+-\w*f|filter-branch|filter-repo)\b", "git history or work discarded"),
-        (r"\b(drop\s+(table|database|schema)|truncate\s+table|flushall|flushdb|dropdatabase)\b", "database drop or flush"),
-        (r"\b(shutdown|reboot|halt|poweroff)\b", "machine shutdown"),
-        (r"\b(terraform|tofu|pulumi)\s+destroy\b|\bkubectl\s+delete\b|\b(aws|gcloud|az)\b[^\n]*\bdelete", "cloud or cluster deletion"),
-        (r"\bsystemctl\s+(stop|disable|mask)\b|\bcrontab\s+-\w*r", "service or crontab removal"),
-        (r"\b(apt|apt-get|yum|dnf)\s+(remove|purge|autoremove)\b|\bpip3?\s+uninstall\b", "package removal"),
-        (r"\bdocker\b[^\n]*\b(prune|rm\s+-f)\b", "docker removal"),
-        (r">\s*/(etc|boot)/|>\s*/dev/(sd|nvme|hd|vd|xvd|mmcblk)", "overwrites a system file or disk"),
-        (r"\bchmod\s+-R\b[^\n]*\s/(\s|$|etc|usr|bin|boot)|\bkill\s+-9\s+-?1\b", "system-wide chmod or kill"),
-    ]
-]
-
-
-def raw_destructive(text: str) -> str | None:
-    """Why `text` looks destructive by its raw text alone, or None."""
-    for pattern, why in _RAW_DESTRUCTIVE:
-        if pattern.search(text):
-            return why
-    return None
 
 
 @lru_cache(maxsize=4096)
@@ -58,12 +29,18 @@ def classify_shell(command: str, *, max_chars: int = 10_000) -> SafetyVerdict:
     if len(command) > max_chars:
         why = raw_destructive(command)
         if why is not None:
-            return SafetyVerdict(DESTRUCTIVE, f"{why} (command of {len(command)} characters, over safety.max_command_chars {max_chars}: not parsed)", analysed=False)
-        return SafetyVerdict(SIDE, f"command of {len(command)} characters, over safety.max_command_chars {max_chars}: not parsed", analysed=False)
+            return SafetyVerdict(
+                DESTRUCTIVE,
+                f"{why} (command of {len(command)} characters, over safety.max_command_chars {max_chars}: not parsed)",
+                analysed=False,
+            )
+        return SafetyVerdict(
+            SIDE, f"command of {len(command)} characters, over safety.max_command_chars {max_chars}: not parsed", analysed=False
+        )
     parsed = parse_shell(command)
     verdict = classify_parsed(parsed)
     if parsed.errors or parsed.too_deep:
-        problem = parsed.errors[0] if parsed.errors else f"nested shells deeper than the parser follows"
+        problem = parsed.errors[0] if parsed.errors else "nested shells deeper than the parser follows"
         why = raw_destructive(command)
         if why is not None:
             return SafetyVerdict(DESTRUCTIVE, f"{why} (the command did not parse: {problem})", analysed=False)

@@ -5,17 +5,45 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from policies.safety.shell_parse import DYNAMIC, SimpleCommand
+from policies.safety.shell_commands import DYNAMIC, SimpleCommand
 from policies.safety.verdict import SafetyClass, SafetyVerdict
 
 SAFE, SIDE, DESTRUCTIVE = SafetyClass.SAFE, SafetyClass.SIDE_EFFECT, SafetyClass.DESTRUCTIVE
 
 # A program's rule: (class, why) for its arguments, or None to fall back to the defaults.
-Rule = Callable[[str, tuple[str, ...], SimpleCommand], tuple[SafetyClass, str] | None]
+# (class, why) of one command, or (class, why, False) when the rule could not see
+# what runs (the verdict is then not analysed); None: the rule has no opinion.
+Rule = Callable[[str, tuple[str, ...], SimpleCommand], tuple[SafetyClass, str] | tuple[SafetyClass, str, bool] | None]
 
 _DOWNLOADERS = re.compile(r"(?:^|[\s/(|;&$])(curl|wget|fetch|aria2c|http|xh|lwp-download|Invoke-WebRequest|iwr)(?:\s|$)")
-_SYSTEM_DIRS = ("/etc", "/boot", "/dev", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/var/lib", "/proc", "/sys", "/root", "/var/spool/cron")
-_HARMLESS_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/fd/", "/dev/shm/", "/dev/random", "/dev/urandom", "/proc/self/fd/")
+_SYSTEM_DIRS = (
+    "/etc",
+    "/boot",
+    "/dev",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/var/lib",
+    "/proc",
+    "/sys",
+    "/root",
+    "/var/spool/cron",
+)
+_HARMLESS_DEVICES = (
+    "/dev/null",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/tty",
+    "/dev/zero",
+    "/dev/fd/",
+    "/dev/shm/",
+    "/dev/random",
+    "/dev/urandom",
+    "/proc/self/fd/",
+)
 
 
 def verdict(cls: SafetyClass, reason: str, *, analysed: bool = True) -> SafetyVerdict:
@@ -52,5 +80,3 @@ def is_device(path: str) -> bool:
 
 def downloads(text: str) -> bool:
     return _DOWNLOADERS.search(text.replace(DYNAMIC, "$")) is not None
-
-

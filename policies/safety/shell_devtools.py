@@ -12,8 +12,14 @@ _SQL_DESTRUCTIVE = re.compile(
     r"dropdatabase\b|\.drop\s*\(|deletemany\b|\.remove\s*\(|delete\s+from\s+[\w.\"`]+\s*(;|$|\"|')|alter\s+table\s+\S+\s+drop\b)",
     re.IGNORECASE,
 )
-_SQL_WRITE = re.compile(r"\b(insert|update|delete|create|alter|grant|revoke|set|del|hset|lpush|rpush|expire|rename|insertone|insertmany|updateone|updatemany|copy|vacuum|reindex)\b", re.IGNORECASE)
-_DB_CLIENTS = frozenset({"psql", "mysql", "mariadb", "sqlite3", "mongo", "mongosh", "redis-cli", "cqlsh", "clickhouse-client", "clickhouse", "sqlcmd", "duckdb", "valkey-cli", "keydb-cli"})
+_SQL_WRITE = re.compile(
+    r"\b(insert|update|delete|create|alter|grant|revoke|set|del|hset|lpush|rpush|expire|rename|insertone|insertmany|updateone|updatemany|copy|vacuum|reindex)\b",
+    re.IGNORECASE,
+)
+_DB_CLIENTS = frozenset(
+    "psql mysql mariadb sqlite3 mongo mongosh redis-cli cqlsh clickhouse-client clickhouse sqlcmd duckdb valkey-cli keydb-cli".split()
+)
+
 
 def _db(name, args, cmd):
     text = " ".join((*args, cmd.stdin_text, *cmd.upstream))
@@ -22,13 +28,17 @@ def _db(name, args, cmd):
     query_flags = {"-c", "--command", "-e", "--execute", "--eval", "-f", "--file", "-q"}
     if name in ("redis-cli", "valkey-cli", "keydb-cli"):
         words = [a.upper() for a in operands(args)]
-        reads = {"GET", "MGET", "KEYS", "SCAN", "INFO", "PING", "TTL", "TYPE", "EXISTS", "HGET", "HGETALL", "LRANGE", "SMEMBERS", "ZRANGE", "DBSIZE", "CONFIG", "CLIENT", "MONITOR", "STRLEN", "LLEN", "SCARD", "HKEYS"}
+        reads = frozenset(
+            "GET MGET KEYS SCAN INFO PING TTL TYPE EXISTS HGET HGETALL LRANGE SMEMBERS ZRANGE DBSIZE CONFIG CLIENT MONITOR STRLEN LLEN SCARD HKEYS".split()
+        )
         if words and not any(w in reads for w in words[:1]) or not words:
             return SIDE, f"{name} may write data" if words else f"{name} reads commands from input"
         return SAFE, f"{name} {words[0]} reads"
     if _SQL_WRITE.search(text):
         return SIDE, f"{name} writes data"
-    has_query = any(a in query_flags or a.startswith(("--command=", "--execute=", "--eval=")) for a in args) or (name == "sqlite3" and len(operands(args)) >= 2)
+    has_query = any(a in query_flags or a.startswith(("--command=", "--execute=", "--eval=")) for a in args) or (
+        name == "sqlite3" and len(operands(args)) >= 2
+    )
     if has_query and re.search(r"\b(select|show|describe|explain|\\d|\\l|\.tables|\.schema|find\s*\(|count)", text, re.IGNORECASE):
         return SAFE, f"{name} runs a read-only query"
     return SIDE, f"{name} may write data"
@@ -38,17 +48,31 @@ def _packages(name, args, cmd):
     words = operands(args)
     verb = words[0] if words else ""
     removing = {"remove", "purge", "autoremove", "uninstall", "erase", "rm", "un", "unlink", "del", "r"}
-    reading = {"list", "show", "search", "info", "freeze", "check", "policy", "depends", "rdepends", "ls", "outdated", "view", "help", "--version", "madison", "download"}
+    reading = frozenset(
+        "list show search info freeze check policy depends rdepends ls outdated view help --version madison download".split()
+    )
     if name == "dpkg":
         flags = short_flags(args)
         if "r" in flags or "P" in flags or "--purge" in args or "--remove" in args:
             return DESTRUCTIVE, "dpkg removes packages"
         return (SAFE, "dpkg lists") if any(f in flags for f in "lLsS") or "--list" in args else (SIDE, "dpkg installs packages")
     if name in ("rpm",):
-        return (DESTRUCTIVE, "rpm -e removes packages") if "e" in short_flags(args) else (SAFE, "rpm queries") if "q" in short_flags(args) else (SIDE, "rpm installs")
+        return (
+            (DESTRUCTIVE, "rpm -e removes packages")
+            if "e" in short_flags(args)
+            else (SAFE, "rpm queries")
+            if "q" in short_flags(args)
+            else (SIDE, "rpm installs")
+        )
     if name == "pacman":
         flags = short_flags(args)
-        return (DESTRUCTIVE, "pacman -R removes packages") if "R" in flags else (SAFE, "pacman queries") if "Q" in flags or "Ss" in "".join(args) else (SIDE, "pacman installs")
+        return (
+            (DESTRUCTIVE, "pacman -R removes packages")
+            if "R" in flags
+            else (SAFE, "pacman queries")
+            if "Q" in flags or "Ss" in "".join(args)
+            else (SIDE, "pacman installs")
+        )
     if name == "uv" and verb == "pip":
         return _packages("pip", tuple(words[1:]), cmd)
     if verb in removing or (name == "brew" and verb == "uninstall"):
@@ -67,31 +91,57 @@ def _git(name, args, cmd):
     verb, rest = args[i], args[i + 1 :]
     flags = short_flags(rest)
     if verb == "push":
-        if "f" in flags or any(a.startswith(("--force", "--mirror", "--delete", "--prune")) for a in rest) or "d" in flags or any(a.startswith((":", "+")) for a in operands(rest)):
+        if (
+            "f" in flags
+            or any(a.startswith(("--force", "--mirror", "--delete", "--prune")) for a in rest)
+            or "d" in flags
+            or any(a.startswith((":", "+")) for a in operands(rest))
+        ):
             return DESTRUCTIVE, "git push that overwrites or deletes remote history: " + cmd.text()[:100]
         return SIDE, "git push publishes commits"
     if verb == "reset" and "--hard" in rest:
         return DESTRUCTIVE, "git reset --hard discards work"
     if verb == "clean":
         if "f" in flags or "--force" in rest:
-            return (SAFE, "git clean -n only lists") if "n" in flags or "--dry-run" in rest else (DESTRUCTIVE, "git clean -f deletes untracked files")
+            return (
+                (SAFE, "git clean -n only lists")
+                if "n" in flags or "--dry-run" in rest
+                else (DESTRUCTIVE, "git clean -f deletes untracked files")
+            )
         return SAFE, "git clean without -f deletes nothing"
-    if verb in ("filter-branch", "filter-repo", "replace") or (verb == "rebase" and "--abort" not in rest and "--continue" not in rest) or (verb == "commit" and "--amend" in rest):
+    if (
+        verb in ("filter-branch", "filter-repo", "replace")
+        or (verb == "rebase" and "--abort" not in rest and "--continue" not in rest)
+        or (verb == "commit" and "--amend" in rest)
+    ):
         return DESTRUCTIVE, f"git {verb} rewrites history"
-    if verb == "reflog" and rest[:1] in (("expire",), ("delete",)) or verb == "gc" and any(a.startswith("--prune") for a in rest) or verb == "update-ref" and "-d" in rest:
+    if (
+        verb == "reflog"
+        and rest[:1] in (("expire",), ("delete",))
+        or verb == "gc"
+        and any(a.startswith("--prune") for a in rest)
+        or verb == "update-ref"
+        and "-d" in rest
+    ):
         return DESTRUCTIVE, f"git {verb} deletes history"
     if verb == "branch" and ("D" in flags or "--delete" in rest and "--force" in rest):
         return DESTRUCTIVE, "git branch -D deletes unmerged branches"
-    if verb in ("checkout", "restore") and ("f" in flags or "--force" in rest or "--" in rest or operands(rest)[:1] == ["."] or (verb == "restore" and "--staged" not in rest)):
+    if verb in ("checkout", "restore") and (
+        "f" in flags or "--force" in rest or "--" in rest or operands(rest)[:1] == ["."] or (verb == "restore" and "--staged" not in rest)
+    ):
         return DESTRUCTIVE, f"git {verb} discards uncommitted changes"
     if verb == "stash" and rest[:1] in (("drop",), ("clear",)):
         return DESTRUCTIVE, f"git stash {rest[0]} deletes stashed work"
-    if verb in _GIT_READ or (verb in ("branch", "tag", "remote", "stash", "config", "worktree", "notes", "submodule") and _git_lists(verb, rest)):
+    if verb in _GIT_READ or (
+        verb in ("branch", "tag", "remote", "stash", "config", "worktree", "notes", "submodule") and _git_lists(verb, rest)
+    ):
         return SAFE, f"git {verb} only reads"
     return SIDE, f"git {verb} changes the repository"
 
 
-_GIT_READ = {"status", "log", "diff", "show", "blame", "rev-parse", "ls-files", "ls-tree", "ls-remote", "grep", "describe", "shortlog", "reflog", "cat-file", "help", "version", "--version", "whatchanged", "show-ref", "rev-list", "name-rev", "for-each-ref", "count-objects", "fsck", "check-ignore", "bisect", "var", "diff-tree", "archive"}
+_GIT_READ = frozenset(
+    "status log diff show blame rev-parse ls-files ls-tree ls-remote grep describe shortlog reflog cat-file help version --version whatchanged show-ref rev-list name-rev for-each-ref count-objects fsck check-ignore bisect var diff-tree archive".split()
+)
 
 
 def _git_lists(verb: str, rest: tuple[str, ...]) -> bool:
@@ -109,7 +159,11 @@ def _git_lists(verb: str, rest: tuple[str, ...]) -> bool:
 
 def _containers(name, args, cmd):
     words = operands(args)
-    verb = " ".join(words[:2]) if words[:1] in (["system"], ["volume"], ["image"], ["container"], ["network"], ["builder"], ["compose"]) else (words[0] if words else "")
+    verb = (
+        " ".join(words[:2])
+        if words[:1] in (["system"], ["volume"], ["image"], ["container"], ["network"], ["builder"], ["compose"])
+        else (words[0] if words else "")
+    )
     flags = short_flags(args)
     if verb.endswith("prune") or words[:1] == ["prune"]:
         return DESTRUCTIVE, f"{name} {verb} deletes unused data"
@@ -119,13 +173,44 @@ def _containers(name, args, cmd):
         return DESTRUCTIVE, f"{name} compose down -v deletes volumes"
     if name == "docker-compose" and words[:1] == ["down"] and ("v" in flags or "--volumes" in args):
         return DESTRUCTIVE, "docker-compose down -v deletes volumes"
-    if verb in ("ps", "images", "inspect", "logs", "version", "info", "top", "stats", "history", "port", "diff", "events", "search", "container ls", "image ls", "volume ls", "network ls", "compose ps", "compose logs", "container inspect", "image inspect", "volume inspect", "system df", "compose config", "ls"):
+    if verb in (
+        "ps",
+        "images",
+        "inspect",
+        "logs",
+        "version",
+        "info",
+        "top",
+        "stats",
+        "history",
+        "port",
+        "diff",
+        "events",
+        "search",
+        "container ls",
+        "image ls",
+        "volume ls",
+        "network ls",
+        "compose ps",
+        "compose logs",
+        "container inspect",
+        "image inspect",
+        "volume inspect",
+        "system df",
+        "compose config",
+        "ls",
+    ):
         return SAFE, f"{name} {verb} only reads"
     return SIDE, f"{name} {verb} changes containers"
 
 
-_CLOUD_DESTROY = re.compile(r"^(delete|destroy|remove|terminate|purge|drain|uninstall|deregister|rb|del|wipe|teardown|kill|down)", re.IGNORECASE)
-_CLOUD_READ = re.compile(r"^(get|describe|list|ls|show|logs|top|explain|version|plan|validate|output|status|history|search|whoami|info|auth|config|view|inspect|api-resources|cluster-info|diff|fmt|graph|providers|template|lint|env)$", re.IGNORECASE)
+_CLOUD_DESTROY = re.compile(
+    r"^(delete|destroy|remove|terminate|purge|drain|uninstall|deregister|rb|del|wipe|teardown|kill|down)", re.IGNORECASE
+)
+_CLOUD_READ = re.compile(
+    r"^(get|describe|list|ls|show|logs|top|explain|version|plan|validate|output|status|history|search|whoami|info|auth|config|view|inspect|api-resources|cluster-info|diff|fmt|graph|providers|template|lint|env)$",
+    re.IGNORECASE,
+)
 
 
 def _cloud(name, args, cmd):
@@ -133,7 +218,11 @@ def _cloud(name, args, cmd):
     flags = short_flags(args)
     if name in ("terraform", "tofu", "terragrunt", "pulumi") and ("destroy" in words or "-destroy" in args or words[:2] == ["state", "rm"]):
         return DESTRUCTIVE, f"{name} destroys infrastructure"
-    if name in ("aws", "gsutil", "s3cmd") and any(w in ("rm", "rb", "del") for w in words) and ("--recursive" in args or "r" in flags or "--force" in args):
+    if (
+        name in ("aws", "gsutil", "s3cmd")
+        and any(w in ("rm", "rb", "del") for w in words)
+        and ("--recursive" in args or "r" in flags or "--force" in args)
+    ):
         return DESTRUCTIVE, f"{name} deletes storage recursively"
     if name == "kubectl" and words[:1] and words[0] in ("scale",) and any(a.endswith("=0") for a in args):
         return DESTRUCTIVE, "kubectl scale to zero replicas"
@@ -154,7 +243,9 @@ def _curl(name, args, cmd):
             method = arg[2:].upper()
     if method == "DELETE":
         return DESTRUCTIVE, f"{name} sends an HTTP DELETE"
-    sends = any(a.startswith(("-d", "--data", "-F", "--form", "-T", "--upload-file", "--json")) for a in args) or (method not in (None, "GET", "HEAD", "OPTIONS"))
+    sends = any(a.startswith(("-d", "--data", "-F", "--form", "-T", "--upload-file", "--json")) for a in args) or (
+        method not in (None, "GET", "HEAD", "OPTIONS")
+    )
     if sends:
         return SIDE, f"{name} sends data"
     if name == "wget":
@@ -162,22 +253,66 @@ def _curl(name, args, cmd):
             return SIDE, "wget sends data"
         stdout = "--spider" in args or re.search(r"(^|\s)-\w*O\s*-(\s|$)|--output-document=?\s*-(\s|$)", " ".join(args)) is not None
         return (SAFE, "wget prints to stdout") if stdout else (SIDE, "wget saves a file")
-    if "o" in short_flags(args) or "O" in short_flags(args) or any(a in ("--output", "--remote-name", "--remote-name-all") or a.startswith("--output=") for a in args):
+    if (
+        "o" in short_flags(args)
+        or "O" in short_flags(args)
+        or any(a in ("--output", "--remote-name", "--remote-name-all") or a.startswith("--output=") for a in args)
+    ):
         return SIDE, f"{name} saves a file"
     return SAFE, f"{name} fetches to stdout"
 
 
 DEVTOOL_RULES: dict[str, Rule] = {
-    "apt": _packages, "apt-get": _packages, "aptitude": _packages, "yum": _packages, "dnf": _packages, "zypper": _packages,
-    "pip": _packages, "pip3": _packages, "pipx": _packages, "uv": _packages, "npm": _packages, "pnpm": _packages, "yarn": _packages,
-    "gem": _packages, "cargo": _packages, "brew": _packages, "snap": _packages, "conda": _packages, "apk": _packages,
-    "dpkg": _packages, "rpm": _packages, "pacman": _packages, "flatpak": _packages,
-    "git": _git, "docker": _containers, "podman": _containers, "docker-compose": _containers, "nerdctl": _containers,
-    "terraform": _cloud, "tofu": _cloud, "terragrunt": _cloud, "pulumi": _cloud, "kubectl": _cloud, "helm": _cloud, "oc": _cloud,
-    "aws": _cloud, "gcloud": _cloud, "az": _cloud, "doctl": _cloud, "gsutil": _cloud, "s3cmd": _cloud, "eksctl": _cloud, "heroku": _cloud, "flyctl": _cloud,
-    "curl": _curl, "wget": _curl,
+    "apt": _packages,
+    "apt-get": _packages,
+    "aptitude": _packages,
+    "yum": _packages,
+    "dnf": _packages,
+    "zypper": _packages,
+    "pip": _packages,
+    "pip3": _packages,
+    "pipx": _packages,
+    "uv": _packages,
+    "npm": _packages,
+    "pnpm": _packages,
+    "yarn": _packages,
+    "gem": _packages,
+    "cargo": _packages,
+    "brew": _packages,
+    "snap": _packages,
+    "conda": _packages,
+    "apk": _packages,
+    "dpkg": _packages,
+    "rpm": _packages,
+    "pacman": _packages,
+    "flatpak": _packages,
+    "git": _git,
+    "docker": _containers,
+    "podman": _containers,
+    "docker-compose": _containers,
+    "nerdctl": _containers,
+    "terraform": _cloud,
+    "tofu": _cloud,
+    "terragrunt": _cloud,
+    "pulumi": _cloud,
+    "kubectl": _cloud,
+    "helm": _cloud,
+    "oc": _cloud,
+    "aws": _cloud,
+    "gcloud": _cloud,
+    "az": _cloud,
+    "doctl": _cloud,
+    "gsutil": _cloud,
+    "s3cmd": _cloud,
+    "eksctl": _cloud,
+    "heroku": _cloud,
+    "flyctl": _cloud,
+    "curl": _curl,
+    "wget": _curl,
     "dropdb": lambda n, a, c: (DESTRUCTIVE, "dropdb drops a database"),
-    "mysqladmin": lambda n, a, c: (DESTRUCTIVE, "mysqladmin drop drops a database") if "drop" in a else (SIDE, "mysqladmin administers a server"),
+    "mysqladmin": lambda n, a, c: (
+        (DESTRUCTIVE, "mysqladmin drop drops a database") if "drop" in a else (SIDE, "mysqladmin administers a server")
+    ),
     **{client: _db for client in _DB_CLIENTS},
 }
 

@@ -7,7 +7,9 @@ commands inside `$(…)`, `<(…)`, subshells, lists, loops and function bodies 
 found, and wrappers are unwrapped (`sudo`, `doas`, `env`, `nice`, `timeout`,
 `xargs`, `bash -c '…'`, `eval …`, `find -exec …`), their scripts parsed in turn.
 
-Parses of repeated command lines are cached: agents repeat themselves.
+Parses of repeated command lines are cached: agents repeat themselves. What a
+parse produces is in `shell_commands`; which commands wrap others, in
+`shell_wrappers`.
 """
 
 from __future__ import annotations
@@ -18,56 +20,12 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-MAX_DEPTH = 4  # bash -c inside bash -c inside …: deeper nesting is not analysed
-DYNAMIC = "\x00"  # marks text only known at run time (an unknown variable, a substitution)
+from policies.safety.shell_commands import DYNAMIC, ParsedShell, SimpleCommand, Write, program_name
+from policies.safety.shell_wrappers import is_shell, unwrap
 
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "busybox sh", "fish"})
+MAX_DEPTH = 4  # bash -c inside bash -c inside …: deeper nesting is not analysed
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _DQ_ESCAPE = re.compile(r"\\([$`\"\\\n])")
-
-
-@dataclass(frozen=True, slots=True)
-class SimpleCommand:
-    """One program run: its arguments as bash will pass them, unquoted."""
-
-    argv: tuple[str, ...]
-    via: tuple[str, ...] = ()  # the wrappers it was found in, outermost first (sudo, bash -c, xargs…)
-    stdin_text: str = ""  # here-documents and here-strings it reads
-    upstream: tuple[str, ...] = ()  # argv and input text of the earlier stages of its pipeline
-    substituted: tuple[str, ...] = ()  # programs run inside its arguments' `$(…)` / `<(…)`
-
-    @property
-    def program(self) -> str:
-        return program_name(self.argv[0]) if self.argv else ""
-
-    @property
-    def dynamic_program(self) -> bool:
-        return bool(self.argv) and DYNAMIC in self.argv[0]
-
-    def text(self) -> str:
-        return " ".join(arg.replace(DYNAMIC, "$") for arg in self.argv)
-
-
-@dataclass(frozen=True, slots=True)
-class Write:
-    """A redirection that writes a file: `>`/`>|`/`&>` truncate it, `>>` appends."""
-
-    target: str
-    truncates: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedShell:
-    commands: tuple[SimpleCommand, ...]
-    writes: tuple[Write, ...]
-    functions: tuple[tuple[str, tuple[str, ...]], ...]  # (name, programs its body runs)
-    errors: tuple[str, ...]  # what the parser could not parse (empty: the whole line parsed)
-    too_deep: bool = False
-
-
-def program_name(word: str) -> str:
-    """`/usr/bin/rm` -> `rm`; `\\rm` was unescaped already."""
-    return word.rsplit("/", 1)[-1] if "/" in word and not word.endswith("/") else word
 
 
 _local = threading.local()
@@ -278,7 +236,9 @@ class _Walker:
 
     # --- unwrapping --------------------------------------------------------------------
 
-    def add(self, argv: tuple[str, ...], via: tuple[str, ...], stdin_text: str, upstream: tuple[str, ...], substituted: tuple[str, ...]) -> None:
+    def add(
+        self, argv: tuple[str, ...], via: tuple[str, ...], stdin_text: str, upstream: tuple[str, ...], substituted: tuple[str, ...]
+    ) -> None:
         self.commands.append(SimpleCommand(argv, via, stdin_text, upstream, substituted))
         inner = unwrap(argv)
         if inner is None and stdin_text and is_shell(program_name(argv[0])) and all(a.startswith("-") for a in argv[1:]):
@@ -300,7 +260,13 @@ class _Walker:
             self.too_deep = self.too_deep or nested.too_deep
             for command in nested.commands:
                 self.commands.append(
-                    SimpleCommand(command.argv, (*via, wrapper, *command.via), command.stdin_text or stdin_text, command.upstream or upstream, command.substituted)
+                    SimpleCommand(
+                        command.argv,
+                        (*via, wrapper, *command.via),
+                        command.stdin_text or stdin_text,
+                        command.upstream or upstream,
+                        command.substituted,
+                    )
                 )
         elif payload:
             self.add(payload, (*via, wrapper), stdin_text, upstream, substituted)
@@ -318,90 +284,3 @@ def _ansi_c(body: str) -> str:
         return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
     except (UnicodeDecodeError, ValueError):
         return body
-
-
-# Options that take a value, per wrapper (so the value is not taken for the program).
-_SUDO_VALUE_OPTIONS = frozenset("ugCDhprtUTg") | {"--user", "--group", "--host", "--prompt", "--role", "--type", "--chdir", "--close-from", "--other-user"}
-_TIMEOUT_VALUE_OPTIONS = {"-s", "--signal", "-k", "--kill-after"}
-_XARGS_VALUE_OPTIONS = {"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--max-args", "--max-procs", "--delimiter", "--arg-file", "--replace"}
-
-
-def unwrap(argv: tuple[str, ...]) -> tuple[str, tuple[str, ...] | str] | None:
-    """(wrapper, what it runs) for a wrapper command: the inner argv, or a script to
-    parse (`bash -c`, `eval`, `su -c`, `ssh host cmd`); None for any other command."""
-    if not argv:
-        return None
-    name = program_name(argv[0])
-    rest = argv[1:]
-    if name in ("sudo", "doas", "run0"):
-        return name, _after_options(rest, value_options=_SUDO_VALUE_OPTIONS, short_values=True)
-    if name == "env":
-        for j, arg in enumerate(rest):
-            if arg in ("-S", "--split-string") and j + 1 < len(rest):
-                return "env -S", " ".join(rest[j + 1 :])
-        i = 0
-        while i < len(rest) and (rest[i].startswith("-") or "=" in rest[i]):
-            i += 2 if rest[i] in ("-u", "--unset", "-C", "--chdir", "-S") else 1
-        return name, rest[i:]
-    if name == "command" and any(a in ("-v", "-V") for a in rest[:2]):
-        return None  # `command -v git` looks a program up, it does not run it
-    if name in ("nice", "ionice", "nohup", "time", "command", "builtin", "exec", "setsid", "stdbuf", "chronic", "unbuffer", "caffeinate"):
-        return name, _after_options(rest, value_options={"-n", "-c", "--adjustment", "-i", "-o", "-e", "-p"}, short_values=False)
-    if name == "timeout":
-        after = _after_options(rest, value_options=_TIMEOUT_VALUE_OPTIONS, short_values=False)
-        return name, after[1:]  # the duration
-    if name == "xargs":
-        return name, _after_options(rest, value_options=_XARGS_VALUE_OPTIONS, short_values=False)
-    if name == "watch":
-        after = _after_options(rest, value_options={"-n", "--interval", "-d"}, short_values=False)
-        return (name, " ".join(after)) if len(after) == 1 else (name, after)
-    if name == "busybox" and rest and rest[0] not in ("sh", "ash", "bash"):
-        return name, rest  # busybox rm -rf …: the applet runs
-    if name in _SHELLS or (name == "busybox" and rest[:1] in (("sh",), ("ash",), ("bash",))):
-        if name == "busybox":
-            rest = rest[1:]
-        for i, arg in enumerate(rest):
-            if arg == "--":
-                break
-            if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
-                return f"{name} -c", rest[i + 1] if i + 1 < len(rest) else ""
-            if not arg.startswith("-"):
-                break
-        return None
-    if name == "eval":
-        return name, " ".join(rest)
-    if name in ("su", "runuser"):
-        for i, arg in enumerate(rest):
-            if arg in ("-c", "--command") and i + 1 < len(rest):
-                return f"{name} -c", rest[i + 1]
-        return None
-    if name == "ssh":
-        after = _after_options(rest, value_options=set("bcDEeFIiJLlmOopQRSWw"), short_values=True)
-        return ("ssh", " ".join(after[1:])) if len(after) > 1 else None
-    if name == "find":
-        for i, arg in enumerate(rest):
-            if arg in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+", "\\;")), len(rest))
-                return f"find {arg}", rest[i + 1 : end]
-        return None
-    return None
-
-
-def _after_options(args: tuple[str, ...], *, value_options: set[str] | frozenset[str], short_values: bool) -> tuple[str, ...]:
-    """The arguments after a wrapper's own options (and their values)."""
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            return args[i + 1 :]
-        if not arg.startswith("-") or arg == "-":
-            break
-        if arg in value_options or (short_values and len(arg) == 2 and arg[1] in value_options):
-            i += 2
-            continue
-        i += 1
-    return args[i:]
-
-
-def is_shell(name: str) -> bool:
-    return name in _SHELLS

@@ -3,8 +3,9 @@
 `command_verdict(cmd)` classes one `SimpleCommand` (already unquoted and
 unwrapped by `shell_parse`). Programs not known to be read-only are side
 effects; the destructive ones are listed with the arguments that make them so
-(files, disks, system paths, processes, services here; developer and operations
-tools in `shell_devtools`).
+(files, disks, system paths and interpreters here; processes, services, accounts
+and the machine in `shell_system`; developer and operations tools in
+`shell_devtools`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ from policies.safety.shell_args import (
     short_flags,
     verdict,
 )
+from policies.safety.shell_commands import SimpleCommand
 from policies.safety.shell_devtools import DEVTOOL_RULES, packages
-from policies.safety.shell_parse import SimpleCommand, is_shell
+from policies.safety.shell_raw import raw_destructive
+from policies.safety.shell_system import SYSTEM_RULES
+from policies.safety.shell_wrappers import is_shell
 from policies.safety.verdict import SafetyVerdict
 
 READ_ONLY = frozenset(
@@ -41,8 +45,12 @@ READ_ONLY = frozenset(
     env nohup time logname arch getconf hostnamectl timedatectl lsns lslocks iconv fc-list sensors
     watch xargs timeout nice ionice command builtin stdbuf setsid chronic""".split()
 )
-_WRAPPERS = frozenset({"sudo", "doas", "run0", "env", "nice", "ionice", "nohup", "time", "command", "builtin", "exec", "setsid", "stdbuf", "timeout", "xargs", "watch", "eval", "chronic", "unbuffer"})
-_INTERPRETERS = frozenset({"python", "python2", "python3", "node", "nodejs", "ruby", "perl", "php", "deno", "bun", "lua", "Rscript", "pwsh"})
+_WRAPPERS = frozenset(
+    "sudo doas run0 env nice ionice nohup time command builtin exec setsid stdbuf timeout xargs watch eval chronic unbuffer".split()
+)
+_INTERPRETERS = frozenset(
+    {"python", "python2", "python3", "node", "nodejs", "ruby", "perl", "php", "deno", "bun", "lua", "Rscript", "pwsh"}
+)
 
 
 def command_verdict(cmd: SimpleCommand) -> SafetyVerdict:
@@ -61,8 +69,9 @@ def command_verdict(cmd: SimpleCommand) -> SafetyVerdict:
     if special is not None:
         found = special(name, args, cmd)
         if found is not None:
-            cls, why, *analysed = found  # a rule may add False: it could not see what runs
-            return verdict(cls, f"{why}{via}", analysed=analysed[0] if analysed else True)
+            cls, why = found[0], found[1]
+            analysed = found[2] if len(found) > 2 else True  # a rule may add False: it could not see what runs
+            return verdict(cls, f"{why}{via}", analysed=analysed)
     if name in _WRAPPERS:
         return verdict(SAFE, f"{name} runs the command it wraps")
     if name in READ_ONLY:
@@ -121,7 +130,7 @@ def _tar(name, args, cmd):
     extracts = "x" in flags or any(a in ("--extract", "--get") for a in args)
     if not extracts:
         return None
-    folders = [a[len("--directory="):] for a in args if a.startswith("--directory=")]
+    folders = [a[len("--directory=") :] for a in args if a.startswith("--directory=")]
     folders += [a[2:] for a in args if a.startswith("-C") and len(a) > 2]
     folders += [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-C", "--directory")]
     if bundle and "C" in bundle:  # `tar xzfC a.tgz /`: bundled letters take their arguments in order
@@ -173,91 +182,29 @@ def _chmod(name, args, cmd):
     return SIDE, f"{name} changes permissions or owners"
 
 
-def _kill(name, args, cmd):
-    if name in ("killall5",):
-        return DESTRUCTIVE, "killall5 signals every process"
-    targets = list(args)
-    if targets[:1] in (["-s"], ["-n"]):
-        targets = targets[2:]
-    elif len(targets) > 1 and targets[0].startswith("-") and targets[0] != "--":
-        targets = targets[1:]  # the signal: -9, -KILL, -SIGTERM
-    if targets[:1] == ["--"]:
-        targets = targets[1:]
-    if name == "kill" and any(t in ("1", "-1") for t in targets):
-        return DESTRUCTIVE, "kill of init (pid 1) or of every process (-1)"
-    if name in ("pkill", "killall") and any(t in ("init", "systemd", "-u", "sshd") for t in args):
-        return DESTRUCTIVE, f"{name} of system processes"
-    return SIDE, f"{name} signals processes"
-
-
-def _power(name, args, cmd):
-    if name in ("init", "telinit") and not any(a in ("0", "6", "1", "s", "S") for a in args):
-        return None
-    if name == "shutdown" and "-c" in args:
-        return SIDE, "shutdown -c cancels a pending shutdown"
-    return DESTRUCTIVE, f"{name} stops or restarts the machine"
-
-
-_SERVICE_STOP = {"stop", "disable", "mask", "kill", "isolate", "poweroff", "reboot", "halt", "kexec", "emergency", "rescue", "suspend", "hibernate"}
-_SERVICE_READ = {"status", "show", "list-units", "list-unit-files", "list-timers", "list-sockets", "is-active", "is-enabled", "is-failed", "cat", "help", "--version", "get-default", "list-dependencies"}
-
-
-def _systemctl(name, args, cmd):
-    words = operands(args)
-    if name == "service":
-        action = words[1] if len(words) > 1 else (words[0] if words and words[0].startswith("--status") else "")
-        if action in ("stop", "disable"):
-            return DESTRUCTIVE, f"service {words[0]} {action} stops a service"
-        return (SAFE, "service status") if action in ("status", "") or "--status-all" in args else (SIDE, f"service {action} changes a service")
-    verb = words[0] if words else ""
-    if verb in _SERVICE_STOP:
-        return DESTRUCTIVE, f"{name} {verb} stops or disables services"
-    if verb in _SERVICE_READ or not verb:
-        return SAFE, f"{name} {verb or 'list'} only reads"
-    return SIDE, f"{name} {verb} changes services"
-
-
-def _crontab(name, args, cmd):
-    flags = short_flags(args)
-    if "r" in flags:
-        return DESTRUCTIVE, "crontab -r removes the crontab"
-    if "l" in flags:
-        return SAFE, "crontab -l lists"
-    return SIDE, "crontab replaces or edits the crontab"
-
-
-def _user_admin(name, args, cmd):
-    if name in ("userdel", "deluser", "groupdel", "delgroup"):
-        return DESTRUCTIVE, f"{name} deletes accounts"
-    return SIDE, f"{name} changes accounts"
-
-
-def _firewall(name, args, cmd):
-    flags = short_flags(args)
-    if "F" in flags or "X" in flags or "--flush" in args or ("flush" in args and "ruleset" in args):
-        return DESTRUCTIVE, f"{name} flushes firewall rules"
-    if "L" in flags or "S" in flags or "--list" in args or (args[:1] == ("list",)):
-        return SAFE, f"{name} lists rules"
-    return SIDE, f"{name} changes firewall rules"
-
-
 def _truncate(name, args, cmd):
     return DESTRUCTIVE, f"truncate cuts files: {cmd.text()[:120]}"
 
 
 # Program text handed to an interpreter (`python -c`, `node -e`, `perl -e`): what it
 # deletes or runs is looked for in the text; it is not otherwise analysed.
-_CODE_DELETES = re.compile(r"rmtree|os\.(remove|unlink|rmdir|removedirs)\b|\.unlink\(|unlinkSync|rmSync|rmdirSync|rimraf|fs\.rm\b|FileUtils\.rm_r|File\.delete|\bunlink\s*\(")
-_CODE_RUNS = re.compile(r"os\.system|subprocess|os\.exec|os\.popen|child_process|execSync|spawn|\bsystem\s*\(|`[^`]+`|\bexec\s*\(|eval\s*\(")
+_CODE_DELETES = re.compile(
+    r"rmtree|os\.(remove|unlink|rmdir|removedirs)\b|\.unlink\(|unlinkSync|rmSync|rmdirSync|rimraf|fs\.rm\b|FileUtils\.rm_r|File\.delete|\bunlink\s*\("
+)
+_CODE_RUNS = re.compile(
+    r"os\.system|subprocess|os\.exec|os\.popen|child_process|execSync|spawn|\bsystem\s*\(|`[^`]+`|\bexec\s*\(|eval\s*\("
+)
 
 
 def _code(name, args, cmd):
     """(class, why, analysed) of inline program text, or None when there is none."""
-    code = " ".join(args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-e", "-E", "--eval", "-r", "-p") or (a.startswith("-") and not a.startswith("--") and a[-1] in "ce"))
+    code = " ".join(
+        args[i + 1]
+        for i, a in enumerate(args[:-1])
+        if a in ("-c", "-e", "-E", "--eval", "-r", "-p") or (a.startswith("-") and not a.startswith("--") and a[-1] in "ce")
+    )
     if not code:
         return None
-    from policies.safety.shell import raw_destructive  # the shell's own raw patterns, for code that shells out
-
     if (why := raw_destructive(code)) is not None:
         return DESTRUCTIVE, f"{name} code runs a {why}", False
     if _CODE_DELETES.search(code):
@@ -307,37 +254,50 @@ def _source(name, args, cmd):
     return SIDE, f"{name} runs a script in the current shell"
 
 
-def _misc_side(message: str) -> Rule:
-    return lambda name, args, cmd: (SIDE, message.format(name=name))
-
-
-def _date(name, args, cmd):
-    return (SIDE, "date -s sets the clock") if "-s" in args or any(a.startswith("--set") for a in args) else (SAFE, "date prints the time")
-
-
-def _hostname(name, args, cmd):
-    return (SAFE, "hostname prints") if not operands(args) else (SIDE, "hostname renames the machine")
-
-
 _BY_PROGRAM: dict[str, Rule] = {
-    "rm": _rm, "shred": _wipe, "wipefs": _wipe, "mkswap": _wipe, "fdisk": _wipe, "sfdisk": _wipe, "gdisk": _wipe, "sgdisk": _wipe,
-    "parted": _wipe, "blkdiscard": _wipe, "mke2fs": _wipe, "dd": _dd, "truncate": _truncate,
-    "mv": _writes_paths, "cp": _writes_paths, "ln": _writes_paths, "install": _writes_paths, "rsync": _writes_paths, "scp": _writes_paths,
-    "touch": _writes_paths, "mkdir": _writes_paths, "tee": _writes_paths, "rmdir": _writes_paths, "unlink": _writes_paths, "patch": _writes_paths,
-    "tar": _tar, "gtar": _tar, "bsdtar": _tar,
-    "sed": _sed, "gsed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "find": _find,
-    "chmod": _chmod, "chown": _chmod, "chgrp": _chmod, "chattr": _chmod, "setfacl": _chmod,
-    "kill": _kill, "pkill": _kill, "killall": _kill, "killall5": _kill,
-    "shutdown": _power, "reboot": _power, "halt": _power, "poweroff": _power, "init": _power, "telinit": _power,
-    "systemctl": _systemctl, "service": _systemctl, "crontab": _crontab,
-    "userdel": _user_admin, "deluser": _user_admin, "groupdel": _user_admin, "delgroup": _user_admin,
-    "useradd": _user_admin, "usermod": _user_admin, "passwd": _user_admin, "chpasswd": _user_admin,
-    "iptables": _firewall, "ip6tables": _firewall, "nft": _firewall, "ufw": _firewall,
-    "source": _source, ".": _source,
-    "date": _date, "hostname": _hostname,
-    "journalctl": lambda n, a, c: (SIDE, "journalctl deletes or rotates journals") if any(x.startswith(("--vacuum", "--rotate", "--flush")) for x in a) else (SAFE, "journalctl reads logs"),
-    "mount": lambda n, a, c: (SAFE, "mount lists mounts") if not a else (SIDE, "mount changes mounts"),
-    "umount": _misc_side("{name} unmounts filesystems"), "swapoff": _misc_side("{name} disables swap"),
+    "rm": _rm,
+    "shred": _wipe,
+    "wipefs": _wipe,
+    "mkswap": _wipe,
+    "fdisk": _wipe,
+    "sfdisk": _wipe,
+    "gdisk": _wipe,
+    "sgdisk": _wipe,
+    "parted": _wipe,
+    "blkdiscard": _wipe,
+    "mke2fs": _wipe,
+    "dd": _dd,
+    "truncate": _truncate,
+    "mv": _writes_paths,
+    "cp": _writes_paths,
+    "ln": _writes_paths,
+    "install": _writes_paths,
+    "rsync": _writes_paths,
+    "scp": _writes_paths,
+    "touch": _writes_paths,
+    "mkdir": _writes_paths,
+    "tee": _writes_paths,
+    "rmdir": _writes_paths,
+    "unlink": _writes_paths,
+    "patch": _writes_paths,
+    "tar": _tar,
+    "gtar": _tar,
+    "bsdtar": _tar,
+    "sed": _sed,
+    "gsed": _sed,
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "nawk": _awk,
+    "find": _find,
+    "chmod": _chmod,
+    "chown": _chmod,
+    "chgrp": _chmod,
+    "chattr": _chmod,
+    "setfacl": _chmod,
+    "source": _source,
+    ".": _source,
+    **SYSTEM_RULES,
     **DEVTOOL_RULES,
 }
 for _interp in _INTERPRETERS:

@@ -42,7 +42,7 @@ def explain(
         raise typer.Exit(1) from exc
     learned = None
     if cfg.uses_learned():
-        from policies.learned.persistence import ModelLoadError
+        from policies.errors import ModelLoadError
         from router.cli.learned import stored_rows
         from router.reports.learned_policy import loaded_policy
 

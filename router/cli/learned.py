@@ -142,7 +142,8 @@ def reload(config: ConfigOption = None) -> None:
     that does not load is refused here, before any router sees it."""
     import asyncio
 
-    from policies.learned.persistence import ModelLoadError, load_model
+    from policies.errors import ModelLoadError
+    from policies.learned.persistence import load_model
     from router.runtime.learned_service import touch
 
     cfg = load_or_exit(config)

@@ -141,7 +141,7 @@ class Config(Strict):
     def spool_path(self) -> Path:
         store = self.store
         if store.redis_url is not None:
-            from shadow.store.redis.store import parse_redis_url
+            from shadow.store.redis.base import parse_redis_url
 
             host, port, db = parse_redis_url(store.redis_url)
             return self.base_dir / ".simroute" / f"redis-{host}-{port}-{db}.spool.jsonl"

@@ -97,7 +97,7 @@ class StoreConfig(Strict):
             if not self.url.startswith("sqlite:///") or len(self.url) <= len("sqlite:///"):
                 raise ValueError(f"url: expected sqlite:///relative/path or sqlite:////absolute/path, got {self.url!r}")
         elif scheme in ("redis", "rediss"):
-            from shadow.store.redis.store import parse_redis_url
+            from shadow.store.redis.base import parse_redis_url
 
             parse_redis_url(self.url)
         else:

@@ -17,8 +17,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from policies.errors import ModelLoadError
 from policies.learned import LearnedPolicy, StateBuilder
-from policies.learned.persistence import ModelLoadError, load_model, load_model_bytes
+from policies.learned.persistence import load_model, load_model_bytes
 from shadow.store.protocol import StoreError
 
 log = logging.getLogger("simroute.learned")

@@ -68,7 +68,9 @@ def compare(real: Observation, sim: Observation, *, channel: str, noise: Noise |
     sample = None
     if size > size_bound:
         sample = SAMPLE
-        notes.append(f"over the size bound ({size} > {size_bound} characters): digests {_digest(real)} / {_digest(sim)}, sampled paths compared")
+        notes.append(
+            f"over the size bound ({size} > {size_bound} characters): digests {_digest(real)} / {_digest(sim)}, sampled paths compared"
+        )
         if real_form.sections == sim_form.sections:
             sample = 0  # the same canonical sections: only the outcome is left to compare
 
@@ -86,7 +88,9 @@ def compare(real: Observation, sim: Observation, *, channel: str, noise: Noise |
         score = 1.0  # success vs error is the one difference no content can make up for
     else:
         total = sum(weight for weight, _, _ in sections) or 1.0
-        score = sum(weight * min(1.0, sum(d.amount for d in found if not noise.masks(d)) / units) for weight, units, found in sections) / total
+        score = (
+            sum(weight * min(1.0, sum(d.amount for d in found if not noise.masks(d)) / units) for weight, units, found in sections) / total
+        )
     kind = next((k for k in KINDS if any(d.kind == k for d in divergent)), "none")
     # A divergence too small to show in 4 digits still shows as one (`--divergent` finds it).
     score = 0.0 if kind == "none" else max(round(score, 4), 0.0001)
@@ -116,7 +120,8 @@ def divergence(real: Observation, simulated: Observation, *, channel: str | None
 
 
 def _outcome(real: dict[str, Any], sim: dict[str, Any]) -> tuple[list[Difference], list[Difference]]:
-    status, other = [], []
+    status: list[Difference] = []
+    other: list[Difference] = []
     for name in _comparable(real, sim):
         if real[name].value != sim[name].value:
             difference = Difference(f"$.{name}", real[name].kind, real[name].value, sim[name].value, 1.0, f"$.{name}")

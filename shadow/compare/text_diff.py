@@ -27,8 +27,7 @@ def compare_text(real: str, sim: str, path: str, *, sampled: bool = False) -> tu
     real_lines, sim_lines = real.split("\n"), sim.split("\n")
     longest = max(len(real_lines), len(sim_lines))
     if not sampled and longest <= MAX_LINES:
-        found = _diff_lines(real_lines, sim_lines, 0, 0, path)
-        return _scaled(found, longest), ""
+        return _scaled(_diff_lines(real_lines, sim_lines, 0, 0, path), longest), ""
     compared = 0
     found: list[Difference] = []
     for window in range(_WINDOWS):

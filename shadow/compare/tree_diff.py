@@ -59,12 +59,14 @@ class TreeDiff:
         picked = _sampled(common, self.sample, self.notes, path)
         # Sampled common keys stand for all of them: keys on one side count at the same scale.
         scale = len(picked) / len(common) if common else 1.0
-        for name, value, side in [(k, v, "real") for k, v in real.items() if k not in sim] + [(k, v, "sim") for k, v in sim.items() if k not in real]:
+        for name, value, side in [(k, v, "real") for k, v in real.items() if k not in sim] + [
+            (k, v, "sim") for k, v in sim.items() if k not in real
+        ]:
             amount = leaf_count(value, self.sample) * scale
             self.units += amount
             child = f"{path}.{name}"
-            both = (shown(value), None) if side == "real" else (None, shown(value))
-            self.found.append(Difference(child, self.missing_kind, *both, amount, noise_key(child)))
+            real_value, sim_value = (shown(value), None) if side == "real" else (None, shown(value))
+            self.found.append(Difference(child, self.missing_kind, real_value, sim_value, amount, noise_key(child)))
         for name in picked:
             self.compare(real[name], sim[name], f"{path}.{name}", name)
 
@@ -81,8 +83,8 @@ class TreeDiff:
         for index in extra:
             amount = leaf_count(longer[index], self.sample) * scale
             self.units += amount
-            both = (shown(longer[index]), None) if side == "real" else (None, shown(longer[index]))
-            self.found.append(Difference(f"{path}[{index}]", "structure", *both, amount, noise_key(f"{path}[{index}]")))
+            real_value, sim_value = (shown(longer[index]), None) if side == "real" else (None, shown(longer[index]))
+            self.found.append(Difference(f"{path}[{index}]", "structure", real_value, sim_value, amount, noise_key(f"{path}[{index}]")))
         for index in picked:
             self.compare(real[index], sim[index], f"{path}[{index}]")
 

@@ -15,18 +15,22 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from router.types import Observation
+from shadow.errors import ShadowError
 from shadow.records import Record
 
+# The store's errors; who raises and who catches them: shadow/errors.py.
 
-class StoreError(RuntimeError):
-    """The record store could not be opened, read or written."""
+
+class StoreError(ShadowError, RuntimeError):
+    """The record store could not be opened, read or written (a store raises it,
+    its driver's error chained; the record log spools the record)."""
 
 
 class StoreBusy(StoreError):
     """The store stayed locked past its busy timeout (another writer holds it)."""
 
 
-class RecordError(RuntimeError):
+class RecordError(ShadowError, RuntimeError):
     """A record could be written neither to the store nor to the spool: the call
     must not proceed (write-ahead) or must not be served unrecorded."""
 
@@ -83,7 +87,9 @@ class DashboardQueries(Protocol):
     async def fidelity(self, where: RecordFilter) -> list[dict[str, Any]]:
         """Per channel, server and tool: calls, shadow pairs, mean divergence, counts by divergence kind."""
 
-    async def page(self, where: RecordFilter, *, before: str | None = None, after: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    async def page(
+        self, where: RecordFilter, *, before: str | None = None, after: str | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
         """Records newest first: those with an id below `before` (paging back) or above
         `after` (live updates: ids are time-ordered)."""
 

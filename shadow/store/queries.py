@@ -8,11 +8,13 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from shadow.errors import ShadowError
+
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-class QueryError(ValueError):
+class QueryError(ShadowError, ValueError):
     """A filter or id the user gave is not usable. The message is for the user."""
 
 

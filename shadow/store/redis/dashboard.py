@@ -24,7 +24,9 @@ _SCAN_STEPS = 20
 def _unsupported(where: RecordFilter, names: tuple[str, ...], view: str) -> None:
     given = [name for name in names if getattr(where, name)]
     if given:
-        raise StoreError(f"the Redis store aggregates the {view} without {', '.join(given)} filters: open the records view to filter by them")
+        raise StoreError(
+            f"the Redis store aggregates the {view} without {', '.join(given)} filters: open the records view to filter by them"
+        )
 
 
 async def _hashes(store: Any, index: str, prefix: str, since: float, until: float | None) -> list[tuple[float, dict[str, str]]]:
@@ -63,7 +65,11 @@ async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
     for _, fields in await _hashes(store, "dash:hours", "dash:h", since, where.until):
         for field, value in fields.items():
             channel, server, tool, measure = field.split(SEP)
-            if (where.channel and channel != where.channel) or (where.server and server != where.server) or (where.tool and tool != where.tool):
+            if (
+                (where.channel and channel != where.channel)
+                or (where.server and server != where.server)
+                or (where.tool and tool != where.tool)
+            ):
                 continue
             row = tools.setdefault((channel, server, tool), {"calls": 0, "pairs": 0, "divsum": 0.0, "kinds": {}})
             if measure.startswith("kind:"):
@@ -73,11 +79,19 @@ async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
     out = []
     for (channel, server, tool), row in sorted(tools.items()):
         noise = await store.noise_stats(tool_key(channel, server, tool))
-        out.append({
-            "channel": channel, "server": server, "tool": tool, "calls": row["calls"], "shadow_pairs": row["pairs"],
-            "mean_divergence": row["divsum"] / row["pairs"] if row["pairs"] else None, "kinds": row["kinds"],
-            "noise_pairs": noise.pairs, "noisy_paths": len(noise.disagreements),
-        })
+        out.append(
+            {
+                "channel": channel,
+                "server": server,
+                "tool": tool,
+                "calls": row["calls"],
+                "shadow_pairs": row["pairs"],
+                "mean_divergence": row["divsum"] / row["pairs"] if row["pairs"] else None,
+                "kinds": row["kinds"],
+                "noise_pairs": noise.pairs,
+                "noisy_paths": len(noise.disagreements),
+            }
+        )
     return out
 
 

@@ -6,17 +6,21 @@ diversion marks sets, all read in one round trip per call."""
 from __future__ import annotations
 
 from router.types import Route, Session
+from shadow.store.redis.base import RedisBase
 
 
 class RedisSessionState:
     shared = True
 
-    def __init__(self, store, *, ttl_s: float) -> None:
+    def __init__(self, store: RedisBase, *, ttl_s: float) -> None:
         self.store = store  # a RedisStore: its client, prefix and error translation
         self.ttl_s = int(max(ttl_s, 60))
 
     def _keys(self, session_id: str) -> tuple[str, str, str, str, str]:
-        return tuple(self.store._key("sess", session_id, part) for part in ("steps", "occ", "pins", "fx", "div"))  # type: ignore[return-value]
+        steps, occurrences, pins, effects, diverted = (
+            self.store._key("sess", session_id, part) for part in ("steps", "occ", "pins", "fx", "div")
+        )
+        return steps, occurrences, pins, effects, diverted
 
     async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
         steps, occurrences, pins, effects, diverted = self._keys(session.id)
@@ -35,12 +39,12 @@ class RedisSessionState:
         claimed_steps, occurrence, pinned, marks, diversions = (await self.store._run("claiming a session step", work))[:5]
         session.steps = int(claimed_steps)
         session.occurrences[replay_key] = int(occurrence)
-        session.pinned = {tuple(field.split("\x1f", 1)): Route(route) for field, route in pinned.items()}  # type: ignore[misc]
+        session.pinned = {tuple(field.split("\x1f", 1)): Route(route) for field, route in pinned.items()}
         # Marks only grow: this replica's own (kept if Redis missed one) and every replica's.
-        session.side_effects.update(tuple(mark.split("\x1f", 1)) for mark in marks)  # type: ignore[misc]
+        session.side_effects.update(tuple(mark.split("\x1f", 1)) for mark in marks)
         # The same for diversions: without them a replica that did not divert would
         # not know the sim pin comes from rehearsal, and a read would go real.
-        session.diverted.update(tuple(mark.split("\x1f", 1)) for mark in diversions)  # type: ignore[misc]
+        session.diverted.update(tuple(mark.split("\x1f", 1)) for mark in diversions)
         return int(claimed_steps) - 1, int(occurrence)
 
     async def save_pins(self, session: Session) -> None:

@@ -16,11 +16,13 @@ from dataclasses import replace
 from typing import Any
 
 from shadow.compare.canonical import tool_key
-from shadow.store.sqlite.minute_counts import KINDS
 from shadow.store.protocol import RecordFilter
+from shadow.store.sqlite.minute_counts import KINDS
 
 
-def _clause(where: RecordFilter, time_column: str, start: float, end: float | None, columns: tuple[str, ...], divergent: str) -> tuple[str, list[Any]]:
+def _clause(
+    where: RecordFilter, time_column: str, start: float, end: float | None, columns: tuple[str, ...], divergent: str
+) -> tuple[str, list[Any]]:
     """`time_column` in [start, end), the filter's equality columns, divergent only."""
     clauses, params = [f"{time_column} >= ?"], [start]
     if end is not None:
@@ -119,9 +121,11 @@ def edges(where: RecordFilter, first: int, end: int | None) -> list[RecordFilter
 
 def overview(db: sqlite3.Connection, where: RecordFilter, bucket_s: float) -> list[dict[str, Any]]:
     minutes = whole_minutes(where, bucket_s)
-    queries = [overview_sql(where, bucket_s)] if minutes is None else [
-        overview_counts_sql(where, bucket_s, *minutes), *(overview_sql(part, bucket_s) for part in edges(where, *minutes))
-    ]
+    queries = (
+        [overview_sql(where, bucket_s)]
+        if minutes is None
+        else [overview_counts_sql(where, bucket_s, *minutes), *(overview_sql(part, bucket_s) for part in edges(where, *minutes))]
+    )
     cells: dict[tuple[Any, ...], list[int]] = {}
     for sql, params in queries:
         for bucket, route, channel, provenance, calls, shadowed, divergent in db.execute(sql, params):
@@ -130,7 +134,15 @@ def overview(db: sqlite3.Connection, where: RecordFilter, bucket_s: float) -> li
             cell[1] += shadowed or 0
             cell[2] += divergent or 0
     return [
-        {"bucket": bucket, "route": route, "channel": channel, "provenance": provenance, "calls": calls, "shadowed": shadowed, "divergent": divergent}
+        {
+            "bucket": bucket,
+            "route": route,
+            "channel": channel,
+            "provenance": provenance,
+            "calls": calls,
+            "shadowed": shadowed,
+            "divergent": divergent,
+        }
         for (bucket, route, channel, provenance), (calls, shadowed, divergent) in sorted(cells.items(), key=lambda item: item[0])
         if calls
     ]
@@ -138,9 +150,11 @@ def overview(db: sqlite3.Connection, where: RecordFilter, bucket_s: float) -> li
 
 def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]]:
     minutes = whole_minutes(where)
-    queries = [fidelity_sql(where)] if minutes is None else [
-        fidelity_counts_sql(where, *minutes), *(fidelity_sql(part) for part in edges(where, *minutes))
-    ]
+    queries = (
+        [fidelity_sql(where)]
+        if minutes is None
+        else [fidelity_counts_sql(where, *minutes), *(fidelity_sql(part) for part in edges(where, *minutes))]
+    )
     tools: dict[tuple[str, str, str], list[float]] = {}
     for sql, params in queries:
         for channel, server, tool, *values in db.execute(sql, params):
@@ -154,12 +168,19 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
         key = tool_key(channel, server, tool)
         noise = db.execute("SELECT pairs FROM noise_pairs WHERE tool_key = ?", (key,)).fetchone()
         paths = db.execute("SELECT COUNT(*) FROM noise_paths WHERE tool_key = ?", (key,)).fetchone()
-        rows.append({
-            "channel": channel, "server": server, "tool": tool, "calls": int(calls), "shadow_pairs": int(pairs),
-            "mean_divergence": divergence_sum / pairs if pairs else None,
-            "kinds": {k: int(n) for k, n in zip(KINDS, kinds, strict=True) if n},
-            "noise_pairs": noise[0] if noise else 0, "noisy_paths": paths[0] if paths else 0,
-        })
+        rows.append(
+            {
+                "channel": channel,
+                "server": server,
+                "tool": tool,
+                "calls": int(calls),
+                "shadow_pairs": int(pairs),
+                "mean_divergence": divergence_sum / pairs if pairs else None,
+                "kinds": {k: int(n) for k, n in zip(KINDS, kinds, strict=True) if n},
+                "noise_pairs": noise[0] if noise else 0,
+                "noisy_paths": paths[0] if paths else 0,
+            }
+        )
     return rows
 
 

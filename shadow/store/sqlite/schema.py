@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from shadow.store.sqlite import minute_counts, replay_sources
 from shadow.store.protocol import StoreError
+from shadow.store.sqlite import minute_counts, replay_sources
 
 SCHEMA_VERSION = 7
 
@@ -108,8 +108,27 @@ CREATE INDEX IF NOT EXISTS records_writes ON records (channel, server, writes_un
 # record by key, which cost a scattered page per record.
 
 COLUMNS = (
-    "id", "ts", "session", "step", "channel", "server", "tool", "call_key", "tool_key", "route", "provenance", "status",
-    "divergence", "body", "replay_key", "key_scheme", "occurrence", "recording", "owner", "divergence_kind", "writes_until",
+    "id",
+    "ts",
+    "session",
+    "step",
+    "channel",
+    "server",
+    "tool",
+    "call_key",
+    "tool_key",
+    "route",
+    "provenance",
+    "status",
+    "divergence",
+    "body",
+    "replay_key",
+    "key_scheme",
+    "occurrence",
+    "recording",
+    "owner",
+    "divergence_kind",
+    "writes_until",
 )
 
 

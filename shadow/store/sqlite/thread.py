@@ -39,7 +39,9 @@ class _Row:
 
 
 class StoreThread:
-    def __init__(self, name: str, connect: Callable[[], sqlite3.Connection], *, write_rows: WriteRows | None = None, max_batch: int = 256) -> None:
+    def __init__(
+        self, name: str, connect: Callable[[], sqlite3.Connection], *, write_rows: WriteRows | None = None, max_batch: int = 256
+    ) -> None:
         self._connect = connect
         self._write_rows = write_rows
         self.max_batch = max_batch
@@ -56,6 +58,8 @@ class StoreThread:
 
     async def write(self, row: dict[str, Any]) -> None:
         """Durable when it returns: committed with the records queued beside it."""
+        if self._write_rows is None:
+            raise TypeError("this store thread writes no rows: it was built without write_rows")
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._queue.put(_Row(row, loop, future))
@@ -81,7 +85,9 @@ class StoreThread:
                 continue
             batch, item = self._gather(item)
             rows = [queued.row for queued in batch]
-            _settle(batch, *self._attempt(lambda db: self._write_rows(db, rows)))
+            write_rows = self._write_rows
+            assert write_rows is not None  # write() queues rows only when it is set
+            _settle(batch, *self._attempt(_batch_writer(write_rows, rows)))
         if self._db is not None:
             self._db.close()
 
@@ -103,8 +109,15 @@ class StoreThread:
             if self._db is None:
                 self._db = self._connect()
             return work(self._db), None
-        except BaseException as exc:  # the awaiting callers get it, the thread goes on
+        # Boundary: the store thread outlives any statement. Whatever a statement
+        # raises goes to the callers awaiting it (they translate it); the thread goes on.
+        except BaseException as exc:  # noqa: BLE001
             return None, exc
+
+
+def _batch_writer(write_rows: WriteRows, rows: list[dict[str, Any]]) -> Callable[[sqlite3.Connection], None]:
+    """One batch's write, bound now (the serving loop rebinds `rows` for the next batch)."""
+    return lambda db: write_rows(db, rows)
 
 
 def _settle(items: list[Any], result: Any, error: BaseException | None) -> None:

@@ -1,0 +1,33 @@
+"""What shadow raises, and who handles it: every error below is a `ShadowError`.
+
+The record store's errors are part of its protocol (`shadow/store/protocol.py`).
+Each store translates its driver's errors at its own boundary, by type, with
+`raise ... from exc` (SQLite: `sqlite3.Error` in `sqlite/base.py` and
+`sqlite/writes.py`; Redis: `RedisError`, `OSError` and timeouts in `redis/base.py`);
+nothing else of the driver leaks out.
+
+- `StoreError` (`protocol.py`): the store could not be opened, read or written.
+  Raised by `SQLiteStore` and `RedisStore`. The record log catches it on writes
+  and spools the record; the engine, when shared session state fails, counts on
+  this replica alone; the learned router and the dashboard report it and retry.
+  - `StoreBusy`: the SQLite file stayed locked past the busy timeout (another
+    writer holds it); the record log spools, as for any `StoreError`.
+- `RecordError` (`protocol.py`): a record could be written neither to the store
+  nor to the spool (`store/record_log.py`). The engine and the HTTP channel fail
+  closed: the call does not run unrecorded. Shadow work leaves the record pending
+  for the next drain.
+- `QueryError` (`store/queries.py`): a filter or record id the user gave cannot be
+  used; the command line prints its message.
+- `RedactionKeyError` (`redaction.py`): the redaction key cannot be read or
+  created; it stops the router at startup.
+
+Shadow work itself raises nothing to the agent: it runs after the agent was
+answered, and its few `except Exception` are boundaries that record or log the
+failure (`runner.py`, `noise_learner.py`), each saying so where it stands.
+"""
+
+from __future__ import annotations
+
+
+class ShadowError(Exception):
+    """The base of what shadow raises on purpose (see module doc)."""
