@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     its bin folder."""
     work = tmp_path_factory.mktemp("wheel")
     uv = Path(sys.executable).parent / "uv"
-    _run(uv, "build", "--python", sys.executable, "--wheel", "--out-dir", work / "dist", REPO, cwd=work)
+    # Built from a copy: a setuptools build writes build/ and *.egg-info beside its sources.
+    source = work / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".*", "build", "site", "*.egg-info", "__pycache__", "tests", "benchmarks", "docs"))
+    _run(uv, "build", "--python", sys.executable, "--wheel", "--out-dir", work / "dist", source, cwd=work)
     [wheel] = (work / "dist").glob("simroute-*.whl")
     _run(uv, "venv", "--python", sys.executable, work / "venv", cwd=work)
     python = work / "venv" / "bin" / "python"
