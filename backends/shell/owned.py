@@ -21,6 +21,7 @@ import socket
 import threading
 from typing import Any
 
+from backends.docker_engine import ENGINE_ERRORS, is_gone
 from backends.errors import BackendUnavailable
 from backends.shell.bash_stream import close_exec_socket
 
@@ -28,7 +29,8 @@ log = logging.getLogger("simroute.shell")
 
 
 class SandboxesClosed(BackendUnavailable):
-    """The router is stopping: no new sandbox starts."""
+    """The router is stopping: no new sandbox starts. Raised by `OwnedContainers`;
+    the warm pool stops filling, a session's first command reports it."""
 
 
 class OwnedContainers:
@@ -97,16 +99,11 @@ def _cut(lifeline: Any) -> None:
 
 
 def remove_container(container: Any) -> None:
-    """Force-remove; a container already gone (or being removed by the engine) is fine."""
+    """Force-remove; a container already gone (or being removed by the engine) is
+    fine. Any other engine failure is raised (docker-py's or requests' own type:
+    the callers report it with the container's name)."""
     try:
         container.remove(force=True)
-    except Exception as exc:
-        if _already_going(exc):
-            return
-        raise
-
-
-def _already_going(exc: Exception) -> bool:
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    # 404: gone; 409: "removal of container … is already in progress" (auto-remove won the race).
-    return status in (404, 409) or type(exc).__name__ == "NotFound"
+    except ENGINE_ERRORS as exc:
+        if not is_gone(exc):
+            raise
