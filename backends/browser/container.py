@@ -29,9 +29,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from backends.browser.options import BrowserConfig
 from backends.browser.proxy_socket import INSIDE_FOLDER
 from backends.shell.container import OWNER_LABEL
-from backends.browser.options import BrowserConfig
 
 ROLE_LABEL = "org.simroute.role"
 ROLE = "browser"

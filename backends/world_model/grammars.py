@@ -59,7 +59,7 @@ def http_grammar(*, max_tokens: int, body_schema: dict[str, Any] | None = None, 
     JSON of that shape; with `json_body` any JSON object or array."""
     headers = max(2, min(10, max_tokens // 40))
     rules = [
-        'root ::= "HTTP/1.1 " status " " reason "\\n" header{0,%d} "\\n" body' % headers,
+        'root ::= "HTTP/1.1 " status " " reason "\\n" header{0,' + str(headers) + '} "\\n" body',
         "status ::= [1-5] [0-9] [0-9]",
         "reason ::= [A-Za-z] [A-Za-z -]{0,30}",
         'header ::= [A-Za-z] [A-Za-z0-9-]{0,30} ": " [!-~] [ -~]{0,80} "\\n"',

@@ -11,8 +11,8 @@ import subprocess
 from docker.errors import APIError
 
 from backends.shell.container import OWNER_LABEL, create_options, reap_orphans
-from shadow.owners import owner_is_alive, this_process_owner
 from router.config import ShellConfig
+from shadow.owners import owner_is_alive, this_process_owner
 
 
 class FakeContainer:
