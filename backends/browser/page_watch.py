@@ -13,9 +13,10 @@ import asyncio
 import logging
 from typing import Any
 
-from backends.browser.driver_errors import playwright_error
+from backends.browser.driver_errors import first_line, playwright_error
 from backends.browser.options import BrowserConfig
 from backends.browser.page_state import blocked_message, host_allowed
+from backends.errors import BackendBroken
 
 log = logging.getLogger("simroute.browser")
 
@@ -35,8 +36,13 @@ class PageWatch:
         return events
 
     async def ensure_page(self) -> Any:
+        """The current page, or a new one. Raises BackendBroken when the context
+        cannot open one (the browser went away under it)."""
         if self.page is None or self.page.is_closed():
-            self.page = await self.context.new_page()
+            try:
+                self.page = await self.context.new_page()
+            except playwright_error() as exc:
+                raise BackendBroken(f"the browser could not open a page: {first_line(exc)}") from exc
             self._watch(self.page)
         return self.page
 

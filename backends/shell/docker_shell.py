@@ -74,7 +74,7 @@ class DockerShell:
         try:
             self.stream = self._open_shell()
         except BaseException:
-            self._remove_blocking()
+            self._remove_blocking()  # logs a removal that fails: the shell's error is the one raised
             raise
 
     def _open_shell(self) -> BashStream:

@@ -43,9 +43,14 @@ class OwnedContainers:
 
     def start(self, options: dict[str, Any]) -> Any:
         """Create, attach the lifeline, start. Refused once `close_all` ran; a
-        container created while it ran is removed here, never left behind."""
+        container created while it ran is removed here, never left behind.
+        Raises BackendUnavailable when the engine refuses (docker-py's error is
+        the cause), SandboxesClosed when the router is stopping."""
         self._refuse_if_closed()
-        container = self.client.containers.create(**options)
+        try:
+            container = self.client.containers.create(**options)
+        except ENGINE_ERRORS as exc:
+            raise BackendUnavailable(f"the Docker engine did not create a sandbox: {exc}") from exc
         lifeline = None
         try:
             lifeline = self.client.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
@@ -55,10 +60,21 @@ class OwnedContainers:
                     self._containers[container.id] = container
             self._refuse_if_closed()
             container.start()
+        except ENGINE_ERRORS as exc:
+            self._release_quietly(container, lifeline)
+            raise BackendUnavailable(f"the Docker engine did not start sandbox {container.name}: {exc}") from exc
         except BaseException:
-            self.release(container, lifeline)
+            self._release_quietly(container, lifeline)
             raise
         return container
+
+    def _release_quietly(self, container: Any, lifeline: Any) -> None:
+        """A cleanup path: removing a sandbox that failed to start must not mask why
+        it failed; a removal that fails too is logged (the reaper gets it later)."""
+        try:
+            self.release(container, lifeline)
+        except ENGINE_ERRORS as exc:
+            log.warning("removing sandbox %s after it failed to start: %s", container.name, exc)
 
     def _refuse_if_closed(self) -> None:
         if self._closed:

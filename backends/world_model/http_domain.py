@@ -80,9 +80,13 @@ class HttpDomain:
 
     def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
         return ground(
-            self.records_for(call), call,
+            self.records_for(call),
+            call,
             call_key=self.call_key_of(call) if self.call_key_of else None,
-            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens, count_tokens=count_tokens,
+            own=session_rows(call, session),
+            k=self.demonstrations,
+            budget_tokens=budget_tokens,
+            count_tokens=count_tokens,
             size_of=lambda row: self.render_response(row["observation"]["structured"]),
             usable=lambda row: _is_http((row.get("observation") or {}).get("structured")),
         )
