@@ -31,6 +31,10 @@ from shadow.store.protocol import RecordStore, ReplaySource
 REPLAYABLE = frozenset({"real", "replay"})
 
 
+# Replay from the most recent earlier session that made the call (a frozen value: one is enough).
+_LATEST = ReplaySource()
+
+
 @dataclass(frozen=True, slots=True)
 class CallKeys:
     replay: str  # what replay matches on: canonical arguments, ignored paths left out
@@ -56,7 +60,7 @@ class ReplayBackend:
         *,
         ignore_arguments: Sequence[str] = (),
         canonical: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
-        source: ReplaySource = ReplaySource(),
+        source: ReplaySource = _LATEST,
         scheme_inputs: Any = None,
     ) -> None:
         self.store = store

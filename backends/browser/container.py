@@ -29,9 +29,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from backends.browser.options import BrowserConfig
 from backends.browser.proxy_socket import INSIDE_FOLDER
 from backends.shell.container import OWNER_LABEL
-from backends.browser.options import BrowserConfig
 
 ROLE_LABEL = "org.simroute.role"
 ROLE = "browser"
@@ -45,25 +45,42 @@ def run_arguments(config: BrowserConfig, *, owner: str, name: str, proxy_folder:
     `proxy_folder` holds the socket to simroute's proxy (None: no way out at all)."""
     limits = config.limits
     return [
-        "--rm", "--interactive",  # attached stdin: closed by the engine when `docker run` ends (stdin-once)
-        "--pull", "never",  # a missing image is reported at start, never fetched
-        "--name", name,
-        "--label", f"{OWNER_LABEL}={owner}",
-        "--label", f"{ROLE_LABEL}={ROLE}",
-        "--network", "none",
-        "--hostname", "browser",
+        "--rm",
+        "--interactive",  # attached stdin: closed by the engine when `docker run` ends (stdin-once)
+        "--pull",
+        "never",  # a missing image is reported at start, never fetched
+        "--name",
+        name,
+        "--label",
+        f"{OWNER_LABEL}={owner}",
+        "--label",
+        f"{ROLE_LABEL}={ROLE}",
+        "--network",
+        "none",
+        "--hostname",
+        "browser",
         "--init",  # reaps the renderer and helper processes Chromium leaves
-        "--user", USER,
-        "--cap-drop", "ALL",
-        "--security-opt", "no-new-privileges",
+        "--user",
+        USER,
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
         "--read-only",
-        "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.tmp_size},mode=1777",
-        "--tmpfs", f"{HOME}:rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0700",
-        "--shm-size", limits.shm,
-        "--memory", limits.memory,
-        "--memory-swap", limits.memory,
-        "--cpus", f"{limits.cpus:g}",
-        "--pids-limit", str(limits.pids),
+        "--tmpfs",
+        f"/tmp:rw,nosuid,nodev,size={limits.tmp_size},mode=1777",
+        "--tmpfs",
+        f"{HOME}:rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0700",
+        "--shm-size",
+        limits.shm,
+        "--memory",
+        limits.memory,
+        "--memory-swap",
+        limits.memory,
+        "--cpus",
+        f"{limits.cpus:g}",
+        "--pids-limit",
+        str(limits.pids),
         *(["--mount", f"type=bind,source={proxy_folder},target={INSIDE_FOLDER},readonly"] if proxy_folder is not None else []),
     ]
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from backends.browser.container import reap_workdirs
-from backends.docker_engine import docker_client
+from backends.browser.options import BrowserConfig
+from backends.docker_engine import ENGINE_ERRORS, docker_client, require_image
 from backends.errors import BackendUnavailable
 from backends.shell.container import OWNER_LABEL, reap_orphans
-from backends.browser.options import BrowserConfig
 from shadow.owners import owner_is_alive
 
 log = logging.getLogger("simroute.browser")
@@ -60,7 +60,7 @@ def resolve(config: BrowserConfig) -> ContainerEngine | None:
         return None
     try:
         removed, failed = reap_orphans(engine.client)
-    except Exception as exc:  # the listing failed: leftovers wait for a later start
+    except ENGINE_ERRORS as exc:  # the listing failed: leftovers wait for a later start
         removed, failed = [], [f"listing containers failed: {exc}"]
     if removed:
         log.info("removed %d containers left by a stopped router: %s", len(removed), ", ".join(removed))
@@ -75,14 +75,7 @@ def _container_engine(config: BrowserConfig) -> ContainerEngine:
     if docker is None:
         raise BackendUnavailable("the docker command is not on PATH")
     client = docker_client(fallback="set browser.isolation: host")
-    try:
-        client.images.get(config.image)
-    except Exception as exc:
-        if type(exc).__name__ == "ImageNotFound":
-            raise BackendUnavailable(
-                f"the browser image {config.image!r} is not built on this Docker engine: run scripts/build-images.sh (or set browser.image)"
-            ) from exc
-        raise BackendUnavailable(f"the Docker engine failed: {exc}") from exc
+    require_image(client, config.image, what="browser", setting="browser.image")
     return ContainerEngine(client, docker)
 
 

@@ -23,11 +23,13 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from backends.browser import container, isolation
+from backends.browser.driver_errors import first_line, playwright_error
+from backends.browser.options import BrowserConfig
 from backends.browser.page_state import PageState
 from backends.browser.proxy_socket import INSIDE_PROXY, ProxySocket
 from backends.browser.session import BrowserSession
-from backends.errors import BackendUnavailable
-from backends.browser.options import BrowserConfig
+from backends.docker_engine import ENGINE_ERRORS
+from backends.errors import BackendError, BackendUnavailable
 from shadow.owners import this_process_owner
 
 log = logging.getLogger("simroute.browser")
@@ -94,7 +96,7 @@ class BrowserPool:
 
     @property
     def isolation(self) -> str | None:
-        """"container" or "host" once resolved (`prepare`), else None."""
+        """ "container" or "host" once resolved (`prepare`), else None."""
         if not self._resolved or self._unavailable is not None:
             return None
         return "container" if self._engine is not None else "host"
@@ -149,12 +151,15 @@ class BrowserPool:
             browser = await self._ensure_browser()
             try:
                 opened = await asyncio.wait_for(
-                    BrowserSession.open(session_id, browser, self.config, egress=self.egress, proxy_server=self._inside_proxy()), _LAUNCH_TIMEOUT_S
+                    BrowserSession.open(session_id, browser, self.config, egress=self.egress, proxy_server=self._inside_proxy()),
+                    _LAUNCH_TIMEOUT_S,
                 )
-            except Exception as exc:
-                raise BackendUnavailable(f"Chromium did not open a browser context: {exc}") from exc
+            except (playwright_error(), TimeoutError) as exc:
+                raise BackendUnavailable(
+                    f"Chromium did not open a browser context: {first_line(exc) if str(exc) else 'no answer within the deadline'}"
+                ) from exc
             if restarted:
-                opened._events.append("the browser had stopped and was restarted; earlier pages are gone")
+                opened.note("the browser had stopped and was restarted; earlier pages are gone")
             self._sessions[session_id] = opened
             return opened
 
@@ -172,7 +177,9 @@ class BrowserPool:
             state = await getattr(browser_session, action)(**arguments)
         lost = self._lost.pop(session_id, None)
         if lost is not None:  # the browser died during this action
-            return PageState(None, None, None, error=f"{lost} during this call; this session's pages are gone. The next call opens a fresh browser.")
+            return PageState(
+                None, None, None, error=f"{lost} during this call; this session's pages are gone. The next call opens a fresh browser."
+            )
         return state
 
     def is_password_input(self, session_id: str, ref: str) -> bool:
@@ -227,12 +234,15 @@ class BrowserPool:
                 if self._engine is not None:
                     options["executable_path"] = str(self._contained_launcher())
                 browser = await self._playwright.chromium.launch(**options)
-            except Exception as exc:
+            # The driver failed or timed out, the proxy relay or the launcher could not be made.
+            except (playwright_error(), TimeoutError, OSError, BackendError) as exc:
                 await self._stop_playwright()
                 await self._remove_container()
                 await self._close_proxy_socket()
                 where = f"in a container ({self.config.image})" if self._engine is not None else f"({executable})"
-                raise BackendUnavailable(f"Chromium {where} did not start: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from exc
+                raise BackendUnavailable(
+                    f"Chromium {where} did not start: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                ) from exc
             self._browser = browser
             browser.on("disconnected", lambda _browser: self._on_disconnected(browser))
             where = f"in container {self._container}" if self._engine is not None else "on the host"
@@ -294,7 +304,7 @@ class BrowserPool:
             await asyncio.wait_for(
                 asyncio.to_thread(isolation.remove_containers, self._engine.client, owner=this_process_owner(), name=name), 30
             )
-        except Exception as exc:  # the engine is stuck or gone: the next router's reaper removes it
+        except (*ENGINE_ERRORS, TimeoutError) as exc:  # the engine is stuck or gone: the next router's reaper removes it
             log.warning("removing the browser's container %s: %r", name, exc)
 
     def _launch_options(self, proxy: str | None, extra_args: list[str]) -> dict[str, Any]:
@@ -323,7 +333,7 @@ class BrowserPool:
             browser, self._browser = self._browser, None
             try:
                 await asyncio.wait_for(browser.close(), timeout=10)
-            except Exception as exc:
+            except (playwright_error(), TimeoutError) as exc:  # gone or stuck: the driver's stop ends it
                 log.warning("closing Chromium: %r", exc)
         await self._stop_playwright()
         await self._remove_container()
@@ -336,5 +346,5 @@ class BrowserPool:
             playwright, self._playwright = self._playwright, None
             try:
                 await asyncio.wait_for(playwright.stop(), timeout=10)
-            except Exception as exc:
+            except (playwright_error(), TimeoutError, OSError) as exc:  # the driver process is gone or stuck
                 log.warning("stopping the Playwright driver: %r", exc)

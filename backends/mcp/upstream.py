@@ -13,17 +13,29 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
+import httpx2
 from fastmcp.client.messages import MessageHandler
 from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransport, StreamableHttpTransport
+from fastmcp.exceptions import MCPError
 from fastmcp.server.providers.proxy import StatefulProxyClient
 
+from backends.errors import BackendUnavailable
 from backends.mcp.servers import RemoteServer, ServerSpec, StdioServer
 
 log = logging.getLogger("simroute.upstream")
 
+# What starting an upstream session raises (read from fastmcp's `Client`): its
+# "Client failed to connect" RuntimeError (a spawn's OSError, a closed stream),
+# the server's refusal (MCPError), an HTTP server's status (httpx2), a bad spec
+# (ValueError), and groups of these from the transport's task group.
+_START_FAILURES: tuple[type[Exception], ...] = (RuntimeError, OSError, ValueError, MCPError, httpx2.HTTPError, ExceptionGroup)
 
-class UpstreamError(RuntimeError):
-    """An upstream MCP server could not be started, reached or used."""
+
+class UpstreamError(BackendUnavailable):
+    """An upstream MCP server is not configured, or could not be started or
+    reached within its deadline. Raised by `UpstreamPool` (and the proxy provider
+    when a listing times out); the MCP middleware answers the call with
+    "simroute: <message>", and the next call tries a new upstream."""
 
 
 def make_transport(spec: ServerSpec) -> ClientTransport:
@@ -78,7 +90,9 @@ class UpstreamPool:
             return
         try:
             await getattr(front, f"send_{kind[:-1]}_list_changed")()
-        except Exception as exc:  # the agent went away: nothing to tell
+        # Boundary: a notification to the agent is best effort; whatever its transport
+        # raises when the agent went away must not break the upstream's message handler.
+        except Exception as exc:  # noqa: BLE001 - logged; the agent is gone, nothing to tell
             log.debug("could not relay %s list change to session %s: %s", kind, session_id, exc)
 
     async def client_for(self, session_id: str, server: str, *, front: Any = None) -> StatefulProxyClient:
@@ -114,7 +128,7 @@ class UpstreamPool:
         except TimeoutError as exc:
             await self._close_client(client)
             raise UpstreamError(f"upstream {server!r} did not finish starting within {self.connect_timeout_s:g}s") from exc
-        except Exception as exc:  # any start failure: missing binary, crash, bad URL, handshake error
+        except _START_FAILURES as exc:  # missing binary, crash, bad URL, refused handshake
             await self._close_client(client)
             raise UpstreamError(f"upstream {server!r} failed to start: {_describe(exc)}") from exc
         self.sessions_opened += 1
@@ -141,7 +155,9 @@ class UpstreamPool:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             try:
                 await client.close()
-            except Exception as exc:  # closing a broken upstream must not break the caller
+            # Boundary: a cleanup path. Closing a broken upstream must not mask the
+            # error that made the caller close it; what closing raised is logged.
+            except Exception as exc:  # noqa: BLE001 - logged, the caller's own error goes on
                 log.debug("closing upstream client failed: %s", _describe(exc))
 
 

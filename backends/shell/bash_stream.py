@@ -23,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from backends.errors import BackendBroken
 from backends.shell.screen import BoundedCapture
 
 COMMAND_START_FILE = "/tmp/.simroute-command-start"
@@ -35,7 +36,7 @@ _BOOTSTRAP = (
     # The command's start (container uptime) goes to a file with builtins only (no
     # fork): an interrupt then kills exactly the processes the command started.
     "__simroute_run() { read -r __simroute_up _ </proc/uptime; printf '%s' \"$__simroute_up\" 2>/dev/null >" + COMMAND_START_FILE + "; "
-    "eval \"$(printf '%s' \"$1\" | base64 -d)\" </dev/null; printf '\\n%s %s %s\\n' \"$2\" \"$?\" \"$PWD\"; }\n"
+    'eval "$(printf \'%s\' "$1" | base64 -d)" </dev/null; printf \'\\n%s %s %s\\n\' "$2" "$?" "$PWD"; }\n'
 )
 _POLL_S = 0.05
 
@@ -56,8 +57,9 @@ class ProcessUse:
         return cls(int(current), int(hits) if hits.isdigit() else None)
 
 
-class ShellGone(RuntimeError):
-    """The shell process ended (exit, kill, the container stopped)."""
+class ShellGone(BackendBroken):
+    """The shell process ended (exit, kill, the container stopped). Raised by
+    `BashStream`; `DockerShell` opens a new shell, or replaces the container."""
 
 
 @dataclass(slots=True)
@@ -145,7 +147,7 @@ class BashStream:
             f"{{ read -r __simroute_n <{folder}/pids.current && read -r _ __simroute_h <{folder}/pids.events; }}" for folder in PIDS_FOLDERS
         )
         probe = (
-            f"{{ {reads}; }} 2>/dev/null; printf '\\n%s 0 %s:%s\\n' {nonce} \"${{__simroute_n:-none}}\" \"${{__simroute_h:-none}}\"; "
+            f'{{ {reads}; }} 2>/dev/null; printf \'\\n%s 0 %s:%s\\n\' {nonce} "${{__simroute_n:-none}}" "${{__simroute_h:-none}}"; '
             "unset __simroute_n __simroute_h\n"
         )
         try:

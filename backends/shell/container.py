@@ -67,6 +67,7 @@ def reap_orphans(client: Any) -> tuple[list[str], list[str]]:
     carrying simroute's owner label are considered, and only those of a gone
     owner on this host removed. Returns (removed names, "name: why" of failures):
     a removal that fails is reported, never stops the router from starting."""
+    from backends.docker_engine import ENGINE_ERRORS
     from backends.shell.owned import remove_container
 
     orphans = [
@@ -78,7 +79,7 @@ def reap_orphans(client: Any) -> tuple[list[str], list[str]]:
     def remove(container: Any) -> str | None:
         try:
             remove_container(container)
-        except Exception as exc:  # reported to the caller, who logs it and goes on
+        except ENGINE_ERRORS as exc:  # reported to the caller, who logs it and goes on
             return f"{container.name}: {exc}"
         return None
 

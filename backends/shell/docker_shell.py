@@ -21,11 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from backends.shell.bash_stream import COMMAND_START_FILE, BashStream, ProcessUse, RawOutcome, close_exec_socket
+from backends.docker_engine import ENGINE_ERRORS
+from backends.errors import BackendBroken, BadBackendInput
+from backends.shell.bash_stream import COMMAND_START_FILE, BashStream, ProcessUse, RawOutcome, ShellGone, close_exec_socket
 from backends.shell.container import HOME, USER, WORKSPACE, create_options
+from backends.shell.options import ShellConfig
 from backends.shell.owned import OwnedContainers
 from backends.shell.screen import BoundedCapture, ShellResult, trim_screen
-from backends.shell.options import ShellConfig
 
 log = logging.getLogger("simroute.shell")
 
@@ -35,12 +37,16 @@ _PROBE_DEADLINE_S = 2.0
 _pids_unreadable_said = False
 
 
-class SandboxBroken(RuntimeError):
-    """The container cannot run anything any more; it must be replaced."""
+class SandboxBroken(BackendBroken):
+    """The container cannot run anything any more (the runtime refuses to start a
+    process, or a helper command failed). Raised by `DockerShell`'s own helpers;
+    it replaces the container and says so in the next result."""
 
 
-class WorkspaceCopyError(RuntimeError):
-    """The session's initial workspace could not be put into its sandbox."""
+class WorkspaceCopyError(BadBackendInput):
+    """The session's initial workspace could not be put into its sandbox (the
+    folder cannot be read, or `tar` in the sandbox refused it). `Sandboxes`
+    removes the sandbox and raises BackendUnavailable naming this cause."""
 
 
 class DockerShell:
@@ -68,17 +74,33 @@ class DockerShell:
         try:
             self.stream = self._open_shell()
         except BaseException:
-            self._remove_blocking()
+            self._remove_blocking()  # logs a removal that fails: the shell's error is the one raised
             raise
 
     def _open_shell(self) -> BashStream:
-        exec_id = self.client.api.exec_create(
-            self.container.id, ["bash", "--noprofile", "--norc"], stdin=True, stdout=True, stderr=True,
-            tty=False, user=USER, workdir=WORKSPACE, environment={"HOME": HOME},
-        )["Id"]
-        wrapper = self.client.api.exec_start(exec_id, socket=True)
+        """A bootstrapped bash in the container. Raises ShellGone when the engine
+        refuses the exec or the shell does not come up."""
+        try:
+            exec_id = self.client.api.exec_create(
+                self.container.id,
+                ["bash", "--noprofile", "--norc"],
+                stdin=True,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                user=USER,
+                workdir=WORKSPACE,
+                environment={"HOME": HOME},
+            )["Id"]
+            wrapper = self.client.api.exec_start(exec_id, socket=True)
+        except ENGINE_ERRORS as exc:
+            raise ShellGone(f"the Docker engine did not start the sandbox shell: {exc}") from exc
         stream = BashStream(wrapper._sock, wrapper, head_bytes=self.config.screen_chars, tail_bytes=self.config.screen_chars * 2)
-        stream.bootstrap(_START_DEADLINE_S)
+        try:
+            stream.bootstrap(_START_DEADLINE_S)
+        except (OSError, ValueError) as exc:  # the socket failed, or the shell printed no pid
+            stream.close()
+            raise ShellGone(f"the sandbox shell did not start: {exc}") from exc
         return stream
 
     async def copy_workspace(self, folder: Path) -> None:
@@ -95,11 +117,20 @@ class DockerShell:
                     tar.add(child, arcname=child.name, filter=_owned_by_agent)
         except OSError as exc:
             raise WorkspaceCopyError(f"the workspace {folder} cannot be read: {exc.strerror or exc}") from exc
+        try:
+            code = self._untar_blocking(archive.getvalue())
+        except (*ENGINE_ERRORS, OSError) as exc:  # the engine refused the exec, or its socket broke
+            raise WorkspaceCopyError(f"copying the workspace {folder} into the sandbox failed: {exc}") from exc
+        if code != 0:
+            raise WorkspaceCopyError(f"copying the workspace {folder} into the sandbox failed (tar exit code {code})")
+
+    def _untar_blocking(self, archive: bytes) -> int | None:
+        """Unpack `archive` into /workspace with `tar` in the container; its exit code."""
         exec_id = self.client.api.exec_create(self.container.id, ["tar", "-x", "-C", WORKSPACE], stdin=True, user=USER)["Id"]
         wrapper = self.client.api.exec_start(exec_id, socket=True)
         sock: socket.socket = wrapper._sock
         try:
-            sock.sendall(archive.getvalue())
+            sock.sendall(archive)
             sock.shutdown(socket.SHUT_WR)
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -108,14 +139,14 @@ class DockerShell:
                     break
         finally:
             close_exec_socket(wrapper)
-        code = self.client.api.exec_inspect(exec_id).get("ExitCode")
-        if code != 0:
-            raise WorkspaceCopyError(f"copying the workspace {folder} into the sandbox failed (tar exit code {code})")
+        return self.client.api.exec_inspect(exec_id).get("ExitCode")
 
     async def aclose(self) -> None:
         if self._recovery is not None:
             self._recovery.cancel()
-            await asyncio.gather(self._recovery, return_exceptions=True)
+            (outcome,) = await asyncio.gather(self._recovery, return_exceptions=True)
+            if isinstance(outcome, Exception):  # the sandbox goes anyway: said, not raised
+                log.warning("sandbox %s: recovering it failed before it was removed: %s", getattr(self.container, "name", "?"), outcome)
         await asyncio.to_thread(self._remove_blocking)
 
     def _remove_blocking(self) -> None:
@@ -124,7 +155,7 @@ class DockerShell:
         if self.container is not None:
             try:
                 self.owned.release(self.container)
-            except Exception as exc:  # its lifeline is cut: the engine removes it anyway
+            except ENGINE_ERRORS as exc:  # its lifeline is cut: the engine removes it anyway
                 log.warning("removing sandbox %s: %s", self.container.name, exc)
 
     # --- commands ---------------------------------------------------------------
@@ -138,7 +169,9 @@ class DockerShell:
                 await self._restore("the previous shell exited")
             if await self._process_limit_reached():
                 # A fork bomb left running by the previous command (it filled the limit after its end line).
-                await self._replace(f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), so it was replaced with a fresh one (files reset)")
+                await self._replace(
+                    f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), so it was replaced with a fresh one (files reset)"
+                )
             reset, self._reset_note = self._reset_note, None
             cancel = threading.Event()
             assert self.stream is not None
@@ -157,7 +190,9 @@ class DockerShell:
                     f"the command filled the sandbox's process limit ({self.config.limits.pids}); "
                     "the sandbox was replaced with a fresh one (files reset)"
                 )
-                await self._replace(f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), so it was replaced with a fresh one (files reset)")
+                await self._replace(
+                    f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), so it was replaced with a fresh one (files reset)"
+                )
                 return result
             if raw.timed_out:
                 self._recovery = asyncio.get_running_loop().create_task(self._interrupt(raw), name="simroute-shell-recover")
@@ -188,7 +223,9 @@ class DockerShell:
                 return
             await asyncio.to_thread(self._exec_blocking, ["kill", "-KILL", str(self.stream.pid)])
             self.stream.close()
-            await self._restore("the previous command could not be stopped, so the shell was restarted (working directory and environment reset; files kept)")
+            await self._restore(
+                "the previous command could not be stopped, so the shell was restarted (working directory and environment reset; files kept)"
+            )
         except SandboxBroken as exc:
             log.warning("sandbox %s broken (%s): replacing it", self.container.name, exc)
             await self._replace(f"the sandbox stopped responding ({exc}), so it was replaced with a fresh one (files reset)")
@@ -200,8 +237,8 @@ class DockerShell:
         # (a job started within 10 ms before it counts as the command's).
         assert self.stream is not None
         script = (
-            f'start=$(cat {COMMAND_START_FILE}) || exit 0; '
-            f'for p in $(ps -o pid= --ppid {self.stream.pid}); do '
+            f"start=$(cat {COMMAND_START_FILE}) || exit 0; "
+            f"for p in $(ps -o pid= --ppid {self.stream.pid}); do "
             'st=$(cut -d")" -f2 /proc/$p/stat | cut -d" " -f21); '
             'awk -v s="$st" -v t="$start" "BEGIN{exit !(s/100 >= t-0.01)}" && kill -KILL $p; '
             "done; true"
@@ -250,13 +287,15 @@ class DockerShell:
     def _drain_blocking(self) -> bool:
         """Whether the shell printed the overrun command's end line after the kill."""
         assert self.stream is not None
-        raw = self.stream.read_until_end(self.stream.last_nonce, BoundedCapture(head=0, tail=0), deadline=time.monotonic() + _INTERRUPT_GRACE_S)
+        raw = self.stream.read_until_end(
+            self.stream.last_nonce, BoundedCapture(head=0, tail=0), deadline=time.monotonic() + _INTERRUPT_GRACE_S
+        )
         return raw.exit_code is not None
 
     def _exec_blocking(self, argv: list[str]) -> None:
         try:
             result = self.container.exec_run(argv, user=USER)
-        except Exception as exc:  # the runtime could not start a process (pids exhausted, container gone)
+        except ENGINE_ERRORS as exc:  # the runtime could not start a process (pids exhausted, container gone)
             raise SandboxBroken(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
         if result.exit_code not in (0, None):
             raise SandboxBroken(f"{argv[0]} exited {result.exit_code}")
@@ -268,7 +307,7 @@ class DockerShell:
         try:
             self.stream = await asyncio.to_thread(self._open_shell)
             self._reset_note = why
-        except Exception as exc:
+        except ShellGone as exc:
             log.warning("sandbox %s: no new shell (%s): replacing it", getattr(self.container, "name", "?"), exc)
             await self._replace("the previous sandbox stopped, so it was replaced with a fresh one (files reset)")
 

@@ -21,6 +21,7 @@ import socket
 import threading
 from typing import Any
 
+from backends.docker_engine import ENGINE_ERRORS, is_gone
 from backends.errors import BackendUnavailable
 from backends.shell.bash_stream import close_exec_socket
 
@@ -28,7 +29,8 @@ log = logging.getLogger("simroute.shell")
 
 
 class SandboxesClosed(BackendUnavailable):
-    """The router is stopping: no new sandbox starts."""
+    """The router is stopping: no new sandbox starts. Raised by `OwnedContainers`;
+    the warm pool stops filling, a session's first command reports it."""
 
 
 class OwnedContainers:
@@ -41,9 +43,14 @@ class OwnedContainers:
 
     def start(self, options: dict[str, Any]) -> Any:
         """Create, attach the lifeline, start. Refused once `close_all` ran; a
-        container created while it ran is removed here, never left behind."""
+        container created while it ran is removed here, never left behind.
+        Raises BackendUnavailable when the engine refuses (docker-py's error is
+        the cause), SandboxesClosed when the router is stopping."""
         self._refuse_if_closed()
-        container = self.client.containers.create(**options)
+        try:
+            container = self.client.containers.create(**options)
+        except ENGINE_ERRORS as exc:
+            raise BackendUnavailable(f"the Docker engine did not create a sandbox: {exc}") from exc
         lifeline = None
         try:
             lifeline = self.client.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
@@ -53,10 +60,21 @@ class OwnedContainers:
                     self._containers[container.id] = container
             self._refuse_if_closed()
             container.start()
+        except ENGINE_ERRORS as exc:
+            self._release_quietly(container, lifeline)
+            raise BackendUnavailable(f"the Docker engine did not start sandbox {container.name}: {exc}") from exc
         except BaseException:
-            self.release(container, lifeline)
+            self._release_quietly(container, lifeline)
             raise
         return container
+
+    def _release_quietly(self, container: Any, lifeline: Any) -> None:
+        """A cleanup path: removing a sandbox that failed to start must not mask why
+        it failed; a removal that fails too is logged (the reaper gets it later)."""
+        try:
+            self.release(container, lifeline)
+        except ENGINE_ERRORS as exc:
+            log.warning("removing sandbox %s after it failed to start: %s", container.name, exc)
 
     def _refuse_if_closed(self) -> None:
         if self._closed:
@@ -97,16 +115,11 @@ def _cut(lifeline: Any) -> None:
 
 
 def remove_container(container: Any) -> None:
-    """Force-remove; a container already gone (or being removed by the engine) is fine."""
+    """Force-remove; a container already gone (or being removed by the engine) is
+    fine. Any other engine failure is raised (docker-py's or requests' own type:
+    the callers report it with the container's name)."""
     try:
         container.remove(force=True)
-    except Exception as exc:
-        if _already_going(exc):
-            return
-        raise
-
-
-def _already_going(exc: Exception) -> bool:
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    # 404: gone; 409: "removal of container … is already in progress" (auto-remove won the race).
-    return status in (404, 409) or type(exc).__name__ == "NotFound"
+    except ENGINE_ERRORS as exc:
+        if not is_gone(exc):
+            raise

@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from backends.docker_engine import docker_client
-from backends.errors import BackendUnavailable
+from backends.docker_engine import ENGINE_ERRORS, docker_client, require_image
+from backends.errors import BackendError, BackendUnavailable
 from backends.shell.container import reap_orphans
-from shadow.owners import this_process_owner
 from backends.shell.docker_shell import DockerShell, WorkspaceCopyError
+from backends.shell.options import ShellConfig
 from backends.shell.owned import OwnedContainers, SandboxesClosed, remove_container
 from backends.shell.screen import ShellResult
-from backends.shell.options import ShellConfig
+from shadow.owners import this_process_owner
 
 log = logging.getLogger("simroute.shell")
 
@@ -56,7 +56,7 @@ class Sandboxes:
         if await self._connect():
             try:
                 removed, failed = await asyncio.to_thread(reap_orphans, self.client)
-            except Exception as exc:  # e.g. the engine refused the listing: leftovers wait for a later start
+            except ENGINE_ERRORS as exc:  # e.g. the engine refused the listing: leftovers wait for a later start
                 removed, failed = [], [f"listing sandboxes failed: {exc}"]
             if removed:
                 log.info("removed %d sandboxes left by a stopped router: %s", len(removed), ", ".join(removed))
@@ -72,20 +72,10 @@ class Sandboxes:
         self._checked_at = time.monotonic()
         try:
             self.client = await asyncio.to_thread(docker_client, fallback="route shell calls to sim")
-            await asyncio.to_thread(self.client.images.get, self.config.image)
+            await asyncio.to_thread(require_image, self.client, self.config.image, what="sandbox", setting="shell.image")
         except BackendUnavailable as exc:
             self._unavailable = str(exc)
             log.warning("shell: %s", exc)
-            return False
-        except Exception as exc:
-            if type(exc).__name__ == "ImageNotFound":
-                self._unavailable = (
-                    f"the sandbox image {self.config.image!r} is not built on this Docker engine: "
-                    "run scripts/build-images.sh (or set shell.image)"
-                )
-            else:
-                self._unavailable = f"the Docker engine failed: {exc}"
-            log.warning("shell: %s", self._unavailable)
             return False
         self._unavailable = None
         self._owned = OwnedContainers(self.client)
@@ -103,7 +93,7 @@ class Sandboxes:
         shells = list(self._sessions.values()) + self._ready
         self._sessions.clear()
         self._ready.clear()
-        await asyncio.gather(
+        outcomes = await asyncio.gather(
             *(asyncio.to_thread(remove_container, container) for container in leftovers),
             *(shell.aclose() for shell in shells),
             *openings,  # refused from now on; one already past `docker run` removes its own
@@ -111,6 +101,10 @@ class Sandboxes:
             return_exceptions=True,
         )
         self._filler = None
+        for outcome in outcomes:
+            # Each removal goes on whatever the others do; a failure is said, not raised.
+            if isinstance(outcome, Exception) and not isinstance(outcome, SandboxesClosed):
+                log.warning("shell: removing a sandbox at shutdown: %s", outcome)
 
     # --- sessions -----------------------------------------------------------------
 
@@ -176,7 +170,9 @@ class Sandboxes:
         if opening is not None:
             # Not cancelled (a `docker run` in a worker thread cannot be): it sees
             # the session gone when it finishes and removes its sandbox itself.
-            await asyncio.gather(opening, return_exceptions=True)
+            (outcome,) = await asyncio.gather(opening, return_exceptions=True)
+            if isinstance(outcome, Exception) and not isinstance(outcome, BackendUnavailable):  # that one is the expected end
+                log.warning("shell: a sandbox still starting when its session closed failed: %s", outcome)
 
     @property
     def ready(self) -> int:
@@ -198,7 +194,7 @@ class Sandboxes:
                     shell = await DockerShell(self._owned, self.config, owner=self._owner).start()
                 except SandboxesClosed:
                     return
-                except Exception as exc:  # logged; sessions then start cold
+                except (BackendError, *ENGINE_ERRORS, OSError) as exc:  # logged; sessions then start cold
                     log.warning("shell pool: could not start a sandbox: %s", exc)
                     await asyncio.sleep(5)
                     continue

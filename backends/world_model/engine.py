@@ -5,21 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-
-class WorldModelError(RuntimeError):
-    """The world model could not produce a prediction. The message says why."""
+from backends.errors import BackendError, BackendUnavailable, BadBackendInput, DeadlineExceeded
 
 
-class WorldModelTimeout(WorldModelError):
-    pass
+class WorldModelError(BackendError):
+    """The world model could not produce a prediction; the message says why. Raised
+    by the engines and the answer parsers; the simulator retries a malformed answer
+    once and turns any other into an error observation naming the cause."""
 
 
-class ContextOverflow(WorldModelError):
-    pass
+class WorldModelTimeout(WorldModelError, DeadlineExceeded):
+    """The model was busy past the call's deadline, or did not finish within it
+    (its work is stopped at the deadline, never left running)."""
 
 
-class ModelUnavailable(WorldModelError):
-    """The model file is missing, or the model server is down."""
+class ContextOverflow(WorldModelError, BadBackendInput):
+    """The prompt and the tokens to generate do not fit the model's context."""
+
+
+class ModelUnavailable(WorldModelError, BackendUnavailable):
+    """The model file is missing or unloadable, its chat format unknown, or the
+    model server is down."""
 
 
 @dataclass(slots=True)

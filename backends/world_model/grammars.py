@@ -44,13 +44,18 @@ def terminal_grammar(*, command: str, user: str, host: str, max_tokens: int) -> 
     else:
         echo_rule = literal(echo + "\n") + " "
     cwd_bytes = max(0, min(cwd_max, max_tokens - (_bytes(echo) + 8 + _bytes(prompt_head)) - output_bytes))
-    return "\n".join([
-        f"root ::= {echo_rule}output prompt",
-        f"output ::= ({_TEXT_CHAR[:-1]}\\n]{{0,{output_bytes}}} \"\\n\")?" if output_bytes else 'output ::= ""',
-        f'prompt ::= "[" code {literal(prompt_head)} cwd "$"',
-        'code ::= [0-9] | [1-9] [0-9] | [1-2] [0-9] [0-9]',
-        f'cwd ::= [/~] [a-zA-Z0-9._/~+@-]{{0,{max(0, cwd_bytes - 1)}}}',
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"root ::= {echo_rule}output prompt",
+                f'output ::= ({_TEXT_CHAR[:-1]}\\n]{{0,{output_bytes}}} "\\n")?' if output_bytes else 'output ::= ""',
+                f'prompt ::= "[" code {literal(prompt_head)} cwd "$"',
+                "code ::= [0-9] | [1-9] [0-9] | [1-2] [0-9] [0-9]",
+                f"cwd ::= [/~] [a-zA-Z0-9._/~+@-]{{0,{max(0, cwd_bytes - 1)}}}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def http_grammar(*, max_tokens: int, body_schema: dict[str, Any] | None = None, json_body: bool = False) -> str:
@@ -59,7 +64,7 @@ def http_grammar(*, max_tokens: int, body_schema: dict[str, Any] | None = None, 
     JSON of that shape; with `json_body` any JSON object or array."""
     headers = max(2, min(10, max_tokens // 40))
     rules = [
-        'root ::= "HTTP/1.1 " status " " reason "\\n" header{0,%d} "\\n" body' % headers,
+        'root ::= "HTTP/1.1 " status " " reason "\\n" header{0,' + str(headers) + '} "\\n" body',
         "status ::= [1-5] [0-9] [0-9]",
         "reason ::= [A-Za-z] [A-Za-z -]{0,30}",
         'header ::= [A-Za-z] [A-Za-z0-9-]{0,30} ": " [!-~] [ -~]{0,80} "\\n"',
@@ -77,21 +82,26 @@ def web_grammar(*, max_tokens: int, url: str | None = None) -> str:
     """A page as the playwright-mcp tools print it: URL, title, then an aria
     snapshot in a yaml fence whose lines carry [ref=eN] markers. A navigation's
     URL is the one navigated to."""
-    url_rule = literal(url) if url else 'scheme [!-~]{1,150}'
+    url_rule = literal(url) if url else "scheme [!-~]{1,150}"
     lines = max(1, min(80, max_tokens // 12))
-    return "\n".join([
-        f'root ::= "- Page URL: " url "\\n- Page Title: " title "\\n- Page Snapshot:\\n```yaml\\n" line{{1,{lines}}} "```"',
-        f"url ::= {url_rule}",
-        'scheme ::= "http" "s"? "://" | "about:" | "file://"',
-        "title ::= [^\\n]{0,80}",
-        'line ::= indent "- " role name? attr{0,2} ref text? "\\n"',
-        'indent ::= "  "{0,6}',
-        "role ::= [a-z] [a-z]{1,15}",
-        'name ::= " \\"" [^"\\n]{0,60} "\\""',
-        'attr ::= " [" [a-z]{1,10} ("=" [a-z0-9]{1,5})? "]"',
-        'ref ::= " [ref=e" [1-9] [0-9]{0,2} "]"',
-        'text ::= ":" (" " [^\\n]{1,80})?',
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                f'root ::= "- Page URL: " url "\\n- Page Title: " title "\\n- Page Snapshot:\\n```yaml\\n" line{{1,{lines}}} "```"',
+                f"url ::= {url_rule}",
+                'scheme ::= "http" "s"? "://" | "about:" | "file://"',
+                "title ::= [^\\n]{0,80}",
+                'line ::= indent "- " role name? attr{0,2} ref text? "\\n"',
+                'indent ::= "  "{0,6}',
+                "role ::= [a-z] [a-z]{1,15}",
+                'name ::= " \\"" [^"\\n]{0,60} "\\""',
+                'attr ::= " [" [a-z]{1,10} ("=" [a-z0-9]{1,5})? "]"',
+                'ref ::= " [ref=e" [1-9] [0-9]{0,2} "]"',
+                'text ::= ":" (" " [^\\n]{1,80})?',
+            ]
+        )
+        + "\n"
+    )
 
 
 def mcp_grammar(
@@ -124,7 +134,9 @@ def mcp_grammar(
         first = "[^" + ("" if allow_fence else "`") + "#*" + ("{[" if forbid_json else "") + "\\n E]"
         # "E" starts only "Error: …" (the error form) or a word other than "Error:".
         error_text = ' | "Error" [^:]' if error_word else ""
-        rules.append(f'result ::= ({first} | "E" [^r\\n] | "Er" [^r] | "Err" [^o] | "Erro" [^r]{error_text}) [^\\x00]*')  # max_tokens bounds it
+        rules.append(
+            f'result ::= ({first} | "E" [^r\\n] | "Er" [^r] | "Err" [^o] | "Erro" [^r]{error_text}) [^\\x00]*'
+        )  # max_tokens bounds it
     return "\n".join(rules) + "\n"
 
 

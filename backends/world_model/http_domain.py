@@ -20,13 +20,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from backends.http.messages import observation_of, parse_response, render_request, render_response
 from backends.world_model.checks import check_http
 from backends.world_model.domain import Constraint, CountTokens
 from backends.world_model.grammars import http_grammar, infer_json_schema
 from backends.world_model.grounding import Grounding, Row, ground, session_rows
 from backends.world_model.parse import InvalidPrediction
 from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
-from backends.http.messages import observation_of, parse_response, render_request, render_response
 from router.types import Call, Observation, Provenance, Session
 
 TASK = (
@@ -80,9 +80,13 @@ class HttpDomain:
 
     def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
         return ground(
-            self.records_for(call), call,
+            self.records_for(call),
+            call,
             call_key=self.call_key_of(call) if self.call_key_of else None,
-            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens, count_tokens=count_tokens,
+            own=session_rows(call, session),
+            k=self.demonstrations,
+            budget_tokens=budget_tokens,
+            count_tokens=count_tokens,
             size_of=lambda row: self.render_response(row["observation"]["structured"]),
             usable=lambda row: _is_http((row.get("observation") or {}).get("structured")),
         )

@@ -106,6 +106,8 @@ class OpenAICompatibleEngine:
             raise WorldModelTimeout(f"world model at {url} did not answer within its {deadline_s:g}s deadline") from exc
         except httpx2.TransportError as exc:
             raise ModelUnavailable(f"world model server {url} is unreachable: {type(exc).__name__}: {exc}") from exc
+        except httpx2.HTTPError as exc:  # the exchange failed past the connection (redirects, an undecodable body)
+            raise WorldModelError(f"world model server {url} failed: {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 400:
             raise WorldModelError(f"world model server {url} answered HTTP {response.status_code}: {response.text[:300]}")
         try:

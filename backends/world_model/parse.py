@@ -18,11 +18,12 @@ _JSON_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 class EmptyPrediction(WorldModelError):
-    pass
+    """The model's answer held no observation (its budget may have gone to thinking)."""
 
 
 class InvalidPrediction(WorldModelError):
-    pass
+    """The model's answer is not what the domain expects (not JSON, not an HTTP
+    response, not matching the tool's output schema); the simulator asks again once."""
 
 
 def drop_thinking(text: str) -> str:

@@ -17,7 +17,6 @@ chunk keeps the prefix byte-identical until the next chunk has to go.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
 
 OMITTED = "[{count} earlier turns omitted]"
 EXAMPLE_NOTE = "(A real {what} in another session, for reference.)\n"
@@ -36,10 +35,7 @@ RenderFinal = Callable[[int], str]
 RenderExample = Callable[[int], tuple[str, str]]
 
 
-T = TypeVar("T")
-
-
-def best_last(scored: Iterable[tuple[float, T]], k: int) -> list[T]:
+def best_last[T](scored: Iterable[tuple[float, T]], k: int) -> list[T]:
     """The `k` best of (score, candidate) pairs, best LAST (small models copy the
     nearest example); of equal scores the earlier candidate counts as better (record
     rows come newest first)."""

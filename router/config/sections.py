@@ -155,13 +155,11 @@ class WorldModelConfig(Strict):
             import llama_cpp.llama_chat_format  # noqa: F401  (the optional gguf extra)
         except ImportError:
             return value  # no in-process engine here: nothing to check the name against
-        from backends.world_model.engine import ModelUnavailable
-        from backends.world_model.llama_engine import _registered_formatter
+        from backends.world_model.chat_formats import chat_format_problem
 
-        try:
-            _registered_formatter(value)
-        except ModelUnavailable as exc:
-            raise ValueError(str(exc).removeprefix("world_model.chat_format ")) from exc
+        problem = chat_format_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

@@ -2,7 +2,7 @@
 (llama-cpp-python's `gemma`) gets it at the start of the first user turn instead,
 so the simulation context and tool list still reach the model."""
 
-from backends.world_model.llama_engine import _registered_formatter
+from backends.world_model.chat_formats import registered_formatter
 
 MESSAGES = [
     {"role": "system", "content": "You are the MCP server notes. ## Tools ..."},
@@ -13,13 +13,13 @@ MESSAGES = [
 
 
 def test_a_format_without_a_system_role_keeps_the_system_message_in_the_first_user_turn():
-    prompt = _registered_formatter("gemma")(messages=MESSAGES).prompt
+    prompt = registered_formatter("gemma")(messages=MESSAGES).prompt
     assert prompt.startswith("<start_of_turn>user\nYou are the MCP server notes. ## Tools ...\n\n### Turn 1")
     assert prompt.count("<start_of_turn>user") == 2 and prompt.endswith("<start_of_turn>model\n")
 
 
 def test_a_format_with_a_system_role_is_used_as_it_is():
-    prompt = _registered_formatter("chatml")(messages=MESSAGES).prompt
+    prompt = registered_formatter("chatml")(messages=MESSAGES).prompt
     assert prompt.startswith("<|im_start|>system\nYou are the MCP server notes.")
 
 
@@ -42,9 +42,9 @@ async def test_chat_format_in_the_config_is_the_format_the_built_engine_prompts_
         engine = build_engine(load_config(config_file))
         try:
             await engine.start()
-            prompts[chat_format] = engine._contexts[0].formatter(messages=messages).prompt
+            prompts[chat_format] = engine._pool.contexts[0].formatter(messages=messages).prompt
         finally:
             await engine.aclose()
-    assert prompts["chatml"] == _registered_formatter("chatml")(messages=messages).prompt
+    assert prompts["chatml"] == registered_formatter("chatml")(messages=messages).prompt
     assert prompts["chatml"].startswith("<|im_start|>system\n<|im_end|>\n<|im_start|>user\n### Turn 1")  # chatml's empty system turn
     assert prompts[None] != prompts["chatml"]  # the file's template: the format did change what the model reads

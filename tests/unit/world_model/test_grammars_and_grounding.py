@@ -21,7 +21,7 @@ def vocab():
 
 
 def compiles(llama, text):
-    from backends.world_model.llama_engine import check_grammar
+    from backends.world_model.llama_grammar import check_grammar
 
     check_grammar(llama, text)  # raises on invalid GBNF
     return True

@@ -144,9 +144,9 @@ async def test_model_failures_become_error_observations(answer, message):
 async def test_priority_lock_serves_the_agent_before_background_work():
     import asyncio
 
-    from backends.world_model.llama_engine import _PriorityLock
+    from backends.world_model.model_access import PriorityLock
 
-    lock = _PriorityLock()
+    lock = PriorityLock()
     order = []
     await lock.acquire()
 
