@@ -7,6 +7,7 @@ COPY router router
 COPY backends backends
 COPY shadow shadow
 COPY policies policies
+COPY simroute simroute
 # llama-cpp-python is left out of the router image: routers reach a served
 # world model over HTTP; the in-process engine runs where the wheel is built.
 RUN grep -v '^llama-cpp-python==' requirements.lock > /tmp/req.txt \
