@@ -19,7 +19,8 @@ class TunnelPolicy:
     def decide(self, call: Call, session: Session) -> Decision | None:
         if call.channel == "http" and call.tool == TCP_TOOL:
             return Decision(
-                Route.DENY, self.name,
+                Route.DENY,
+                self.name,
                 f"raw TCP to {call.server} is refused unless a rule lets it through "
                 f"({{match: {{channel: http, tool: TCP, server: {call.server!r}}}, route: real}})",
             )

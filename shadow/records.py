@@ -102,7 +102,11 @@ class Record:
         return cls(
             call=Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"]),
             decision=Decision(
-                Route(row["route"]), row["policy"], row["reason"], safety=row.get("safety_class"), safety_reason=row.get("safety_reason") or ""
+                Route(row["route"]),
+                row["policy"],
+                row["reason"],
+                safety=row.get("safety_class"),
+                safety_reason=row.get("safety_reason") or "",
             ),
             served=Observation.from_json(row["observation"]),
             step=row["step"],

@@ -10,9 +10,30 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 CREDENTIAL_FIELDS: tuple[str, ...] = (
-    "password", "passwd", "passphrase", "secret", "token", "access_token", "refresh_token", "id_token", "auth_token",
-    "session_token", "api_key", "apikey", "access_key", "secret_key", "private_key", "client_secret",
-    "authorization", "cookie", "set_cookie", "credential", "credentials", "signature", "pin", "otp",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "auth_token",
+    "session_token",
+    "api_key",
+    "apikey",
+    "access_key",
+    "secret_key",
+    "private_key",
+    "client_secret",
+    "authorization",
+    "cookie",
+    "set_cookie",
+    "credential",
+    "credentials",
+    "signature",
+    "pin",
+    "otp",
 )
 # Names a browser field's accessible name has when what is typed into it is a secret.
 SECRET_INPUT_NAME = re.compile(r"pass(?:word|code|phrase)?\b|\bpin\b|secret|one[- ]time|\botp\b|\bcvv\b|\bcvc\b", re.IGNORECASE)

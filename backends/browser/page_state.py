@@ -122,7 +122,7 @@ def parse_page_text(text: str, *, previous: PageState | None = None) -> PageStat
         else:
             events = [line.strip()[2:].strip() for line in body.splitlines() if line.strip().startswith("- ")]
     head = _SNAPSHOT_HEAD.search(text)
-    rest = text[head.end():] if head else text
+    rest = text[head.end() :] if head else text
     fence = _SNAPSHOT_FENCE.search(rest)
     if fence:
         snapshot = fence.group(1)
@@ -131,8 +131,7 @@ def parse_page_text(text: str, *, previous: PageState | None = None) -> PageStat
     else:
         # No structure at all: whatever is not a header line is the snapshot.
         snapshot = "\n".join(
-            line for line in text.splitlines()
-            if not (_URL_LINE.match(line) or _TITLE_LINE.match(line) or line.startswith("### "))
+            line for line in text.splitlines() if not (_URL_LINE.match(line) or _TITLE_LINE.match(line) or line.startswith("### "))
         )
         if error and snapshot.strip() == error:
             snapshot = ""

@@ -30,10 +30,20 @@ ROUTE_HEADER = "X-Simroute-Route"
 RECORD_HEADER = "X-Simroute-Record"
 SAFETY_HEADER = "X-Simroute-Safety"  # the safety gate's class of the request (safe, side_effect, destructive, unknown)
 # Not part of a recorded or replayed response: they describe one connection or one encoding.
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
-    "transfer-encoding", "upgrade", "content-length",
-})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+    }
+)
 _TEXT_TYPES = ("text/", "json", "xml", "javascript", "x-www-form-urlencoded", "event-stream", "yaml", "graphql")
 
 
@@ -152,9 +162,7 @@ def request_body_value(data: bytes, content_type: str, *, limit: int) -> Any:
     return {"base64": encoded["body"]}
 
 
-def make_call(
-    *, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes, session_id: str, settings: HttpSettings
-) -> Call:
+def make_call(*, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes, session_id: str, settings: HttpSettings) -> Call:
     """The call of one HTTP request: channel `http`, server `host[:port]`, tool the method."""
     parts = urlsplit(url)
     wanted = settings.record_headers
@@ -287,7 +295,9 @@ def parse_response(text: str) -> dict[str, Any]:
 def error_structured(status: int, message: str, **details: Any) -> dict[str, Any]:
     """A JSON error response made by simroute itself."""
     body = json.dumps({"error": message, **details}, ensure_ascii=False)
-    return response_record(status, "", [("Content-Type", "application/json")], encode_body(body.encode(), limit=len(body.encode())), decoded=False)
+    return response_record(
+        status, "", [("Content-Type", "application/json")], encode_body(body.encode(), limit=len(body.encode())), decoded=False
+    )
 
 
 def response_parts(observation: Observation, *, fallback_status: int) -> tuple[int, str, list[tuple[str, str]], bytes]:

@@ -24,7 +24,10 @@ _SCAFFOLDING = re.compile(
     r"\(A real [a-zA-Z ]+ in another session"
 )
 # What a small model writes when it describes the answer instead of giving it.
-_COMMENTARY = re.compile(r"\s*(?:The|This|Here is the|Here's the) (?:real |actual |tool's |server's )?(?:server|tool|observ\w*|result|output|response)\b", re.IGNORECASE)
+_COMMENTARY = re.compile(
+    r"\s*(?:The|This|Here is the|Here's the) (?:real |actual |tool's |server's )?(?:server|tool|observ\w*|result|output|response)\b",
+    re.IGNORECASE,
+)
 _REF = re.compile(r"\[ref=e\d+\]")
 
 

@@ -178,7 +178,10 @@ def ground(
     agreeing = in_state_answers or keyed_answers
     outcomes = in_state_errors or keyed_errors
     return Grounding(
-        rows=list(reversed(chosen)), unanimous=len(agreeing) == 1, answer_tokens=longest, answers=answers,
+        rows=list(reversed(chosen)),
+        unanimous=len(agreeing) == 1,
+        answer_tokens=longest,
+        answers=answers,
         outcome_error=next(iter(outcomes)) if len(outcomes) == 1 else None,
     )
 

@@ -67,9 +67,13 @@ class McpDomain:
 
     def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
         return ground(
-            self.records_for(call), call,
+            self.records_for(call),
+            call,
             call_key=self.call_key_of(call) if self.call_key_of else None,
-            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens, count_tokens=count_tokens,
+            own=session_rows(call, session),
+            k=self.demonstrations,
+            budget_tokens=budget_tokens,
+            count_tokens=count_tokens,
         )
 
     def messages(

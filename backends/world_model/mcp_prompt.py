@@ -26,7 +26,7 @@ Action = dict[str, Any]  # {"name": ..., "arguments": {...}}
 Example = tuple[Action, str]  # (action, observation text)
 
 TASK = (
-    "You are the MCP server \"{server}\". An AI agent is calling your tools. For each action, "
+    'You are the MCP server "{server}". An AI agent is calling your tools. For each action, '
     "predict exactly what this server returns: the same format, fields and style as the real server, "
     "with values consistent with everything returned earlier in this session. Invalid arguments get "
     "the error the real server would give."
@@ -80,7 +80,9 @@ def build_final_turn(action: Action, turn: int, *, definition: dict[str, Any] | 
     in full; the action; the closing instruction."""
     parts = []
     if definition is not None:
-        parts.append(f"Definition of the tool `{action['name']}`:\n```json\n" + json.dumps(definition, indent=2, ensure_ascii=False) + "\n```")
+        parts.append(
+            f"Definition of the tool `{action['name']}`:\n```json\n" + json.dumps(definition, indent=2, ensure_ascii=False) + "\n```"
+        )
     parts.append(render_action(action, turn))
     parts.append(CLOSING)
     return "\n\n".join(parts)
@@ -89,7 +91,10 @@ def build_final_turn(action: Action, turn: int, *, definition: dict[str, Any] | 
 def example_turn(example: Example) -> RenderExample:
     """A demonstration as a marked (action, observation) turn."""
     example_action, observation = example
-    return lambda number: (EXAMPLE_NOTE.format(what="result of this server") + render_action(example_action, number), render_observation(observation))
+    return lambda number: (
+        EXAMPLE_NOTE.format(what="result of this server") + render_action(example_action, number),
+        render_observation(observation),
+    )
 
 
 def trim_tools(tools: Sequence[dict[str, Any]], level: int) -> list[dict[str, Any]]:
@@ -137,14 +142,23 @@ def build_mcp_messages(
     for level in range(4):
         definition = called if level > 0 else None
         system = build_system(
-            server, trim_tools(tools, level), initial_state=initial_state, simulation_instruction=simulation_instruction, tool_list=tool_list
+            server,
+            trim_tools(tools, level),
+            initial_state=initial_state,
+            simulation_instruction=simulation_instruction,
+            tool_list=tool_list,
         )
         messages = build(demonstrations, 0)
         if budget_tokens is None or size(messages, count_tokens) <= budget_tokens:
             return messages
     examples = list(demonstrations)
     messages, omitted = omit_oldest(
-        system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens,
+        system,
+        len(turns),
+        render_turn,
+        render_final,
+        budget_tokens=budget_tokens,
+        count_tokens=count_tokens,
         examples=[example_turn(e) for e in examples],
     )
     if size(messages, count_tokens) <= budget_tokens:

@@ -87,11 +87,16 @@ class TerminalDomain:
         return "\n".join(lines)
 
     def system(self) -> str:
-        parts = [TASK, "## Action space\nEach action is a JSON array of keystrokes typed into the terminal: "
-                 '[{"keystrokes": "<text, ending with \\n to run it>", "duration": <seconds to wait>}].']
-        state = [f"OS: Debian GNU/Linux 13 (trixie), bash 5, coreutils, python3, git. User: {self.user} (uid 1000, not root). "
-                 f"Host: {self.hostname}. Working directory: {self.home_cwd}. No network access. The root filesystem is "
-                 f"read-only; {self.home_cwd}, /tmp and the home directory are writable."]
+        parts = [
+            TASK,
+            "## Action space\nEach action is a JSON array of keystrokes typed into the terminal: "
+            '[{"keystrokes": "<text, ending with \\n to run it>", "duration": <seconds to wait>}].',
+        ]
+        state = [
+            f"OS: Debian GNU/Linux 13 (trixie), bash 5, coreutils, python3, git. User: {self.user} (uid 1000, not root). "
+            f"Host: {self.hostname}. Working directory: {self.home_cwd}. No network access. The root filesystem is "
+            f"read-only; {self.home_cwd}, /tmp and the home directory are writable."
+        ]
         listing = self.describe_workspace()
         if listing:
             state.append(f"Files in {self.home_cwd}:\n{listing}")
@@ -118,16 +123,23 @@ class TerminalDomain:
             return self.screen(str(row["arguments"]["command"]), ShellResult.from_structured(row["observation"]["structured"]))
 
         grounding = ground(
-            self.records_for(call), call,
+            self.records_for(call),
+            call,
             call_key=self.call_key_of(call) if self.call_key_of else None,
-            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens,
-            count_tokens=count_tokens, size_of=screen_of, usable=usable,
+            own=session_rows(call, session),
+            k=self.demonstrations,
+            budget_tokens=budget_tokens,
+            count_tokens=count_tokens,
+            size_of=screen_of,
+            usable=usable,
         )
         if grounding.answers:
             # The terminal grammar bounds the screen in bytes, and takes the echo and the
             # prompt line out of the budget first: a budget sized in tokens of recorded
             # screens would leave no room for any output. Size it in bytes instead.
-            longest_output = max(len(ShellResult.from_structured(row["observation"]["structured"]).output.encode()) for row in grounding.answers)
+            longest_output = max(
+                len(ShellResult.from_structured(row["observation"]["structured"]).output.encode()) for row in grounding.answers
+            )
             echo = len(str(call.arguments.get("command", "")).encode()) + 1
             grounding.answer_tokens = longest_output + echo + PROMPT_LINE_ROOM
         return grounding
@@ -136,7 +148,11 @@ class TerminalDomain:
         self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
     ) -> list[dict[str, str]]:
         turns = [
-            (turn.call.arguments.get("command", ""), turn.call.arguments.get("timeout_s"), ShellResult.from_structured(turn.observation.structured or {"output": turn.observation.text}))
+            (
+                turn.call.arguments.get("command", ""),
+                turn.call.arguments.get("timeout_s"),
+                ShellResult.from_structured(turn.observation.structured or {"output": turn.observation.text}),
+            )
             for turn in session.history
             if turn.call.channel == call.channel and turn.call.server == call.server
         ]
@@ -158,14 +174,20 @@ class TerminalDomain:
             )
 
         def render_final(number: int) -> str:
-            return self.render_action(call.arguments.get("command", ""), call.arguments.get("timeout_s"), number) + "\n\n" + CLOSING.format(what="terminal")
+            return (
+                self.render_action(call.arguments.get("command", ""), call.arguments.get("timeout_s"), number)
+                + "\n\n"
+                + CLOSING.format(what="terminal")
+            )
 
         system = self.system()
         examples = [render_example(command, result) for command, result in demonstrations]
         messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
         if size(messages, count_tokens) <= budget_tokens:
             return messages
-        messages, _ = omit_oldest(system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens, examples=examples)
+        messages, _ = omit_oldest(
+            system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens, examples=examples
+        )
         return messages
 
     # --- the answer --------------------------------------------------------------------
@@ -184,7 +206,9 @@ class TerminalDomain:
 
     def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
         result = self.parse_screen(call.arguments.get("command", ""), str(prediction))
-        return Observation([{"type": "text", "text": result.text()}], Provenance.SIM, is_error=result.is_error, structured=result.structured())
+        return Observation(
+            [{"type": "text", "text": result.text()}], Provenance.SIM, is_error=result.is_error, structured=result.structured()
+        )
 
     def parse_screen(self, command: str, screen: str) -> ShellResult:
         lines = screen.replace("\r\n", "\n").strip("\n").split("\n")

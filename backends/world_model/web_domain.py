@@ -52,7 +52,11 @@ ACTIONS = [
     {"name": "browser_navigate", "arguments": {"url": "string"}, "description": "Navigate to a URL"},
     {"name": "browser_snapshot", "arguments": {}, "description": "Capture accessibility snapshot of the current page"},
     {"name": "browser_click", "arguments": {"ref": "string", "element": "string (optional)"}, "description": "Perform click on a web page"},
-    {"name": "browser_type", "arguments": {"ref": "string", "text": "string", "submit": "boolean (optional)"}, "description": "Type text into editable element"},
+    {
+        "name": "browser_type",
+        "arguments": {"ref": "string", "text": "string", "submit": "boolean (optional)"},
+        "description": "Type text into editable element",
+    },
     {"name": "browser_press_key", "arguments": {"key": "string"}, "description": "Press a key on the keyboard"},
     {"name": "browser_navigate_back", "arguments": {}, "description": "Go back to the previous page in the history"},
     {"name": "browser_close", "arguments": {}, "description": "Close the page"},
@@ -180,9 +184,13 @@ class WebDomain:
             return not observation.get("is_error") and bool((observation.get("structured") or {}).get("snapshot"))
 
         return ground(
-            self.records_for(call), call,
+            self.records_for(call),
+            call,
             call_key=self.call_key_of(call) if self.call_key_of else None,
-            own=session_rows(call, session), k=self.demonstrations, budget_tokens=budget_tokens, count_tokens=count_tokens,
+            own=session_rows(call, session),
+            k=self.demonstrations,
+            budget_tokens=budget_tokens,
+            count_tokens=count_tokens,
             size_of=lambda row: self.page_text(PageState.from_structured(row["observation"]["structured"]), DEMONSTRATION_SNAPSHOT_CHARS),
             usable=usable,
         )

@@ -13,4 +13,14 @@ from policies.learned.model import LearnedModel, RouteModel
 from policies.learned.policy import POLICY, LearnedPolicy, LearnedSettings, after_call
 from policies.learned.state import EMPTY_STATE, LearnedState, StateBuilder
 
-__all__ = ["EMPTY_STATE", "POLICY", "LearnedModel", "LearnedPolicy", "LearnedSettings", "LearnedState", "RouteModel", "StateBuilder", "after_call"]
+__all__ = [
+    "EMPTY_STATE",
+    "POLICY",
+    "LearnedModel",
+    "LearnedPolicy",
+    "LearnedSettings",
+    "LearnedState",
+    "RouteModel",
+    "StateBuilder",
+    "after_call",
+]

@@ -90,7 +90,10 @@ def tool_key(channel: str, server: str, tool: str) -> str:
 def call_features(facts: CallFacts) -> list[Feature]:
     """The named features of a call (see module doc): its static part (the call
     itself) and its dynamic part (the session step, the tool's statistics)."""
-    return [*static_features(facts.channel, facts.server, facts.tool, facts.arguments, facts.safety), *dynamic_features(facts.step, facts.stats)]
+    return [
+        *static_features(facts.channel, facts.server, facts.tool, facts.arguments, facts.safety),
+        *dynamic_features(facts.step, facts.stats),
+    ]
 
 
 def static_features(channel: str, server: str, tool_name: str, arguments: Mapping[str, Any], safety: str | None) -> list[Feature]:
@@ -140,7 +143,11 @@ def _values(arguments: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
     count = 0
     for key in sorted(arguments):
         value = arguments[key]
-        items = [(f"{key}.{k}", v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))] if isinstance(value, Mapping) else [(str(key), value)]
+        items = (
+            [(f"{key}.{k}", v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))]
+            if isinstance(value, Mapping)
+            else [(str(key), value)]
+        )
         for path, item in items:
             if isinstance(item, Mapping | list):
                 item = f"<{type(item).__name__}:{len(item)}>"
@@ -187,7 +194,16 @@ def hashed(features: Iterable[Feature], n_bits: int = N_BITS) -> dict[int, float
 def feature_names() -> list[str]:
     """The feature families, for the model card."""
     return [
-        "channel", "server", "tool", "safety class", "tool x safety class", "session step (bucket, log)",
-        "argument keys", "argument values", "argument words", "per-tool sim divergence, ok rate, noise level",
-        "per-tool replay divergence, ok rate", "per-tool label counts (log)",
+        "channel",
+        "server",
+        "tool",
+        "safety class",
+        "tool x safety class",
+        "session step (bucket, log)",
+        "argument keys",
+        "argument values",
+        "argument words",
+        "per-tool sim divergence, ok rate, noise level",
+        "per-tool replay divergence, ok rate",
+        "per-tool label counts (log)",
     ]

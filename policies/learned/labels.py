@@ -71,7 +71,15 @@ class LabelBuilder:
         key = tool_key(row["channel"], row["server"], row["tool"])
         stats = self.stats.setdefault(key, ToolStats())
         # The facts as they were before this call: per-tool stats up to now.
-        facts = CallFacts(row["channel"], row["server"], row["tool"], row.get("arguments") or {}, row.get("safety_class"), int(row.get("step") or 0), replace(stats))
+        facts = CallFacts(
+            row["channel"],
+            row["server"],
+            row["tool"],
+            row.get("arguments") or {},
+            row.get("safety_class"),
+            int(row.get("step") or 0),
+            replace(stats),
+        )
         out: list[Label] = []
         replay_key = row.get("replay_key") or row.get("call_key") or ""
         if row.get("shadow") and row.get("divergence") is not None and is_real_answer(row):
@@ -116,4 +124,3 @@ class LabelBuilder:
 
 def labels_from_rows(rows: Iterable[dict[str, Any]], *, max_divergence: float = 0.2) -> list[Label]:
     return LabelBuilder(max_divergence=max_divergence).add_all(rows)
-

@@ -64,9 +64,23 @@ def last_page(session: Session | None) -> tuple[str, str]:
     return "", ""
 
 
-def classify_browser(tool: str, arguments: Mapping[str, Any], session: Session | None, *, sensitive_domains: tuple[str, ...]) -> SafetyVerdict:
+def classify_browser(
+    tool: str, arguments: Mapping[str, Any], session: Session | None, *, sensitive_domains: tuple[str, ...]
+) -> SafetyVerdict:
     action = tool.removeprefix("browser_")
-    if action in ("navigate", "snapshot", "navigate_back", "close", "take_screenshot", "tabs", "wait_for", "console_messages", "network_requests", "resize", "hover"):
+    if action in (
+        "navigate",
+        "snapshot",
+        "navigate_back",
+        "close",
+        "take_screenshot",
+        "tabs",
+        "wait_for",
+        "console_messages",
+        "network_requests",
+        "resize",
+        "hover",
+    ):
         return SafetyVerdict(SAFE, f"browser {action} reads pages")
     url, snapshot = last_page(session)
     host = (urlsplit(url).hostname or "") if url else ""

@@ -67,7 +67,9 @@ class SafetyClassifier:
                 return SafetyVerdict(SafetyClass.SIDE_EFFECT, "no command text to analyse", analysed=False)
             return classify_shell(command, max_chars=settings.max_command_chars)
         if call.channel == "http":
-            return classify_http(call.server, call.arguments, safe_methods=settings.http_safe_methods, production_hosts=settings.production_hosts)
+            return classify_http(
+                call.server, call.arguments, safe_methods=settings.http_safe_methods, production_hosts=settings.production_hosts
+            )
         if call.channel == "browser":
             return classify_browser(call.tool, call.arguments, session, sensitive_domains=settings.sensitive_domains)
         definition = self.tools_meta(call.server, call.tool)
@@ -82,6 +84,8 @@ class SafetyClassifier:
         return verdict
 
 
-def classify(call: Call, *, tools_meta: ToolLookup = no_tools, settings: SafetySettings | None = None, session: Session | None = None) -> SafetyVerdict:
+def classify(
+    call: Call, *, tools_meta: ToolLookup = no_tools, settings: SafetySettings | None = None, session: Session | None = None
+) -> SafetyVerdict:
     """Classify one call (a convenience over `SafetyClassifier`)."""
     return SafetyClassifier(settings or SafetySettings(), tools_meta).classify(call, session)

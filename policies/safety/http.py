@@ -21,12 +21,34 @@ _PAYMENT_PATH = re.compile(
     r"invoices/[^/]+/pay|subscriptions?/[^/]+/cancel|billing|withdrawals?|captures?)(/|$|\?|\.)",
     re.IGNORECASE,
 )
-_PAYMENT_HOSTS = ("api.stripe.com", "api.paypal.com", "api-m.paypal.com", "*.braintreegateway.com", "*.adyen.com", "connect.squareup.com", "api.mollie.com", "api.razorpay.com", "api.checkout.com")
+_PAYMENT_HOSTS = (
+    "api.stripe.com",
+    "api.paypal.com",
+    "api-m.paypal.com",
+    "*.braintreegateway.com",
+    "*.adyen.com",
+    "connect.squareup.com",
+    "api.mollie.com",
+    "api.razorpay.com",
+    "api.checkout.com",
+)
 _SENDING_PATH = re.compile(
     r"(/send(_?(e?mail|sms|message|notification)s?)?|/mail/send|/messages/send|/chat\.postMessage|/sendMessage|/sms|/tweets|/statuses/update)(/|$|\?|\.)",
     re.IGNORECASE,
 )
-_SENDING_HOSTS = ("api.sendgrid.com", "api.mailgun.net", "api.postmarkapp.com", "slack.com", "*.slack.com", "api.twilio.com", "api.telegram.org", "discord.com", "graph.microsoft.com", "gmail.googleapis.com", "api.resend.com")
+_SENDING_HOSTS = (
+    "api.sendgrid.com",
+    "api.mailgun.net",
+    "api.postmarkapp.com",
+    "slack.com",
+    "*.slack.com",
+    "api.twilio.com",
+    "api.telegram.org",
+    "discord.com",
+    "graph.microsoft.com",
+    "gmail.googleapis.com",
+    "api.resend.com",
+)
 _DELETING_PATH = re.compile(r"/(delete|destroy|drop|purge|wipe|remove|terminate|truncate|reset)(\w*)(/|$|\?)", re.IGNORECASE)
 _GRAPHQL_READ = re.compile(r"^\s*(?:#[^\n]*\n\s*)*(query\b|\{)", re.IGNORECASE)
 _MUTATION = re.compile(r"^\s*(?:#[^\n]*\n\s*)*mutation\b(?:\s+\w+)?[^{]*\{\s*(\w+)", re.IGNORECASE)
@@ -81,7 +103,9 @@ def classify_http(
     mutation = graphql_mutation(arguments)
     if mutation is not None:
         words = re.split(r"(?<=[a-z])(?=[A-Z])|_", mutation)
-        deleting = any(w.lower() in ("delete", "remove", "destroy", "drop", "purge", "pay", "charge", "refund", "transfer", "send") for w in words)
+        deleting = any(
+            w.lower() in ("delete", "remove", "destroy", "drop", "purge", "pay", "charge", "refund", "transfer", "send") for w in words
+        )
         if deleting or host_matches(host, production_hosts):
             return SafetyVerdict(DESTRUCTIVE, f"GraphQL mutation {mutation!r} on {host}")
         return SafetyVerdict(SIDE, f"GraphQL mutation {mutation!r}")

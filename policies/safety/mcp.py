@@ -32,9 +32,12 @@ _READ_WORDS = frozenset(
     "current info head preview validate ping version whoami resolve translate summarize calculate compute estimate "
     "stat stats history browse snapshot screenshot tree".split()
 )
-_DESCRIPTION_DESTRUCTIVE = re.compile(r"\b(permanently|irreversibl\w*|cannot be undone|destroys?|wipes?|deletes? (all|every))\b", re.IGNORECASE)
+_DESCRIPTION_DESTRUCTIVE = re.compile(
+    r"\b(permanently|irreversibl\w*|cannot be undone|destroys?|wipes?|deletes? (all|every))\b", re.IGNORECASE
+)
 _DESCRIPTION_WRITES = re.compile(r"\b(deletes?|removes?|drops?|writes?|creates?|updates?|modif(y|ies)|sends?|overwrites?)\b", re.IGNORECASE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
 
 def name_words(name: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", name).lower()) if w]
@@ -66,9 +69,13 @@ def _open_world_and_idempotence(verdict: SafetyVerdict, server: str, tool: str, 
     comment) are undone by hand, and `destructiveHint` is the hint that says otherwise;
     rehearsal diverts MCP side effects by default anyway."""
     if annotations.get("openWorldHint") is True and annotations.get("readOnlyHint") is not True:
-        verdict = verdict.worse(SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} openWorldHint (it reaches outside systems) and not readOnlyHint"))
+        verdict = verdict.worse(
+            SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} openWorldHint (it reaches outside systems) and not readOnlyHint")
+        )
     if annotations.get("idempotentHint") is False:
-        verdict = verdict.worse(SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} idempotentHint false (a repeated call has a further effect)"))
+        verdict = verdict.worse(
+            SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} idempotentHint false (a repeated call has a further effect)")
+        )
     return verdict
 
 

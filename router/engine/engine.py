@@ -60,7 +60,7 @@ class Engine:
         policies: Sequence[Policy],
         records: RecordLog,
         replay: ReplayBackend,
-        replay_modes: ReplayModes = ReplayModes(),
+        replay_modes: ReplayModes | None = None,
         simulator: Simulator | None = None,
         shadow: ShadowQueue | None = None,
         shadow_rate: float = 0.0,
@@ -74,7 +74,7 @@ class Engine:
         self.policies = list(policies)
         self.records = records
         self.replay = replay
-        self.replay_modes = replay_modes
+        self.replay_modes = replay_modes or ReplayModes()
         self.simulator = simulator
         self.shadow = shadow
         self.shadow_rate = shadow_rate

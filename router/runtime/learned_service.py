@@ -21,14 +21,24 @@ from policies.errors import ModelLoadError
 from policies.learned import LearnedPolicy, StateBuilder
 from policies.learned.persistence import load_model, load_model_bytes
 from shadow.store.protocol import StoreError
+from shadow.store.redis.base import REDIS_ERRORS
 
 log = logging.getLogger("simroute.learned")
 
 
 class LearnedService:
     def __init__(
-        self, policy: LearnedPolicy, store: Any, *, model_path: Path, max_divergence: float, confidence: float,
-        refresh_s: float = 30.0, watch_s: float = 1.0, max_records: int = 50_000, publish_poll_s: float = 10.0,
+        self,
+        policy: LearnedPolicy,
+        store: Any,
+        *,
+        model_path: Path,
+        max_divergence: float,
+        confidence: float,
+        refresh_s: float = 30.0,
+        watch_s: float = 1.0,
+        max_records: int = 50_000,
+        publish_poll_s: float = 10.0,
     ) -> None:
         self.policy = policy
         self.store = store
@@ -175,9 +185,14 @@ def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None)
 
     section = config.learned
     return LearnedService(
-        LearnedPolicy(learned_settings(config), replay_key_of=replay_key_of), store, model_path=config.learned_model_path,
-        max_divergence=section.max_divergence, confidence=section.prior_confidence, refresh_s=section.refresh_s,
-        watch_s=section.watch_s, max_records=section.max_records,
+        LearnedPolicy(learned_settings(config), replay_key_of=replay_key_of),
+        store,
+        model_path=config.learned_model_path,
+        max_divergence=section.max_divergence,
+        confidence=section.prior_confidence,
+        refresh_s=section.refresh_s,
+        watch_s=section.watch_s,
+        max_records=section.max_records,
     )
 
 
@@ -191,6 +206,6 @@ async def _closed(subscription) -> None:
     if subscription is not None:
         try:
             await subscription.aclose()
-        except Exception as exc:  # a dead connection may fail to close: nothing left to release
+        except REDIS_ERRORS as exc:  # a dead connection may fail to close: nothing left to release
             log.debug("closing the model subscription: %s", exc)
     return None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from policies.base import Policy
+from policies.chain import default_policies
+from policies.learned import LearnedPolicy, LearnedSettings
 from policies.rehearsal import RehearsalGate
 from policies.rules import RulesPolicy
-from policies.chain import default_policies
-from policies.base import Policy
-from policies.learned import LearnedPolicy, LearnedSettings
 from policies.safety import SafetyClassifier, ToolLookup, no_tools
 from policies.safety.verdict import SafetyClass
 from router.config import Config
@@ -17,7 +17,9 @@ def rehearsal_gate(config: Config, learned: LearnedPolicy | None = None) -> Rehe
     section = config.rehearsal
     if not section.enabled:
         return None
-    gate = RehearsalGate(allow=RulesPolicy(config.parsed_allow_rules(), name="rehearsal.allow", learned=learned), on_divert=Route(section.on_divert))
+    gate = RehearsalGate(
+        allow=RulesPolicy(config.parsed_allow_rules(), name="rehearsal.allow", learned=learned), on_divert=Route(section.on_divert)
+    )
     for channel, classes in section.divert.items():
         gate.divert = {**gate.divert, channel: frozenset(SafetyClass(c) for c in classes)}
     return gate
@@ -26,8 +28,12 @@ def rehearsal_gate(config: Config, learned: LearnedPolicy | None = None) -> Rehe
 def learned_settings(config: Config) -> LearnedSettings:
     section = config.learned
     return LearnedSettings(
-        target_fidelity=section.target_fidelity, min_labels=section.min_labels, explore_rate=section.explore_rate,
-        latency_weight=section.latency_weight, sim_price=section.sim_price, prices=config.cost,
+        target_fidelity=section.target_fidelity,
+        min_labels=section.min_labels,
+        explore_rate=section.explore_rate,
+        latency_weight=section.latency_weight,
+        sim_price=section.sim_price,
+        prices=config.cost,
         simulate_side_effects=section.simulate_side_effects,
     )
 
@@ -40,4 +46,6 @@ def build_policies(config: Config, *, tools_meta: ToolLookup = no_tools, learned
         learned = LearnedPolicy(learned_settings(config))
     if not config.uses_learned():
         learned = None
-    return default_policies(rules=config.parsed_rules(), mode=config.mode, classifier=classifier, rehearsal=rehearsal_gate(config, learned), learned=learned)
+    return default_policies(
+        rules=config.parsed_rules(), mode=config.mode, classifier=classifier, rehearsal=rehearsal_gate(config, learned), learned=learned
+    )

@@ -72,9 +72,7 @@ def build_engine(config: Config) -> Any:
         from backends.world_model.openai_engine import OpenAICompatibleEngine
 
         api_key = os.environ.get(wm.api_key_env) if wm.api_key_env else None
-        return OpenAICompatibleEngine(
-            wm.url, model=wm.model, api_key=api_key, temperature=wm.temperature, top_p=wm.top_p, seed=wm.seed
-        )
+        return OpenAICompatibleEngine(wm.url, model=wm.model, api_key=api_key, temperature=wm.temperature, top_p=wm.top_p, seed=wm.seed)
     from backends.world_model.llama_engine import LlamaCppEngine
 
     return LlamaCppEngine(

@@ -56,7 +56,7 @@ def compare_words(real: str, sim: str, path: str, *, amount: float, key: str | N
         found = compare_moments(real_moment, sim_moment, path, real, sim)
         # One word's aspects share its amount; the caller's key (a line's word position) is kept.
         return [
-            Difference(d.path, d.kind, d.real, d.sim, amount / len(found), key + d.noise_key[len(noise_key(path)):], d.detector)
+            Difference(d.path, d.kind, d.real, d.sim, amount / len(found), key + d.noise_key[len(noise_key(path)) :], d.detector)
             for d in found
         ]
     real_shape, sim_shape = token_shape(real), token_shape(sim)

@@ -90,7 +90,9 @@ def drop_body_fields(body: Any, fields: Iterable[str]) -> Any:
     return drop_paths(body, fields) if isinstance(body, dict) else body
 
 
-def canonical_form(*, ignore_query: Iterable[str] = (), ignore_body_fields: Iterable[str] = ()) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def canonical_form(
+    *, ignore_query: Iterable[str] = (), ignore_body_fields: Iterable[str] = ()
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The canonical form as a function of a call's arguments (for the replay backend)."""
     ignore_query, ignore_body_fields = tuple(ignore_query), tuple(ignore_body_fields)
 

@@ -76,10 +76,15 @@ def aligned(real_text: str, sim_text: str, states: dict[tuple[str, int], str], *
                 state = EQUAL
             else:
                 state = (has_real and states.get(("real", real_index + 1))) or (has_sim and states.get(("sim", sim_index + 1))) or DIVERGENT
-            rows.append({
-                "real": real_lines[real_index] if has_real else None, "sim": sim_lines[sim_index] if has_sim else None,
-                "real_line": real_index + 1 if has_real else None, "sim_line": sim_index + 1 if has_sim else None, "state": state,
-            })
+            rows.append(
+                {
+                    "real": real_lines[real_index] if has_real else None,
+                    "sim": sim_lines[sim_index] if has_sim else None,
+                    "real_line": real_index + 1 if has_real else None,
+                    "sim_line": sim_index + 1 if has_sim else None,
+                    "state": state,
+                }
+            )
     return {"rows": rows, "cut": False}
 
 

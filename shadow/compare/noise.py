@@ -174,5 +174,7 @@ class NoiseModel:
         for key, stats in self.stats.items():
             for path, count in sorted(stats.disagreements.items()):
                 lower = wilson_lower_bound(count, stats.pairs, self.rule.z)
-                rows.append(NoiseRow(self.names.get(key, key), path, count, stats.pairs, round(lower, 3), self.rule.is_noisy(count, stats.pairs)))
+                rows.append(
+                    NoiseRow(self.names.get(key, key), path, count, stats.pairs, round(lower, 3), self.rule.is_noisy(count, stats.pairs))
+                )
         return sorted(rows, key=lambda row: (row.tool, not row.noisy, row.path))

@@ -30,7 +30,9 @@ _SIZE = re.compile(r"\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|[KMGTP]|B|bytes?|kB)", re.IGN
 
 # Keys whose numeric values change on every call.
 _TIME_KEY = re.compile(r"(?:^|_)(?:ts|time|timestamp|date|datetime|created|updated|modified|expires?|issued|now)(?:_at|_on)?$|_at$")
-_REQUEST_ID_KEY = re.compile(r"(?:^|_)(?:request|req|trace|span|correlation|session|message|run|operation)_?id$|^(?:etag|nonce|x_request_id|x_trace_id|x_amzn_requestid|cf_ray)$")
+_REQUEST_ID_KEY = re.compile(
+    r"(?:^|_)(?:request|req|trace|span|correlation|session|message|run|operation)_?id$|^(?:etag|nonce|x_request_id|x_trace_id|x_amzn_requestid|cf_ray)$"
+)
 _DURATION_KEY = re.compile(r"(?:^|_)(?:duration|elapsed|latency|took|uptime|runtime)(?:_m?s|_seconds|_ns)?$|_ms$|_seconds$|_ns$")
 _SIZE_KEY = re.compile(r"(?:^|_)(?:size|bytes|length|body_size|content_length|filesize)$")
 

@@ -137,7 +137,8 @@ class RecordLog:
         if quarantined:
             log.error(
                 "%d spooled record line(s) could not be read and are set aside in %s (inspect, then delete the file)",
-                quarantined, self.spool.quarantine_path,
+                quarantined,
+                self.spool.quarantine_path,
             )
         if await asyncio.to_thread(self.spool.has_lines):
             self._spooling = True
