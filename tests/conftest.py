@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kit.launch import free_port, simroute_executable, write_config
+from kit.sandboxes import RouterWatch
 
-from kit import RouterWatch, free_port, simroute_executable, write_config
 from router.cli.launch import stop, wait_for_port
 
 
@@ -29,7 +30,7 @@ def make_config(tmp_path: Path, request: pytest.FixtureRequest):
 def proxy(tmp_path: Path) -> Iterator:
     """Start `simroute http-proxy`s, each with its own records (`start(env=…, **sections)`);
     each must stop cleanly at teardown."""
-    from http_kit import http_config, start_proxy
+    from kit.http import http_config, start_proxy
 
     started = []
 
@@ -93,7 +94,7 @@ def no_sandbox_left_behind(routers: RouterWatch) -> Iterator[None]:
 @pytest.fixture
 def redis_server(tmp_path):
     """A real redis-server on a free loopback port for one test."""
-    from redis_kit import RedisServer
+    from kit.redis import RedisServer
 
     server = RedisServer(tmp_path).start()
     yield server
@@ -102,9 +103,9 @@ def redis_server(tmp_path):
 
 @pytest.fixture(scope="session")
 async def learned(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """A store filled by a real learned-router run (tests/learned_run_kit.py), made once
+    """A store filled by a real learned-router run (tests/kit/learned_run.py), made once
     for the learned-router and dashboard tests."""
-    from learned_run_kit import learned_run
+    from kit.learned_run import learned_run
 
     return await learned_run(tmp_path_factory.mktemp("learned"))
 
