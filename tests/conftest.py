@@ -14,6 +14,9 @@ from kit.sandboxes import RouterWatch
 
 from router.cli.launch import stop, wait_for_port
 
+# The HTTP upstreams and the Redis server many modules use.
+pytest_plugins = ["kit.fixtures"]
+
 
 @pytest.fixture
 def make_config(tmp_path: Path, request: pytest.FixtureRequest):
@@ -89,16 +92,6 @@ def no_sandbox_left_behind(routers: RouterWatch) -> Iterator[None]:
     while time.monotonic() < deadline and routers.sandboxes():
         time.sleep(0.2)
     assert not routers.sandboxes(), "a sandbox container was left behind"
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    """A real redis-server on a free loopback port for one test."""
-    from kit.redis import RedisServer
-
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.kill()
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from backends.replay import ReplayBackend
+from kit.calls import make_call
 from policies.chain import default_policies
 from policies.rules import parse_rule
 from router.engine.engine import Engine
@@ -66,7 +67,8 @@ def with_shadow(engine: Engine, store: SQLiteStore, simulator, rate: float = 0.0
 
 
 def c(session: str, **arguments) -> Call:
-    return Call("mcp", "srv", "tool", arguments, session)
+    """The engine tests' call: the same tool, told apart by session and arguments."""
+    return make_call(arguments=arguments, session=session)
 
 
 async def check_retention(engine: Engine, store) -> None:

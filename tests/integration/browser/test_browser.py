@@ -26,6 +26,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from kit.browser import isolation, make_config  # noqa: F401 (every test here runs in both isolation modes)
 from kit.http import http_config, start_proxy
 from kit.launch import free_port, meta_of, records_of, simroute_executable, stdio_client
+from kit.mcp import call_tool
 from servers.web_pages import WebPages
 
 pytestmark = pytest.mark.integration
@@ -82,11 +83,6 @@ def browser_config(make_config, marker, **browser):
     return make_config(browser={"args": [marker], "allowed_origins": LOOPBACK_ORIGINS, **browser})
 
 
-async def call(client, tool, **arguments):
-    result = await client.call_tool(tool, arguments, raise_on_error=False)
-    return result, result.content[0].text, result.structured_content or {}
-
-
 def ref_of(snapshot: str, role_and_name: str) -> str:
     """The ref of the element whose snapshot line starts with `role_and_name`, e.g. 'link "About us"'."""
     match = re.search(re.escape(role_and_name) + r'[^\n]*?\[ref=([^\]]+)\]', snapshot)
@@ -114,7 +110,7 @@ async def test_offered_with_playwright_mcp_shapes_and_no_upstreams(make_config):
 async def test_links_form_and_a_multi_page_flow(make_config, site, marker, isolation):
     config = browser_config(make_config, marker)
     async with stdio_client(config) as client:
-        result, text, page = await call(client, "browser_navigate", url=site.url("/"))
+        result, text, page = await call_tool(client, "browser_navigate", url=site.url("/"))
         assert not result.is_error and meta_of(result)["provenance"] == "real"
         assert text.startswith(f"- Page URL: {site.url('/')}\n- Page Title: Home\n- Page Snapshot:\n```yaml\n")
         assert page["url"] == site.url("/") and page["title"] == "Home" and 'heading "Welcome home"' in page["snapshot"]
@@ -131,33 +127,33 @@ async def test_links_form_and_a_multi_page_flow(make_config, site, marker, isola
             assert all(in_this_pid_namespace(pid) for pid in running)
 
         # A multi-page flow by links.
-        _, _, page = await call(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Start the tour"'), element="Start the tour")
+        _, _, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Start the tour"'), element="Start the tour")
         assert page["title"] == "Tour 1 of 3"
         for step in (2, 3):
-            result, _, page = await call(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Next step"'))
+            result, _, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Next step"'))
             assert page["title"] == f"Tour {step} of 3" and page["url"] == site.url(f"/flow/{step}")
         assert 'heading "Tour finished"' in page["snapshot"]
         # Sticky: the session's browser stays real, decided once.
         assert meta_of(result)["route"] == "real" and meta_of(result)["policy"] == "sticky"
-        _, _, page = await call(client, "browser_navigate_back")
+        _, _, page = await call_tool(client, "browser_navigate_back")
         assert page["title"] == "Tour 2 of 3"
 
         # A form.
-        _, _, page = await call(client, "browser_navigate", url=site.url("/form"))
-        result, text, page = await call(client, "browser_type", ref=ref_of(page["snapshot"], 'textbox "Your name"'), text="Ada", submit=True)
+        _, _, page = await call_tool(client, "browser_navigate", url=site.url("/form"))
+        result, text, page = await call_tool(client, "browser_type", ref=ref_of(page["snapshot"], 'textbox "Your name"'), text="Ada", submit=True)
         assert not result.is_error and page["url"] == site.url("/greet?name=Ada") and 'heading "Hello, Ada!"' in page["snapshot"]
 
         # Keys, snapshot, close.
-        await call(client, "browser_navigate", url=site.url("/keys"))
-        _, _, page = await call(client, "browser_press_key", key="ArrowLeft")
+        await call_tool(client, "browser_navigate", url=site.url("/keys"))
+        _, _, page = await call_tool(client, "browser_press_key", key="ArrowLeft")
         assert "pressed ArrowLeft" in page["snapshot"]
-        _, _, again = await call(client, "browser_snapshot")
+        _, _, again = await call_tool(client, "browser_snapshot")
         assert again["snapshot"] == page["snapshot"]
-        result, text, _ = await call(client, "browser_close")
+        result, text, _ = await call_tool(client, "browser_close")
         assert not result.is_error and text == "No open tabs. Navigate to a URL to create one."
-        result, text, _ = await call(client, "browser_snapshot")
+        result, text, _ = await call_tool(client, "browser_snapshot")
         assert result.is_error and "browser_navigate" in text
-        result, _, page = await call(client, "browser_navigate", url=site.url("/about"))  # a new page after close
+        result, _, page = await call_tool(client, "browser_navigate", url=site.url("/about"))  # a new page after close
         assert not result.is_error and page["title"] == "About"
 
     rows = records_of(config)
@@ -175,58 +171,58 @@ async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(m
     closed_port = free_port()
     async with stdio_client(config) as client:
         # An unknown ref, before and after a page is open.
-        result, text, _ = await call(client, "browser_click", ref="e1")
+        result, text, _ = await call_tool(client, "browser_click", ref="e1")
         assert result.is_error and "browser_navigate" in text
-        _, _, page = await call(client, "browser_navigate", url=site.url("/"))
-        result, text, structured = await call(client, "browser_click", ref="e999")
+        _, _, page = await call_tool(client, "browser_navigate", url=site.url("/"))
+        result, text, structured = await call_tool(client, "browser_click", ref="e999")
         assert result.is_error and text == "### Error\nRef e999 not found in the current page snapshot. Try capturing new snapshot."
         assert structured == {}
         # Invalid arguments are refused before routing.
-        result, text, _ = await call(client, "browser_click", element="no ref")
+        result, text, _ = await call_tool(client, "browser_click", element="no ref")
         assert result.is_error and "ref" in text and meta_of(result)["policy"] == "input-schema"
 
         # An unreachable URL.
-        result, text, page = await call(client, "browser_navigate", url=f"http://127.0.0.1:{closed_port}/")
+        result, text, page = await call_tool(client, "browser_navigate", url=f"http://127.0.0.1:{closed_port}/")
         assert result.is_error and "failed (502)" in text and "Connect call failed" in text and text.startswith("### Error\nNavigation to")
 
         # A page that never finishes loading: the deadline answers with the page so far.
         started = time.monotonic()
-        result, text, page = await call(client, "browser_navigate", url=site.url("/never"))
+        result, text, page = await call_tool(client, "browser_navigate", url=site.url("/never"))
         assert time.monotonic() - started < 15
         assert result.is_error and "did not finish within 4s" in text and 'heading "Still loading"' in page["snapshot"]
 
         # A huge page: trimmed, with a marker.
-        result, text, page = await call(client, "browser_navigate", url=site.url("/huge"))
+        result, text, page = await call_tool(client, "browser_navigate", url=site.url("/huge"))
         assert not result.is_error and page["truncated"] and len(page["snapshot"]) <= 3200
         assert "snapshot trimmed" in page["snapshot"].splitlines()[-1]
 
         # JavaScript dialogs: dismissed, reported in the observation of the action that raised them.
-        _, text, page = await call(client, "browser_navigate", url=site.url("/alert-on-load"))
+        _, text, page = await call_tool(client, "browser_navigate", url=site.url("/alert-on-load"))
         assert "alert dialog said 'hello from the page'" in text and page["events"]
-        _, _, page = await call(client, "browser_navigate", url=site.url("/dialogs"))
-        _, text, page = await call(client, "browser_click", ref=ref_of(page["snapshot"], 'button "Ask"'))
+        _, _, page = await call_tool(client, "browser_navigate", url=site.url("/dialogs"))
+        _, text, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'button "Ask"'))
         assert "confirm dialog said 'Really?'; it was dismissed" in text and 'paragraph [ref=' in page["snapshot"] and ': "no"' in page["snapshot"]
 
         # A link opening a new tab: the new tab becomes the current page.
-        _, _, page = await call(client, "browser_navigate", url=site.url("/popup"))
-        _, text, page = await call(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Open about in a new tab"'))
+        _, _, page = await call_tool(client, "browser_navigate", url=site.url("/popup"))
+        _, text, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Open about in a new tab"'))
         assert "new tab opened" in text and "replaced the current page, which was closed" in text and page["title"] == "About"
 
         # Still usable after all of it.
-        result, _, page = await call(client, "browser_navigate", url=site.url("/about"))
+        result, _, page = await call_tool(client, "browser_navigate", url=site.url("/about"))
         assert not result.is_error and page["title"] == "About"
 
 
 async def test_allowlist_blocks_other_hosts_and_their_subrequests(make_config, site, marker):
     config = browser_config(make_config, marker, allowed_domains=["127.0.0.1"])
     async with stdio_client(config) as client:
-        result, _, page = await call(client, "browser_navigate", url=site.url("/about"))
+        result, _, page = await call_tool(client, "browser_navigate", url=site.url("/about"))
         assert not result.is_error and page["title"] == "About"
-        result, text, _ = await call(client, "browser_navigate", url=f"http://localhost:{site.server.server_address[1]}/")
+        result, text, _ = await call_tool(client, "browser_navigate", url=f"http://localhost:{site.server.server_address[1]}/")
         assert result.is_error and "blocked" in text and "allowed_domains" in text
         # A page's own requests and links to other hosts are blocked too.
-        _, _, page = await call(client, "browser_navigate", url=site.url("/outside"))
-        _, text, page = await call(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Elsewhere"'))
+        _, _, page = await call_tool(client, "browser_navigate", url=site.url("/outside"))
+        _, text, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Elsewhere"'))
         assert "Access to http://localhost:" in text and page["url"] != f"http://localhost:{site.server.server_address[1]}/about"
     assert "/" not in site.requests and "/pixel" not in site.requests  # never requested
     assert site.requests.count("/about") == 1
@@ -254,7 +250,7 @@ async def test_browser_traffic_goes_through_the_configured_proxy(make_config, si
     try:
         config = browser_config(make_config, marker, proxy=f"http://127.0.0.1:{proxy.server_address[1]}")
         async with stdio_client(config) as client:
-            result, _, page = await call(client, "browser_navigate", url=site.url("/about"))
+            result, _, page = await call_tool(client, "browser_navigate", url=site.url("/about"))
         assert not result.is_error and page["title"] == "About"
         assert site.url("/about") in seen
     finally:
@@ -271,12 +267,12 @@ async def test_the_pages_own_requests_are_routed_by_simroutes_http_channel(make_
     proxy = start_proxy(http_config(proxy_dir, rules=[deny_api]))
     try:
         async with stdio_client(browser_config(make_config, marker, proxy=proxy.url)) as client:
-            result, _, page = await call(client, "browser_navigate", url=site.url("/widgets"))
+            result, _, page = await call_tool(client, "browser_navigate", url=site.url("/widgets"))
             assert not result.is_error and page["title"] == "Widgets"
             deadline = time.monotonic() + 10
             while "loading" in page["snapshot"] and time.monotonic() < deadline:  # the fetch settles
                 await asyncio.sleep(0.1)
-                _, _, page = await call(client, "browser_snapshot")
+                _, _, page = await call_tool(client, "browser_snapshot")
         assert "stock unavailable (403)" in page["snapshot"], page["snapshot"]
     finally:
         proxy.stop()
@@ -291,11 +287,11 @@ async def test_each_http_agent_session_has_its_own_browser(make_config, site, ma
     a = Client(StreamableHttpTransport(server.url, headers={"X-Simroute-Session": "agent-a"}))
     b = Client(StreamableHttpTransport(server.url, headers={"X-Simroute-Session": "agent-b"}))
     async with a, b:
-        _, _, page_a = await call(a, "browser_navigate", url=site.url("/about"))
-        result, text, _ = await call(b, "browser_snapshot")
+        _, _, page_a = await call_tool(a, "browser_navigate", url=site.url("/about"))
+        result, text, _ = await call_tool(b, "browser_snapshot")
         assert page_a["title"] == "About" and result.is_error and "browser_navigate" in text
-        await asyncio.gather(call(a, "browser_navigate", url=site.url("/flow/1")), call(b, "browser_navigate", url=site.url("/form")))
-        (_, _, page_a), (_, _, page_b) = await asyncio.gather(call(a, "browser_snapshot"), call(b, "browser_snapshot"))
+        await asyncio.gather(call_tool(a, "browser_navigate", url=site.url("/flow/1")), call_tool(b, "browser_navigate", url=site.url("/form")))
+        (_, _, page_a), (_, _, page_b) = await asyncio.gather(call_tool(a, "browser_snapshot"), call_tool(b, "browser_snapshot"))
         assert 'heading "Step one"' in page_a["snapshot"] and 'heading "Contact"' in page_b["snapshot"]
     server.process.terminate()
     assert server.process.wait(20) == 0
@@ -308,10 +304,10 @@ async def test_without_chromium_the_real_route_names_what_is_missing(make_config
     else:
         config, missing, remedy = make_config(browser={"image": "simroute-browser:missing"}), "simroute-browser:missing", "scripts/build-images.sh"
     async with stdio_client(config) as client:
-        result, text, _ = await call(client, "browser_navigate", url=site.url("/"))
+        result, text, _ = await call_tool(client, "browser_navigate", url=site.url("/"))
         assert result.is_error and missing in text and remedy in text
         assert meta_of(result)["provenance"] == "none"
-        result, text, _ = await call(client, "browser_snapshot")  # still answers, still clearly
+        result, text, _ = await call_tool(client, "browser_snapshot")  # still answers, still clearly
         assert result.is_error and "Chromium" in text
 
 

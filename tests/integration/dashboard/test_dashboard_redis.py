@@ -26,13 +26,6 @@ pytestmark = pytest.mark.integration
 NOW = time.time()
 
 
-@pytest.fixture
-def redis_server(tmp_path):
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.kill()
-
-
 def rounded(rows: list[dict]) -> list[dict]:
     return [{k: (round(v, 9) if isinstance(v, float) else v) for k, v in row.items()} for row in rows]
 

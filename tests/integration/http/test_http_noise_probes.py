@@ -25,12 +25,6 @@ pytestmark = pytest.mark.integration
 PROBES = {"noise_probe_rate": 1.0, "noise_probe_delay_s": 0.2}
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    with serve_upstream() as url:
-        yield url
-
-
 def noise_table(config: Path) -> list[dict]:
     out = subprocess.run([simroute_executable(), "noise", "--config", str(config), "--json"], capture_output=True, text=True, check=True)
     return [json.loads(line) for line in out.stdout.splitlines()]

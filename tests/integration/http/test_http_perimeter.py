@@ -27,12 +27,6 @@ pytestmark = pytest.mark.integration
 TOKEN = "t0ken-for-the-perimeter-tests"
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    with serve_upstream() as url:
-        yield url
-
-
 def connect_tunnel(proxy_port: int, target: str, *, auth: str | None = None) -> tuple[socket.socket, bytes]:
     sock = socket.create_connection(("127.0.0.1", proxy_port), timeout=10)
     extra = f"Proxy-Authorization: Basic {base64.b64encode(auth.encode()).decode()}\r\n" if auth else ""

@@ -18,21 +18,8 @@ import pytest
 import requests
 from kit.http import http_config
 from kit.launch import simroute_executable
-from servers.http_upstream import serve_upstream
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def upstream():
-    with serve_upstream() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def tls_upstream(tmp_path_factory):
-    with serve_upstream(tls_dir=tmp_path_factory.mktemp("tls")) as url:
-        yield url
 
 
 def curl(proxy, *args) -> tuple[dict[str, str], str, int]:

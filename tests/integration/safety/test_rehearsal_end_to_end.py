@@ -91,12 +91,6 @@ async def test_after_a_diverted_delete_the_servers_reads_are_simulated(make_conf
     assert "diverted to sim earlier in rehearsal" in rows[-1]["reason"]
 
 
-@pytest.fixture
-def upstream():
-    with http_upstream.serve_upstream() as url:
-        yield url
-
-
 def curl(proxy_url: str, *args: str) -> tuple[dict[str, str], str]:
     out = subprocess.run(["curl", "-s", "-i", "--max-time", "150", "-x", proxy_url, *args], capture_output=True, text=True, timeout=180)
     head, _, body = out.stdout.replace("\r\n", "\n").partition("\n\n")

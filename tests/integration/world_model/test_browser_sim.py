@@ -8,6 +8,7 @@ import re
 
 import pytest
 from kit.launch import meta_of, model_path, stdio_client
+from kit.mcp import call_tool
 from servers.web_pages import WebPages
 
 pytestmark = pytest.mark.integration
@@ -23,8 +24,9 @@ def world_model():
 
 
 async def call(client, tool, **arguments):
-    result = await client.call_tool(tool, arguments, raise_on_error=False)
-    return result, result.content[0].text, result.structured_content or {}, meta_of(result)
+    """The kit's tool call, and simroute's meta of the answer (every check here reads it)."""
+    result, text, structured = await call_tool(client, tool, **arguments)
+    return result, text, structured, meta_of(result)
 
 
 async def test_simulated_browser_without_chromium_answers_like_the_real_one(make_config):

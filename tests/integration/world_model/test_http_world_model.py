@@ -9,17 +9,10 @@ import httpx2 as httpx
 import pytest
 from kit.http import http_config, start_proxy
 from kit.launch import model_path, simroute_executable
-from servers.http_upstream import serve_upstream
 
 pytestmark = pytest.mark.integration
 
 WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}
-
-
-@pytest.fixture
-def upstream():
-    with serve_upstream() as url:
-        yield url
 
 
 def test_simulated_requests_answer_as_http_with_the_recorded_example(tmp_path, upstream):

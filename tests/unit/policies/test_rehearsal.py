@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from kit.calls import make_call
 
 from policies.base import decide
 from policies.chain import default_policies
@@ -21,7 +22,7 @@ FALLBACK = Decision(Route.REAL, "default", "none")
 
 
 def shell(command, session="s"):
-    return Call("shell", "shell", "shell_exec", {"command": command}, session)
+    return make_call("shell_exec", {"command": command}, channel="shell", session=session)
 
 
 def chain(config_text: str):
@@ -78,8 +79,8 @@ def test_default_diversions_per_channel():
     get = Call("http", "api.example.com", "GET", {"method": "GET", "path": "/v1/items"}, "s")
     assert route(policies, post).route is Route.SIM  # elsewhere: side effects too
     assert route(policies, get).route is Route.REAL
-    assert route(policies, Call("mcp", "git", "git_commit", {}, "s")).route is Route.SIM
-    assert route(policies, Call("mcp", "time", "get_current_time", {}, "s")).route is Route.REAL
+    assert route(policies, make_call("git_commit", server="git")).route is Route.SIM
+    assert route(policies, make_call("get_current_time", server="time")).route is Route.REAL
 
 
 def test_divert_and_allow_are_configurable():
@@ -115,8 +116,8 @@ def test_a_diversion_pins_the_session_to_sim_after_the_call():
     # a denial changed nothing, so it pins nothing
     denying = chain("mode: rehearsal\nrehearsal:\n  on_divert: deny\n")
     other = Session("o")
-    denied = route(denying, Call("mcp", "git", "git_push", {}, "o"), other)
-    after_call(other, Call("mcp", "git", "git_push", {}, "o"), denied)
+    denied = route(denying, make_call("git_push", server="git", session="o"), other)
+    after_call(other, make_call("git_push", server="git", session="o"), denied)
     assert denied.route is Route.DENY and not other.diverted
 
 

@@ -1,4 +1,5 @@
 import pytest
+from kit.calls import make_call
 
 from policies.base import decide
 from policies.chain import default_policies
@@ -63,13 +64,13 @@ def test_http_keys_host_without_port_method_and_path():
     assert not rule.matches(http_call(method="GET"))
     assert not rule.matches(http_call(url="https://api.example.com/v1/refunds"))
     assert not rule.matches(call())  # an MCP call has no host, method or path
-    browser = Call("browser", "browser", "browser_navigate", {"url": "https://shop.example.com/cart"}, "s1")
+    browser = make_call("browser_navigate", {"url": "https://shop.example.com/cart"}, channel="browser", session="s1")
     assert parse_rule({"match": {"host": "shop.example.com", "path": "/cart"}, "route": "sim"}).matches(browser)
 
 
 def test_command_key_matches_any_unwrapped_simple_command():
     rule = parse_rule({"match": {"command": "rm -rf build*"}, "route": "real"})
-    shell = lambda command: Call("shell", "shell", "shell_exec", {"command": command}, "s1")  # noqa: E731
+    shell = lambda command: make_call("shell_exec", {"command": command}, channel="shell", session="s1")  # noqa: E731
     assert rule.matches(shell("rm -rf build/"))
     assert rule.matches(shell("cd app && sudo bash -c 'rm -rf build'"))
     assert not rule.matches(shell("rm -rf /"))

@@ -1,10 +1,12 @@
 """Stateful channels keep the route their session started with; rules still override."""
 
+from kit.calls import make_call
+
 from policies.base import decide
 from policies.chain import default_policies
 from policies.rules import parse_rule
 from policies.sticky import StickyPolicy
-from router.types import Call, Decision, Route, Session
+from router.types import Decision, Route, Session
 
 FALLBACK = Decision(Route.REAL, "default", "none")
 
@@ -23,7 +25,7 @@ class Alternating:
 
 
 def shell(command, session="s"):
-    return Call("shell", "shell", "shell_exec", {"command": command}, session)
+    return make_call("shell_exec", {"command": command}, channel="shell", session=session)
 
 
 def test_a_shell_session_keeps_its_first_route():
@@ -40,7 +42,7 @@ def test_sessions_and_servers_are_pinned_separately_and_mcp_is_not_sticky():
     a, b = Session("a"), Session("b")
     assert decide([policy], shell("x", "a"), a, fallback=FALLBACK).route is Route.SIM
     assert decide([policy], shell("x", "b"), b, fallback=FALLBACK).route is Route.REAL
-    mcp = Call("mcp", "time", "now", {}, "a")
+    mcp = make_call("now", server="time", session="a")
     assert [decide([policy], mcp, a, fallback=FALLBACK).route for _ in range(2)] == [Route.SIM, Route.REAL]
 
 

@@ -6,6 +6,7 @@ import re
 import stat
 
 import pytest
+from kit.calls import make_call
 
 from router.config import ConfigError, load_config
 from router.types import Call, Decision, Observation, Provenance, Route
@@ -75,19 +76,19 @@ def test_http_observation_headers_and_body_text(redactor):
 
 def test_browser_typing_into_a_password_field(redactor):
     snapshot = '- textbox "Email" [ref=e4]\n- textbox "Password" [ref=e5]\n- button "Sign in" [ref=e6]'
-    typed = Call("browser", "browser", "browser_type", {"ref": "e5", "text": "hunter2-pw", "submit": True}, "s1")
+    typed = make_call("browser_type", {"ref": "e5", "text": "hunter2-pw", "submit": True}, channel="browser", session="s1")
     redacted = redactor.call(typed, target_name=element_name(snapshot, "e5"))
     assert redacted.arguments == {"ref": "e5", "text": redactor.marker("hunter2-pw"), "submit": True}
     # The agent's own element description names it too; an email field is left alone.
-    described = Call("browser", "browser", "browser_type", {"ref": "e9", "text": "1234", "element": "PIN code input"}, "s1")
+    described = make_call("browser_type", {"ref": "e9", "text": "1234", "element": "PIN code input"}, channel="browser", session="s1")
     assert leaks(redactor.call(described).arguments) == []
-    email = Call("browser", "browser", "browser_type", {"ref": "e4", "text": "ada@example.test"}, "s1")
+    email = make_call("browser_type", {"ref": "e4", "text": "ada@example.test"}, channel="browser", session="s1")
     assert redactor.call(email, target_name=element_name(snapshot, "e4")).arguments["text"] == "ada@example.test"
     assert element_name(snapshot, "e7") is None
 
 
 def test_shell_command_text(redactor):
-    call = Call("shell", "shell", "shell_exec", {"command": "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB && mysql --password hunter2-pw"}, "s1")
+    call = make_call("shell_exec", {"command": "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB && mysql --password hunter2-pw"}, channel="shell", session="s1")
     command = redactor.call(call).arguments["command"]
     assert leaks(command) == [] and command.startswith("export GITHUB_TOKEN=[redacted:") and "mysql --password [redacted:" in command
 
@@ -108,7 +109,7 @@ def test_configured_patterns_and_fields():
 
 
 def test_record_redacted_copy(redactor):
-    call = Call("mcp", "s", "login", {"password": "hunter2-pw"}, "s1")
+    call = make_call("login", {"password": "hunter2-pw"}, server="s", session="s1")
     served = Observation([{"type": "text", "text": "token=tok-777-xyz"}], Provenance.REAL)
     record = Record(call, Decision(Route.REAL, "mode", "r"), served, step=0, call_key="k")
     assert leaks(record.redacted(redactor).to_json()) == [] and leaks(record.to_json()) != []

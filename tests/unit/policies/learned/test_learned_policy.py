@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kit.calls import make_call
 from kit.learned import generate
 
 from policies.chain import default_policies
@@ -25,11 +26,11 @@ def policy_after(rows, **settings) -> LearnedPolicy:
 
 
 def motto(session: str = "a") -> Call:
-    return Call("mcp", "srv", "get_motto", {}, session)
+    return make_call("get_motto", session=session)
 
 
 def visits(session: str = "a") -> Call:
-    return Call("mcp", "srv", "get_visits", {}, session)
+    return make_call("get_visits", session=session)
 
 
 def only(tool: str, rows, n: int, *, faithful_sim: bool) -> list[dict]:
@@ -59,7 +60,7 @@ def test_cold_start_switches_a_faithful_tool_after_enough_labels_and_keeps_an_un
 def test_sim_when_there_is_no_recording_of_the_call():
     rows = only("get_motto", generate(600), 40, faithful_sim=True)
     policy = policy_after(rows)
-    other = Call("mcp", "srv", "get_motto", {"lang": "la"}, "a")  # never recorded: no replay
+    other = make_call("get_motto", {"lang": "la"}, session="a")  # never recorded: no replay
     decided = policy.decide(other, Session("a"), SAFE)
     assert decided.route is Route.SIM and "replay: no real recording" in decided.reason
 
@@ -67,13 +68,13 @@ def test_sim_when_there_is_no_recording_of_the_call():
 def test_side_effect_calls_stay_real_and_replay_is_stale_after_one():
     policy = policy_after(only("get_motto", generate(600), 40, faithful_sim=True))
     session = Session("a")
-    assert policy.decide(Call("mcp", "srv", "get_motto", {}, "a"), session, SIDE).route is Route.REAL
-    after_call(session, Call("mcp", "srv", "add_motto", {}, "a"), Decision(Route.REAL, "learned", "", safety="side_effect"))
+    assert policy.decide(make_call("get_motto", session="a"), session, SIDE).route is Route.REAL
+    after_call(session, make_call("add_motto", session="a"), Decision(Route.REAL, "learned", "", safety="side_effect"))
     decided = policy.decide(motto(), session, SAFE)
     assert decided.route is Route.SIM and "after a real call with side effects on 'srv'" in decided.reason
     # Another server's side effects do not matter.
     fresh = Session("b")
-    after_call(fresh, Call("mcp", "other", "add", {}, "b"), Decision(Route.REAL, "learned", "", safety="side_effect"))
+    after_call(fresh, make_call("add", server="other", session="b"), Decision(Route.REAL, "learned", "", safety="side_effect"))
     assert policy.decide(motto("b"), fresh, SAFE).route is Route.REPLAY
 
 
@@ -92,7 +93,7 @@ def test_stateful_channels_are_pinned_at_the_first_call():
     from policies.base import decide
 
     session = Session("a")
-    shell = Call("shell", "shell", "shell_exec", {"command": "ls"}, "a")
+    shell = make_call("shell_exec", {"command": "ls"}, channel="shell", session="a")
     first = decide(chain, shell, session, fallback=Decision(Route.REAL, "x", ""))
     assert first.policy == "learned" and first.route is Route.REAL
     assert decide(chain, shell, session, fallback=Decision(Route.REAL, "x", "")).policy == "sticky"

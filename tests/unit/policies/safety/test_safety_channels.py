@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kit.calls import make_call
+
 from policies.safety import SafetyClassifier, SafetySettings, classify
 from policies.safety.browser import element_context
 from policies.safety.verdict import SafetyClass
@@ -9,7 +11,7 @@ from router.types import Call, Observation, Provenance, Session, Turn
 
 
 def mcp(tool, server="srv", **arguments):
-    return Call("mcp", server, tool, arguments, "s")
+    return make_call(tool, arguments, server=server)
 
 
 def http(method, url_path, host="api.example.com", body=None):
@@ -87,7 +89,7 @@ def test_overrides_per_server_and_tool_have_the_last_word():
     c = SafetyClassifier(settings, lookup)
     verdict = c.classify(mcp("delete_draft"))
     assert verdict.cls is SafetyClass.SIDE_EFFECT and "safety.tools" in verdict.reason
-    assert c.classify(Call("shell", "shell", "shell_exec", {"command": "ls"}, "s")).cls is SafetyClass.DESTRUCTIVE
+    assert c.classify(make_call("shell_exec", {"command": "ls"}, channel="shell")).cls is SafetyClass.DESTRUCTIVE
 
 
 def test_http_methods_paths_hosts_and_graphql():
@@ -119,7 +121,7 @@ SNAPSHOT = """- main:
 def browser_session(url="https://bank.example.com/settings"):
     session = Session("s")
     observation = Observation([{"type": "text", "text": "page"}], Provenance.REAL, structured={"url": url, "title": "t", "snapshot": SNAPSHOT})
-    session.history.append(Turn(Call("browser", "browser", "browser_navigate", {"url": url}, "s"), observation))
+    session.history.append(Turn(make_call("browser_navigate", {"url": url}, channel="browser"), observation))
     return session
 
 
@@ -127,27 +129,27 @@ def test_browser_elements_are_named_from_the_page_the_agent_saw():
     assert element_context(SNAPSHOT, "e3") == ("button", "Continue", ["Close your account"])
     plain = SafetyClassifier()
     session = browser_session()
-    click = lambda ref: Call("browser", "browser", "browser_click", {"ref": ref}, "s")  # noqa: E731
+    click = lambda ref: make_call("browser_click", {"ref": ref}, channel="browser")  # noqa: E731
     assert plain.classify(click("e1"), session).cls is SafetyClass.SAFE
     assert plain.classify(click("e4"), session).cls is SafetyClass.SAFE
-    order_history = Call("browser", "browser", "browser_click", {"ref": "e9", "element": "Order history link"}, "s")
+    order_history = make_call("browser_click", {"ref": "e9", "element": "Order history link"}, channel="browser")
     assert plain.classify(order_history, session).cls is SafetyClass.SAFE
     verdict = plain.classify(click("e3"), session)  # "Continue", in a form that closes the account
     assert verdict.cls is SafetyClass.SIDE_EFFECT and "close" in verdict.reason.lower()
-    typing = Call("browser", "browser", "browser_type", {"ref": "e2", "text": "hunter2"}, "s")
+    typing = make_call("browser_type", {"ref": "e2", "text": "hunter2"}, channel="browser")
     assert plain.classify(typing, session).cls is SafetyClass.SIDE_EFFECT
     sensitive = SafetyClassifier(SafetySettings(sensitive_domains=("example.com",)))
     verdict = sensitive.classify(click("e3"), session)
     assert verdict.cls is SafetyClass.DESTRUCTIVE and "bank.example.com" in verdict.reason
     assert sensitive.classify(typing, session).cls is SafetyClass.DESTRUCTIVE
     assert sensitive.classify(click("e1"), session).cls is SafetyClass.SAFE
-    assert sensitive.classify(Call("browser", "browser", "browser_navigate", {"url": "https://bank.example.com/"}, "s"), session).cls is SafetyClass.SAFE
+    assert sensitive.classify(make_call("browser_navigate", {"url": "https://bank.example.com/"}, channel="browser"), session).cls is SafetyClass.SAFE
 
 
 def test_an_mcp_verdict_is_kept_until_the_tools_definition_changes():
     definitions = {"annotations": {"readOnlyHint": True}}
     classifier = SafetyClassifier(SafetySettings(trusted_servers=("notes",)), lambda server, tool: definitions)
-    call = Call("mcp", "notes", "tidy", {}, "s")
+    call = make_call("tidy", server="notes")
     first = classifier.classify(call)
     assert first.cls is SafetyClass.SAFE and classifier.classify(call) is first  # the same definition: the same verdict
     definitions = {"annotations": {"readOnlyHint": False, "destructiveHint": True}}  # a new listing

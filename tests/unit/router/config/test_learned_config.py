@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from kit.calls import make_call
 
 from policies.base import decide
 from router.config import ConfigError, parse_config
 from router.runtime.policy_chain import build_policies
-from router.types import Call, Decision, Mode, Route, Session
+from router.types import Decision, Mode, Route, Session
 
 FALLBACK = Decision(Route.REAL, "default", "")
 
@@ -16,7 +17,7 @@ def test_mode_learned_with_its_section_and_prices(tmp_path):
     config = parse_config("mode: learned\nlearned:\n  target_fidelity: 0.95\n  explore_rate: 0\ncost:\n  github: {create_*: 5}\n", base_dir=tmp_path)
     assert config.mode is Mode.LEARNED and config.uses_learned() and config.may_simulate() and config.may_run_real("mcp")
     assert config.learned_model_path == tmp_path / ".simroute" / "router.skops"
-    decided = decide(build_policies(config), Call("mcp", "github", "get_issue", {}, "s"), Session("s"), fallback=FALLBACK)
+    decided = decide(build_policies(config), make_call("get_issue", server="github"), Session("s"), fallback=FALLBACK)
     # No model and no labels yet: the per-tool estimate keeps the call real.
     assert decided.route is Route.REAL and decided.policy == "learned" and "per-tool estimate, 0 labels" in decided.reason
     from router.runtime.policy_chain import learned_settings
@@ -31,9 +32,9 @@ def test_rule_route_learned_and_rehearsal_composes():
     )
     assert config.mode is Mode.REAL and config.uses_learned()
     chain = build_policies(config)
-    diverted = decide(chain, Call("mcp", "git", "git_reset", {}, "s"), Session("s"), fallback=FALLBACK)
+    diverted = decide(chain, make_call("git_reset", server="git"), Session("s"), fallback=FALLBACK)
     assert diverted.policy == "rehearsal" and diverted.route is Route.SIM  # the gate runs first
-    learned = decide(chain, Call("mcp", "git", "git_status", {}, "s"), Session("s"), fallback=FALLBACK)
+    learned = decide(chain, make_call("git_status", server="git"), Session("s"), fallback=FALLBACK)
     assert learned.policy == "learned" and learned.reason.startswith("rules:rule[0] -> ")
 
 

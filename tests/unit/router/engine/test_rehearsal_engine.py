@@ -5,6 +5,7 @@ never reaches the real side."""
 from __future__ import annotations
 
 import pytest
+from kit.calls import make_call
 from kit.engine import FakeReal, FakeSimulator, make_engine
 
 from router.config import parse_config
@@ -14,9 +15,9 @@ from router.types import Call, Provenance, Route, Session
 # (the write the gate diverts, a later read of the same server, a read of another server)
 CHANNELS = {
     "mcp": (
-        Call("mcp", "notes", "delete_note", {"note_id": 1}, "s"),
-        Call("mcp", "notes", "list_notes", {}, "s"),
-        Call("mcp", "time", "get_current_time", {}, "s"),
+        make_call("delete_note", {"note_id": 1}, server="notes"),
+        make_call("list_notes", server="notes"),
+        make_call("get_current_time", server="time"),
     ),
     "http": (
         Call("http", "api.example.com", "DELETE", {"method": "DELETE", "path": "/v1/items/1"}, "s"),
@@ -65,24 +66,24 @@ async def test_a_call_whose_classification_raises_never_reaches_the_real_side(tm
     even a call whose name says it only reads."""
     engine = await rehearsing(tmp_path, f"mode: rehearsal\nrehearsal: {{on_divert: {on_divert}}}\n", tools_meta=broken_catalog)
     real = FakeReal()
-    outcome = await engine.handle(Call("mcp", "notes", "list_notes", {}, "s"), Session("s"), real)
+    outcome = await engine.handle(make_call("list_notes", server="notes"), Session("s"), real)
     decision = outcome.record.decision
     assert (decision.route, decision.policy, decision.safety) == (Route(on_divert), "rehearsal", "unknown")
     assert "fails closed" in decision.reason and "classification failed: RuntimeError: tool catalog broke" in decision.safety_reason
     assert real.calls == 0 and outcome.observation.provenance is not Provenance.REAL
     # Outside rehearsal the same failure is recorded as unknown, and routing goes on.
     engine.policies = build_policies(parse_config("mode: real\n"), tools_meta=broken_catalog)
-    outside = await engine.handle(Call("mcp", "notes", "list_notes", {}, "s2"), Session("s2"), real)
+    outside = await engine.handle(make_call("list_notes", server="notes", session="s2"), Session("s2"), real)
     assert (outside.record.decision.route, outside.record.decision.safety) == (Route.REAL, "unknown") and real.calls == 1
 
 
 async def test_mode_learned_with_rehearsal_diverts_destructive_calls(tmp_path):
     engine = await rehearsing(tmp_path, "mode: learned\nrehearsal: {enabled: true}\nlearned: {explore_rate: 0}\n")
     real, session = FakeReal(), Session("s")
-    read = await engine.handle(Call("mcp", "notes", "list_notes", {}, "s"), session, real)
+    read = await engine.handle(make_call("list_notes", server="notes"), session, real)
     assert (read.record.decision.route, read.record.decision.policy) == (Route.REAL, "learned")  # no model, no labels: real
-    diverted = await engine.handle(Call("mcp", "notes", "delete_note", {"note_id": 1}, "s"), session, real)
+    diverted = await engine.handle(make_call("delete_note", {"note_id": 1}, server="notes"), session, real)
     assert (diverted.record.decision.route, diverted.record.decision.policy, diverted.record.decision.safety) == (Route.SIM, "rehearsal", "destructive")
     assert diverted.observation.provenance is Provenance.SIM and real.calls == 1
-    later = await engine.handle(Call("mcp", "notes", "list_notes", {}, "s"), session, real)
+    later = await engine.handle(make_call("list_notes", server="notes"), session, real)
     assert (later.record.decision.route, later.record.decision.policy) == (Route.SIM, "rehearsal") and real.calls == 1
