@@ -10,7 +10,7 @@ demo: setup
 	.venv/bin/simroute demo
 
 test: setup
-	.venv/bin/python -m pytest
+	./scripts/test.sh
 
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py

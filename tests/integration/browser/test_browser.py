@@ -166,6 +166,7 @@ async def test_links_form_and_a_multi_page_flow(make_config, site, marker, isola
     assert {row["arguments"]["path"] for row in pages} >= {"/", "/flow/1", "/form", "/greet", "/about"}
 
 
+@pytest.mark.serial
 async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(make_config, site, marker):
     config = browser_config(make_config, marker, navigation_timeout_s=4, snapshot_max_chars=3000)
     closed_port = free_port()

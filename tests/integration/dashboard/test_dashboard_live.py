@@ -57,6 +57,7 @@ def shot(page, folder: Path, name: str) -> None:
     assert path.stat().st_size > 0
 
 
+@pytest.mark.serial
 def test_dashboard_without_a_port_listens_on_8766(tmp_path: Path):
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -111,6 +111,7 @@ class Greeter(Listener):
         return False
 
 
+@pytest.mark.serial
 def test_a_silent_client_tunnel_is_raw_tcp_refused_without_touching_the_target_and_recorded(proxy):
     target = Greeter()
     try:

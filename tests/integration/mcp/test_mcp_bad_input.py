@@ -49,6 +49,7 @@ async def test_upstream_that_cannot_start_leaves_the_others_served(make_config):
     assert meta_of(served)["provenance"] == "real"
 
 
+@pytest.mark.serial
 async def test_upstream_that_hangs_at_start_fails_within_startup_timeout(make_config):
     config = make_config(
         mcpServers={"hung": {"command": "/bin/sleep", "args": ["600"]}, "time": time_server()},
@@ -64,6 +65,7 @@ async def test_upstream_that_hangs_at_start_fails_within_startup_timeout(make_co
     assert meta_of(served)["provenance"] == "real"
 
 
+@pytest.mark.serial
 async def test_call_deadline_then_next_call_works(make_config):
     config = make_config(mcpServers={"toolbox": {**toolbox_server(), "timeout": 1.0}})
     async with stdio_client(config) as client:

@@ -130,6 +130,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.serial
 async def test_a_locked_store_never_stalls_calls_and_loses_no_record(make_config, tmp_path):
     config = make_config(mcpServers={"toolbox": toolbox_server()})
     async with stdio_client(config) as client:
@@ -180,6 +181,7 @@ db.execute("COMMIT")
 """
 
 
+@pytest.mark.serial
 async def test_a_hung_listing_blocks_no_call_that_needs_no_upstream(make_config):
     servers = {"toolbox": toolbox_server()}
     await session_of(make_config(mcpServers=servers), [("echo", {"text": "snapshot"})])  # tools known from now on
@@ -242,6 +244,7 @@ async def test_resources_and_prompts_on_the_sim_route_answer_an_error_naming_the
     assert "prompts/get" in rows[1]["observation"]["content"][0]["text"]
 
 
+@pytest.mark.serial
 async def test_hung_resource_and_prompt_listings_answer_an_error_within_their_deadline(make_config):
     config = make_config(mcpServers={"toolbox": toolbox_server(TOOLBOX_HANG_RESOURCE_LISTINGS="1")}, list_timeout_s=2)
     async with stdio_client(config) as client:

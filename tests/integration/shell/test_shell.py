@@ -91,6 +91,7 @@ async def test_cwd_env_background_jobs_and_exit_codes_persist(make_config):
         assert out["output"] == "no newline" and "exit code 0" in result.content[0].text
 
 
+@pytest.mark.serial
 async def test_deadline_returns_partial_output_and_the_shell_survives(make_config):
     async with stdio_client(shell_config(make_config)) as client:
         await run(client, "cd /tmp; sleep 300 &")
@@ -124,6 +125,7 @@ async def test_output_is_trimmed_like_a_screen(make_config):
         assert out["output"].strip() == "calm"
 
 
+@pytest.mark.serial
 async def test_hardening_each_property_resists_a_command_that_tries_to_break_it(make_config):
     async with stdio_client(shell_config(make_config)) as client:
         _, out = await run(client, "id -u; id -un")

@@ -11,7 +11,8 @@ from kit.launch import meta_of, model_path, stdio_client
 from kit.mcp import call_tool
 from servers.web_pages import WebPages
 
-pytestmark = pytest.mark.integration
+# The bundled GGUF model runs in these tests, against deadlines: one test at a time (`serial`).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 # The kit turns simroute's own channels off; these tests want the browser on, and
 # open the pages they serve on loopback.

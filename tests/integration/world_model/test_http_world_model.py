@@ -10,7 +10,8 @@ import pytest
 from kit.http import http_config, start_proxy
 from kit.launch import model_path, simroute_executable
 
-pytestmark = pytest.mark.integration
+# The bundled GGUF model runs in these tests, against deadlines: one test at a time (`serial`).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}
 

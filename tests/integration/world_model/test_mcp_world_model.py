@@ -10,7 +10,8 @@ import time
 import pytest
 from kit.launch import meta_of, records_of, simroute_executable, stdio_client, time_server
 
-pytestmark = pytest.mark.integration
+# The bundled GGUF model runs in these tests, against deadlines: one test at a time (`serial`).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 # Small budgets keep the suite fast; the model is real.
 WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}

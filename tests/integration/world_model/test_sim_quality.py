@@ -28,7 +28,8 @@ from backends.world_model.web_domain import WebDomain
 from router.types import Call, Observation, Provenance, Session
 from shadow.compare.divergence import divergence
 
-pytestmark = pytest.mark.integration
+# The bundled GGUF model runs in these tests, against deadlines: one test at a time (`serial`).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 PREFILL = "**Environment Observation:**\n"
 NOTES_TOOLS = [

@@ -17,7 +17,8 @@ from backends.world_model.llama_engine import LlamaCppEngine
 from backends.world_model.mcp_prompt import build_mcp_messages
 from backends.world_model.openai_engine import OpenAICompatibleEngine
 
-pytestmark = pytest.mark.integration
+# The bundled GGUF model runs in these tests, against deadlines: one test at a time (`serial`).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 TOOLS = [{"name": "get_current_time", "description": "Current time in a timezone", "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string"}}}}]
 REAL = '{"timezone": "Asia/Tokyo", "datetime": "2026-11-22T18:05:30+09:00", "day_of_week": "Sunday", "is_dst": false}'

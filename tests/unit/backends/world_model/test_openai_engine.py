@@ -71,6 +71,7 @@ async def server() -> AsyncIterator[Callable]:
         srv.close()
 
 
+@pytest.mark.serial
 async def test_the_deadline_covers_an_answer_that_trickles_in(server):
     async def trickle(request, writer):
         await respond(writer, 200, answer("late"), trickle_s=0.05)  # ~8 s in all, a byte per 50 ms

@@ -76,6 +76,7 @@ def record(n: int) -> Record:
                   step=n, call_key=f"k{n}")
 
 
+@pytest.mark.serial
 async def test_checkpoints_run_beside_the_writer_and_copy_the_wal_into_the_file(tmp_path):
     """The writer's own automatic checkpoint waits for thousands of pages: that the
     database file grows after 1,200 records in 60 commits shows the checkpointer ran."""
