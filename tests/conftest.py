@@ -1,4 +1,5 @@
-"""Shared fixtures: configs, and simroute launched the way a user launches it."""
+"""Shared fixtures: configs, and simroute launched the way a user launches it. The
+kit's plugin (tests/kit/fixtures.py) adds the HTTP upstreams and the Redis server."""
 
 from __future__ import annotations
 
@@ -65,7 +66,9 @@ def simroute_http(tmp_path: Path) -> Iterator:
         log = tmp_path / f"simroute-http-{port}.log"
         process = subprocess.Popen(
             [simroute_executable(), "mcp", "--config", str(config), "--http", f"127.0.0.1:{port}"],
-            stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         wait_for_port(port, process, describe=log.read_text)
         server = HttpSimroute(process, f"http://127.0.0.1:{port}/mcp", log)
@@ -101,4 +104,3 @@ async def learned(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from kit.learned_run import learned_run
 
     return await learned_run(tmp_path_factory.mktemp("learned"))
-

@@ -9,10 +9,10 @@ fixtures     pytest fixtures shared by many modules (HTTP upstreams, Redis)
 engine       an engine over a real SQLite store with fake real and simulated sides
 http         `simroute http-proxy` processes, scripted DNS, raw TCP listeners
 browser      the browser isolation modes every browser test runs in
-dashboard    records that fill a dashboard, and reading its screenshots
-learned      generated records and a trained learned router
-learned_run  a store filled by a real learned-router run (a session fixture)
-model_stub   an OpenAI-compatible stub world model
+dashboard    generated record stores for the dashboard's tests, and what its charts painted
+learned      shadow records with a known signal, and a learned router trained on them
+learned_run  a store filled by a real learned-router run (the `learned` fixture)
+model_stub   an OpenAI-compatible stub world model that keeps the prompts it is sent
 redis        a real redis-server on a free port
-serve        `simroute serve` processes and their metrics
+serve        `simroute serve` processes and their /metrics
 """

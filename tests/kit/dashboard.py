@@ -12,24 +12,39 @@ from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.records import Record
 from shadow.store.sqlite.store import SQLiteStore
 
-TOOLS = [("mcp", "time", "get_current_time"), ("mcp", "toolbox", "echo"), ("mcp", "weather", "forecast"), ("shell", "shell", "run"), ("http", "api.example", "GET")]
+TOOLS = [
+    ("mcp", "time", "get_current_time"),
+    ("mcp", "toolbox", "echo"),
+    ("mcp", "weather", "forecast"),
+    ("shell", "shell", "run"),
+    ("http", "api.example", "GET"),
+]
 KNOWN_PATH = "$.result.temperature"  # the canonical form's path (shadow/compare/observation_forms.py)
 
 
 def observation(provenance: Provenance, temperature: float, *, latency_s: float = 0.02) -> Observation:
-    return Observation(content=[{"type": "text", "text": f"{temperature} C"}], structured={"temperature": temperature, "unit": "C", "at": "12:00"},
-                       provenance=provenance, latency_s=latency_s)
+    return Observation(
+        content=[{"type": "text", "text": f"{temperature} C"}],
+        structured={"temperature": temperature, "unit": "C", "at": "12:00"},
+        provenance=provenance,
+        latency_s=latency_s,
+    )
 
 
 def generated_record(rng: random.Random, ts: float, n: int, *, session: str | None = None) -> Record:
     channel, server, tool = TOOLS[n % len(TOOLS)]
     route = rng.choice([Route.REAL, Route.REAL, Route.SIM, Route.REPLAY, Route.SHADOW])
-    provenance = {Route.REAL: Provenance.REAL, Route.SIM: Provenance.SIM, Route.REPLAY: Provenance.REPLAY, Route.SHADOW: Provenance.REAL}[route]
+    provenance = {Route.REAL: Provenance.REAL, Route.SIM: Provenance.SIM, Route.REPLAY: Provenance.REPLAY, Route.SHADOW: Provenance.REAL}[
+        route
+    ]
     temperature = round(rng.uniform(-5, 30), 1)
     record = Record(
         call=Call(channel, server, tool, {"city": rng.choice(["Oslo", "Lima", "Pune"])}, session or f"session-{n // 20}"),
-        decision=Decision(route, "mode", f"generated {route}"), served=observation(provenance, temperature, latency_s=rng.uniform(0.001, 0.5)),
-        step=n % 20 + 1, call_key=f"{server}.{tool}:{n % 7}", ts=ts,
+        decision=Decision(route, "mode", f"generated {route}"),
+        served=observation(provenance, temperature, latency_s=rng.uniform(0.001, 0.5)),
+        step=n % 20 + 1,
+        call_key=f"{server}.{tool}:{n % 7}",
+        ts=ts,
     )
     record.id = f"{int(ts * 1e9):016x}{n:016x}"
     if route == Route.SHADOW:
@@ -40,7 +55,8 @@ def generated_record(rng: random.Random, ts: float, n: int, *, session: str | No
         record.divergence_kind = "content" if diverges else "none"
         record.divergence_evidence = {
             "divergent": [{"path": KNOWN_PATH, "kind": "content", "real": temperature, "sim": sim_temperature}] if diverges else [],
-            "masked": ["$.result.at"], "note": "",
+            "masked": ["$.result.at"],
+            "note": "",
         }
     return record
 
@@ -48,10 +64,19 @@ def generated_record(rng: random.Random, ts: float, n: int, *, session: str | No
 def known_divergent_record(ts: float) -> Record:
     record = Record(
         call=Call("mcp", "weather", "forecast", {"city": "Reykjavik"}, "session-known"),
-        decision=Decision(Route.SHADOW, "mode", "shadow: compare the world model"), served=observation(Provenance.REAL, 3.5),
-        step=1, call_key="weather.forecast:known", ts=ts, shadow=observation(Provenance.SIM, 21.5),
-        divergence=0.9, divergence_kind="content",
-        divergence_evidence={"divergent": [{"path": KNOWN_PATH, "kind": "content", "real": 3.5, "sim": 21.5}], "masked": ["$.result.at"], "note": ""},
+        decision=Decision(Route.SHADOW, "mode", "shadow: compare the world model"),
+        served=observation(Provenance.REAL, 3.5),
+        step=1,
+        call_key="weather.forecast:known",
+        ts=ts,
+        shadow=observation(Provenance.SIM, 21.5),
+        divergence=0.9,
+        divergence_kind="content",
+        divergence_evidence={
+            "divergent": [{"path": KNOWN_PATH, "kind": "content", "real": 3.5, "sim": 21.5}],
+            "masked": ["$.result.at"],
+            "note": "",
+        },
     )
     record.id = f"{int(ts * 1e9):016x}{'known':0>16}"
     return record
@@ -80,8 +105,11 @@ async def fill(store: Any, count: int, *, now: float, span_s: float = 86000.0, s
     rows.append(known.to_json())
     diverted = Record(  # the same session's next step, kept away from the real world by rehearsal
         call=Call("mcp", "weather", "set_alert", {"city": "Reykjavik"}, "session-known"),
-        decision=Decision(Route.SIM, "rehearsal", "rehearsal diverted a write to sim"), served=observation(Provenance.SIM, 3.5),
-        step=2, call_key="weather.set_alert:known", ts=now - 59,
+        decision=Decision(Route.SIM, "rehearsal", "rehearsal diverted a write to sim"),
+        served=observation(Provenance.SIM, 3.5),
+        step=2,
+        call_key="weather.set_alert:known",
+        ts=now - 59,
     )
     diverted.id = f"{int(diverted.ts * 1e9):016x}{'diverted':0>16}"
     rows.append(diverted.to_json())
@@ -100,15 +128,26 @@ def shell_record(ts: float) -> Record:
     from shadow.compare.divergence import compare
 
     def screen(output: str, provenance: Provenance) -> Observation:
-        return Observation(content=[{"type": "text", "text": f"{output}\n[exit code 0, cwd /workspace]"}],
-                           structured={"output": output, "exit_code": 0, "cwd": "/workspace"}, provenance=provenance)
+        return Observation(
+            content=[{"type": "text", "text": f"{output}\n[exit code 0, cwd /workspace]"}],
+            structured={"output": output, "exit_code": 0, "cwd": "/workspace"},
+            provenance=provenance,
+        )
 
     real, sim = screen(SHELL_REAL, Provenance.REAL), screen(SHELL_SIM, Provenance.SIM)
     found = compare(real, sim, channel="shell")
-    record = Record(call=Call("shell", "shell", "run", {"command": "ls -l && make"}, "session-shell"),
-                    decision=Decision(Route.SHADOW, "mode", "shadow: compare the world model"), served=real, step=1,
-                    call_key="shell.run:known", ts=ts, shadow=sim, divergence=found.score, divergence_kind=found.kind,
-                    divergence_evidence=found.evidence)
+    record = Record(
+        call=Call("shell", "shell", "run", {"command": "ls -l && make"}, "session-shell"),
+        decision=Decision(Route.SHADOW, "mode", "shadow: compare the world model"),
+        served=real,
+        step=1,
+        call_key="shell.run:known",
+        ts=ts,
+        shadow=sim,
+        divergence=found.score,
+        divergence_kind=found.kind,
+        divergence_evidence=found.evidence,
+    )
     record.id = f"{int(ts * 1e9):016x}{'shell':0>16}"
     return record
 

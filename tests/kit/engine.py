@@ -39,7 +39,16 @@ class FakeSimulator:
 
 
 async def make_engine(
-    tmp_path: Path, *, mode=Route.REAL, rules=(), on_miss=None, record_mode="new_episodes", ignore=(), deadline=5.0, recording=None, source=None,
+    tmp_path: Path,
+    *,
+    mode=Route.REAL,
+    rules=(),
+    on_miss=None,
+    record_mode="new_episodes",
+    ignore=(),
+    deadline=5.0,
+    recording=None,
+    source=None,
     store=None,
 ) -> tuple[Engine, SQLiteStore]:
     """An engine over `store` (default: a SQLite store in `tmp_path`), opened."""
@@ -151,17 +160,38 @@ async def check_writes_between(store) -> None:
     from router.types import Decision
     from shadow.records import Record
 
-    def record(tool, ts, *, server="notes", channel="mcp", route=Route.REAL, provenance=Provenance.REAL, reads_only=False,
-               ended=None, status="complete", safety=None) -> Record:
+    def record(
+        tool,
+        ts,
+        *,
+        server="notes",
+        channel="mcp",
+        route=Route.REAL,
+        provenance=Provenance.REAL,
+        reads_only=False,
+        ended=None,
+        status="complete",
+        safety=None,
+    ) -> Record:
         call = Call(channel, server, tool, {}, "other-replica")
         served = Observation([{"type": "text", "text": "ok"}], provenance)
-        return Record(call, Decision(route, "mode", "test", safety=safety), served, step=0, call_key=f"k-{tool}", ts=ts,
-                      status=status, reads_only=reads_only, ended=ts + 1 if ended is None and status != "started" else ended)
+        return Record(
+            call,
+            Decision(route, "mode", "test", safety=safety),
+            served,
+            step=0,
+            call_key=f"k-{tool}",
+            ts=ts,
+            status=status,
+            reads_only=reads_only,
+            ended=ts + 1 if ended is None and status != "started" else ended,
+        )
 
     create = record("create_note", 100.0)  # wrote somewhere in [100, 101]
     started = record("delete_note", 200.0, server="other", provenance=Provenance.NONE, status="started")
     rows = [
-        create, started,
+        create,
+        started,
         record("list_notes", 102.0, reads_only=True),
         record("create_note", 110.0, route=Route.SIM, provenance=Provenance.SIM),  # never reached the server
         record("create_note", 120.0, channel="http"),  # another channel's server of that name

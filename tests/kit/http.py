@@ -62,7 +62,9 @@ def start_proxy(config: Path, *, env: dict | None = None) -> ProxyProcess:
     log = config.parent / f"http-proxy-{port}.log"
     process = subprocess.Popen(
         [simroute_executable(), "http-proxy", "--config", str(config), "--port", str(port)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     wait_for_port(port, process, describe=log.read_text)
     return ProxyProcess(process, port, config, log)

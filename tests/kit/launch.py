@@ -46,7 +46,13 @@ def write_config(directory: Path, **sections) -> Path:
     every launch, and their tools would crowd the upstream tool lists tests compare."""
     # The CA (of the HTTP channel and the browser's proxy) stays in the test's folder.
     http = {"ca_dir": str(directory / "ca"), **sections.pop("http", {})}
-    config = {"store": {"path": str(directory / "records.db")}, "shell": {"enabled": False}, "browser": {"enabled": False}, "http": http, **sections}
+    config = {
+        "store": {"path": str(directory / "records.db")},
+        "shell": {"enabled": False},
+        "browser": {"enabled": False},
+        "http": http,
+        **sections,
+    }
     path = directory / "simroute.yaml"
     # JSON is YAML: no quoting surprises for paths and patterns.
     path.write_text(json.dumps(config, indent=2))
@@ -55,7 +61,9 @@ def write_config(directory: Path, **sections) -> Path:
 
 def stdio_client(config: Path, **client_kwargs) -> Client:
     """A real MCP client that launches `simroute mcp --config` over stdio."""
-    transport = StdioTransport(command=simroute_executable(), args=["mcp", "--config", str(config)], env=_child_environment(), keep_alive=False)
+    transport = StdioTransport(
+        command=simroute_executable(), args=["mcp", "--config", str(config)], env=_child_environment(), keep_alive=False
+    )
     return Client(transport, **client_kwargs)
 
 
@@ -76,7 +84,9 @@ def records_of(config: Path, *args: str) -> list[dict]:
     """The records of `config`'s store, oldest first, through `simroute records --json` (as a user reads them)."""
     import subprocess
 
-    out = subprocess.run([simroute_executable(), "records", "--json", "--config", str(config), *args], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [simroute_executable(), "records", "--json", "--config", str(config), *args], capture_output=True, text=True, check=True
+    )
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 

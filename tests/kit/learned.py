@@ -16,19 +16,59 @@ UNFAITHFUL_CITIES = ["Rome", "Cairo", "Quito", "Hanoi", "Accra", "Sofia"]
 
 
 def observation(text: str, provenance: str, latency_s: float = 0.01) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "structured": None, "is_error": False, "provenance": provenance, "latency_s": latency_s}
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structured": None,
+        "is_error": False,
+        "provenance": provenance,
+        "latency_s": latency_s,
+    }
 
 
-def row(n: int, *, tool: str, arguments: dict, real: str, sim: str | None, divergence: float | None, kind: str | None,
-        session: str, step: int, ts: float, safety: str = "safe") -> dict[str, Any]:
+def row(
+    n: int,
+    *,
+    tool: str,
+    arguments: dict,
+    real: str,
+    sim: str | None,
+    divergence: float | None,
+    kind: str | None,
+    session: str,
+    step: int,
+    ts: float,
+    safety: str = "safe",
+) -> dict[str, Any]:
     key = f"srv/{tool}/{sorted(arguments.items())}"
     return {
-        "id": f"{n:016x}", "ts": ts, "session": session, "step": step, "channel": "mcp", "server": "srv", "tool": tool,
-        "arguments": arguments, "call_key": key, "replay_key": key, "route": "shadow" if sim else "real", "policy": "mode",
-        "reason": "", "safety_class": safety, "safety_reason": "", "note": "", "provenance": "real", "latency_ms": 5.0,
-        "observation": observation(real, "real", 0.005), "shadow": observation(sim, "sim", 2.0) if sim else None,
-        "divergence": divergence, "divergence_kind": kind, "divergence_evidence": {"divergent": [], "masked": []} if sim else None,
-        "status": "complete", "occurrence": 1, "key_scheme": "", "recording": None, "owner": "",
+        "id": f"{n:016x}",
+        "ts": ts,
+        "session": session,
+        "step": step,
+        "channel": "mcp",
+        "server": "srv",
+        "tool": tool,
+        "arguments": arguments,
+        "call_key": key,
+        "replay_key": key,
+        "route": "shadow" if sim else "real",
+        "policy": "mode",
+        "reason": "",
+        "safety_class": safety,
+        "safety_reason": "",
+        "note": "",
+        "provenance": "real",
+        "latency_ms": 5.0,
+        "observation": observation(real, "real", 0.005),
+        "shadow": observation(sim, "sim", 2.0) if sim else None,
+        "divergence": divergence,
+        "divergence_kind": kind,
+        "divergence_evidence": {"divergent": [], "masked": []} if sim else None,
+        "status": "complete",
+        "occurrence": 1,
+        "key_scheme": "",
+        "recording": None,
+        "owner": "",
     }
 
 
@@ -54,7 +94,20 @@ def generate(n: int = 900, *, seed: int = 0, start: float = 1_700_000_000.0) -> 
         divergence = rng.uniform(0.0, 0.12) if faithful else rng.uniform(0.45, 1.0)
         kind = ("none" if divergence == 0 else "content") if faithful else rng.choice(["content", "content", "structure", "status"])
         sim = real if faithful else "something else entirely"
-        rows.append(row(i, tool=tool, arguments=arguments, real=real, sim=sim, divergence=divergence, kind=kind, session=session, step=step, ts=start + i))
+        rows.append(
+            row(
+                i,
+                tool=tool,
+                arguments=arguments,
+                real=real,
+                sim=sim,
+                divergence=divergence,
+                kind=kind,
+                session=session,
+                step=step,
+                ts=start + i,
+            )
+        )
     return rows
 
 

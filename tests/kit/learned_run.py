@@ -43,4 +43,11 @@ async def learned_run(folder: Path) -> dict[str, Any]:
         tool: json.loads(run("explain", "--config", str(learning), "--call", json.dumps({"server": "toolbox", "name": tool})).stdout)
         for tool in ("get_motto", "get_visits")
     }
-    return {"folder": folder, "config": learning, "train": trained.stdout, "served": served, "explained": explained, "records": records_of(learning)}
+    return {
+        "folder": folder,
+        "config": learning,
+        "train": trained.stdout,
+        "served": served,
+        "explained": explained,
+        "records": records_of(learning),
+    }

@@ -21,8 +21,9 @@ class ModelStub:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.bodies.append(body)
                 message = {"role": "assistant", "content": f"<predicted_observation>{answer}</predicted_observation>"}
-                reply = json.dumps({"choices": [{"message": message, "finish_reason": "stop"}],
-                                    "usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode()
+                reply = json.dumps(
+                    {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply)))

@@ -26,9 +26,20 @@ class RedisServer:
         if binary is None:
             raise RuntimeError("redis-server is not installed: run scripts/setup.sh")
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--dir", str(self.folder),
-             *(["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"])],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--dir",
+                str(self.folder),
+                *(["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_for_port(self.port, self.process, timeout_s=15)
         return self

@@ -23,7 +23,9 @@ def serving(config: Path, log: Path, **env: str) -> Iterator[int]:
     port = free_port()
     process = subprocess.Popen(
         [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
     try:
         wait_for_port(port, process, describe=log.read_text)
@@ -33,7 +35,9 @@ def serving(config: Path, log: Path, **env: str) -> Iterator[int]:
 
 
 def parsed(metrics: str) -> dict[tuple[str, tuple], float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(metrics) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(metrics) for s in family.samples
+    }
 
 
 async def scrape_around_a_call(port: int):

@@ -37,8 +37,15 @@ LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*"]
 CONFIG_DEFAULTS = {"browser": {"allowed_origins": LOOPBACK_ORIGINS}}
 
 
-
-TOOLS = {"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press_key", "browser_navigate_back", "browser_close"}
+TOOLS = {
+    "browser_navigate",
+    "browser_snapshot",
+    "browser_click",
+    "browser_type",
+    "browser_press_key",
+    "browser_navigate_back",
+    "browser_close",
+}
 
 
 @pytest.fixture
@@ -85,10 +92,9 @@ def browser_config(make_config, marker, **browser):
 
 def ref_of(snapshot: str, role_and_name: str) -> str:
     """The ref of the element whose snapshot line starts with `role_and_name`, e.g. 'link "About us"'."""
-    match = re.search(re.escape(role_and_name) + r'[^\n]*?\[ref=([^\]]+)\]', snapshot)
+    match = re.search(re.escape(role_and_name) + r"[^\n]*?\[ref=([^\]]+)\]", snapshot)
     assert match, f"{role_and_name!r} not in snapshot:\n{snapshot}"
     return match.group(1)
-
 
 
 async def test_offered_with_playwright_mcp_shapes_and_no_upstreams(make_config):
@@ -97,13 +103,20 @@ async def test_offered_with_playwright_mcp_shapes_and_no_upstreams(make_config):
         tools = {t.name: t for t in await client.list_tools()}
     assert TOOLS <= set(tools)
     assert tools["browser_navigate"].input_schema["required"] == ["url"]
-    assert set(tools["browser_click"].input_schema["properties"]) == {"ref", "element"} and tools["browser_click"].input_schema["required"] == ["ref"]
-    assert set(tools["browser_type"].input_schema["required"]) == {"ref", "text"} and "submit" in tools["browser_type"].input_schema["properties"]
+    assert set(tools["browser_click"].input_schema["properties"]) == {"ref", "element"} and tools["browser_click"].input_schema[
+        "required"
+    ] == ["ref"]
+    assert (
+        set(tools["browser_type"].input_schema["required"]) == {"ref", "text"}
+        and "submit" in tools["browser_type"].input_schema["properties"]
+    )
     assert tools["browser_press_key"].input_schema["required"] == ["key"]
     assert tools["browser_snapshot"].annotations.read_only_hint is True
 
     disabled = make_config(browser={"enabled": False}, mcpServers={})
-    proc = subprocess.run([simroute_executable(), "mcp", "--config", str(disabled)], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [simroute_executable(), "mcp", "--config", str(disabled)], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+    )
     assert proc.returncode == 2 and "nothing to serve" in proc.stderr
 
 
@@ -127,7 +140,9 @@ async def test_links_form_and_a_multi_page_flow(make_config, site, marker, isola
             assert all(in_this_pid_namespace(pid) for pid in running)
 
         # A multi-page flow by links.
-        _, _, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Start the tour"'), element="Start the tour")
+        _, _, page = await call_tool(
+            client, "browser_click", ref=ref_of(page["snapshot"], 'link "Start the tour"'), element="Start the tour"
+        )
         assert page["title"] == "Tour 1 of 3"
         for step in (2, 3):
             result, _, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Next step"'))
@@ -140,7 +155,9 @@ async def test_links_form_and_a_multi_page_flow(make_config, site, marker, isola
 
         # A form.
         _, _, page = await call_tool(client, "browser_navigate", url=site.url("/form"))
-        result, text, page = await call_tool(client, "browser_type", ref=ref_of(page["snapshot"], 'textbox "Your name"'), text="Ada", submit=True)
+        result, text, page = await call_tool(
+            client, "browser_type", ref=ref_of(page["snapshot"], 'textbox "Your name"'), text="Ada", submit=True
+        )
         assert not result.is_error and page["url"] == site.url("/greet?name=Ada") and 'heading "Hello, Ada!"' in page["snapshot"]
 
         # Keys, snapshot, close.
@@ -202,7 +219,11 @@ async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(m
         assert "alert dialog said 'hello from the page'" in text and page["events"]
         _, _, page = await call_tool(client, "browser_navigate", url=site.url("/dialogs"))
         _, text, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'button "Ask"'))
-        assert "confirm dialog said 'Really?'; it was dismissed" in text and 'paragraph [ref=' in page["snapshot"] and ': "no"' in page["snapshot"]
+        assert (
+            "confirm dialog said 'Really?'; it was dismissed" in text
+            and "paragraph [ref=" in page["snapshot"]
+            and ': "no"' in page["snapshot"]
+        )
 
         # A link opening a new tab: the new tab becomes the current page.
         _, _, page = await call_tool(client, "browser_navigate", url=site.url("/popup"))
@@ -291,7 +312,9 @@ async def test_each_http_agent_session_has_its_own_browser(make_config, site, ma
         _, _, page_a = await call_tool(a, "browser_navigate", url=site.url("/about"))
         result, text, _ = await call_tool(b, "browser_snapshot")
         assert page_a["title"] == "About" and result.is_error and "browser_navigate" in text
-        await asyncio.gather(call_tool(a, "browser_navigate", url=site.url("/flow/1")), call_tool(b, "browser_navigate", url=site.url("/form")))
+        await asyncio.gather(
+            call_tool(a, "browser_navigate", url=site.url("/flow/1")), call_tool(b, "browser_navigate", url=site.url("/form"))
+        )
         (_, _, page_a), (_, _, page_b) = await asyncio.gather(call_tool(a, "browser_snapshot"), call_tool(b, "browser_snapshot"))
         assert 'heading "Step one"' in page_a["snapshot"] and 'heading "Contact"' in page_b["snapshot"]
     server.process.terminate()
@@ -301,9 +324,17 @@ async def test_each_http_agent_session_has_its_own_browser(make_config, site, ma
 
 async def test_without_chromium_the_real_route_names_what_is_missing(make_config, site, isolation):
     if isolation == "host":
-        config, missing, remedy = make_config(browser={"executable_path": "/nonexistent/chromium"}), "/nonexistent/chromium", "apt-get install chromium"
+        config, missing, remedy = (
+            make_config(browser={"executable_path": "/nonexistent/chromium"}),
+            "/nonexistent/chromium",
+            "apt-get install chromium",
+        )
     else:
-        config, missing, remedy = make_config(browser={"image": "simroute-browser:missing"}), "simroute-browser:missing", "scripts/build-images.sh"
+        config, missing, remedy = (
+            make_config(browser={"image": "simroute-browser:missing"}),
+            "simroute-browser:missing",
+            "scripts/build-images.sh",
+        )
     async with stdio_client(config) as client:
         result, text, _ = await call_tool(client, "browser_navigate", url=site.url("/"))
         assert result.is_error and missing in text and remedy in text
@@ -317,13 +348,17 @@ async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_pa
     from router.config import parse_config
     from router.runtime.runtime import Runtime
 
-    config = parse_config(json.dumps({
-        "store": {"path": str(tmp_path / "r.db")},
-        "shell": {"enabled": False},
-        "sessions": {"idle_ttl_s": 0.5},
-        "http": {"ca_dir": str(tmp_path / "ca")},
-        "browser": {"args": [marker], "allowed_origins": LOOPBACK_ORIGINS, "isolation": isolation},
-    }))
+    config = parse_config(
+        json.dumps(
+            {
+                "store": {"path": str(tmp_path / "r.db")},
+                "shell": {"enabled": False},
+                "sessions": {"idle_ttl_s": 0.5},
+                "http": {"ca_dir": str(tmp_path / "ca")},
+                "browser": {"args": [marker], "allowed_origins": LOOPBACK_ORIGINS, "isolation": isolation},
+            }
+        )
+    )
     runtime = await Runtime(config).start()
     try:
         page = await runtime.browser.act("one", "navigate", url=site.url("/about"))
@@ -390,6 +425,9 @@ def browser_containers(marker: str) -> list[str]:
     """simroute's browser containers (any state) whose Chromium was given `marker`."""
     listed = subprocess.run(
         ["docker", "ps", "--all", "--no-trunc", "--filter", "label=org.simroute.role=browser", "--format", "{{.Names}} {{.Command}}"],
-        capture_output=True, text=True, timeout=30, check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
     ).stdout
     return [line.split()[0] for line in listed.splitlines() if marker in line]

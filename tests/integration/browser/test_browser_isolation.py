@@ -41,12 +41,14 @@ def runtime_config(tmp_path, **browser):
     """A router's config (also written to tmp_path/simroute.yaml, for `simroute records`)."""
     from router.config import parse_config
 
-    text = json.dumps({
-        "store": {"path": str(tmp_path / "records.db")},
-        "shell": {"enabled": False},
-        "http": {"ca_dir": str(tmp_path / "ca")},
-        "browser": {"isolation": "container", **browser},
-    })
+    text = json.dumps(
+        {
+            "store": {"path": str(tmp_path / "records.db")},
+            "shell": {"enabled": False},
+            "http": {"ca_dir": str(tmp_path / "ca")},
+            "browser": {"isolation": "container", **browser},
+        }
+    )
     (tmp_path / "simroute.yaml").write_text(text)
     return parse_config(text)
 
@@ -188,11 +190,22 @@ def test_leftovers_of_a_killed_router_are_reaped_at_the_next_start(tmp_path):
     probe.kill()
     probe.wait()
     leftover = f"simroute-browser-leftover-{uuid.uuid4().hex[:8]}"
-    docker("create", "--name", leftover, "--label", f"{OWNER_LABEL}={owner}", "--label", "org.simroute.role=browser", "simroute-browser:latest")
+    docker(
+        "create", "--name", leftover, "--label", f"{OWNER_LABEL}={owner}", "--label", "org.simroute.role=browser", "simroute-browser:latest"
+    )
     live = f"simroute-browser-live-{uuid.uuid4().hex[:8]}"
     from shadow.owners import this_process_owner
 
-    docker("create", "--name", live, "--label", f"{OWNER_LABEL}={this_process_owner()}", "--label", "org.simroute.role=browser", "simroute-browser:latest")
+    docker(
+        "create",
+        "--name",
+        live,
+        "--label",
+        f"{OWNER_LABEL}={this_process_owner()}",
+        "--label",
+        "org.simroute.role=browser",
+        "simroute-browser:latest",
+    )
     try:
         from backends.browser.pool import BrowserPool
         from router.config import BrowserConfig

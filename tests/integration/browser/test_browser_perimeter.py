@@ -38,7 +38,13 @@ def origin_of(pages: WebPages) -> str:
 async def test_non_web_schemes_are_refused_in_every_mode_naming_the_rule(make_config, mode):
     config = make_config(mode=mode, browser={})
     async with stdio_client(config) as client:
-        for url in ("file:///etc/hostname", "view-source:http://example.com/", "chrome://version", "javascript:alert(1)", "devtools://devtools/"):
+        for url in (
+            "file:///etc/hostname",
+            "view-source:http://example.com/",
+            "chrome://version",
+            "javascript:alert(1)",
+            "devtools://devtools/",
+        ):
             result, text, _ = await call_tool(client, "browser_navigate", url=url)
             assert result.is_error and "browser URL policy" in text and "web pages only" in text, url
             assert meta_of(result)["policy"] == "browser-url" and meta_of(result)["route"] == "deny"
@@ -58,8 +64,12 @@ async def test_metadata_and_unlisted_private_addresses_are_refused_and_a_pages_f
         assert not result.is_error and page["title"] == "About"
 
         # A page's own fetch to a loopback origin not in the allowlist: refused by the proxy, recorded.
-        script = f"fetch('{other_site.url('/secret')}').then(r => document.title = 'status ' + r.status).catch(() => document.title = 'failed')"
-        result, _, page = await call_tool(client, "browser_navigate", url="data:text/html," + urllib.parse.quote(f"<title>start</title><script>{script}</script>"))
+        script = (
+            f"fetch('{other_site.url('/secret')}').then(r => document.title = 'status ' + r.status).catch(() => document.title = 'failed')"
+        )
+        result, _, page = await call_tool(
+            client, "browser_navigate", url="data:text/html," + urllib.parse.quote(f"<title>start</title><script>{script}</script>")
+        )
         deadline = time.monotonic() + 10
         while page.get("title") == "start" and time.monotonic() < deadline:
             _, _, page = await call_tool(client, "browser_snapshot")

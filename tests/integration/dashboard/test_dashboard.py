@@ -67,7 +67,9 @@ def dashboard(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         log = folder / "dashboard.log"
         process = subprocess.Popen(
             [simroute_executable(), "dashboard", "--config", str(config), "--port", str(port)],
-            stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", "SIMROUTE_TOKEN": TOKEN},
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "SIMROUTE_TOKEN": TOKEN},
         )
         try:
             wait_for_port(port, process, describe=log.read_text)
@@ -209,7 +211,9 @@ def test_record_view_line_diffs_highlight_a_divergent_screen_line_and_show_noise
     page.click("#diff-modes button[data-mode=text]")  # the text line diff: the status line too, equal
     ready(page)
     assert "diff=text" in page.url
-    assert [r.get_attribute("data-real-line") for r in page.query_selector_all("#line-diff tbody tr.divergent")] == [str(SHELL_DIVERGENT_LINE)]
+    assert [r.get_attribute("data-real-line") for r in page.query_selector_all("#line-diff tbody tr.divergent")] == [
+        str(SHELL_DIVERGENT_LINE)
+    ]
     assert len(page.query_selector_all("#line-diff tbody tr.equal")) == 3
     page.click("#diff-modes button[data-mode=tree]")
     ready(page)
@@ -300,8 +304,14 @@ def sorted_as_the_api_says(page, dashboard: Launched, key: str) -> list[str]:
     figures (all records: the range the page is opened on): highest first, none last,
     ties in the API's order."""
     rows = page.request.get(f"{dashboard.url}/dashboard/api/fidelity?since=0").json()["rows"]
-    value = lambda r: (r.get(key) if key in r else next((c["probability"] for c in (r.get("router") or {}).get("candidates", [])  # noqa: E731
-                                                         if f"p_{c['route']}" == key), None))
+    value = lambda r: (  # noqa: E731
+        r.get(key)
+        if key in r
+        else next(
+            (c["probability"] for c in (r.get("router") or {}).get("candidates", []) if f"p_{c['route']}" == key),
+            None,
+        )
+    )
     return [r["tool"] for r in sorted(rows, key=lambda r: -1 if value(r) is None else value(r), reverse=True)]
 
 
@@ -319,7 +329,9 @@ def test_fidelity_table_sorts_by_the_clicked_column_and_shows_the_noise_table(da
     ready(page)
     assert "sort=mean_divergence" in page.url and page.inner_text("#fidelity thead th:nth-child(6)").endswith("▼")
     by_divergence = [r[2] for r in fidelity_cells(page)]
-    assert by_divergence == sorted_as_the_api_says(page, dashboard, "mean_divergence") and by_divergence[-1] == "set_alert"  # never shadowed: last
+    assert (
+        by_divergence == sorted_as_the_api_says(page, dashboard, "mean_divergence") and by_divergence[-1] == "set_alert"
+    )  # never shadowed: last
     shot(page, dashboard, "fidelity-by-divergence")
 
     page.click("#fidelity thead th:has-text('Tool')")
@@ -350,7 +362,10 @@ def test_fidelity_table_sorts_by_p_sim_once_a_model_is_trained(dashboard: Launch
             page.click(f"#fidelity thead th:has-text('{title}')")
             ready(page)
             assert f"sort={key}" in page.url
-            shown = [(r.get_attribute("data-tool").split("/")[2], r.query_selector(f"td.{key}").inner_text()) for r in page.query_selector_all("#fidelity tbody tr")]
+            shown = [
+                (r.get_attribute("data-tool").split("/")[2], r.query_selector(f"td.{key}").inner_text())
+                for r in page.query_selector_all("#fidelity tbody tr")
+            ]
             assert [tool for tool, _ in shown] == sorted_as_the_api_says(page, dashboard, key)
             assert len({p for _, p in shown if p != "–"}) >= 2  # figures that differ: the column decides the order
         shot(page, dashboard, "fidelity-by-p-sim")

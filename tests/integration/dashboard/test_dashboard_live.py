@@ -64,13 +64,19 @@ def test_dashboard_without_a_port_listens_on_8766(tmp_path: Path):
         try:
             probe.bind(("127.0.0.1", DEFAULT_PORT))
         except OSError as exc:
-            pytest.fail(f"port {DEFAULT_PORT}, the dashboard's default, is taken on this machine ({exc}): "
-                        f"stop what listens there (`ss -ltnp 'sport = :{DEFAULT_PORT}'`) and run this test again")
+            pytest.fail(
+                f"port {DEFAULT_PORT}, the dashboard's default, is taken on this machine ({exc}): "
+                f"stop what listens there (`ss -ltnp 'sport = :{DEFAULT_PORT}'`) and run this test again"
+            )
     config = write_config(tmp_path)
     asyncio.run(fill_store(tmp_path / "records.db", 50, now=time.time()))
     log = tmp_path / "dashboard.log"
-    process = subprocess.Popen([simroute_executable(), "dashboard", "--config", str(config)],  # no --port, as a user starts it
-                               stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(
+        [simroute_executable(), "dashboard", "--config", str(config)],  # no --port, as a user starts it
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         wait_for_port(DEFAULT_PORT, process, describe=log.read_text)
         assert process.poll() is None, log.read_text()  # ours listens there, not something that came meanwhile
@@ -144,7 +150,9 @@ def test_overview_shows_the_shadow_queue_and_skips_that_metrics_and_the_store_re
     the other two are skipped. The overview says so, as /metrics and the store do."""
     with silent_world_model() as url:
         config = write_config(
-            tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="shadow",
+            tmp_path,
+            mcpServers={"toolbox": toolbox_server()},
+            mode="shadow",
             shadow={"queue_size": 1, "stop_grace_s": 0, "drain_on_start": False},
             world_model={"engine": "openai", "url": url, "deadline_s": 300},
         )

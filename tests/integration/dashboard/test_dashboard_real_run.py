@@ -24,8 +24,12 @@ pytestmark = pytest.mark.integration
 def served(learned) -> Iterator[str]:
     port = free_port()
     log = Path(learned["folder"]) / "dashboard.log"
-    process = subprocess.Popen([simroute_executable(), "dashboard", "--config", str(learned["config"]), "--port", str(port)],
-                               stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(
+        [simroute_executable(), "dashboard", "--config", str(learned["config"]), "--port", str(port)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         wait_for_port(port, process, describe=log.read_text)
         yield f"http://127.0.0.1:{port}"
@@ -127,11 +131,18 @@ def test_router_view_draws_the_share_vs_fidelity_curve_and_shows_the_cards_figur
     for canvas in canvases:
         painted = painted_pixels(page, canvas)
         assert painted > 500
-    drawn = {c.evaluate("c => Chart.getChart(c).options.plugins.title.text").split(":")[0]: c.evaluate("c => Chart.getChart(c).data.datasets.map(d => d.data)")
-             for c in canvases}
+    drawn = {
+        c.evaluate("c => Chart.getChart(c).options.plugins.title.text").split(":")[0]: c.evaluate(
+            "c => Chart.getChart(c).data.datasets.map(d => d.data)"
+        )
+        for c in canvases
+    }
     for route, report in trained.items():
         assert drawn[route] == [[p["share"] for p in report["curve"]], [p["fidelity"] for p in report["curve"]]]  # the card's curve
-        figures = {r.get_attribute("data-figure"): r.query_selector("td").inner_text() for r in page.query_selector_all(f"table.figures[data-route='{route}'] tr")}
+        figures = {
+            r.get_attribute("data-figure"): r.query_selector("td").inner_text()
+            for r in page.query_selector_all(f"table.figures[data-route='{route}'] tr")
+        }
         chosen = report["chosen"]
         assert float(figures["threshold"]) == pytest.approx(report["threshold"], abs=1e-4)
         assert float(figures["cost_saved"]) == pytest.approx(chosen["cost_saved"], abs=1e-4)
@@ -139,7 +150,10 @@ def test_router_view_draws_the_share_vs_fidelity_curve_and_shows_the_cards_figur
         assert float(figures["fidelity"]) == pytest.approx(chosen["fidelity"], abs=1e-4)
         assert int(figures["real_calls_saved"]) == chosen["real_calls_saved"]
         assert float(figures["cv_roc_auc"]) == pytest.approx(report["cv_roc_auc"], abs=1e-4)
-        bins = [[td.inner_text() for td in r.query_selector_all("td")] for r in page.query_selector_all(f"table.calibration[data-route='{route}'] tbody tr")]
+        bins = [
+            [td.inner_text() for td in r.query_selector_all("td")]
+            for r in page.query_selector_all(f"table.calibration[data-route='{route}'] tbody tr")
+        ]
         assert bins == [[f"{b['predicted']:.3f}", f"{b['acceptable']:.3f}", str(b["count"])] for b in report["calibration"]]
     for route in card["routes"].keys() - trained.keys():  # a route without a classifier says why
         assert page.query_selector(f"p.note[data-route='{route}']") is not None

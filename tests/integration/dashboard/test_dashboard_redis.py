@@ -47,7 +47,11 @@ async def test_redis_aggregates_match_sqlite_on_the_same_records(tmp_path: Path,
         hour = (NOW - 3 * 3600) // 3600 * 3600
         for where in (RecordFilter(since=hour), RecordFilter(since=hour, tool="forecast")):
             assert rounded(await redis.fidelity(where)) == rounded(await sqlite.fidelity(where))
-        for where in (RecordFilter(since=NOW - 86400), RecordFilter(since=NOW - 86400, tool="echo", divergent=True), RecordFilter(since=0, session="session-3")):
+        for where in (
+            RecordFilter(since=NOW - 86400),
+            RecordFilter(since=NOW - 86400, tool="echo", divergent=True),
+            RecordFilter(since=0, session="session-3"),
+        ):
             first = await sqlite.page(where, limit=30)
             assert [r["id"] for r in await redis.page(where, limit=30)] == [r["id"] for r in first]
             older = await sqlite.page(where, before=first[-1]["id"], limit=30)
@@ -76,7 +80,9 @@ async def test_prune_takes_pruned_records_out_of_the_aggregates_of_both_stores(t
             assert sum(r["calls"] for r in overview) == remaining
         shadowed = len([r for r in await sqlite.recent() if r.get("divergence") is not None])
         assert sum(r["shadow_pairs"] for r in await redis.fidelity(RecordFilter(since=0))) == shadowed
-        assert rounded(await redis.overview(RecordFilter(since=0), bucket_s=600.0)) == rounded(await sqlite.overview(RecordFilter(since=0), bucket_s=600.0))
+        assert rounded(await redis.overview(RecordFilter(since=0), bucket_s=600.0)) == rounded(
+            await sqlite.overview(RecordFilter(since=0), bucket_s=600.0)
+        )
         assert rounded(await redis.fidelity(RecordFilter(since=0))) == rounded(await sqlite.fidelity(RecordFilter(since=0)))
     finally:
         await sqlite.aclose()
@@ -112,8 +118,12 @@ async def test_simroute_dashboard_serves_a_redis_store(tmp_path: Path, redis_ser
     config = write_config(tmp_path, store={"url": redis_server.url})
     port = free_port()
     log = tmp_path / "dashboard.log"
-    process = subprocess.Popen([simroute_executable(), "dashboard", "--config", str(config), "--port", str(port)],
-                               stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(
+        [simroute_executable(), "dashboard", "--config", str(config), "--port", str(port)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         wait_for_port(port, process, describe=log.read_text)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:

@@ -50,8 +50,9 @@ async def test_with_a_token_serve_asks_for_it_on_the_dashboard_and_metrics_too(t
             assert "httponly" in traded.headers["set-cookie"].lower() and "samesite=strict" in traded.headers["set-cookie"].lower()
             assert (await http.get("/dashboard/api/records")).status_code == 200  # the cookie, kept by the client
             # The MCP endpoint still wants its bearer token: the dashboard's cookie is not one.
-            mcp = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                  headers={"accept": "application/json, text/event-stream"})
+            mcp = await http.post(
+                "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"accept": "application/json, text/event-stream"}
+            )
             assert mcp.status_code == 401
 
 
@@ -69,7 +70,11 @@ async def test_metrics_count_the_world_models_tokens_and_generation_time(tmp_pat
     assert 1 <= completions <= 2  # one answer, or one more after a malformed one
     assert samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)] > 50 * completions  # the prompt holds the tool list
     assert 0 < samples[("simroute_world_model_completion_tokens_total", MCP_LLAMA)] <= 64 * completions
-    assert 0 < samples[("simroute_world_model_evaluated_tokens_total", MCP_LLAMA)] <= samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)]
+    assert (
+        0
+        < samples[("simroute_world_model_evaluated_tokens_total", MCP_LLAMA)]
+        <= samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)]
+    )
     assert samples[("simroute_world_model_generation_seconds_sum", MCP_LLAMA)] > 0
     sim_calls = [value for (name, labels), value in samples.items() if name == "simroute_calls_total" and ("provenance", "sim") in labels]
     assert sim_calls == [1.0]

@@ -20,10 +20,14 @@ def compose_command() -> list[str]:
 
 def test_compose_file_is_valid_and_needs_a_token():
     env = {k: v for k, v in os.environ.items() if k != "SIMROUTE_TOKEN"}
-    out = subprocess.run([*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "config"], capture_output=True, text=True, timeout=60, env=env)
+    out = subprocess.run(
+        [*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "config"], capture_output=True, text=True, timeout=60, env=env
+    )
     assert out.returncode != 0 and "SIMROUTE_TOKEN" in out.stderr  # no deployment without a token
     env["SIMROUTE_TOKEN"] = "compose-test-token-0123456789"
-    out = subprocess.run([*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "config"], capture_output=True, text=True, timeout=60, env=env)
+    out = subprocess.run(
+        [*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "config"], capture_output=True, text=True, timeout=60, env=env
+    )
     assert out.returncode == 0, out.stderr
     assert "simroute:local" in out.stdout and "compose-test-token-0123456789" in out.stdout
     import yaml
@@ -34,6 +38,11 @@ def test_compose_file_is_valid_and_needs_a_token():
 
 
 def test_deployed_config_is_valid():
-    out = subprocess.run([simroute_executable(), "check-config", "--config", str(ROOT / "deploy" / "simroute.yaml")], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [simroute_executable(), "check-config", "--config", str(ROOT / "deploy" / "simroute.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert "1 server(s)" in out.stdout and "store redis://redis:6379/0" in out.stdout

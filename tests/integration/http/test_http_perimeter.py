@@ -63,7 +63,13 @@ def test_raw_tcp_after_connect_is_refused_before_a_byte_reaches_the_target_and_r
         time.sleep(0.5)
         assert target.connections == 0 and target.received == b""
         [row] = p.records()
-        assert (row["channel"], row["server"], row["tool"], row["route"], row["policy"]) == ("http", f"127.0.0.1:{target.port}", "TCP", "deny", "http-tcp")
+        assert (row["channel"], row["server"], row["tool"], row["route"], row["policy"]) == (
+            "http",
+            f"127.0.0.1:{target.port}",
+            "TCP",
+            "deny",
+            "http-tcp",
+        )
 
         # The default mode (real) refuses raw TCP too: only a rule opens a tunnel.
         p.stop()
@@ -126,7 +132,13 @@ def test_a_silent_client_tunnel_is_raw_tcp_refused_without_touching_the_target_a
         time.sleep(0.5)
         assert target.connections == 0
         [row] = p.records()
-        assert (row["channel"], row["server"], row["tool"], row["route"], row["policy"]) == ("http", f"127.0.0.1:{target.port}", "TCP", "deny", "http-tcp")
+        assert (row["channel"], row["server"], row["tool"], row["route"], row["policy"]) == (
+            "http",
+            f"127.0.0.1:{target.port}",
+            "TCP",
+            "deny",
+            "http-tcp",
+        )
         assert "sent nothing within 0.5s" in row["observation"]["content"][0]["text"]
     finally:
         target.close()
@@ -175,7 +187,9 @@ def test_websocket_is_a_call_deny_403_real_recorded_at_close_sim_501(proxy, echo
     p.stop()
 
     p = proxy()
-    with websockets.sync.client.connect(echo_socket, proxy=p.url, open_timeout=10, additional_headers={"X-Simroute-Session": "chatter"}) as ws:
+    with websockets.sync.client.connect(
+        echo_socket, proxy=p.url, open_timeout=10, additional_headers={"X-Simroute-Session": "chatter"}
+    ) as ws:
         ws.send("hello")
         assert ws.recv(timeout=10) == "echo: hello"
         ws.send("again")
@@ -237,7 +251,9 @@ def test_body_limits_413_before_routing_and_a_gzip_bomb_is_decoded_boundedly(pro
         bomb = gzip_of_zeros(2 * 1024 * 1024 * 1024)  # 2 GiB of zeros in about 2 MB
         assert len(bomb) < 4 * 1024 * 1024
         before = rss_kib(p.process.pid)
-        answer = client.post(f"{upstream}/echo", content=bomb, headers={"Content-Encoding": "gzip", "Content-Type": "application/octet-stream"})
+        answer = client.post(
+            f"{upstream}/echo", content=bomb, headers={"Content-Encoding": "gzip", "Content-Type": "application/octet-stream"}
+        )
         after = rss_kib(p.process.pid)
     assert answer.status_code == 200  # forwarded as sent: the upstream decides what to do with it
     assert after - before < 200 * 1024, f"the proxy grew by {(after - before) // 1024} MiB"
@@ -248,10 +264,19 @@ def test_body_limits_413_before_routing_and_a_gzip_bomb_is_decoded_boundedly(pro
 
 
 def test_rules_see_normalised_hosts_and_paths_and_contradicting_hosts_get_400(proxy, upstream):
-    deny = {"name": "no-admin", "match": {"channel": "http", "server": "api.example.test", "arguments": {"path": "/admin/*"}}, "route": "deny"}
+    deny = {
+        "name": "no-admin",
+        "match": {"channel": "http", "server": "api.example.test", "arguments": {"path": "/admin/*"}},
+        "route": "deny",
+    }
     p = proxy(rules=[deny])
     with httpx.Client(proxy=p.url, timeout=20) as client:
-        for url in ("http://api.example.test/admin/x", "http://API.Example.TEST./admin/x", "http://api.example.test/%61dmin/x", "http://api.example.test/public/../admin/x"):
+        for url in (
+            "http://api.example.test/admin/x",
+            "http://API.Example.TEST./admin/x",
+            "http://api.example.test/%61dmin/x",
+            "http://api.example.test/public/../admin/x",
+        ):
             answer = client.get(url)
             assert answer.status_code == 403 and answer.headers["x-simroute-route"] == "deny", url
         # What goes upstream is the normalised request.
@@ -276,7 +301,11 @@ def _raw_request(port: int, text: str) -> bytes:
 def test_cloud_metadata_and_link_local_addresses_are_refused_and_recorded(proxy):
     p = proxy()
     with httpx.Client(proxy=p.url, timeout=20) as client:
-        for url in ("http://169.254.169.254/latest/meta-data/iam/", "http://metadata.google.internal/computeMetadata/v1/", "http://169.254.1.1/"):
+        for url in (
+            "http://169.254.169.254/latest/meta-data/iam/",
+            "http://metadata.google.internal/computeMetadata/v1/",
+            "http://169.254.1.1/",
+        ):
             answer = client.get(url)
             error = answer.json()["error"]
             assert answer.status_code == 403 and ("metadata" in error or "link-local" in error), url
@@ -297,9 +326,17 @@ def test_a_name_is_checked_on_its_addresses_and_connected_to_the_address_checked
         try:
             rebinding = ["127.0.0.1", "127.0.0.2"]
             tunnel = {"match": {"channel": "http", "tool": "TCP", "server": f"tcp-rebind.test:{echo.port}"}, "route": "real"}
-            p = proxy(env=scripted_dns({
-                "inner.test": ["169.254.7.7"], "rebind.test": rebinding, "tls-rebind.test": rebinding, "tcp-rebind.test": rebinding,
-            }), rules=[tunnel])
+            p = proxy(
+                env=scripted_dns(
+                    {
+                        "inner.test": ["169.254.7.7"],
+                        "rebind.test": rebinding,
+                        "tls-rebind.test": rebinding,
+                        "tcp-rebind.test": rebinding,
+                    }
+                ),
+                rules=[tunnel],
+            )
             with httpx.Client(proxy=p.url, verify=ssl.create_default_context(cafile=p.ca_cert), timeout=20) as client:
                 refused = client.get(f"http://inner.test:{port}/echo")
                 assert refused.status_code == 403 and "link-local" in refused.json()["error"]
@@ -343,6 +380,7 @@ def test_with_a_token_the_proxy_needs_session_and_token_and_namespaces_sessions(
     open_dir = tmp_path / "open"
     open_dir.mkdir()
     config = http_config(open_dir, http={"listen_host": "0.0.0.0"})
-    out = subprocess.run([simroute_executable(), "http-proxy", "--config", str(config), "--port", "0"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [simroute_executable(), "http-proxy", "--config", str(config), "--port", "0"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2 and "SIMROUTE_TOKEN" in out.stderr and "0.0.0.0" in out.stderr
-

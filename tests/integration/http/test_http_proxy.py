@@ -23,9 +23,7 @@ pytestmark = pytest.mark.integration
 
 
 def curl(proxy, *args) -> tuple[dict[str, str], str, int]:
-    out = subprocess.run(
-        ["curl", "-s", "-i", "--max-time", "20", "-x", proxy.url, *args], capture_output=True, text=True, timeout=30
-    )
+    out = subprocess.run(["curl", "-s", "-i", "--max-time", "20", "-x", proxy.url, *args], capture_output=True, text=True, timeout=30)
     head, _, body = out.stdout.replace("\r\n", "\n").partition("\n\n")
     while head.startswith("HTTP/1.1 200 Connection established"):  # the CONNECT answer of HTTPS
         head, _, body = body.partition("\n\n")
@@ -69,7 +67,12 @@ def test_https_with_simroutes_ca_for_curl_requests_and_httpx(proxy, tls_upstream
 
 def test_deny_rule_by_host_method_and_path_answers_403_with_a_json_reason(proxy, upstream):
     host = upstream.removeprefix("http://")
-    deny = {"name": "no-deletes", "match": {"channel": "http", "server": host, "tool": "DELETE", "arguments": {"path": "/echo*"}}, "route": "deny", "reason": "no deletes in tests"}
+    deny = {
+        "name": "no-deletes",
+        "match": {"channel": "http", "server": host, "tool": "DELETE", "arguments": {"path": "/echo*"}},
+        "route": "deny",
+        "reason": "no deletes in tests",
+    }
     p = proxy(rules=[deny])
     with httpx.Client(proxy=p.url, timeout=20) as client:
         denied = client.delete(f"{upstream}/echo/7")
@@ -100,7 +103,13 @@ def test_replay_matches_noisy_query_and_body_fields(proxy, upstream):
 
     def post(session, ts, request_id, **extra):
         payload = {"q": "weather", "meta": {"request_id": request_id}, **extra}
-        return requests.post(f"{upstream}/echo?ts={ts}&city=paris", json=payload, headers={"X-Simroute-Session": session}, proxies={"http": p.url}, timeout=20)
+        return requests.post(
+            f"{upstream}/echo?ts={ts}&city=paris",
+            json=payload,
+            headers={"X-Simroute-Session": session},
+            proxies={"http": p.url},
+            timeout=20,
+        )
 
     first = post("recording", 1, "r-1")
     assert first.headers["X-Simroute-Provenance"] == "real"  # a miss goes real and is recorded
@@ -156,7 +165,9 @@ def test_body_limits_truncate_text_with_a_marker_and_keep_binary_intact_or_by_ha
     text = rows["/big50000"]
     assert text["truncated"] and text["body_size"] == 50000 and "[simroute: body truncated, 1000 of 50000 bytes recorded]" in text["body"]
     assert base64.b64decode(rows["/binary600"]["body"]) == small_binary.content
-    assert rows["/binary5000"]["body"] is None and rows["/binary5000"]["body_size"] == 5000 and len(rows["/binary5000"]["body_sha256"]) == 64
+    assert (
+        rows["/binary5000"]["body"] is None and rows["/binary5000"]["body_size"] == 5000 and len(rows["/binary5000"]["body_sha256"]) == 64
+    )
     assert rows["/gzip"]["body"] == '{"zipped": true}' and not any(n.lower() == "content-encoding" for n, _ in rows["/gzip"]["headers"])
 
 
@@ -207,7 +218,11 @@ def test_bad_input_down_and_slow_upstreams_get_clear_answers_and_the_proxy_stays
     assert stalled.status_code == 504 and waited_stalled < 2.5
     assert fine.status_code == 200
     unparsed, *rows = p.records()  # records are complete: the malformed request too
-    assert unparsed["id"] == malformed_record.group(1) and (unparsed["tool"], unparsed["route"], unparsed["policy"]) == ("INVALID", "deny", "http-parser")
+    assert unparsed["id"] == malformed_record.group(1) and (unparsed["tool"], unparsed["route"], unparsed["policy"]) == (
+        "INVALID",
+        "deny",
+        "http-parser",
+    )
     assert "malformed request" in unparsed["observation"]["content"][0]["text"] and unparsed["session"] == "http-unparsed"
     assert [r["observation"]["structured"]["status"] for r in rows] == [502, 504, 504, 200]
     assert rows[1]["note"] == rows[2]["note"] == "timed out" and rows[1]["latency_ms"] >= 1000
@@ -238,7 +253,9 @@ def test_a_taken_port_is_a_clear_error(tmp_path, upstream):
         sock.listen()
         port = sock.getsockname()[1]
         config = http_config(tmp_path)
-        out = subprocess.run([simroute_executable(), "http-proxy", "--config", str(config), "--port", str(port)], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [simroute_executable(), "http-proxy", "--config", str(config), "--port", str(port)], capture_output=True, text=True, timeout=60
+        )
     assert out.returncode == 1 and "cannot listen" in out.stderr and str(port) in out.stderr
 
 

@@ -29,7 +29,6 @@ from shadow.store.redis.store import RedisStore
 pytestmark = pytest.mark.integration
 
 
-
 async def test_learning_rows_and_a_published_model_on_redis(tmp_path, redis_server):
     rows = generate(120)
     store = await RedisStore(redis_server.url).open()
@@ -62,8 +61,14 @@ async def test_a_replica_loads_a_model_within_moments_of_simroute_reload(tmp_pat
     store = await RedisStore(redis_server.url).open()
     train_and_save(tmp_path / ".simroute" / "router.skops", generate(300))
     config = write_config(tmp_path, mode="learned", store={"url": redis_server.url})
-    service = LearnedService(LearnedPolicy(LearnedSettings(explore_rate=0.0)), store, model_path=tmp_path / "elsewhere.skops",
-                             max_divergence=0.2, confidence=0.8, publish_poll_s=30.0)
+    service = LearnedService(
+        LearnedPolicy(LearnedSettings(explore_rate=0.0)),
+        store,
+        model_path=tmp_path / "elsewhere.skops",
+        max_divergence=0.2,
+        confidence=0.8,
+        publish_poll_s=30.0,
+    )
     follower = asyncio.create_task(service.follow_published())
     try:
         await asyncio.sleep(0.5)  # subscribed (and the empty version key read)
@@ -72,8 +77,12 @@ async def test_a_replica_loads_a_model_within_moments_of_simroute_reload(tmp_pat
             if round_ == 2:
                 train_and_save(tmp_path / ".simroute" / "router.skops", generate(300, seed=1))
             reload = await asyncio.to_thread(
-                subprocess.run, [simroute_executable(), "reload", "--config", str(config)], env=_child_environment(),
-                capture_output=True, text=True, timeout=60,
+                subprocess.run,
+                [simroute_executable(), "reload", "--config", str(config)],
+                env=_child_environment(),
+                capture_output=True,
+                text=True,
+                timeout=60,
             )
             assert reload.returncode == 0 and "published model" in reload.stdout, reload.stderr
             published = time.monotonic()
@@ -108,7 +117,9 @@ async def test_a_side_effect_on_one_replica_stops_replay_on_another(tmp_path, re
     for engine in (a, b):
         engine.session_state = RedisSessionState(store, ttl_s=600)
         engine.simulator = FakeSimulator()
-        policy = LearnedPolicy(LearnedSettings(explore_rate=0.0), replay_key_of=lambda call, e=engine: e.replay.keys(call).replay, state=state)
+        policy = LearnedPolicy(
+            LearnedSettings(explore_rate=0.0), replay_key_of=lambda call, e=engine: e.replay.keys(call).replay, state=state
+        )
         engine.policies = default_policies(rules=[], mode=Mode.LEARNED, classifier=SafetyClassifier(), learned=policy)
 
     on_a, on_b = Session("agent"), Session("agent")  # each replica's own object for the agent's session
@@ -134,8 +145,14 @@ async def test_a_replica_started_after_a_publish_loads_the_published_model(tmp_p
     config = write_config(tmp_path, mode="learned", store={"url": redis_server.url})
     out = await asyncio.to_thread(CliRunner().invoke, app, ["reload", "--config", str(config)])
     assert out.exit_code == 0, out.output
-    service = LearnedService(LearnedPolicy(LearnedSettings(explore_rate=0.0)), store, model_path=tmp_path / "elsewhere.skops",
-                             max_divergence=0.2, confidence=0.8, publish_poll_s=30.0)
+    service = LearnedService(
+        LearnedPolicy(LearnedSettings(explore_rate=0.0)),
+        store,
+        model_path=tmp_path / "elsewhere.skops",
+        max_divergence=0.2,
+        confidence=0.8,
+        publish_poll_s=30.0,
+    )
     follower = asyncio.create_task(service.follow_published())
     try:
         for _ in range(100):

@@ -13,7 +13,6 @@ from kit.launch import meta_of, records_of, simroute_executable, stdio_client, t
 pytestmark = pytest.mark.integration
 
 
-
 async def test_unknown_tool_and_invalid_arguments(make_config):
     config = make_config(mcpServers={"time": time_server()})
     async with stdio_client(config) as client:
@@ -103,5 +102,7 @@ def test_malformed_config_names_file_line_and_key(tmp_path):
 
 
 def test_missing_config_file_is_a_clear_error(tmp_path):
-    out = subprocess.run([simroute_executable(), "records", "--config", str(tmp_path / "nope.yaml")], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [simroute_executable(), "records", "--config", str(tmp_path / "nope.yaml")], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2 and "nope.yaml: cannot read config file" in out.stderr

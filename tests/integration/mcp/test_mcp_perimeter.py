@@ -17,7 +17,9 @@ pytestmark = pytest.mark.integration
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef00"
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}},
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -65,7 +67,9 @@ async def test_tokens_are_required_and_checked(make_config, simroute_http):
 
 def test_a_bind_beyond_loopback_needs_a_token(make_config):
     config = make_config(mcpServers={"time": time_server()})
-    out = subprocess.run([simroute_executable(), "mcp", "--config", str(config), "--http", "0.0.0.0:0"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [simroute_executable(), "mcp", "--config", str(config), "--http", "0.0.0.0:0"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2 and "SIMROUTE_TOKEN" in out.stderr
 
 

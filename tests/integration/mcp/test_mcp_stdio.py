@@ -85,7 +85,12 @@ async def test_rules_route_by_tool_and_argument_patterns(make_config):
     config = make_config(
         mcpServers={"time": time_server()},
         rules=[
-            {"name": "no-asia", "match": {"tool": "get_*", "arguments": {"timezone": "re:^Asia/"}}, "route": "deny", "reason": "no Asia today"},
+            {
+                "name": "no-asia",
+                "match": {"tool": "get_*", "arguments": {"timezone": "re:^Asia/"}},
+                "route": "deny",
+                "reason": "no Asia today",
+            },
             {"match": {"tool": "convert_time"}, "route": "sim"},
         ],
     )
@@ -96,8 +101,13 @@ async def test_rules_route_by_tool_and_argument_patterns(make_config):
             "convert_time", {"source_timezone": "UTC", "time": "10:00", "target_timezone": "Asia/Tokyo"}, raise_on_error=False
         )
     assert denied.is_error and meta_of(denied) | {"record_id": None} == {
-        "provenance": "none", "route": "deny", "policy": "rules:no-asia", "reason": "no Asia today", "record_id": None,
-        "safety_class": "safe", "safety_reason": "tool name 'get_current_time' says 'get'",
+        "provenance": "none",
+        "route": "deny",
+        "policy": "rules:no-asia",
+        "reason": "no Asia today",
+        "record_id": None,
+        "safety_class": "safe",
+        "safety_reason": "tool name 'get_current_time' says 'get'",
     }
     assert "no Asia today" in denied.content[0].text
     assert meta_of(allowed)["route"] == "real" and meta_of(allowed)["provenance"] == "real"

@@ -46,7 +46,8 @@ def reports_server(folder) -> dict:
 async def test_a_simulation_prompt_sees_the_redaction_marker_not_the_secret(make_config, tmp_path):
     with ModelStub() as model:
         config = make_config(
-            mcpServers={"reports": reports_server(tmp_path)}, mode="sim",
+            mcpServers={"reports": reports_server(tmp_path)},
+            mode="sim",
             world_model={"engine": "openai", "url": model.url, "max_tokens": 64, "deadline_s": 30},
         )
         async with stdio_client(config) as client:

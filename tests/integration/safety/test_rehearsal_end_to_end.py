@@ -49,7 +49,9 @@ async def test_a_destructive_tool_of_a_real_server_is_simulated(make_config, tmp
     note = tmp_path / "note.txt"
     note.write_text("keep me")
     config = make_config(
-        mcpServers={"toolbox": toolbox_server()}, mode="rehearsal", world_model=WORLD_MODEL,
+        mcpServers={"toolbox": toolbox_server()},
+        mode="rehearsal",
+        world_model=WORLD_MODEL,
         safety={"tools": {"toolbox": {"echo": "safe"}}},  # an override: echo has no annotations, and its name says nothing
     )
     async with stdio_client(config) as client:
@@ -70,7 +72,9 @@ async def test_after_a_diverted_delete_the_servers_reads_are_simulated(make_conf
     real server never did); the real notes store still holds the note."""
     state = tmp_path / "notes.json"
     config = make_config(
-        mcpServers={"notes": notes_server(state)}, mode="rehearsal", world_model=WORLD_MODEL,
+        mcpServers={"notes": notes_server(state)},
+        mode="rehearsal",
+        world_model=WORLD_MODEL,
         rehearsal={"divert": {"mcp": ["destructive"]}},  # creating a note runs for real here
     )
     async with stdio_client(config) as client:
@@ -86,7 +90,10 @@ async def test_after_a_diverted_delete_the_servers_reads_are_simulated(make_conf
     assert json.loads(state.read_text()) == {"1": ["groceries", "milk"]}  # the real server's state is unchanged
     rows = records_of(config)
     assert [(r["tool"], r["route"], r["policy"]) for r in rows] == [
-        ("create_note", "real", "mode"), ("list_notes", "real", "mode"), ("delete_note", "sim", "rehearsal"), ("list_notes", "sim", "rehearsal"),
+        ("create_note", "real", "mode"),
+        ("list_notes", "real", "mode"),
+        ("delete_note", "sim", "rehearsal"),
+        ("list_notes", "sim", "rehearsal"),
     ]
     assert "diverted to sim earlier in rehearsal" in rows[-1]["reason"]
 
@@ -107,8 +114,14 @@ def test_a_payment_post_through_the_proxy_never_reaches_the_upstream(tmp_path, u
         assert headers["x-simroute-provenance"] == "real" and headers["x-simroute-safety"] == "safe"
         assert http_upstream.Handler.served == before + 1
         headers, _ = curl(
-            proxy.url, "-H", f"X-Simroute-Session: {session}", "-H", "Content-Type: application/json",
-            "-d", json.dumps({"amount": 4200, "currency": "usd"}), f"{upstream}/v1/payments",
+            proxy.url,
+            "-H",
+            f"X-Simroute-Session: {session}",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            json.dumps({"amount": 4200, "currency": "usd"}),
+            f"{upstream}/v1/payments",
         )
         assert headers["x-simroute-route"] == "sim" and headers["x-simroute-safety"] == "destructive"
         assert headers["x-simroute-provenance"] in ("sim", "none")  # the model's answer, or its error: never real

@@ -100,7 +100,10 @@ def test_benign_calls_are_rarely_classed_destructive(tmp_path: Path):
 
 def test_benign_shell_reads_run_real_in_rehearsal(tmp_path: Path):
     """Rehearsal diverts only what it must: on the shell channel, reads and ordinary writes stay real."""
-    calls = [{"channel": "shell", "name": "shell_exec", "arguments": {"command": c}} for c in ("ls -la", "git status", "mkdir -p build", "echo hi > out.txt")]
+    calls = [
+        {"channel": "shell", "name": "shell_exec", "arguments": {"command": c}}
+        for c in ("ls -la", "git status", "mkdir -p build", "echo hi > out.txt")
+    ]
     results = explain(tmp_path, "mode: rehearsal\n", calls)
     assert [r["route"] for r in results] == ["real"] * 4
     assert [r["safety_class"] for r in results] == ["safe", "safe", "side_effect", "side_effect"]
@@ -139,11 +142,16 @@ rules:
 def test_explain_reports_bad_calls_and_bad_configs(tmp_path: Path):
     config = tmp_path / "simroute.yaml"
     config.write_text("rules:\n  - match: {command: 're:('}\n    route: sim\n", encoding="utf-8")
-    out = subprocess.run([simroute_executable(), "explain", "--config", str(config), "--call", "{}"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [simroute_executable(), "explain", "--config", str(config), "--call", "{}"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2 and "simroute.yaml:2: rules[0].match.command: invalid regular expression" in out.stderr
     config.write_text("mode: real\n", encoding="utf-8")
     out = subprocess.run(
-        [simroute_executable(), "explain", "--config", str(config), "--call", '{"channel": "http", "name": "GET"}'], capture_output=True, text=True, timeout=60
+        [simroute_executable(), "explain", "--config", str(config), "--call", '{"channel": "http", "name": "GET"}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 2
     assert "needs a URL" in json.loads(out.stdout)["error"]

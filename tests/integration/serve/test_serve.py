@@ -25,7 +25,9 @@ def start_serve(config, mcp_port: int, proxy_port: int) -> subprocess.Popen:
     log = config.parent / f"serve-{mcp_port}.log"
     process = subprocess.Popen(
         [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{mcp_port}", "--http-proxy", str(proxy_port)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     wait_for_port(mcp_port, process, describe=log.read_text)
     wait_for_port(proxy_port, process, describe=log.read_text)
@@ -54,7 +56,10 @@ async def test_mcp_and_http_channels_share_one_process_and_the_agent_session(tmp
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
     rows = records_of(config)
-    assert [(r["session"], r["channel"], r["step"]) for r in rows] == [("agent-7", "mcp", 0), ("agent-7", "http", 1)]  # one session: steps run on
+    assert [(r["session"], r["channel"], r["step"]) for r in rows] == [
+        ("agent-7", "mcp", 0),
+        ("agent-7", "http", 1),
+    ]  # one session: steps run on
     assert [r["id"] for r in records_of(config, "--channel", "http", "--session", "agent-7")] == [rows[1]["id"]]
 
 
@@ -66,7 +71,10 @@ def test_a_taken_proxy_port_is_a_clear_error(tmp_path):
         port = taken.getsockname()[1]
         out = subprocess.run(
             [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{free_port()}", "--http-proxy", str(port)],
-            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
         )
     assert out.returncode == 1
     assert f"simroute: the HTTP proxy cannot listen on 127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr

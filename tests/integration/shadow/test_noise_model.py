@@ -68,7 +68,16 @@ async def test_noise_learned_from_real_time_server_calls_masks_the_instant_not_t
     # `simroute noise` shows the table the router learned into the store: the instant
     # is what differed in every pair.
     table = noise_table(config)
-    assert table == [{"tool": "time.get_current_time", "path": "$.result.datetime#instant", "disagreements": 3, "pairs": 3, "lower_bound": 0.75, "noisy": True}]
+    assert table == [
+        {
+            "tool": "time.get_current_time",
+            "path": "$.result.datetime#instant",
+            "disagreements": 3,
+            "pairs": 3,
+            "lower_bound": 0.75,
+            "noisy": True,
+        }
+    ]
     check_instant_masked_offset_not(Observation.from_json(rows[-1]["observation"]), learned_noise(table, "time.get_current_time"))
 
 
@@ -86,7 +95,9 @@ async def test_stateful_values_are_not_learned_as_noise(make_config):
             await client.call_tool("notes_create_note", {"title": "groceries", "body": "eggs"})
             await asyncio.sleep(1.05)
     rows = records_of(config)
-    assert [row["observation"]["content"][0]["text"] for row in rows if row["tool"] == "get_visits"] == [f"visit number {n}" for n in range(1, 5)]
+    assert [row["observation"]["content"][0]["text"] for row in rows if row["tool"] == "get_visits"] == [
+        f"visit number {n}" for n in range(1, 5)
+    ]
     assert {row["tool"]: row["safety_class"] for row in rows}["get_visits"] == "safe"
 
     table = noise_table(config)
@@ -116,7 +127,14 @@ async def test_noise_probes_teach_the_table_without_repeated_agent_calls(make_co
     rows = records_of(config)
     assert len(rows) == 3 and len({row["call_key"] for row in rows}) == 3  # the agent's calls only: probes are not records
     assert noise_table(config) == [
-        {"tool": "time.get_current_time", "path": "$.result.datetime#instant", "disagreements": 3, "pairs": 3, "lower_bound": 0.75, "noisy": True}
+        {
+            "tool": "time.get_current_time",
+            "path": "$.result.datetime#instant",
+            "disagreements": 3,
+            "pairs": 3,
+            "lower_bound": 0.75,
+            "noisy": True,
+        }
     ]
 
 

@@ -57,7 +57,9 @@ def replicas(make_config, simroute_http, redis_server, tmp_path):
     return simroute_http(config), simroute_http(config)
 
 
-async def test_a_value_another_replica_changed_between_two_reads_is_not_learned_as_noise(make_config, simroute_http, redis_server, tmp_path):
+async def test_a_value_another_replica_changed_between_two_reads_is_not_learned_as_noise(
+    make_config, simroute_http, redis_server, tmp_path
+):
     a, b = replicas(make_config, simroute_http, redis_server, tmp_path)
 
     async def deposit_on_b(on_b) -> None:

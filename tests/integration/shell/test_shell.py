@@ -14,6 +14,7 @@ from kit.sandboxes import owner_of, sandboxes
 
 pytestmark = pytest.mark.integration
 
+
 def shell_config(make_config, **shell):
     return make_config(shell={"pool_size": 0, **shell})
 
@@ -21,8 +22,6 @@ def shell_config(make_config, **shell):
 async def run(client, command, **arguments):
     result = await client.call_tool("shell_exec", {"command": command, **arguments}, raise_on_error=False)
     return result, result.structured_content or {}
-
-
 
 
 async def metric_reaches(url: str, name: str, value: float, *, timeout_s: float) -> bool:
@@ -133,13 +132,18 @@ async def test_hardening_each_property_resists_a_command_that_tries_to_break_it(
         _, out = await run(client, "grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")
         status = dict(line.split(":\t") for line in out["output"].splitlines())
         assert int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0 and status["NoNewPrivs"] == "1"
-        _, out = await run(client, "touch /etc/owned; touch /usr/bin/owned; echo ok > /workspace/mine && cat /workspace/mine && echo tmp > /tmp/t")
+        _, out = await run(
+            client, "touch /etc/owned; touch /usr/bin/owned; echo ok > /workspace/mine && cat /workspace/mine && echo tmp > /tmp/t"
+        )
         assert out["output"].count("Read-only file system") == 2 and "ok" in out["output"] and out["exit_code"] == 0
         _, out = await run(client, "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\"")
         assert out["exit_code"] != 0 and "Network is unreachable" in out["output"]
-        _, out = await run(client, "python3 -c \"b = bytearray(2 * 1024**3)\"", timeout_s=30)
+        _, out = await run(client, 'python3 -c "b = bytearray(2 * 1024**3)"', timeout_s=30)
         assert out["exit_code"] in (1, 137)  # MemoryError or the OOM killer: the 512m limit holds
-        _, out = await run(client, "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max")
+        _, out = await run(
+            client,
+            "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max",
+        )
         assert "100000" in out["output"] and "256" in out["output"]  # 1 CPU, 256 pids
         # A fork bomb: contained by the pids limit, noticed by the process count (not by
         # the sandbox ceasing to answer), the sandbox replaced; the next call works at once.

@@ -72,7 +72,9 @@ async def test_fastmcp_client_ending_its_session_leaves_no_sandbox(make_config, 
 @contextmanager
 def router(config) -> Iterator[subprocess.Popen]:
     """`simroute mcp` on stdio with no client speaking yet; killed at the end if still running."""
-    process = subprocess.Popen([simroute_executable(), "mcp", "--config", str(config)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [simroute_executable(), "mcp", "--config", str(config)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     try:
         yield process
     finally:
@@ -143,6 +145,7 @@ def test_the_reaper_removes_only_simroute_sandboxes_of_gone_owners(make_config):
     gone.wait()
     started = []
     try:
+
         def container(labels):
             started.append(engine.containers.run(IMAGE, ["sleep", "120"], detach=True, network_mode="none", labels=labels))
             return started[-1]

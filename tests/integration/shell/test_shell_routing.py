@@ -18,7 +18,6 @@ READ_ONLY = {"name": "read-only", "match": {"channel": "shell", "arguments": {"c
 SHAPE = {"output", "exit_code", "cwd", "timed_out", "truncated"}
 
 
-
 async def run(client, command):
     result = await client.call_tool("shell_exec", {"command": command}, raise_on_error=False)
     return result, meta_of(result)
@@ -43,7 +42,9 @@ async def test_read_only_commands_simulated_others_real_and_the_session_stays_re
 
 
 async def test_shadowed_commands_are_compared_with_the_terminal_model(make_config):
-    config = make_config(shell={"pool_size": 0}, world_model=WORLD_MODEL, mode="shadow", shadow={"drain_on_start": False, "stop_grace_s": 0})
+    config = make_config(
+        shell={"pool_size": 0}, world_model=WORLD_MODEL, mode="shadow", shadow={"drain_on_start": False, "stop_grace_s": 0}
+    )
     async with stdio_client(config) as client:
         result, meta = await run(client, "pwd")
     assert meta["provenance"] == "real" and result.structured_content["output"].strip() == "/workspace"
@@ -56,7 +57,9 @@ async def test_shadowed_commands_are_compared_with_the_terminal_model(make_confi
 
 async def test_without_docker_simulated_shells_work_and_real_ones_say_why(make_config):
     config = make_config(
-        shell={"pool_size": 1}, world_model=WORLD_MODEL, mode="sim",
+        shell={"pool_size": 1},
+        world_model=WORLD_MODEL,
+        mode="sim",
         rules=[{"match": {"channel": "shell", "arguments": {"command": "re:^touch"}}, "route": "real"}],
     )
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}

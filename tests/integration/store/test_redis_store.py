@@ -17,7 +17,6 @@ from shadow.store.redis.store import RedisStore
 pytestmark = pytest.mark.integration
 
 
-
 def redis_store(server: RedisServer) -> RedisStore:
     return RedisStore(server.url, prefix=f"t{uuid.uuid4().hex[:8]}")
 
@@ -264,7 +263,9 @@ async def test_two_router_processes_share_an_agent_sessions_history(make_config,
     assert render_action({"name": "get_balance", "arguments": {}}, 3) in messages[-1]["content"]  # the call itself is turn 3
     mine = [r for r in records_of(config) if r["session"] == "agent-9"]
     assert [(r["step"], r["tool"], r["provenance"], r["policy"]) for r in mine] == [
-        (0, "add_funds", "real", "mode"), (1, "add_funds", "real", "mode"), (2, "get_balance", "sim", "rules:simulate-balance")
+        (0, "add_funds", "real", "mode"),
+        (1, "add_funds", "real", "mode"),
+        (2, "get_balance", "sim", "rules:simulate-balance"),
     ]
     assert mine[0]["owner"] == mine[1]["owner"] != mine[2]["owner"]  # steps 0-1 by process A, step 2 by process B
 
@@ -277,8 +278,9 @@ async def test_a_sessions_token_owns_it_on_every_replica(make_config, simroute_h
     from fastmcp.client.transports import StreamableHttpTransport
 
     alice, bob = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef01"
-    config = make_config(mcpServers={"toolbox": toolbox_server()}, store={"url": redis_server.url},
-                         service={"tokens": {"alice": alice, "bob": bob}})
+    config = make_config(
+        mcpServers={"toolbox": toolbox_server()}, store={"url": redis_server.url}, service={"tokens": {"alice": alice, "bob": bob}}
+    )
     a, b = simroute_http(config), simroute_http(config)
 
     def agent(server, token: str) -> Client:
@@ -311,18 +313,33 @@ async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
 
     config = write_config(tmp_path, store={"url": redis_server.url})
     call = Call("mcp", "time", "get_current_time", {"timezone": "Asia/Tokyo"}, "s1")
-    shadowed = Record(call, Decision(Route.SHADOW, "mode", "test"), answer("+09:00", Provenance.REAL), step=0,
-                      call_key=call_key("mcp", "time", "get_current_time", call.arguments))
+    shadowed = Record(
+        call,
+        Decision(Route.SHADOW, "mode", "test"),
+        answer("+09:00", Provenance.REAL),
+        step=0,
+        call_key=call_key("mcp", "time", "get_current_time", call.arguments),
+    )
     shadowed.shadow = answer("+08:00", Provenance.SIM)
     result = compare(shadowed.served, shadowed.shadow, channel="mcp")
     shadowed.divergence, shadowed.divergence_kind, shadowed.divergence_evidence = result.score, result.kind, result.evidence
     store = await RedisStore(redis_server.url).open()  # the prefix the config's routers use
-    await store.upsert([shadowed.to_json(), Record(call, Decision(Route.REAL, "mode", "test"), answer("+09:00", Provenance.REAL), step=1, call_key="k").to_json()])
+    await store.upsert(
+        [
+            shadowed.to_json(),
+            Record(call, Decision(Route.REAL, "mode", "test"), answer("+09:00", Provenance.REAL), step=1, call_key="k").to_json(),
+        ]
+    )
     await store.aclose()
 
     def diff(record_id: str) -> subprocess.CompletedProcess:
-        return subprocess.run([simroute_executable(), "diff", record_id, "--config", str(config)], capture_output=True, text=True,
-                              env={**os.environ, "COLUMNS": "160"}, timeout=60)
+        return subprocess.run(
+            [simroute_executable(), "diff", record_id, "--config", str(config)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "160"},
+            timeout=60,
+        )
 
     shown = diff(shadowed.id[:12])
     assert shown.returncode == 0, shown.stderr

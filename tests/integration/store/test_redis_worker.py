@@ -18,7 +18,6 @@ pytestmark = pytest.mark.integration
 WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}
 
 
-
 def start_worker(config, log):
     return subprocess.Popen([simroute_executable(), "worker", "--config", str(config)], stdout=log.open("w"), stderr=subprocess.STDOUT)
 
@@ -37,8 +36,11 @@ def wait_until(predicate, timeout_s: float, what: str) -> None:
 
 async def test_workers_complete_shadow_work_and_claim_a_dead_workers_job(make_config, redis_server, tmp_path):
     config = make_config(
-        mcpServers={"time": time_server()}, mode="shadow", world_model=WORLD_MODEL,
-        store={"url": redis_server.url}, shadow={"claim_after_s": 2},
+        mcpServers={"time": time_server()},
+        mode="shadow",
+        world_model=WORLD_MODEL,
+        store={"url": redis_server.url},
+        shadow={"claim_after_s": 2},
     )
     async with stdio_client(config) as client:
         served = await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"})

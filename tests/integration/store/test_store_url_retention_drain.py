@@ -75,7 +75,9 @@ async def test_the_redis_log_stream_keeps_to_store_max_log(tmp_path, redis_serve
 
 async def test_simroute_drain_completes_pending_shadow_work_in_a_redis_store(make_config, redis_server):
     config = make_config(
-        mcpServers={"time": time_server()}, mode="shadow", world_model={"max_tokens": 96, "deadline_s": 120},
+        mcpServers={"time": time_server()},
+        mode="shadow",
+        world_model={"max_tokens": 96, "deadline_s": 120},
         store={"url": redis_server.url},
     )
     async with stdio_client(config) as client:

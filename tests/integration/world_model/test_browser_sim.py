@@ -19,7 +19,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.serial]
 CONFIG_DEFAULTS = {"browser": {"allowed_origins": ["http://127.0.0.1:*"]}}
 
 
-
 def world_model():
     return {"model_path": str(model_path()), "deadline_s": 120, "max_tokens": 160}
 

@@ -66,7 +66,9 @@ def test_an_api_that_does_not_exist_is_simulated_over_https(tmp_path):
     try:
         out = subprocess.run(
             ["curl", "-s", "-i", "--max-time", "150", "-x", p.url, "--cacert", str(p.ca_cert), "https://api.offline.test/v1/users/1"],
-            capture_output=True, text=True, timeout=180,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
     finally:
         p.stop()

@@ -17,7 +17,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.serial]
 WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}
 
 
-
 async def test_simulated_call_answers_in_the_real_format(make_config):
     config = make_config(
         mcpServers={"time": time_server()},

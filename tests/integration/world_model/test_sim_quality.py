@@ -33,9 +33,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 PREFILL = "**Environment Observation:**\n"
 NOTES_TOOLS = [
-    {"name": "create_note", "description": "Create a note; answers its id.", "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}, "body": {"type": "string"}}}},
+    {
+        "name": "create_note",
+        "description": "Create a note; answers its id.",
+        "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}, "body": {"type": "string"}}},
+    },
     {"name": "list_notes", "description": "List the notes, one per line.", "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "get_note", "description": "One note's title and body.", "inputSchema": {"type": "object", "properties": {"note_id": {"type": "integer"}}}},
+    {
+        "name": "get_note",
+        "description": "One note's title and body.",
+        "inputSchema": {"type": "object", "properties": {"note_id": {"type": "integer"}}},
+    },
 ]
 
 
@@ -49,8 +57,16 @@ async def engine():
 
 # --- recorded rows, as the real backends record them ------------------------------
 
+
 def row(channel, server, tool, arguments, observation: Observation, session="recorded"):
-    return {"session": session, "channel": channel, "server": server, "tool": tool, "arguments": arguments, "observation": observation.to_json()}
+    return {
+        "session": session,
+        "channel": channel,
+        "server": server,
+        "tool": tool,
+        "arguments": arguments,
+        "observation": observation.to_json(),
+    }
 
 
 def text(value, is_error=False):
@@ -60,27 +76,55 @@ def text(value, is_error=False):
 def shell_rows():
     def shell(command, output, code=0, cwd="/workspace"):
         result = ShellResult(output, code, cwd)
-        return row("shell", "shell", "shell_exec", {"command": command}, Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured()))
+        return row(
+            "shell",
+            "shell",
+            "shell_exec",
+            {"command": command},
+            Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured()),
+        )
 
     return [shell("ls", "notes\nreport.txt\n"), shell("wc -l report.txt", "3 report.txt\n"), shell("grep -c todo report.txt", "0\n", 1)]
 
 
 def http_call(path, session="s"):
-    return make_call(method="GET", url=f"http://api.test{path}", headers=[("Accept", "application/json")], body=b"", session_id=session, settings=HttpSettings())
+    return make_call(
+        method="GET",
+        url=f"http://api.test{path}",
+        headers=[("Accept", "application/json")],
+        body=b"",
+        session_id=session,
+        settings=HttpSettings(),
+    )
 
 
 def http_rows():
     def exchange(path, body):
-        structured = response_record(200, "OK", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False)
+        structured = response_record(
+            200, "OK", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False
+        )
         request = http_call(path, "recorded")
         return row("http", request.server, request.tool, request.arguments, observation_of(structured, Provenance.REAL))
 
-    return [exchange("/items", '[{"id": 1, "name": "bolt"}, {"id": 2, "name": "nut"}]'), exchange("/items/1", '{"id": 1, "name": "bolt", "stock": 12}')]
+    return [
+        exchange("/items", '[{"id": 1, "name": "bolt"}, {"id": 2, "name": "nut"}]'),
+        exchange("/items/1", '{"id": 1, "name": "bolt", "stock": 12}'),
+    ]
 
 
 def web_rows():
-    page = PageState("http://shop.test/", "Shop", '- heading "Shop" [level=1] [ref=e2]\n- link "Items" [ref=e3]\n- button "Sign in" [ref=e4]')
-    return [row("browser", "browser", "browser_navigate", {"url": "http://shop.test/"}, Observation([{"type": "text", "text": page.text()}], Provenance.REAL, structured=page.structured()))]
+    page = PageState(
+        "http://shop.test/", "Shop", '- heading "Shop" [level=1] [ref=e2]\n- link "Items" [ref=e3]\n- button "Sign in" [ref=e4]'
+    )
+    return [
+        row(
+            "browser",
+            "browser",
+            "browser_navigate",
+            {"url": "http://shop.test/"},
+            Observation([{"type": "text", "text": page.text()}], Provenance.REAL, structured=page.structured()),
+        )
+    ]
 
 
 def simulator(engine, rows=()):
@@ -98,13 +142,24 @@ def simulator(engine, rows=()):
 
 
 CALLS = {
-    "mcp": [Call("mcp", "notes", "list_notes", {}, ""), Call("mcp", "notes", "get_note", {"note_id": 1}, ""), Call("mcp", "notes", "create_note", {"title": "b", "body": "c"}, "")],
+    "mcp": [
+        Call("mcp", "notes", "list_notes", {}, ""),
+        Call("mcp", "notes", "get_note", {"note_id": 1}, ""),
+        Call("mcp", "notes", "create_note", {"title": "b", "body": "c"}, ""),
+    ],
     "shell": [Call("shell", "shell", "shell_exec", {"command": c}, "") for c in ("ls", "cat report.txt", "mkdir -p out && cd out")],
     "http": [http_call(p) for p in ("/items", "/items/1", "/items/2")],
     "browser": [Call("browser", "browser", "browser_navigate", {"url": u}, "") for u in ("http://shop.test/", "http://shop.test/items")],
 }
-ROWS = {"mcp": [row("mcp", "notes", "list_notes", {}, text("1. groceries\n2. ideas")), row("mcp", "notes", "get_note", {"note_id": 1}, text("Note 1: groceries\nmilk, eggs"))],
-        "shell": shell_rows(), "http": http_rows(), "browser": web_rows()}
+ROWS = {
+    "mcp": [
+        row("mcp", "notes", "list_notes", {}, text("1. groceries\n2. ideas")),
+        row("mcp", "notes", "get_note", {"note_id": 1}, text("Note 1: groceries\nmilk, eggs")),
+    ],
+    "shell": shell_rows(),
+    "http": http_rows(),
+    "browser": web_rows(),
+}
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
@@ -145,8 +200,18 @@ async def test_a_gguf_without_a_chat_template_works_with_chat_format(tmp_path):
 
     bare = tmp_path / "bare.gguf"  # the bundled model without its chat template, by the gguf package's own tool
     subprocess.run(
-        [sys.executable, "-m", "gguf.scripts.gguf_new_metadata", "--remove-metadata", "tokenizer.chat_template", "--force", str(model_path()), str(bare)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "gguf.scripts.gguf_new_metadata",
+            "--remove-metadata",
+            "tokenizer.chat_template",
+            "--force",
+            str(model_path()),
+            str(bare),
+        ],
+        check=True,
+        capture_output=True,
     )
     messages = [{"role": "system", "content": "You answer briefly."}, {"role": "user", "content": "Say hello."}]
     without = LlamaCppEngine(bare, n_ctx=512, cached_sessions=1)
@@ -170,7 +235,12 @@ class _StubChat(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).bodies.append(body)
         content = type(self).answers.pop(0)
-        payload = json.dumps({"choices": [{"message": {"content": content}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
+        payload = json.dumps(
+            {
+                "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -220,5 +290,7 @@ async def test_a_constant_tool_is_simulated_identically_from_new_sessions(make_c
         async with Client(server.url) as client:  # a new agent session each time
             answer = await client.call_tool("version", {}, raise_on_error=False)
         assert meta_of(answer)["provenance"] == "sim"
-        scores.append(divergence(reference, Observation([{"type": "text", "text": answer.content[0].text}], Provenance.SIM, is_error=answer.is_error)))
+        scores.append(
+            divergence(reference, Observation([{"type": "text", "text": answer.content[0].text}], Provenance.SIM, is_error=answer.is_error))
+        )
     assert sum(score <= 0.1 for score in scores) >= 9, scores

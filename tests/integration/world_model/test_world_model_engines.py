@@ -20,14 +20,23 @@ from backends.world_model.openai_engine import OpenAICompatibleEngine
 # The bundled GGUF model runs in these tests, against deadlines: one test at a time (`serial`).
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
-TOOLS = [{"name": "get_current_time", "description": "Current time in a timezone", "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string"}}}}]
+TOOLS = [
+    {
+        "name": "get_current_time",
+        "description": "Current time in a timezone",
+        "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string"}}},
+    }
+]
 REAL = '{"timezone": "Asia/Tokyo", "datetime": "2026-11-22T18:05:30+09:00", "day_of_week": "Sunday", "is_dst": false}'
 
 
 def messages(history_len: int, timezone: str = "Europe/Paris") -> list[dict]:
     history = [({"name": "get_current_time", "arguments": {"timezone": f"Zone/{i}"}}, REAL) for i in range(history_len)]
     return build_mcp_messages(
-        server="time", tools=TOOLS, history=history, action={"name": "get_current_time", "arguments": {"timezone": timezone}},
+        server="time",
+        tools=TOOLS,
+        history=history,
+        action={"name": "get_current_time", "arguments": {"timezone": timezone}},
         demonstrations=[({"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}, REAL)],
     )
 
@@ -43,7 +52,11 @@ async def llama():
 async def test_completion_and_schema_constrained_output(llama):
     plain = await llama.complete(messages(0), session_id="plain", deadline_s=180, max_tokens=24)
     assert plain.text.strip() and plain.prompt_tokens > 100 and plain.completion_tokens > 0
-    schema = {"type": "object", "properties": {"timezone": {"type": "string"}, "is_dst": {"type": "boolean"}}, "required": ["timezone", "is_dst"]}
+    schema = {
+        "type": "object",
+        "properties": {"timezone": {"type": "string"}, "is_dst": {"type": "boolean"}},
+        "required": ["timezone", "is_dst"],
+    }
     constrained = await llama.complete(messages(0), session_id="plain", deadline_s=180, max_tokens=64, json_schema=schema)
     import json
 
@@ -123,8 +136,21 @@ async def test_missing_model_file():
 def llama_server():
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 60
@@ -175,8 +201,16 @@ async def test_metrics_count_a_served_models_tokens(llama_server, tmp_path):
     from kit.serve import parsed, scrape_around_a_call, serving
 
     config = write_config(
-        tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="sim",
-        world_model={"engine": "openai", "url": llama_server, "max_tokens": 48, "deadline_s": 120, "context_tokens": 1800},  # the server has 2,048
+        tmp_path,
+        mcpServers={"toolbox": toolbox_server()},
+        mode="sim",
+        world_model={
+            "engine": "openai",
+            "url": llama_server,
+            "max_tokens": 48,
+            "deadline_s": 120,
+            "context_tokens": 1800,
+        },  # the server has 2,048
     )
     log = tmp_path / "serve.log"
     with serving(config, log) as port:
@@ -188,4 +222,8 @@ async def test_metrics_count_a_served_models_tokens(llama_server, tmp_path):
     assert completions >= 1
     assert samples[("simroute_world_model_prompt_tokens_total", labels)] > 50 * completions  # the server's count: the tool list is in it
     assert 0 < samples[("simroute_world_model_completion_tokens_total", labels)] <= 48 * completions
-    assert 0 < samples[("simroute_world_model_evaluated_tokens_total", labels)] <= samples[("simroute_world_model_prompt_tokens_total", labels)]
+    assert (
+        0
+        < samples[("simroute_world_model_evaluated_tokens_total", labels)]
+        <= samples[("simroute_world_model_prompt_tokens_total", labels)]
+    )

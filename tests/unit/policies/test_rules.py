@@ -15,7 +15,9 @@ FALLBACK = Decision(Route.REAL, "default", "none")
 
 
 def route_of(rules, c, mode=Route.REAL):
-    return decide(default_policies(rules=[parse_rule(r, index=i) for i, r in enumerate(rules)], mode=mode), c, Session("s1"), fallback=FALLBACK)
+    return decide(
+        default_policies(rules=[parse_rule(r, index=i) for i, r in enumerate(rules)], mode=mode), c, Session("s1"), fallback=FALLBACK
+    )
 
 
 def test_first_matching_rule_wins_then_mode():
@@ -55,7 +57,9 @@ def test_parse_errors_name_the_key(rule, message):
 def http_call(method="POST", url="https://api.example.com:8443/v1/charges?x=1", body=None):
     from backends.http.messages import HttpSettings, make_call
 
-    return make_call(method=method, url=url, headers=[("Content-Type", "application/json")], body=body or b"", session_id="s1", settings=HttpSettings())
+    return make_call(
+        method=method, url=url, headers=[("Content-Type", "application/json")], body=body or b"", session_id="s1", settings=HttpSettings()
+    )
 
 
 def test_http_keys_host_without_port_method_and_path():

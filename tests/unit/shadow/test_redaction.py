@@ -14,7 +14,15 @@ from shadow.records import Record
 from shadow.redaction import MARKER_PREFIX, Redactor, build_redactor, element_name, redaction_key
 from shadow.secret_patterns import is_credential_name
 
-SECRETS = ["hunter2-pw", "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB", "sk-proj-abcdefghijklmnopqrstuvwx", "AKIAIOSFODNN7EXAMPLE", "s3ss10n-c00kie", "tok-777-xyz", "1234"]
+SECRETS = [
+    "hunter2-pw",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+    "sk-proj-abcdefghijklmnopqrstuvwx",
+    "AKIAIOSFODNN7EXAMPLE",
+    "s3ss10n-c00kie",
+    "tok-777-xyz",
+    "1234",
+]
 
 
 @pytest.fixture
@@ -28,18 +36,36 @@ def leaks(value) -> list[str]:
 
 
 def test_credential_names_match_whole_words():
-    for name in ("password", "GITHUB_TOKEN", "X-Api-Key", "apiKey", "client_secret", "Authorization", "set-cookie", "password_confirmation", "pin"):
+    for name in (
+        "password",
+        "GITHUB_TOKEN",
+        "X-Api-Key",
+        "apiKey",
+        "client_secret",
+        "Authorization",
+        "set-cookie",
+        "password_confirmation",
+        "pin",
+    ):
         assert is_credential_name(name), name
     for name in ("max_tokens", "tokens", "spin", "author", "keyword", "session", "description"):
         assert not is_credential_name(name), name
 
 
 def test_mcp_arguments_json_fields_and_key_shapes(redactor):
-    call = Call("mcp", "github", "create_issue", {
-        "repo": "a/b", "title": "hello", "max_tokens": 256,
-        "auth": {"password": "hunter2-pw", "token": None},
-        "note": "use ghp_abcdefghijklmnopqrstuvwxyz0123456789AB or sk-proj-abcdefghijklmnopqrstuvwx, AWS AKIAIOSFODNN7EXAMPLE",
-    }, "s1")
+    call = Call(
+        "mcp",
+        "github",
+        "create_issue",
+        {
+            "repo": "a/b",
+            "title": "hello",
+            "max_tokens": 256,
+            "auth": {"password": "hunter2-pw", "token": None},
+            "note": "use ghp_abcdefghijklmnopqrstuvwxyz0123456789AB or sk-proj-abcdefghijklmnopqrstuvwx, AWS AKIAIOSFODNN7EXAMPLE",
+        },
+        "s1",
+    )
     redacted = redactor.call(call)
     assert leaks(redacted.arguments) == []
     assert redacted.arguments["repo"] == "a/b" and redacted.arguments["max_tokens"] == 256 and redacted.arguments["auth"]["token"] is None
@@ -48,13 +74,23 @@ def test_mcp_arguments_json_fields_and_key_shapes(redactor):
 
 
 def test_http_header_cookie_query_and_json_body(redactor):
-    call = Call("http", "api.test", "POST", {
-        "method": "POST",
-        "url": "https://api.test/v1/items?api_key=tok-777-xyz&page=2",
-        "query": {"api_key": "tok-777-xyz", "page": "2"},
-        "headers": {"authorization": "Bearer hunter2-pw", "cookie": "sid=s3ss10n-c00kie; theme=dark", "content-type": "application/json"},
-        "body": {"user": "ada", "password": "1234"},
-    }, "s1")
+    call = Call(
+        "http",
+        "api.test",
+        "POST",
+        {
+            "method": "POST",
+            "url": "https://api.test/v1/items?api_key=tok-777-xyz&page=2",
+            "query": {"api_key": "tok-777-xyz", "page": "2"},
+            "headers": {
+                "authorization": "Bearer hunter2-pw",
+                "cookie": "sid=s3ss10n-c00kie; theme=dark",
+                "content-type": "application/json",
+            },
+            "body": {"user": "ada", "password": "1234"},
+        },
+        "s1",
+    )
     arguments = redactor.call(call).arguments
     assert leaks(arguments) == []
     assert arguments["headers"]["authorization"].startswith("Bearer " + MARKER_PREFIX)
@@ -64,8 +100,15 @@ def test_http_header_cookie_query_and_json_body(redactor):
 
 
 def test_http_observation_headers_and_body_text(redactor):
-    structured = {"status": 200, "reason": "OK", "headers": [["Set-Cookie", "sid=s3ss10n-c00kie; Path=/; HttpOnly"], ["Content-Type", "application/json"]],
-                  "body": '{"access_token": "tok-777-xyz", "expires_in": 3600}', "body_encoding": "text", "body_size": 50, "truncated": False}
+    structured = {
+        "status": 200,
+        "reason": "OK",
+        "headers": [["Set-Cookie", "sid=s3ss10n-c00kie; Path=/; HttpOnly"], ["Content-Type", "application/json"]],
+        "body": '{"access_token": "tok-777-xyz", "expires_in": 3600}',
+        "body_encoding": "text",
+        "body_size": 50,
+        "truncated": False,
+    }
     raw = "HTTP/1.1 200 OK\nSet-Cookie: sid=s3ss10n-c00kie; Path=/\n\n" + structured["body"]
     observation = Observation([{"type": "text", "text": raw}], Provenance.REAL, structured=structured)
     redacted = redactor.observation(observation)
@@ -88,7 +131,12 @@ def test_browser_typing_into_a_password_field(redactor):
 
 
 def test_shell_command_text(redactor):
-    call = make_call("shell_exec", {"command": "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB && mysql --password hunter2-pw"}, channel="shell", session="s1")
+    call = make_call(
+        "shell_exec",
+        {"command": "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB && mysql --password hunter2-pw"},
+        channel="shell",
+        session="s1",
+    )
     command = redactor.call(call).arguments["command"]
     assert leaks(command) == [] and command.startswith("export GITHUB_TOKEN=[redacted:") and "mysql --password [redacted:" in command
 

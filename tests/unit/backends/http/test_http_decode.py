@@ -8,8 +8,14 @@ from backends.http.decode import decode_bounded
 
 
 def test_small_bodies_decode_whole():
-    for data, encoding in ((gzip.compress(b"hello"), "gzip"), (zlib.compress(b"hello"), "deflate"), (zlib.compress(b"hello")[2:-4], "deflate"),
-                           (brotli.compress(b"hello"), "br"), (zstandard.compress(b"hello"), "zstd"), (gzip.compress(b"he") + gzip.compress(b"llo"), "gzip")):
+    for data, encoding in (
+        (gzip.compress(b"hello"), "gzip"),
+        (zlib.compress(b"hello"), "deflate"),
+        (zlib.compress(b"hello")[2:-4], "deflate"),
+        (brotli.compress(b"hello"), "br"),
+        (zstandard.compress(b"hello"), "zstd"),
+        (gzip.compress(b"he") + gzip.compress(b"llo"), "gzip"),
+    ):
         decoded = decode_bounded(data, encoding, max_bytes=1 << 20)
         assert decoded == decoded.__class__(b"hello", True), encoding
 

@@ -62,8 +62,14 @@ def test_inferred_body_schemas_bound_strings_and_arrays():
 
 
 def row(arguments, text, *, session="old", tool="read", is_error=False, call_key=None, occurrence=None):
-    return {"session": session, "tool": tool, "arguments": arguments, "call_key": call_key, "occurrence": occurrence,
-            "observation": {"content": [{"type": "text", "text": text}], "is_error": is_error}}
+    return {
+        "session": session,
+        "tool": tool,
+        "arguments": arguments,
+        "call_key": call_key,
+        "occurrence": occurrence,
+        "observation": {"content": [{"type": "text", "text": text}], "is_error": is_error},
+    }
 
 
 def test_same_call_key_first_then_nearest_arguments_best_last():
@@ -128,17 +134,27 @@ def test_generation_budget_follows_real_answer_sizes_under_the_ceiling():
 def test_session_rows_come_from_the_history_of_the_same_server():
     from backends.world_model.grounding import session_rows
 
-    session = Session("s", history=[
-        Turn(Call("mcp", "fs", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "A"}], Provenance.REAL)),
-        Turn(Call("mcp", "other", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "B"}], Provenance.REAL)),
-    ])
+    session = Session(
+        "s",
+        history=[
+            Turn(Call("mcp", "fs", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "A"}], Provenance.REAL)),
+            Turn(Call("mcp", "other", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "B"}], Provenance.REAL)),
+        ],
+    )
     assert [observation_text(r) for r in session_rows(Call("mcp", "fs", "read", {}, "s"), session)] == ["A"]
 
 
 def test_a_schema_stored_with_sorted_keys_is_generated_in_the_recorded_field_order():
-    schema = {"type": "object", "required": ["timezone", "datetime"], "properties": {
-        "datetime": {"type": "string"}, "is_dst": {"type": "boolean"}, "source": {"type": "object", "properties": {"b": {}, "a": {}}},
-        "timezone": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "required": ["timezone", "datetime"],
+        "properties": {
+            "datetime": {"type": "string"},
+            "is_dst": {"type": "boolean"},
+            "source": {"type": "object", "properties": {"b": {}, "a": {}}},
+            "timezone": {"type": "string"},
+        },
+    }
     recorded = [{"timezone": "UTC", "datetime": "x", "source": {"a": 1, "b": 2}}]
     ordered = grammars.ordered_like(schema, recorded)
     assert list(ordered["properties"]) == ["timezone", "datetime", "source", "is_dst"]
@@ -187,7 +203,7 @@ def grammar_allows(llama, grammar: str, text: str) -> bool:
         llama_cpp.llama_sampler_free(sampler)
 
 
-FENCED = "```json\n{\"a\": 1}\n```"
+FENCED = '```json\n{"a": 1}\n```'
 
 
 def test_the_mcp_text_grammar_refuses_a_fence_around_the_answer_unless_allowed(vocab):
@@ -208,8 +224,16 @@ def test_the_mcp_domain_allows_a_fence_only_when_the_recordings_have_one(vocab):
     call = Call("mcp", "srv", "t", {"x": 1}, "s")
 
     def grammar_with(recorded: str) -> str:
-        rows = [{"session": "old", "channel": "mcp", "server": "srv", "tool": "t", "arguments": {"x": 1},
-                 "observation": {"content": [{"type": "text", "text": recorded}], "is_error": False, "structured": None}}]
+        rows = [
+            {
+                "session": "old",
+                "channel": "mcp",
+                "server": "srv",
+                "tool": "t",
+                "arguments": {"x": 1},
+                "observation": {"content": [{"type": "text", "text": recorded}], "is_error": False, "structured": None},
+            }
+        ]
         domain = McpDomain(tools_for=lambda server: [{"name": "t"}], records_for=lambda c: rows, output_schema_for=lambda s, t: None)
         grounding = domain.ground(call, Session("s"), count_tokens=lambda text: len(text) // 4)
         return domain.constraint(call, Session("s"), grounding, max_tokens=64).grammar

@@ -9,7 +9,9 @@ from router.types import Provenance, Session, Turn
 
 
 def call(url, method="GET", session="s", body=b""):
-    return make_call(method=method, url=url, headers=[("Accept", "application/json")], body=body, session_id=session, settings=HttpSettings())
+    return make_call(
+        method=method, url=url, headers=[("Accept", "application/json")], body=body, session_id=session, settings=HttpSettings()
+    )
 
 
 def response(status, body):
@@ -17,8 +19,14 @@ def response(status, body):
 
 
 def row(request, structured, session="old"):
-    return {"session": session, "channel": "http", "server": request.server, "tool": request.tool, "arguments": request.arguments,
-            "observation": observation_of(structured, Provenance.REAL).to_json()}
+    return {
+        "session": session,
+        "channel": "http",
+        "server": request.server,
+        "tool": request.tool,
+        "arguments": request.arguments,
+        "observation": observation_of(structured, Provenance.REAL).to_json(),
+    }
 
 
 def tokens(text):
@@ -36,8 +44,10 @@ def test_history_shows_this_hosts_exchanges_as_raw_http_and_examples_come_right_
     # this host's history (not other.test), then the example as the turn before the current request
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "GET /users/1 HTTP/1.1\nHost: api.test" in messages[1]["content"]
-    assert messages[2]["content"].startswith("**Environment Observation:**\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{\"id\": 1}")
-    assert messages[3]["content"].startswith("(A real exchange of this server in another session") and "GET /users/2" in messages[3]["content"]
+    assert messages[2]["content"].startswith('**Environment Observation:**\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{"id": 1}')
+    assert (
+        messages[3]["content"].startswith("(A real exchange of this server in another session") and "GET /users/2" in messages[3]["content"]
+    )
     assert '"name": "Ann"' in messages[4]["content"]
     final = messages[5]["content"]
     assert final.startswith("### Turn 3\n**Action:**\n```http\nGET /users/3 HTTP/1.1") and "<predicted_observation>" in final
@@ -46,11 +56,15 @@ def test_history_shows_this_hosts_exchanges_as_raw_http_and_examples_come_right_
 def test_predictions_parse_leniently_and_garbage_is_a_clear_sim_error():
     domain = HttpDomain()
     c = call("http://api.test/users/3")
-    good = domain.observation(c, 'Sure:\n```http\nHTTP/1.1 404 Not Found\nContent-Type: application/json\nContent-Length: 99\n\n{"error": "no"}\n```')
+    good = domain.observation(
+        c, 'Sure:\n```http\nHTTP/1.1 404 Not Found\nContent-Type: application/json\nContent-Length: 99\n\n{"error": "no"}\n```'
+    )
     assert good.structured["status"] == 404 and good.structured["body"] == '{"error": "no"}\n' and good.is_error
     assert ["Content-Length", "99"] not in good.structured["headers"]
     # SmolLM2's habit: the fence closes after the headers and the model goes on with another turn.
-    headers_only = domain.observation(c, "**Observation:**\n\n```\nHTTP/1.1 200 OK\nContent-Type: application/json\n```\n\n**Action:**\nGET /x")
+    headers_only = domain.observation(
+        c, "**Observation:**\n\n```\nHTTP/1.1 200 OK\nContent-Type: application/json\n```\n\n**Action:**\nGET /x"
+    )
     assert headers_only.structured["status"] == 200 and headers_only.structured["body"] == ""
     with pytest.raises(InvalidPrediction, match="not an HTTP response"):
         domain.observation(c, "I think the user exists")  # the simulator asks once more, then errs clearly

@@ -8,7 +8,11 @@ from backends.world_model.prompt import OMITTED
 
 GOLDEN = Path(__file__).parent / "golden" / "mcp_three_step_session.json"
 TOOLS = [
-    {"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+    {
+        "name": "read_file",
+        "description": "Read a file",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
     {"name": "list_dir", "description": "List a folder", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
 ]
 
@@ -87,7 +91,11 @@ def test_a_trimmed_tool_list_does_not_depend_on_the_called_tool():
 
     def messages_for(tool):
         return three_step_messages(
-            history=history, demonstrations=[], action={"name": tool, "arguments": {"path": "/app"}}, budget_tokens=420, count_tokens=lambda t: len(t) // 4
+            history=history,
+            demonstrations=[],
+            action={"name": tool, "arguments": {"path": "/app"}},
+            budget_tokens=420,
+            count_tokens=lambda t: len(t) // 4,
         )
 
     read, listing = messages_for("read_file"), messages_for("list_dir")
@@ -128,7 +136,10 @@ def test_an_oversized_demonstration_is_cut_to_fit():
     big = "z" * 20_000
     messages = three_step_messages(
         history=[],
-        demonstrations=[({"name": "read_file", "arguments": {"path": "/a"}}, "small"), ({"name": "read_file", "arguments": {"path": "/b"}}, big)],
+        demonstrations=[
+            ({"name": "read_file", "arguments": {"path": "/a"}}, "small"),
+            ({"name": "read_file", "arguments": {"path": "/b"}}, big),
+        ],
         budget_tokens=2000,
         count_tokens=lambda t: len(t) // 4,
     )
@@ -140,8 +151,17 @@ def test_an_oversized_demonstration_is_cut_to_fit():
 def test_signatures_list_each_tool_on_one_line_with_its_parameters():
     from backends.world_model.mcp_prompt import build_system
 
-    tools = [{"name": "get_note", "description": "One note's\ntitle and body.", "inputSchema": {
-        "type": "object", "properties": {"note_id": {"type": "integer"}, "full": {"type": "boolean"}}, "required": ["note_id"]}}]
+    tools = [
+        {
+            "name": "get_note",
+            "description": "One note's\ntitle and body.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"note_id": {"type": "integer"}, "full": {"type": "boolean"}},
+                "required": ["note_id"],
+            },
+        }
+    ]
     system = build_system("notes", tools, tool_list="signatures")
     assert "## Tools\n- get_note(note_id: integer, full?: boolean): One note's title and body." in system
     assert "inputSchema" not in system and "inputSchema" in build_system("notes", tools)  # json: the full definitions

@@ -109,7 +109,9 @@ async def test_a_server_without_json_schema_gets_json_object_with_the_schema(ser
 
 
 async def test_reasoning_is_never_the_prediction_unless_it_holds_the_tag(server):
-    answers = iter([answer("the observation", reasoning="thinking"), answer(None, reasoning="hmm <predicted_observation>kept</predicted_observation>")])
+    answers = iter(
+        [answer("the observation", reasoning="thinking"), answer(None, reasoning="hmm <predicted_observation>kept</predicted_observation>")]
+    )
 
     async def reasoning_server(request, writer):
         await respond(writer, 200, next(answers))

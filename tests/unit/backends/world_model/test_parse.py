@@ -7,7 +7,10 @@ from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse
     ("raw", "expected"),
     [
         ("<think>hmm</think><predicted_observation>ok</predicted_observation>", "ok"),
-        ("<think>a</think>x<think>b</think><predicted_observation>\n**Environment Observation:**\nfiles\n</predicted_observation>", "files"),
+        (
+            "<think>a</think>x<think>b</think><predicted_observation>\n**Environment Observation:**\nfiles\n</predicted_observation>",
+            "files",
+        ),
         ("reasoning that started before the text</think>\n<predicted_observation>late</predicted_observation>", "late"),
         ("<predicted_observation>answer</predicted_observation> <think>never closed", "answer"),
         ("<predicted_observation>first</predicted_observation> then <predicted_observation>second</predicted_observation>", "second"),
@@ -20,7 +23,10 @@ def test_parse_prediction(raw, expected):
     assert parse_prediction(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["", "   ", "<think>all budget spent thinking", "<predicted_observation></predicted_observation>", "**Environment Observation:**"])
+@pytest.mark.parametrize(
+    "raw",
+    ["", "   ", "<think>all budget spent thinking", "<predicted_observation></predicted_observation>", "**Environment Observation:**"],
+)
 def test_empty_prediction_is_an_error(raw):
     with pytest.raises(EmptyPrediction):
         parse_prediction(raw)

@@ -46,8 +46,14 @@ def simulator(engine, *, schema=None, constrained=True, rows=()):
 
 
 def real_row(arguments, text, *, is_error=False, session="old"):
-    return {"session": session, "channel": "mcp", "server": "srv", "tool": "t", "arguments": arguments,
-            "observation": {"content": [{"type": "text", "text": text}], "is_error": is_error, "structured": None}}
+    return {
+        "session": session,
+        "channel": "mcp",
+        "server": "srv",
+        "tool": "t",
+        "arguments": arguments,
+        "observation": {"content": [{"type": "text", "text": text}], "is_error": is_error, "structured": None},
+    }
 
 
 CALL = Call("mcp", "srv", "t", {"x": 1}, "s")
@@ -55,10 +61,13 @@ CALL = Call("mcp", "srv", "t", {"x": 1}, "s")
 
 async def test_text_prediction_and_history_of_this_server_only():
     engine = ScriptedEngine("<predicted_observation>hello</predicted_observation>")
-    session = Session("s", history=[
-        Turn(Call("mcp", "srv", "t", {"x": 0}, "s"), Observation([{"type": "text", "text": "seen"}], Provenance.REAL)),
-        Turn(Call("mcp", "other", "t", {"x": 0}, "s"), Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL)),
-    ])
+    session = Session(
+        "s",
+        history=[
+            Turn(Call("mcp", "srv", "t", {"x": 0}, "s"), Observation([{"type": "text", "text": "seen"}], Provenance.REAL)),
+            Turn(Call("mcp", "other", "t", {"x": 0}, "s"), Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL)),
+        ],
+    )
     observation = await simulator(engine).simulate(CALL, session, deadline_s=5)
     assert observation.text == "hello" and observation.provenance is Provenance.SIM and not observation.is_error
     messages = engine.seen[0][0]
@@ -90,7 +99,11 @@ async def test_the_recorded_outcome_of_the_same_call_holds_the_answer_to_it_and_
     options = engine.seen[0][1]
     assert options["grammar"].startswith("root ::= result\n")  # recorded a success: no error form
     assert "\n\n" in options["stop"]  # recorded answers have no blank line: one ends the answer
-    other_call = [real_row({"x": 2}, "Deleted note 2"), real_row({"x": 1}, "gone", is_error=True, session="o2"), real_row({"x": 1}, "ok\n\nmore", session="o3")]
+    other_call = [
+        real_row({"x": 2}, "Deleted note 2"),
+        real_row({"x": 1}, "gone", is_error=True, session="o2"),
+        real_row({"x": 1}, "ok\n\nmore", session="o3"),
+    ]
     await simulator(engine, rows=other_call).simulate(CALL, Session("s"), deadline_s=5)
     options = engine.seen[1][1]
     assert options["grammar"].startswith("root ::= result | error\n")  # the records disagree: either
@@ -121,9 +134,13 @@ async def test_agreeing_records_sample_at_temperature_zero_and_the_budget_follow
 
 
 async def test_unconstrained_engines_get_one_retry_then_a_clear_error():
-    retried = await simulator(ScriptedEngine('{"n": "x"}', '{"n": 4}'), schema=SCHEMA, constrained=False).simulate(CALL, Session("s"), deadline_s=5)
+    retried = await simulator(ScriptedEngine('{"n": "x"}', '{"n": 4}'), schema=SCHEMA, constrained=False).simulate(
+        CALL, Session("s"), deadline_s=5
+    )
     assert retried.structured == {"n": 4}
-    failed = await simulator(ScriptedEngine('{"n": "x"}', "nope"), schema=SCHEMA, constrained=False).simulate(CALL, Session("s"), deadline_s=5)
+    failed = await simulator(ScriptedEngine('{"n": "x"}', "nope"), schema=SCHEMA, constrained=False).simulate(
+        CALL, Session("s"), deadline_s=5
+    )
     assert failed.is_error and "not a JSON object" in failed.text
 
 
@@ -190,12 +207,14 @@ async def test_loading_the_model_is_not_charged_to_the_calls_deadline():
             assert kwargs["deadline_s"] > 0.15  # the deadline left after loading is the call's own
             return await super().complete(messages, **kwargs)
 
-    observation = await simulator(SlowToLoad("<predicted_observation>ready</predicted_observation>")).simulate(CALL, Session("s"), deadline_s=0.2)
+    observation = await simulator(SlowToLoad("<predicted_observation>ready</predicted_observation>")).simulate(
+        CALL, Session("s"), deadline_s=0.2
+    )
     assert not observation.is_error and observation.text == "ready"
 
 
 def test_commentary_about_the_server_is_not_a_tool_answer():
-    """"The server returns …" where the tool's recorded answers never talk that way is
+    """ "The server returns …" where the tool's recorded answers never talk that way is
     a description, not the answer: the checker says so (the simulator asks once more)."""
     from backends.world_model.checks import check_mcp
 

@@ -19,11 +19,14 @@ def real_turn(command, output, code, cwd):
 
 def test_messages_carry_the_real_history_as_screens():
     domain = TerminalDomain(describe_workspace=lambda: "README.md (10 bytes)", initial_state="A Python project.")
-    session = Session("s", history=[
-        real_turn("echo hi > notes.txt", "", 0, "/workspace"),
-        real_turn("cd src", "bash: cd: src: No such file or directory\n", 1, "/workspace"),
-        Turn(Call("mcp", "time", "now", {}, "s"), Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL)),
-    ])
+    session = Session(
+        "s",
+        history=[
+            real_turn("echo hi > notes.txt", "", 0, "/workspace"),
+            real_turn("cd src", "bash: cd: src: No such file or directory\n", 1, "/workspace"),
+            Turn(Call("mcp", "time", "now", {}, "s"), Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL)),
+        ],
+    )
     messages = domain.messages(shell("cat notes.txt"), session, budget_tokens=10_000, count_tokens=lambda t: len(t) // 4)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     system = messages[0]["content"]
@@ -59,8 +62,12 @@ def test_old_turns_are_dropped_to_fit_the_budget():
 
 
 def row(command, output, cwd="/workspace"):
-    return {"tool": "shell_exec", "arguments": {"command": command}, "session": "old",
-            "observation": {"is_error": False, "structured": ShellResult(output, 0, cwd).structured()}}
+    return {
+        "tool": "shell_exec",
+        "arguments": {"command": command},
+        "session": "old",
+        "observation": {"is_error": False, "structured": ShellResult(output, 0, cwd).structured()},
+    }
 
 
 def test_demonstrations_prefer_the_same_command_then_the_nearest():

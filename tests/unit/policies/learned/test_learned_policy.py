@@ -79,7 +79,9 @@ def test_side_effect_calls_stay_real_and_replay_is_stale_after_one():
 
 
 def test_exploration_shadows_a_share_of_calls():
-    policy = policy_after(only("get_visits", generate(600), 40, faithful_sim=False), )
+    policy = policy_after(
+        only("get_visits", generate(600), 40, faithful_sim=False),
+    )
     policy.settings = LearnedSettings(explore_rate=0.2)
     routes = [policy.decide(visits(f"s{i}"), Session(f"s{i}", steps=i), SAFE).route for i in range(2000)]
     share = routes.count(Route.SHADOW) / len(routes)
@@ -101,7 +103,11 @@ def test_stateful_channels_are_pinned_at_the_first_call():
 
 def test_a_rule_can_hand_calls_to_the_learned_router():
     policy = policy_after(only("get_motto", generate(600), 40, faithful_sim=True))
-    chain = default_policies(rules=[parse_rule({"name": "mottos", "match": {"tool": "get_motto"}, "route": "learned", "deadline_s": 5})], mode=Mode.REAL, learned=policy)
+    chain = default_policies(
+        rules=[parse_rule({"name": "mottos", "match": {"tool": "get_motto"}, "route": "learned", "deadline_s": 5})],
+        mode=Mode.REAL,
+        learned=policy,
+    )
     from policies.base import decide
 
     decided = decide(chain, motto(), Session("a"), fallback=Decision(Route.REAL, "x", ""))

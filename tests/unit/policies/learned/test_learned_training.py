@@ -84,7 +84,8 @@ def test_the_policys_probabilities_are_predict_probas_for_new_and_repeated_calls
     from router.types import Call, Session
 
     model = LearnedModel(
-        {route: RouteModel(LinearScorer.from_classifier(c), trained.thresholds[route]) for route, c in trained.classifiers.items()}, digest="t"
+        {route: RouteModel(LinearScorer.from_classifier(c), trained.thresholds[route]) for route, c in trained.classifiers.items()},
+        digest="t",
     )
     policy = LearnedPolicy(LearnedSettings(min_labels=0, explore_rate=0.0), model=model)
     safe = SafetyVerdict("safe", "a read", analysed=True)
@@ -119,7 +120,9 @@ def test_the_decision_path_agrees_with_predict_proba_with_its_cache(split, train
         return LearnedModel({r: RouteModel(LinearScorer.from_classifier(c), 0.5) for r, c in classifiers.items()}, digest=digest)
 
     safe = SafetyVerdict(SafetyClass.SAFE, "read-only")
-    policy = LearnedPolicy(LearnedSettings(min_labels=0, explore_rate=0.0), replay_key_of=lambda call: "recorded", model=model_of(trained.classifiers, "a"))
+    policy = LearnedPolicy(
+        LearnedSettings(min_labels=0, explore_rate=0.0), replay_key_of=lambda call: "recorded", model=model_of(trained.classifiers, "a")
+    )
     other = train(split[0][: len(split[0]) // 2], TrainingSettings(target_fidelity=TARGET, cv_folds=3))
     for classifiers, digest in ((trained.classifiers, "a"), (other.classifiers, "b")):
         policy.model = model_of(classifiers, digest)
@@ -128,9 +131,16 @@ def test_the_decision_path_agrees_with_predict_proba_with_its_cache(split, train
         expected = {route: classifiers[route].predict_proba([call_features(l.facts) for l in held])[:, 1] for route in ("sim", "replay")}
         for i, label in enumerate(held):
             facts = label.facts
-            policy.state = LearnedState(stats={tool_key(facts.channel, facts.server, facts.tool): facts.stats}, recorded_keys=frozenset({"recorded"}))
+            policy.state = LearnedState(
+                stats={tool_key(facts.channel, facts.server, facts.tool): facts.stats}, recorded_keys=frozenset({"recorded"})
+            )
             session = Session("s", steps=facts.step)
             for _ in range(2):  # the second time from the cache
-                candidates = {c.route: c.probability for c in policy.assess(Call(facts.channel, facts.server, facts.tool, dict(facts.arguments), "s"), session, safe).candidates}
+                candidates = {
+                    c.route: c.probability
+                    for c in policy.assess(
+                        Call(facts.channel, facts.server, facts.tool, dict(facts.arguments), "s"), session, safe
+                    ).candidates
+                }
                 for route in ("sim", "replay"):
                     assert abs(candidates[route] - expected[route][i]) <= 1e-6, (digest, route, i)

@@ -15,7 +15,13 @@ def mcp(tool, server="srv", **arguments):
 
 
 def http(method, url_path, host="api.example.com", body=None):
-    return Call("http", host, method, {"method": method, "url": f"https://{host}{url_path}", "path": url_path, "query": {}, "headers": {}, "body": body}, "s")
+    return Call(
+        "http",
+        host,
+        method,
+        {"method": method, "url": f"https://{host}{url_path}", "path": url_path, "query": {}, "headers": {}, "body": body},
+        "s",
+    )
 
 
 TOOLS = {
@@ -120,7 +126,9 @@ SNAPSHOT = """- main:
 
 def browser_session(url="https://bank.example.com/settings"):
     session = Session("s")
-    observation = Observation([{"type": "text", "text": "page"}], Provenance.REAL, structured={"url": url, "title": "t", "snapshot": SNAPSHOT})
+    observation = Observation(
+        [{"type": "text", "text": "page"}], Provenance.REAL, structured={"url": url, "title": "t", "snapshot": SNAPSHOT}
+    )
     session.history.append(Turn(make_call("browser_navigate", {"url": url}, channel="browser"), observation))
     return session
 
@@ -143,7 +151,10 @@ def test_browser_elements_are_named_from_the_page_the_agent_saw():
     assert verdict.cls is SafetyClass.DESTRUCTIVE and "bank.example.com" in verdict.reason
     assert sensitive.classify(typing, session).cls is SafetyClass.DESTRUCTIVE
     assert sensitive.classify(click("e1"), session).cls is SafetyClass.SAFE
-    assert sensitive.classify(make_call("browser_navigate", {"url": "https://bank.example.com/"}, channel="browser"), session).cls is SafetyClass.SAFE
+    assert (
+        sensitive.classify(make_call("browser_navigate", {"url": "https://bank.example.com/"}, channel="browser"), session).cls
+        is SafetyClass.SAFE
+    )
 
 
 def test_an_mcp_verdict_is_kept_until_the_tools_definition_changes():

@@ -138,7 +138,7 @@ def test_simple_commands_are_unwrapped_for_rules():
         ("sh <<EOF\nrm -rf /srv\nEOF", D, True),  # a here-document script is parsed
         ("bash <<< 'rm -rf /srv'", D, True),
         ("bash <<EOF\nls\nEOF", SAFE, True),
-        ('python3 -c "import shutil; shutil.rmtree(\'/srv\')"', D, False),
+        ("python3 -c \"import shutil; shutil.rmtree('/srv')\"", D, False),
         ("perl -e 'system(q{rm -rf /srv})'", D, False),
         ("node -e \"require('child_process').execSync('make')\"", S, False),
         ('python3 -c "print(1)"', S, True),

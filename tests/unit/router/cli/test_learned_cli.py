@@ -66,7 +66,9 @@ def test_eval_compares_the_model_with_the_rules(trained):
     real = write_config(folder / "real", mode="real", store={"path": str(folder / "records.db")})
     baseline = CliRunner().invoke(app, ["eval", "--config", str(real)], env={"COLUMNS": "200"})
     assert baseline.exit_code == 0 and "100.0%" in baseline.output  # everything real
-    candidate = CliRunner().invoke(app, ["eval", "--config", str(real), "--model", str(folder / ".simroute" / "router.skops")], env={"COLUMNS": "200"})
+    candidate = CliRunner().invoke(
+        app, ["eval", "--config", str(real), "--model", str(folder / ".simroute" / "router.skops")], env={"COLUMNS": "200"}
+    )
     assert candidate.exit_code == 0 and "(model " in candidate.output and "100.0%" not in candidate.output, candidate.output
 
 

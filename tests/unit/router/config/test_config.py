@@ -34,7 +34,10 @@ def test_vs_code_servers_form_with_types():
         ("mcpServers:\n  time:\n    args: []\n", "s.yaml:2: mcpServers.time.command: Field required"),
         ("rules:\n  - match: {tool: 're:('}\n    route: sim\n", "s.yaml:2: rules[0].match.tool: invalid regular expression '('"),
         ("rules:\n  - route: sim\n  - route: bogus\n", "s.yaml:3: rules[1].route: 'bogus' is not one of"),
-        ("rules:\n  - match: {arguments: {a.b: 're:['}}\n    route: sim\n", "s.yaml:2: rules[0].match.arguments.a.b: invalid regular expression"),
+        (
+            "rules:\n  - match: {arguments: {a.b: 're:['}}\n    route: sim\n",
+            "s.yaml:2: rules[0].match.arguments.a.b: invalid regular expression",
+        ),
         ("rules:\n  - match: {tool: x}\n    rout: sim\n", "s.yaml:3: rules[0].rout: unknown rule key"),
         ("replay:\n  on_miss: maybe\n", "s.yaml:2: replay.on_miss: Input should be 'real', 'sim' or 'error'"),
         ("[1, 2", "s.yaml:1: invalid YAML"),

@@ -14,7 +14,9 @@ FALLBACK = Decision(Route.REAL, "default", "")
 
 
 def test_mode_learned_with_its_section_and_prices(tmp_path):
-    config = parse_config("mode: learned\nlearned:\n  target_fidelity: 0.95\n  explore_rate: 0\ncost:\n  github: {create_*: 5}\n", base_dir=tmp_path)
+    config = parse_config(
+        "mode: learned\nlearned:\n  target_fidelity: 0.95\n  explore_rate: 0\ncost:\n  github: {create_*: 5}\n", base_dir=tmp_path
+    )
     assert config.mode is Mode.LEARNED and config.uses_learned() and config.may_simulate() and config.may_run_real("mcp")
     assert config.learned_model_path == tmp_path / ".simroute" / "router.skops"
     decided = decide(build_policies(config), make_call("get_issue", server="github"), Session("s"), fallback=FALLBACK)
@@ -27,8 +29,7 @@ def test_mode_learned_with_its_section_and_prices(tmp_path):
 
 def test_rule_route_learned_and_rehearsal_composes():
     config = parse_config(
-        "mode: real\nrehearsal: {enabled: true}\nlearned: {explore_rate: 0}\n"
-        "rules:\n  - {match: {server: git}, route: learned}\n"
+        "mode: real\nrehearsal: {enabled: true}\nlearned: {explore_rate: 0}\nrules:\n  - {match: {server: git}, route: learned}\n"
     )
     assert config.mode is Mode.REAL and config.uses_learned()
     chain = build_policies(config)

@@ -27,8 +27,14 @@ async def store(tmp_path):
     rows = []
     for n in range(40):
         route = [Route.REAL, Route.SIM, Route.SHADOW, Route.REPLAY][n % 4]
-        record = Record(Call("mcp", "s", f"t{n % 2}", {"n": n}, f"sess-{n // 10}"), Decision(route, "mode", ""),
-                        Observation(content=[], provenance=Provenance.SIM if route == Route.SIM else Provenance.REAL), step=n % 10, call_key=f"k{n}", ts=NOW - 3600 + n * 60)
+        record = Record(
+            Call("mcp", "s", f"t{n % 2}", {"n": n}, f"sess-{n // 10}"),
+            Decision(route, "mode", ""),
+            Observation(content=[], provenance=Provenance.SIM if route == Route.SIM else Provenance.REAL),
+            step=n % 10,
+            call_key=f"k{n}",
+            ts=NOW - 3600 + n * 60,
+        )
         if route == Route.SHADOW:
             record.divergence, record.divergence_kind = (0.6, "content") if n % 8 == 2 else (0.0, "none")
         rows.append(record.to_json())
@@ -60,6 +66,7 @@ async def test_the_overview_and_fidelity_queries_read_minute_counts_and_indexes(
 
 async def recount(store, where: RecordFilter, bucket_s: float):
     """The overview and fidelity table computed from the records alone (the reference)."""
+
     def work(db):
         overview = [
             {"bucket": b, "route": r, "channel": c, "provenance": p, "calls": n, "shadowed": s, "divergent": d or 0}
@@ -79,18 +86,40 @@ async def test_minute_counts_follow_every_upsert_replacement_and_prune(store):
     replaced (a pending record completed with its divergence; in one batch, a record
     inserted and completed, beside an update of an older one), marked interrupted and
     pruned, for ranges whose ends fall inside a minute."""
-    pending = Record(Call("mcp", "s", "t0", {"n": 99}, "sess-9"), Decision(Route.SHADOW, "mode", ""),
-                     Observation(content=[], provenance=Provenance.REAL), step=0, call_key="k99", ts=NOW - 95.5, status="pending")
+    pending = Record(
+        Call("mcp", "s", "t0", {"n": 99}, "sess-9"),
+        Decision(Route.SHADOW, "mode", ""),
+        Observation(content=[], provenance=Provenance.REAL),
+        step=0,
+        call_key="k99",
+        ts=NOW - 95.5,
+        status="pending",
+    )
     await store.upsert([pending.to_json()])
     pending.status, pending.divergence, pending.divergence_kind = "complete", 0.9, "structure"
     await store.upsert([pending.to_json()])  # replaces the row: its pending counts are taken back
     await store.prune(before_ts=NOW - 3000)
-    orphan = Record(Call("mcp", "s", "t1", {"n": 98}, "sess-9"), Decision(Route.REAL, "mode", ""),
-                    Observation(content=[], provenance=Provenance.REAL), step=1, call_key="k98", ts=NOW - 30.2, status="started", owner="gone:1:1")
+    orphan = Record(
+        Call("mcp", "s", "t1", {"n": 98}, "sess-9"),
+        Decision(Route.REAL, "mode", ""),
+        Observation(content=[], provenance=Provenance.REAL),
+        step=1,
+        call_key="k98",
+        ts=NOW - 30.2,
+        status="started",
+        owner="gone:1:1",
+    )
     await store.upsert([orphan.to_json()])
     assert await store.interrupt_orphans(lambda owner: False) == 1  # an UPDATE of the status: recounted
-    started = Record(Call("mcp", "s", "t1", {"n": 97}, "sess-9"), Decision(Route.SHADOW, "mode", ""),
-                     Observation(content=[], provenance=Provenance.REAL), step=2, call_key="k97", ts=NOW - 20.4, status="started")
+    started = Record(
+        Call("mcp", "s", "t1", {"n": 97}, "sess-9"),
+        Decision(Route.SHADOW, "mode", ""),
+        Observation(content=[], provenance=Provenance.REAL),
+        step=2,
+        call_key="k97",
+        ts=NOW - 20.4,
+        status="started",
+    )
     batch = [started.to_json()]
     started.status, started.divergence, started.divergence_kind = "complete", 0.3, "content"
     pending.divergence, pending.divergence_kind = 0.0, "none"
@@ -101,7 +130,12 @@ async def test_minute_counts_follow_every_upsert_replacement_and_prune(store):
         got = await store.overview(where, bucket_s=bucket_s)
         assert sorted(got, key=lambda r: (r["bucket"], r["route"], r["channel"], r["provenance"])) == overview
         got_fidelity = {
-            (r["channel"], r["server"], r["tool"]): (r["calls"], r["shadow_pairs"], round((r["mean_divergence"] or 0) * r["shadow_pairs"], 9), r["kinds"])
+            (r["channel"], r["server"], r["tool"]): (
+                r["calls"],
+                r["shadow_pairs"],
+                round((r["mean_divergence"] or 0) * r["shadow_pairs"], 9),
+                r["kinds"],
+            )
             for r in await store.fidelity(where)
         }
         assert got_fidelity == fidelity
@@ -124,8 +158,14 @@ async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
     path = tmp_path / "records.db"
     store = await SQLiteStore(path).open()
     for n in range(30):
-        record = Record(Call("mcp", "s", "t", {"n": n}, "a"), Decision(Route.REAL, "mode", ""), Observation(content=[], provenance=Provenance.REAL),
-                        step=n, call_key=f"k{n}", ts=NOW - 600 + n * 10)
+        record = Record(
+            Call("mcp", "s", "t", {"n": n}, "a"),
+            Decision(Route.REAL, "mode", ""),
+            Observation(content=[], provenance=Provenance.REAL),
+            step=n,
+            call_key=f"k{n}",
+            ts=NOW - 600 + n * 10,
+        )
         await store.upsert([record.to_json()])
     await store.aclose()
     db = sqlite3.connect(path)  # what a version-3 file looks like: no counts, no triggers
@@ -151,16 +191,26 @@ async def test_a_version_5_store_loses_its_insert_trigger_and_counts_each_record
     store = await SQLiteStore(path).open()
     await store.aclose()
     db = sqlite3.connect(path)  # what a version-5 file looks like
-    db.executescript(f"CREATE TRIGGER records_counted AFTER INSERT ON records BEGIN {minute_counts.counts_of('NEW', '')} END; PRAGMA user_version = 5;")
+    db.executescript(
+        f"CREATE TRIGGER records_counted AFTER INSERT ON records BEGIN {minute_counts.counts_of('NEW', '')} END; PRAGMA user_version = 5;"
+    )
     db.close()
     store = await SQLiteStore(path).open()
     try:
         for n in range(3):
-            record = Record(Call("mcp", "s", "t", {"n": n}, "a"), Decision(Route.REAL, "mode", ""), Observation(content=[], provenance=Provenance.REAL),
-                            step=n, call_key=f"k{n}", ts=NOW - 100 + n)
+            record = Record(
+                Call("mcp", "s", "t", {"n": n}, "a"),
+                Decision(Route.REAL, "mode", ""),
+                Observation(content=[], provenance=Provenance.REAL),
+                step=n,
+                call_key=f"k{n}",
+                ts=NOW - 100 + n,
+            )
             await store.upsert([record.to_json()])
         assert sum(r["calls"] for r in await store.overview(RecordFilter(since=NOW - 3600), bucket_s=60.0)) == 3
-        triggers = await store.reader.run(lambda db: {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")})
+        triggers = await store.reader.run(
+            lambda db: {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        )
         assert triggers == {"records_uncounted", "records_recounted"}
     finally:
         await store.aclose()

@@ -19,15 +19,25 @@ def samples(metrics: CallMetrics) -> dict:
 
 
 def record(status: str, **changes) -> Record:
-    base = Record(Call("mcp", "time", "now", {}, "s1"), Decision(Route.SHADOW, "mode", ""), Observation(content=[], provenance=Provenance.REAL, latency_s=0.2),
-                  step=1, call_key="k", id="r1", status=status)
+    base = Record(
+        Call("mcp", "time", "now", {}, "s1"),
+        Decision(Route.SHADOW, "mode", ""),
+        Observation(content=[], provenance=Provenance.REAL, latency_s=0.2),
+        step=1,
+        call_key="k",
+        id="r1",
+        status=status,
+    )
     return replace(base, **changes)
 
 
 def test_a_call_is_counted_once_across_its_writes_and_its_divergence_when_it_lands():
     metrics = CallMetrics()
     metrics.observe(record("started"), stored=True)  # written ahead: not served yet
-    assert ("simroute_calls_total", (("channel", "mcp"), ("outcome", "pending"), ("provenance", "real"), ("route", "shadow"))) not in samples(metrics)
+    assert (
+        "simroute_calls_total",
+        (("channel", "mcp"), ("outcome", "pending"), ("provenance", "real"), ("route", "shadow")),
+    ) not in samples(metrics)
     metrics.observe(record("pending"), stored=True)
     metrics.observe(record("complete", divergence=0.4), stored=False)
     metrics.observe(record("complete", divergence=0.4), stored=True)
@@ -43,7 +53,10 @@ def test_a_call_is_counted_once_across_its_writes_and_its_divergence_when_it_lan
 def test_errors_are_their_own_outcome():
     metrics = CallMetrics()
     metrics.observe(record("complete", id="r2", served=Observation.error("boom", Provenance.REAL)), stored=True)
-    assert samples(metrics)[("simroute_calls_total", (("channel", "mcp"), ("outcome", "error"), ("provenance", "real"), ("route", "shadow")))] == 1
+    assert (
+        samples(metrics)[("simroute_calls_total", (("channel", "mcp"), ("outcome", "error"), ("provenance", "real"), ("route", "shadow")))]
+        == 1
+    )
 
 
 class Store:

@@ -1,6 +1,5 @@
 """Engine routing with a fake real side and a real SQLite store in a temp dir."""
 
-
 from kit.engine import FakeReal, FakeSimulator, c, check_replay_mapping, make_engine, with_shadow
 
 from backends.replay import ReplayBackend
@@ -276,8 +275,9 @@ async def test_a_body_recorded_truncated_is_a_miss_never_replayed_as_complete(tm
 
     async def big_answer(call):
         return Observation(
-            [{"type": "text", "text": "HTTP/1.1 200 OK\n\n{\"items\": [..."}], Provenance.REAL,
-            structured={"status": 200, "reason": "OK", "headers": [], "body": "{\"items\": [...", "body_size": 5_000_000, "truncated": True},
+            [{"type": "text", "text": 'HTTP/1.1 200 OK\n\n{"items": [...'}],
+            Provenance.REAL,
+            structured={"status": 200, "reason": "OK", "headers": [], "body": '{"items": [...', "body_size": 5_000_000, "truncated": True},
         )
 
     await engine.handle(c("a", page=1), Session("a"), big_answer)
@@ -297,8 +297,12 @@ def test_prompt_fitting_measures_each_turn_once():
 
     turns = 400
     messages, omitted = omit_oldest(
-        "system", turns, lambda i, n: (f"action {i} " * 20, f"observation {i} " * 40), lambda n: "now",
-        budget_tokens=2000, count_tokens=count,
+        "system",
+        turns,
+        lambda i, n: (f"action {i} " * 20, f"observation {i} " * 40),
+        lambda n: "now",
+        budget_tokens=2000,
+        count_tokens=count,
     )
     assert 0 < omitted < turns and sum(len(m["content"]) // 4 + 8 for m in messages) <= 2000 * 1.1
     assert len(counted) < 6 * turns  # linear: not once per dropped turn over the whole history

@@ -42,7 +42,11 @@ async def test_a_read_after_a_diversion_is_served_by_sim(tmp_path, channel):
     before = await engine.handle(read, session, real)
     assert before.record.decision.route is Route.REAL and real.calls == 1
     diverted = await engine.handle(write, session, real)
-    assert (diverted.record.decision.route, diverted.record.decision.policy, diverted.record.decision.safety) == (Route.SIM, "rehearsal", "destructive")
+    assert (diverted.record.decision.route, diverted.record.decision.policy, diverted.record.decision.safety) == (
+        Route.SIM,
+        "rehearsal",
+        "destructive",
+    )
     after = await engine.handle(read, session, real)
     decision = after.record.decision
     assert (decision.route, decision.policy, decision.safety) == (Route.SIM, "rehearsal", "safe"), decision.reason
@@ -83,7 +87,11 @@ async def test_mode_learned_with_rehearsal_diverts_destructive_calls(tmp_path):
     read = await engine.handle(make_call("list_notes", server="notes"), session, real)
     assert (read.record.decision.route, read.record.decision.policy) == (Route.REAL, "learned")  # no model, no labels: real
     diverted = await engine.handle(make_call("delete_note", {"note_id": 1}, server="notes"), session, real)
-    assert (diverted.record.decision.route, diverted.record.decision.policy, diverted.record.decision.safety) == (Route.SIM, "rehearsal", "destructive")
+    assert (diverted.record.decision.route, diverted.record.decision.policy, diverted.record.decision.safety) == (
+        Route.SIM,
+        "rehearsal",
+        "destructive",
+    )
     assert diverted.observation.provenance is Provenance.SIM and real.calls == 1
     later = await engine.handle(make_call("list_notes", server="notes"), session, real)
     assert (later.record.decision.route, later.record.decision.policy) == (Route.SIM, "rehearsal") and real.calls == 1

@@ -17,7 +17,9 @@ async def make_addon(tmp_path):
     runtimes = []
 
     async def make(text=""):
-        config = parse_config(f"store: {{path: {tmp_path}/r.db}}\nshell: {{enabled: false}}\nbrowser: {{enabled: false}}\n{text}", base_dir=tmp_path)
+        config = parse_config(
+            f"store: {{path: {tmp_path}/r.db}}\nshell: {{enabled: false}}\nbrowser: {{enabled: false}}\n{text}", base_dir=tmp_path
+        )
         runtime = Runtime(config, http_channel_port=0)
         await runtime.open_store()
         runtimes.append(runtime)
@@ -40,7 +42,7 @@ async def test_deny_answers_403_json_and_records(make_addon):
     await addon.request(f)
     assert f.response.status_code == 403 and f.response.headers["X-Simroute-Provenance"] == "none"
     assert "read only" in f.response.json()["error"]
-    [row] = (await runtime.store.recent())
+    [row] = await runtime.store.recent()
     assert row["id"] == f.response.headers["X-Simroute-Record"] and row["route"] == "deny"
     assert f.response.headers["X-Simroute-Safety"] == row["safety_class"] == "destructive"
     assert row["safety_reason"] == "DELETE 127.0.0.1/v1/items deletes"

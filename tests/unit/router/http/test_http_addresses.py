@@ -3,12 +3,23 @@ import pytest
 from router.http.addresses import BrowserAddresses, ChannelAddresses, Reach, classify, most_sensitive, origin_allowed, reach_of
 
 
-@pytest.mark.parametrize(("address", "reach"), [
-    ("169.254.169.254", Reach.METADATA), ("fd00:ec2::254", Reach.METADATA), ("169.254.3.4", Reach.LINK_LOCAL),
-    ("fe80::1", Reach.LINK_LOCAL), ("127.0.0.1", Reach.LOOPBACK), ("::1", Reach.LOOPBACK), ("0.0.0.0", Reach.LOOPBACK),
-    ("::ffff:169.254.169.254", Reach.METADATA), ("10.1.2.3", Reach.PRIVATE), ("192.168.0.1", Reach.PRIVATE),
-    ("100.64.0.1", Reach.PRIVATE), ("93.184.216.34", Reach.PUBLIC),
-])
+@pytest.mark.parametrize(
+    ("address", "reach"),
+    [
+        ("169.254.169.254", Reach.METADATA),
+        ("fd00:ec2::254", Reach.METADATA),
+        ("169.254.3.4", Reach.LINK_LOCAL),
+        ("fe80::1", Reach.LINK_LOCAL),
+        ("127.0.0.1", Reach.LOOPBACK),
+        ("::1", Reach.LOOPBACK),
+        ("0.0.0.0", Reach.LOOPBACK),
+        ("::ffff:169.254.169.254", Reach.METADATA),
+        ("10.1.2.3", Reach.PRIVATE),
+        ("192.168.0.1", Reach.PRIVATE),
+        ("100.64.0.1", Reach.PRIVATE),
+        ("93.184.216.34", Reach.PUBLIC),
+    ],
+)
 def test_classify(address, reach):
     assert classify(address) is reach
 

@@ -49,7 +49,7 @@ async def test_the_probe_sends_the_pinned_request_on_a_connection_of_its_own(mon
     send = sender(flow, pins, options.Options())
     pins.forget("client-1")  # the agent hung up before the probe ran
     probe = await send()
-    (replayed, names), = sent
+    ((replayed, names),) = sent
     assert replayed is probe and is_probe(probe) and probe.is_replay == "request"
     assert probe.client_conn.id != "client-1" and names == ["rebind.test"]  # its own connection, the checked name
     assert (probe.request.host, probe.request.host_header, probe.request.path) == ("10.0.0.5", "rebind.test", "/x?q=1")

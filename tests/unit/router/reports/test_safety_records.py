@@ -17,12 +17,22 @@ def record(decision):
 
 
 def test_records_and_meta_carry_the_verdict():
-    decision = Decision(Route.SIM, "rehearsal", "rehearsal diverts destructive mcp calls", safety="destructive", safety_reason="tool name 'git_reset' says 'reset'")
+    decision = Decision(
+        Route.SIM,
+        "rehearsal",
+        "rehearsal diverts destructive mcp calls",
+        safety="destructive",
+        safety_reason="tool name 'git_reset' says 'reset'",
+    )
     row = record(decision).to_json()
     assert (row["safety_class"], row["safety_reason"]) == ("destructive", "tool name 'git_reset' says 'reset'")
     assert Record.from_json(row).decision == decision
     meta = simroute_meta(record(decision))
-    assert (meta["safety_class"], meta["safety_reason"], meta["policy"]) == ("destructive", "tool name 'git_reset' says 'reset'", "rehearsal")
+    assert (meta["safety_class"], meta["safety_reason"], meta["policy"]) == (
+        "destructive",
+        "tool name 'git_reset' says 'reset'",
+        "rehearsal",
+    )
     legacy = {k: v for k, v in row.items() if not k.startswith("safety")}  # records written before the gate
     assert Record.from_json(legacy).decision.safety is None
 
@@ -34,7 +44,9 @@ def test_explain_call_format_and_defaults():
     assert call_from_json({"channel": "shell", "name": "shell_exec", "arguments": {"command": "ls"}}, CONFIG).server == "shell"
     assert call_from_json({"channel": "browser", "tool": "browser_snapshot"}, CONFIG).server == "browser"
     assert call_from_json({"name": "git_status"}, CONFIG) == Call("mcp", "git", "git_status", {}, "explain")
-    http = call_from_json({"channel": "http", "name": "post https://API.example.com:443/v1/charges?b=2&a=1", "arguments": {"body": {"amount": 5}}}, CONFIG)
+    http = call_from_json(
+        {"channel": "http", "name": "post https://API.example.com:443/v1/charges?b=2&a=1", "arguments": {"body": {"amount": 5}}}, CONFIG
+    )
     assert (http.server, http.tool) == ("api.example.com", "POST")
     assert http.arguments["path"] == "/v1/charges" and http.arguments["query"] == {"a": "1", "b": "2"}
     assert http.arguments["body"] == {"amount": 5} and http.arguments["headers"] == {"content-type": "application/json"}
@@ -82,7 +94,10 @@ def test_tool_snapshots_are_read_from_the_store_read_only(tmp_path):
     db.commit()
     assert read_tool_snapshots(path) == {}  # a store without snapshots
     db.execute("CREATE TABLE tool_snapshots (server TEXT PRIMARY KEY, digest TEXT, ts REAL, tools TEXT)")
-    db.execute("INSERT INTO tool_snapshots VALUES ('git', 'd', 0, ?)", (json.dumps([{"name": "git_gc", "annotations": {"destructiveHint": True}}]),))
+    db.execute(
+        "INSERT INTO tool_snapshots VALUES ('git', 'd', 0, ?)",
+        (json.dumps([{"name": "git_gc", "annotations": {"destructiveHint": True}}]),),
+    )
     db.commit()
     db.close()
     catalog = ToolCatalog()

@@ -16,7 +16,9 @@ REAL, SIM = Provenance.REAL, Provenance.SIM
 
 def mcp(value, *, is_error=False, provenance=REAL):
     text = value if isinstance(value, str) else json.dumps(value, indent=2)
-    return Observation([{"type": "text", "text": text}], provenance, is_error=is_error, structured=None if isinstance(value, str) else value)
+    return Observation(
+        [{"type": "text", "text": text}], provenance, is_error=is_error, structured=None if isinstance(value, str) else value
+    )
 
 
 def http(status, body, *, headers=(), provenance=REAL):
@@ -146,7 +148,9 @@ def test_http_missing_body_key_and_content_type_are_structure():
     result = compare(http(200, USER), http(200, sim, provenance=SIM), channel="http")
     assert result.kind == "structure" and 0.1 <= result.score <= 0.5
     assert paths(result) == ["$.body.name"]
-    html = observation_of(response_record(200, "", [("Content-Type", "text/html")], encode_body(b"<p>hi</p>", limit=100), decoded=False), SIM)
+    html = observation_of(
+        response_record(200, "", [("Content-Type", "text/html")], encode_body(b"<p>hi</p>", limit=100), decoded=False), SIM
+    )
     assert compare(http(200, USER), html, channel="http").kind == "structure"
 
 
@@ -253,7 +257,9 @@ ORDER_REAL = {"at": "2026-11-23T19:19:49+09:00", "request": "req_8f3k2l1m0n9b8v7
 def test_browser_wrong_offset_in_snapshot_is_content():
     real = page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", ORDER.format(**ORDER_REAL))
     sim_snapshot = ORDER.format(**{**ORDER_REAL, "at": "2026-11-23T19:19:49+08:00"})
-    result = compare(real, page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", sim_snapshot, provenance=SIM), channel="browser")
+    result = compare(
+        real, page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", sim_snapshot, provenance=SIM), channel="browser"
+    )
     assert result.kind == "content" and 0.01 <= result.score <= 0.1
     assert result.evidence["divergent"] == [
         {"path": "$.snapshot:2#offset", "kind": "content", "real": "2026-11-23T19:19:49+09:00", "sim": "2026-11-23T19:19:49+08:00"}

@@ -31,7 +31,13 @@ def test_replay_keys_of_noisy_requests_match_and_stored_keys_use_the_canonical_f
     def call(ts, rid, order):
         query = {"ts": ts, "q": "x"}
         body = {"request_id": rid, "a": 1, "b": 2} if order else {"b": 2, "a": 1, "request_id": rid}
-        return Call("http", "h", "POST", {"method": "POST", "url": f"http://h/p?q=x&ts={ts}", "path": "/p", "query": query, "headers": {}, "body": body}, "s")
+        return Call(
+            "http",
+            "h",
+            "POST",
+            {"method": "POST", "url": f"http://h/p?q=x&ts={ts}", "path": "/p", "query": query, "headers": {}, "body": body},
+            "s",
+        )
 
     assert replay.keys(call("1", "r1", True)).replay == replay.keys(call("2", "r2", False)).replay
     assert replay.keys(call("1", "r1", True)).exact == replay.keys(call("2", "r2", False)).exact

@@ -10,7 +10,13 @@ from shadow.compare.line_diff import DIVERGENT, EQUAL, MASKED, aligned, record_d
 
 def shadowed_row(channel: str, real: Observation, sim: Observation) -> dict:
     found = compare(real, sim, channel=channel)
-    return {"channel": channel, "provenance": "real", "observation": real.to_json(), "shadow": sim.to_json(), "divergence_evidence": found.evidence}
+    return {
+        "channel": channel,
+        "provenance": "real",
+        "observation": real.to_json(),
+        "shadow": sim.to_json(),
+        "divergence_evidence": found.evidence,
+    }
 
 
 def states(diff: dict) -> list[tuple[int | None, int | None, str]]:
@@ -18,8 +24,11 @@ def states(diff: dict) -> list[tuple[int | None, int | None, str]]:
 
 
 def page(snapshot: str, provenance: Provenance) -> Observation:
-    return Observation(content=[{"type": "text", "text": snapshot}], structured={"url": "http://shop.test/cart", "title": "Cart", "snapshot": snapshot},
-                       provenance=provenance)
+    return Observation(
+        content=[{"type": "text", "text": snapshot}],
+        structured={"url": "http://shop.test/cart", "title": "Cart", "snapshot": snapshot},
+        provenance=provenance,
+    )
 
 
 def test_a_browser_snapshot_diff_marks_the_divergent_line_not_the_renumbered_refs():
@@ -33,7 +42,9 @@ def test_a_browser_snapshot_diff_marks_the_divergent_line_not_the_renumbered_ref
 
 def test_a_line_only_one_side_has_is_divergent_and_a_timestamp_is_noise():
     def shell(output: str, provenance: Provenance) -> Observation:
-        return Observation(content=[{"type": "text", "text": output}], structured={"output": output, "exit_code": 0, "cwd": "/w"}, provenance=provenance)
+        return Observation(
+            content=[{"type": "text", "text": output}], structured={"output": output, "exit_code": 0, "cwd": "/w"}, provenance=provenance
+        )
 
     real = shell("start 2026-01-01T10:00:00Z\nstep one\ndone", Provenance.REAL)
     sim = shell("start 2026-01-01T10:04:00Z\nstep one\nstep two\ndone", Provenance.SIM)

@@ -31,7 +31,9 @@ def test_learned_path_masks_only_that_path():
     model = NoiseModel(rule=NoiseRule(builtin_detectors=False))
     key = tool_key("mcp", "quotes", "get_quote")
     for price in (101.5, 101.7, 101.2, 101.9):
-        model.observe(key, answer({"symbol": "ACME", "price": 101.0, "seq": 1}), answer({"symbol": "ACME", "price": price, "seq": 1}), channel="mcp")
+        model.observe(
+            key, answer({"symbol": "ACME", "price": 101.0, "seq": 1}), answer({"symbol": "ACME", "price": price, "seq": 1}), channel="mcp"
+        )
     noise = model.noise_for(key)
     assert noise.paths == {"$.result.price"}
     sim = answer({"symbol": "ACME", "price": 99.0, "seq": 1}, Provenance.SIM)
@@ -186,8 +188,16 @@ def test_the_configured_rule_decides_what_simroute_noise_calls_noise(tmp_path):
 
     def noisy(**rule) -> bool:
         config = tmp_path / "simroute.yaml"
-        config.write_text(json.dumps({"store": {"path": str(tmp_path / "records.db")}, "shell": {"enabled": False},
-                                      "browser": {"enabled": False}, "shadow": {"noise": rule}}))
+        config.write_text(
+            json.dumps(
+                {
+                    "store": {"path": str(tmp_path / "records.db")},
+                    "shell": {"enabled": False},
+                    "browser": {"enabled": False},
+                    "shadow": {"noise": rule},
+                }
+            )
+        )
         result = CliRunner().invoke(app, ["noise", "--config", str(config), "--json"])
         assert result.exit_code == 0, result.output
         [row] = [json.loads(line) for line in result.output.splitlines()]

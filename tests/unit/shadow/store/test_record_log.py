@@ -16,9 +16,25 @@ from shadow.store.sqlite.store import SCHEMA_VERSION, SQLiteStore
 
 def row(record_id, **extra):
     base = {
-        "id": record_id, "ts": 1.0, "session": "s", "step": 0, "channel": "mcp", "server": "srv", "tool": "t",
-        "arguments": {}, "call_key": "k", "route": "real", "policy": "mode", "reason": "", "note": "", "provenance": "real",
-        "latency_ms": 0, "observation": {"content": [], "provenance": "real"}, "shadow": None, "divergence": None, "status": "complete",
+        "id": record_id,
+        "ts": 1.0,
+        "session": "s",
+        "step": 0,
+        "channel": "mcp",
+        "server": "srv",
+        "tool": "t",
+        "arguments": {},
+        "call_key": "k",
+        "route": "real",
+        "policy": "mode",
+        "reason": "",
+        "note": "",
+        "provenance": "real",
+        "latency_ms": 0,
+        "observation": {"content": [], "provenance": "real"},
+        "shadow": None,
+        "divergence": None,
+        "status": "complete",
     }
     return {**base, **extra}
 
@@ -84,7 +100,10 @@ async def test_store_files_are_private_and_an_old_schema_is_migrated(tmp_path):
         " channel TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL, call_key TEXT NOT NULL, tool_key TEXT NOT NULL,"
         " route TEXT NOT NULL, provenance TEXT NOT NULL, status TEXT NOT NULL, divergence REAL, body TEXT NOT NULL);"
     )
-    db.execute("INSERT INTO records VALUES ('x', 1, 's', 0, 'mcp', 'srv', 't', 'k', 'tk', 'real', 'real', 'complete', NULL, ?)", (json.dumps(row("x")),))
+    db.execute(
+        "INSERT INTO records VALUES ('x', 1, 's', 0, 'mcp', 'srv', 't', 'k', 'tk', 'real', 'real', 'complete', NULL, ?)",
+        (json.dumps(row("x")),),
+    )
     db.commit()
     db.close()
     store = await SQLiteStore(old).open()
@@ -105,10 +124,14 @@ async def test_example_lookup_is_capped_and_puts_the_same_call_first(tmp_path):
     await store.upsert(rows)
     found = await store.examples("mcp", "srv", "t", exclude_session="now", call_key="same", limit=5)
     assert [r["id"] for r in found] == ["r3", "r49", "r48", "r47", "r46"]
-    plan = sqlite3.connect(tmp_path / "r.db").execute(
-        "EXPLAIN QUERY PLAN SELECT id, body FROM records WHERE tool_key = ? AND provenance = 'real' AND session != ? ORDER BY ts DESC LIMIT ?",
-        ("x", "y", 5),
-    ).fetchall()
+    plan = (
+        sqlite3.connect(tmp_path / "r.db")
+        .execute(
+            "EXPLAIN QUERY PLAN SELECT id, body FROM records WHERE tool_key = ? AND provenance = 'real' AND session != ? ORDER BY ts DESC LIMIT ?",
+            ("x", "y", 5),
+        )
+        .fetchall()
+    )
     assert "USING INDEX records_by_tool" in " ".join(str(step) for step in plan)
 
 
@@ -152,8 +175,13 @@ def test_several_processes_share_one_spool_and_take_loses_no_line(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[4])}
     writers, count, size = ("wa", "wb", "wc"), 150, 20_000  # lines far larger than a pipe's atomic write
     processes = [
-        subprocess.Popen([sys.executable, "-c", _SPOOL_WRITER, str(spool.path), name, str(count), str(size)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, "-c", _SPOOL_WRITER, str(spool.path), name, str(count), str(size)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         for name in writers
     ]
     for process in processes:

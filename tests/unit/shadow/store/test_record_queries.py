@@ -25,7 +25,14 @@ def answer(body, provenance):
 def record(tool, route, *, ts, real=None, sim=None):
     call = Call("mcp", "time", tool, {"timezone": "Asia/Tokyo"}, "s1")
     real = real or {"timezone": "Asia/Tokyo", "datetime": "2026-11-23T19:19:49+09:00"}
-    rec = Record(call, Decision(Route(route), "mode", "test"), answer(real, Provenance.REAL), step=0, call_key=call_key("mcp", "time", tool, call.arguments), ts=ts)
+    rec = Record(
+        call,
+        Decision(Route(route), "mode", "test"),
+        answer(real, Provenance.REAL),
+        step=0,
+        call_key=call_key("mcp", "time", tool, call.arguments),
+        ts=ts,
+    )
     if sim is not None:
         rec.shadow = answer(sim, Provenance.SIM)
         result = compare(rec.served, rec.shadow, channel="mcp")
@@ -49,7 +56,9 @@ def store_file(tmp_path):
         await store.aclose()
 
     asyncio.run(fill())
-    (tmp_path / "simroute.yaml").write_text(json.dumps({"store": {"path": str(path)}, "shell": {"enabled": False}, "browser": {"enabled": False}}))
+    (tmp_path / "simroute.yaml").write_text(
+        json.dumps({"store": {"path": str(path)}, "shell": {"enabled": False}, "browser": {"enabled": False}})
+    )
     return path
 
 

@@ -20,8 +20,12 @@ def test_write_span_of_a_record():
     assert write_span(row(status="started", ended=None, provenance="none")) == (10.0, math.inf)  # in flight: any time from now on
     assert write_span(row(route="shadow", provenance="none")) == (10.0, 12.0)  # timed out: it may still have written
     assert write_span(row(route="replay")) == (10.0, 12.0)  # a replay miss served real
-    for not_a_write in (row(reads_only=True), row(route="sim", provenance="sim"), row(route="replay", provenance="replay"),
-                        row(route="deny", provenance="none")):
+    for not_a_write in (
+        row(reads_only=True),
+        row(route="sim", provenance="sim"),
+        row(route="replay", provenance="replay"),
+        row(route="deny", provenance="none"),
+    ):
         assert write_span(not_a_write) is None
     legacy = {"ts": 10.0, "route": "real", "provenance": "real", "status": "complete"}
     assert write_span(legacy) == (10.0, 10.0) and write_span({**legacy, "safety_class": "safe"}) is None
@@ -35,7 +39,8 @@ async def test_writes_between_on_sqlite_reads_the_partial_index(tmp_path):
         await store.aclose()
     db = sqlite3.connect(tmp_path / "r.db")
     [(*_, plan)] = db.execute(
-        "EXPLAIN QUERY PLAN SELECT 1 FROM records WHERE channel = ? AND server = ? AND writes_until >= ? AND ts <= ? LIMIT 1", ("mcp", "s", 1.0, 2.0)
+        "EXPLAIN QUERY PLAN SELECT 1 FROM records WHERE channel = ? AND server = ? AND writes_until >= ? AND ts <= ? LIMIT 1",
+        ("mcp", "s", 1.0, 2.0),
     ).fetchall()
     assert plan == "SEARCH records USING INDEX records_writes (channel=? AND server=? AND writes_until>?)"
     # Only the writes are in it: reads cost the index nothing.

@@ -16,16 +16,26 @@ ANY = ReplaySource()
 
 
 def record(session: str, ts: float, *, key: str = "k", recording: str | None = None) -> dict:
-    made = Record(Call("mcp", "srv", "tool", {"q": 1}, session), Decision(Route.REAL, "mode", ""),
-                  Observation([{"type": "text", "text": f"from {session}"}], Provenance.REAL),
-                  step=0, call_key=key, ts=ts, recording=recording)
+    made = Record(
+        Call("mcp", "srv", "tool", {"q": 1}, session),
+        Decision(Route.REAL, "mode", ""),
+        Observation([{"type": "text", "text": f"from {session}"}], Provenance.REAL),
+        step=0,
+        call_key=key,
+        ts=ts,
+        recording=recording,
+    )
     made.occurrence = 1
     return made.to_json()
 
 
 async def sources(store: SQLiteStore, key: str = "k") -> list[str]:
-    return [s for (s,) in await store.reader.run(
-        lambda db: db.execute("SELECT session FROM replay_sources WHERE replay_key = ? ORDER BY ts DESC", (key,)).fetchall())]
+    return [
+        s
+        for (s,) in await store.reader.run(
+            lambda db: db.execute("SELECT session FROM replay_sources WHERE replay_key = ? ORDER BY ts DESC", (key,)).fetchall()
+        )
+    ]
 
 
 async def test_the_newest_sessions_of_a_key_are_kept_and_an_old_record_arriving_late_displaces_none(tmp_path):

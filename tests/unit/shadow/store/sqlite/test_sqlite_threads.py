@@ -72,8 +72,13 @@ async def test_a_failed_batch_fails_each_of_its_writers_and_the_thread_goes_on()
 
 def record(n: int) -> Record:
     call = Call("mcp", "srv", f"tool{n % 7}", {"n": n}, f"s{n % 5}")
-    return Record(call, Decision(Route.REAL, "mode", ""), Observation([{"type": "text", "text": "x" * 400}], Provenance.REAL),
-                  step=n, call_key=f"k{n}")
+    return Record(
+        call,
+        Decision(Route.REAL, "mode", ""),
+        Observation([{"type": "text", "text": "x" * 400}], Provenance.REAL),
+        step=n,
+        call_key=f"k{n}",
+    )
 
 
 @pytest.mark.serial
