@@ -38,6 +38,7 @@ async def test_a_relative_sqlite_url_writes_the_records_beside_the_config(tmp_pa
     assert [r["arguments"]["text"] for r in records_of(absolute)] == ["there"]
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_simroute_prune_drops_records_past_max_age_but_never_a_named_recording(tmp_path, request, kind):
     store = {"url": request.getfixturevalue("redis_server").url} if kind == "redis" else {"path": str(tmp_path / "records.db")}
