@@ -19,7 +19,7 @@ check: setup
 	.venv/bin/python scripts/check_module_size.py
 
 test: setup
-	.venv/bin/python -m pytest
+	./scripts/test.sh
 
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py

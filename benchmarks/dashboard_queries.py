@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from dashboard_kit import fill  # noqa: E402
+from kit.dashboard import fill  # noqa: E402
 from router.cli.launch import free_port, stop, wait_for_port  # noqa: E402
 from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
 from shadow.store.protocol import RecordFilter  # noqa: E402
@@ -115,7 +115,7 @@ async def main() -> None:
         config.write_text(f'{{"store": {{"path": "{folder / "records.db"}"}}}}')
         print(f"SQLite: overview charts drawn in Chromium after {await asyncio.to_thread(charts_drawn_ms, config):.0f} ms (target <= 2000)")
         if options.redis:
-            from redis_kit import RedisServer
+            from kit.redis import RedisServer
 
             from shadow.store.redis.store import RedisStore
 

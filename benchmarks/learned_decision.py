@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from backends.replay import ReplayBackend  # noqa: E402
-from learned_kit import generate  # noqa: E402  (the generated records the unit tests use)
+from kit.learned import generate  # noqa: E402  (the generated records the unit tests use)
 from policies.chain import default_policies  # noqa: E402
 from policies.rules import parse_rule
 from policies.base import decide  # noqa: E402

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from engine_kit import FakeSimulator, make_engine, with_shadow  # noqa: E402
+from kit.engine import FakeSimulator, make_engine, with_shadow  # noqa: E402
 
 from policies.chain import default_policies  # noqa: E402
 from router.types import Call, Observation, Provenance, Route, Session  # noqa: E402

@@ -147,7 +147,7 @@ async def run_mcp(config: Path, checkout: Path, session: str, channels: set[str]
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
-    from kit import simroute_executable
+    from kit.launch import simroute_executable
 
     transport = StdioTransport(command=simroute_executable(), args=["mcp", "--config", str(config)], env=env_for(checkout), keep_alive=False)
     timings = []
@@ -172,7 +172,7 @@ def run_http(config: Path, checkout: Path, api: str, session: str) -> list[dict]
     import httpx2
 
     from router.cli.launch import free_port, stop, wait_for_port
-    from kit import simroute_executable
+    from kit.launch import simroute_executable
 
     port = free_port()
     log = config.parent / f"proxy-{port}.log"
@@ -192,7 +192,7 @@ def run_http(config: Path, checkout: Path, api: str, session: str) -> list[dict]
 
 
 def observations(config: Path) -> dict[str, list[Observation]]:
-    from kit import records_of
+    from kit.launch import records_of
 
     out: dict[str, list[Observation]] = {}
     for row in records_of(config):

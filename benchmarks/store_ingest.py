@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import redis  # noqa: E402
-from redis_kit import RedisServer  # noqa: E402
+from kit.redis import RedisServer  # noqa: E402
 
 from router.types import Call, Decision, Observation, Provenance, Route  # noqa: E402
 from shadow.store.record_log import RecordLog, Spool  # noqa: E402

@@ -1,4 +1,5 @@
-"""Shared fixtures: configs, and simroute launched the way a user launches it."""
+"""Shared fixtures: configs, and simroute launched the way a user launches it. The
+kit's plugin (tests/kit/fixtures.py) adds the HTTP upstreams and the Redis server."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kit.launch import free_port, simroute_executable, write_config
+from kit.sandboxes import RouterWatch
 
-from kit import RouterWatch, free_port, simroute_executable, write_config
 from router.cli.launch import stop, wait_for_port
+
+# The HTTP upstreams and the Redis server many modules use.
+pytest_plugins = ["kit.fixtures"]
 
 
 @pytest.fixture
@@ -29,7 +34,7 @@ def make_config(tmp_path: Path, request: pytest.FixtureRequest):
 def proxy(tmp_path: Path) -> Iterator:
     """Start `simroute http-proxy`s, each with its own records (`start(env=…, **sections)`);
     each must stop cleanly at teardown."""
-    from http_kit import http_config, start_proxy
+    from kit.http import http_config, start_proxy
 
     started = []
 
@@ -61,7 +66,9 @@ def simroute_http(tmp_path: Path) -> Iterator:
         log = tmp_path / f"simroute-http-{port}.log"
         process = subprocess.Popen(
             [simroute_executable(), "mcp", "--config", str(config), "--http", f"127.0.0.1:{port}"],
-            stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         wait_for_port(port, process, describe=log.read_text)
         server = HttpSimroute(process, f"http://127.0.0.1:{port}/mcp", log)
@@ -90,21 +97,10 @@ def no_sandbox_left_behind(routers: RouterWatch) -> Iterator[None]:
     assert not routers.sandboxes(), "a sandbox container was left behind"
 
 
-@pytest.fixture
-def redis_server(tmp_path):
-    """A real redis-server on a free loopback port for one test."""
-    from redis_kit import RedisServer
-
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.kill()
-
-
 @pytest.fixture(scope="session")
 async def learned(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """A store filled by a real learned-router run (tests/learned_run_kit.py), made once
+    """A store filled by a real learned-router run (tests/kit/learned_run.py), made once
     for the learned-router and dashboard tests."""
-    from learned_run_kit import learned_run
+    from kit.learned_run import learned_run
 
     return await learned_run(tmp_path_factory.mktemp("learned"))
-

@@ -1,0 +1,70 @@
+"""Shadow work through Redis: routers queue it, `simroute worker` processes do it,
+and a worker that dies mid-job has its job claimed by another. Real redis-server,
+the bundled GGUF world model, mcp-server-time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+import redis
+from kit.launch import meta_of, records_of, simroute_executable, stdio_client, time_server
+
+pytestmark = pytest.mark.integration
+
+WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}
+
+
+def start_worker(config, log):
+    return subprocess.Popen([simroute_executable(), "worker", "--config", str(config)], stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+def wait_until(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except redis.ResponseError:  # the worker has not made its group yet
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_workers_complete_shadow_work_and_claim_a_dead_workers_job(make_config, redis_server, tmp_path):
+    config = make_config(
+        mcpServers={"time": time_server()},
+        mode="shadow",
+        world_model=WORLD_MODEL,
+        store={"url": redis_server.url},
+        shadow={"claim_after_s": 2},
+    )
+    async with stdio_client(config) as client:
+        served = await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"})
+        assert meta_of(served)["provenance"] == "real"
+    [pending] = records_of(config)
+    assert pending["status"] == "pending" and pending["shadow"] is None  # no worker yet: queued, not lost
+    queue = redis.Redis(host="127.0.0.1", port=redis_server.port, decode_responses=True)
+    assert queue.xlen("simroute:shadow") == 1
+
+    first = start_worker(config, tmp_path / "worker-1.log")
+    try:  # the first worker takes the job, then dies holding it
+        wait_until(lambda: queue.xpending("simroute:shadow", "shadow-workers")["pending"] == 1, 60, "the first worker to take the job")
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    finally:
+        first.kill()
+    assert records_of(config)[0]["status"] == "pending"
+
+    second = start_worker(config, tmp_path / "worker-2.log")
+    try:
+        wait_until(lambda: records_of(config)[0]["status"] == "complete", 180, "the second worker to claim and complete the job")
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    [done] = records_of(config)
+    assert done["shadow"]["provenance"] == "sim" and done["divergence"] is not None
+    assert queue.xlen("simroute:shadow") == 0  # acknowledged and removed

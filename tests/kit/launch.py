@@ -1,0 +1,114 @@
+"""simroute launched as a user launches it: the console script, configs, the MCP
+servers it fronts in the tests, a real MCP client, and its records read back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from router.cli.launch import free_port  # noqa: F401  (re-exported for tests)
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLBOX = ROOT / "tests" / "servers" / "toolbox.py"
+
+
+def simroute_executable() -> str:
+    """The console script the set-up installed beside this interpreter."""
+    candidate = Path(sys.executable).parent / "simroute"
+    found = str(candidate) if candidate.exists() else shutil.which("simroute")
+    if not found:
+        raise RuntimeError("the `simroute` console script is not installed: run scripts/setup.sh")
+    return found
+
+
+def time_server(count_file: Path | None = None) -> dict:
+    """The reference time server from PyPI; with `count_file`, every start of it
+    appends a line there (one line = one upstream session)."""
+    server = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    if count_file is None:
+        return {"command": server[0], "args": server[1:]}
+    script = f'echo started >> "{count_file}"; exec "$@"'
+    return {"command": "/bin/sh", "args": ["-c", script, "sh", *server]}
+
+
+def toolbox_server(**env: str) -> dict:
+    return {"command": sys.executable, "args": [str(TOOLBOX)], **({"env": env} if env else {})}
+
+
+def write_config(directory: Path, **sections) -> Path:
+    """A config file in `directory`. simroute's own channels (shell, browser) are off
+    unless a test asks for them: the shell's warm pool would start Docker sandboxes for
+    every launch, and their tools would crowd the upstream tool lists tests compare."""
+    # The CA (of the HTTP channel and the browser's proxy) stays in the test's folder.
+    http = {"ca_dir": str(directory / "ca"), **sections.pop("http", {})}
+    config = {
+        "store": {"path": str(directory / "records.db")},
+        "shell": {"enabled": False},
+        "browser": {"enabled": False},
+        "http": http,
+        **sections,
+    }
+    path = directory / "simroute.yaml"
+    # JSON is YAML: no quoting surprises for paths and patterns.
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def stdio_client(config: Path, **client_kwargs) -> Client:
+    """A real MCP client that launches `simroute mcp --config` over stdio."""
+    transport = StdioTransport(
+        command=simroute_executable(), args=["mcp", "--config", str(config)], env=_child_environment(), keep_alive=False
+    )
+    return Client(transport, **client_kwargs)
+
+
+def _child_environment() -> dict[str, str]:
+    """What an MCP client passes a server (a few safe variables), plus PYTHONPATH when
+    set: a checkout other than the installed one (a worktree) is then the code tested."""
+    import os
+
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment()
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def records_of(config: Path, *args: str) -> list[dict]:
+    """The records of `config`'s store, oldest first, through `simroute records --json` (as a user reads them)."""
+    import subprocess
+
+    out = subprocess.run(
+        [simroute_executable(), "records", "--json", "--config", str(config), *args], capture_output=True, text=True, check=True
+    )
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def meta_of(result) -> dict:
+    return (result.meta or {}).get("simroute", {})
+
+
+def model_path() -> Path:
+    """The bundled GGUF world model (installed by scripts/setup.sh). A missing file
+    fails the tests that need it: it is part of the set-up, not optional."""
+    import os
+
+    path = Path(os.environ.get("SIMROUTE_TEST_MODEL", "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf")).expanduser()
+    if not path.is_file():
+        raise RuntimeError(f"world model {path} is missing: run scripts/setup.sh")
+    return path
+
+
+NOTES_STORE = ROOT / "tests" / "servers" / "notes_store.py"
+
+
+def notes_server(state: Path | None = None) -> dict:
+    """The stateful notes store written for the tests (empty at every start); with
+    `state`, it writes its notes there after every change."""
+    return {"command": sys.executable, "args": [str(NOTES_STORE)], **({"env": {"NOTES_STATE": str(state)}} if state else {})}

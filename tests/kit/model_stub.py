@@ -1,0 +1,46 @@
+"""An OpenAI-compatible world model for tests: it answers one fixed observation and
+keeps every request body it was sent, so a test can read the prompts simroute built."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ModelStub:
+    """An OpenAI-compatible /v1/chat/completions that answers one fixed observation
+    (`answer`) and keeps every request body it was sent."""
+
+    def __init__(self, answer: str = "report simulated") -> None:
+        self.bodies: list[dict] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.bodies.append(body)
+                message = {"role": "assistant", "content": f"<predicted_observation>{answer}</predicted_observation>"}
+                reply = json.dumps(
+                    {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ModelStub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,57 @@
+import pytest
+
+from router.http.normalize import NormalizationError, host_header_contradicts, normalize_host, normalize_path
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("API.Example.COM.", "api.example.com"),
+        ("api.example.com", "api.example.com"),
+        ("bücher.example", "xn--bcher-kva.example"),
+        ("FD00:EC2::254", "fd00:ec2::254"),
+    ],
+)
+def test_hosts(host, expected):
+    assert normalize_host(host) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/%61dmin/x", "/admin/x"),
+        ("/public/../admin/x", "/admin/x"),
+        ("/a/./b/", "/a/b/"),
+        ("/a/b/..", "/a/"),
+        ("/%2fsecret%2F", "/%2Fsecret%2F"),
+        ("/x?q=%7euser&r=%2f", "/x?q=~user&r=%2F"),
+        ("/", "/"),
+        ("*", "*"),
+    ],
+)
+def test_paths(path, expected):
+    assert normalize_path(path) == expected
+
+
+def test_dot_dot_above_the_root_is_refused():
+    with pytest.raises(NormalizationError, match="climbs above the root"):
+        normalize_path("/../etc/passwd")
+    with pytest.raises(NormalizationError):
+        normalize_path("/a/%2e%2e/../../x")
+
+
+@pytest.mark.parametrize(
+    ("header", "contradicts"),
+    [
+        (None, False),
+        ("api.test", False),
+        ("API.test.", False),
+        ("api.test:80", False),
+        ("api.test:8080", True),
+        ("evil.example", True),
+        ("api.test:x", True),
+    ],
+)
+def test_host_header(header, contradicts):
+    assert host_header_contradicts(header, "api.test", 80, "http") is contradicts
+    assert host_header_contradicts("[::1]:8080", "::1", 8080, "http") is False
