@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   install everything, then run simroute in front of a real MCP server
 #   make test   install everything, then run the test suite
-.PHONY: setup demo test bench
+.PHONY: setup demo test bench bench-smoke
 
 setup:
 	./scripts/setup.sh
@@ -32,3 +32,7 @@ bench: setup
 	.venv/bin/python benchmarks/sim_fidelity.py
 	.venv/bin/pip install -r benchmarks/requirements-bakeoff.txt
 	.venv/bin/python benchmarks/model_bakeoff.py
+
+# Every benchmark with tiny sizes (CI): checks that each still runs, judges no target.
+bench-smoke: setup
+	./benchmarks/smoke.sh
