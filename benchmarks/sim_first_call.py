@@ -109,10 +109,10 @@ def simulator_with(engine: LlamaCppEngine) -> WorldModelSimulator:
     return WorldModelSimulator(engine, domains={"mcp": domain}, max_tokens=256, context_tokens=4096)
 
 
-async def run_session(simulator: WorldModelSimulator, session_id: str) -> list[float]:
+async def run_session(simulator: WorldModelSimulator, session_id: str, calls: list[tuple[str, dict]]) -> list[float]:
     session = Session(session_id)
     latencies = []
-    for name, arguments in SESSION_CALLS:
+    for name, arguments in calls:
         call = Call("mcp", "notes", name, arguments, session_id)
         started = time.perf_counter()
         observation = await simulator.simulate(call, session, deadline_s=120)
@@ -129,6 +129,7 @@ async def main() -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL)
     add_smoke_flag(parser)
     options = parser.parse_args()
+    calls = SESSION_CALLS[:2] if options.smoke else SESSION_CALLS  # smoke: a first call and one later step
     if options.smoke:
         options.sessions = 1
 
@@ -147,13 +148,13 @@ async def main() -> None:
     runs: dict[str, list[list[float]]] = {name: [] for name in engines}
     for index in range(options.sessions + 1):  # interleaved: one session of each engine in turn
         for name, simulator in simulators.items():
-            runs[name].append(await run_session(simulator, f"{name}-{index}"))
+            runs[name].append(await run_session(simulator, f"{name}-{index}", calls))
     for engine in engines.values():
         await engine.aclose()
 
     print(
         f"\nSmolLM2-135M in-process, 12-tool server (system prompt {system_tokens} tokens), "
-        f"{options.sessions} sessions x {len(SESSION_CALLS)} calls per engine after a first one; load average {os.getloadavg()[0]:.2f}\n"
+        f"{options.sessions} sessions x {len(calls)} calls per engine after a first one; load average {os.getloadavg()[0]:.2f}\n"
     )
     print(
         f"{'engine':9} {'1st session 1st call':>21} {'first call (median)':>20} {'later step (median)':>20} {'first/later':>12} {'all calls median':>17}"

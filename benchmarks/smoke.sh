@@ -38,7 +38,7 @@ timings=()
 started_all=$SECONDS
 for entry in "${benchmarks[@]}"; do
   read -r -a command <<<"$entry"
-  echo "=== benchmarks/${command[0]} ${command[*]:1} --smoke"
+  echo "=== benchmarks/$entry --smoke"
   started=$SECONDS
   "$python" "benchmarks/${command[0]}" "${command[@]:1}" --smoke
   timings+=("$(printf '%5ds  %s' $((SECONDS - started)) "$entry")")
