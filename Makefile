@@ -45,3 +45,7 @@ bench: setup
 # The documentation site, built strictly (a warning fails it) into site/.
 docs:
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir site
+
+# Every benchmark with tiny sizes (CI): checks that each still runs, judges no target.
+bench-smoke: setup
+	./benchmarks/smoke.sh

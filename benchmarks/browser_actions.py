@@ -13,7 +13,7 @@ process, so both modes pay the same proxy and differ only in where Chromium runs
 Baseline for the host: plain Playwright in the same browser (goto, load, aria
 snapshot, title: the least a navigate observation needs). Median of N rounds.
 
-Usage: python benchmarks/browser_actions.py [--rounds 10]
+Usage: python benchmarks/browser_actions.py [--rounds 10] [--smoke]
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from backends.browser.pool import BrowserPool  # noqa: E402
-from router.config import BrowserConfig  # noqa: E402
-from servers.web_pages import WebPages  # noqa: E402
+from _results import add_smoke_flag, row, write_results
+from servers.web_pages import WebPages
+
+from backends.browser.pool import BrowserPool
+from router.config import BrowserConfig
 
 MODES = ("host", "container")
 
@@ -62,7 +64,9 @@ async def forward_proxy() -> tuple[asyncio.Server, int]:
                 body = await reader.readexactly(int(length.group(1))) if length else b""
                 up_reader, up_writer = await asyncio.open_connection(host, port)
                 headers = re.sub(rb"(?im)^(proxy-authorization|proxy-connection|connection):[^\r]*\r\n", b"", rest)
-                up_writer.write(b" ".join([method, path, version]) + b"\r\n" + headers.rstrip(b"\r\n") + b"\r\nConnection: close\r\n\r\n" + body)
+                up_writer.write(
+                    b" ".join([method, path, version]) + b"\r\n" + headers.rstrip(b"\r\n") + b"\r\nConnection: close\r\n\r\n" + body
+                )
                 answer = await up_reader.read()
                 up_writer.close()
                 answer_head, _, answer_body = answer.partition(b"\r\n\r\n")
@@ -81,9 +85,11 @@ async def forward_proxy() -> tuple[asyncio.Server, int]:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
-    rounds = parser.parse_args().rounds
+    add_smoke_flag(parser)
+    options = parser.parse_args()
+    rounds = 1 if options.smoke else options.rounds
     samples: dict[tuple[str, str], list[float]] = {}
     proxy, proxy_port = await forward_proxy()
     with WebPages() as site:
@@ -116,7 +122,12 @@ async def main() -> None:
                     page = await timed(samples, mode, "navigate", pool.act("a", "navigate", url=site.url("/")))
                     page = await timed(samples, mode, "click (link)", pool.act("a", "click", ref=ref(page.snapshot, 'link "About us"')))
                     page = await timed(samples, mode, "navigate", pool.act("a", "navigate", url=site.url("/form")))
-                    await timed(samples, mode, "type + submit", pool.act("a", "type", ref=ref(page.snapshot, 'textbox "Your name"'), text="Ada", submit=True))
+                    await timed(
+                        samples,
+                        mode,
+                        "type + submit",
+                        pool.act("a", "type", ref=ref(page.snapshot, 'textbox "Your name"'), text="Ada", submit=True),
+                    )
                     await timed(samples, mode, "snapshot", pool.act("a", "snapshot"))
                     await timed(samples, mode, "press_key", pool.act("a", "press_key", key="ArrowDown"))
             await context.close()
@@ -128,15 +139,54 @@ async def main() -> None:
     names = list(dict.fromkeys(name for _, name in samples))
     print(f"real browser actions, median of {rounds} (ms), host vs container, same run, interleaved:")
     print(f"  {'':36s} {'host':>9s} {'container':>10s} {'ratio':>7s}")
+    rows = []
     for name in names:
         host, contained = median.get(("host", name)), median.get(("container", name))
         ratio = f"{contained / host:7.2f}" if host and contained else ""
-        print(f"  {name:36s} {host if host is not None else float('nan'):9.1f} {contained if contained is not None else float('nan'):10.1f} {ratio}")
+        print(
+            f"  {name:36s} {host if host is not None else float('nan'):9.1f} {contained if contained is not None else float('nan'):10.1f} {ratio}"
+        )
+        rows += [
+            row(f"{name}, {mode}", value, "ms", better="lower")
+            for mode, value in (("host", host), ("container", contained))
+            if value is not None
+        ]
+        if host and contained:
+            rows.append(
+                row(
+                    f"{name}, container / host",
+                    contained / host,
+                    "ratio",
+                    baseline="the same action with Chromium on the host",
+                    better="lower",
+                )
+            )
     plain = median[("host", "baseline: plain Playwright navigate")]
     print(f"navigate (host) / plain Playwright = {median[('host', 'navigate')] / plain:.2f}")
     actions = ("navigate", "click (link)", "type + submit", "snapshot", "press_key")
     worst = max(median[("container", a)] / median[("host", a)] for a in actions)
     print(f"container / host, worst action = {worst:.2f} (target <= 1.3)")
+    if not options.smoke:
+        rows.append(
+            row(
+                "navigate (host) / plain Playwright",
+                median[("host", "navigate")] / plain,
+                "ratio",
+                baseline="plain Playwright in the same browser: goto, load, aria snapshot, title",
+                better="lower",
+            )
+        )
+        rows.append(
+            row(
+                "container / host, worst action",
+                worst,
+                "ratio",
+                baseline="the same actions with Chromium on the host",
+                target="<= 1.3",
+                better="lower",
+            )
+        )
+        write_results(__file__, "Real browser actions through the browser pool, Chromium on the host and in its container", rows)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ the baseline doing the same overview work in Python over every record of the ran
 store and headless Chromium opens the overview: time until its charts are drawn
 (target <= 2 s).
 
-Run: .venv/bin/python benchmarks/dashboard_queries.py [--records N] [--redis]
+With --smoke: 2,000 records, one round.
+
+Run: .venv/bin/python benchmarks/dashboard_queries.py [--records N] [--redis] [--smoke]
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from _results import add_smoke_flag, row, write_results  # noqa: E402
 from kit.dashboard import fill  # noqa: E402
+
 from router.cli.launch import free_port, stop, wait_for_port  # noqa: E402
-from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
 from shadow.store.protocol import RecordFilter  # noqa: E402
+from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
 
 NOW = time.time()
 DAY = RecordFilter(since=NOW - 86400)
@@ -67,8 +71,12 @@ def charts_drawn_ms(config: Path) -> float:
     from backends.browser.pool import BASE_ARGS
 
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "router.cli.main", "dashboard", "--config", str(config), "--port", str(port)],
-                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "router.cli.main", "dashboard", "--config", str(config), "--port", str(port)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, process)
         with sync_playwright() as playwright:
@@ -84,16 +92,29 @@ def charts_drawn_ms(config: Path) -> float:
         stop(process)
 
 
-def table(name: str, times: dict[str, list[float]], base: float | None = None) -> float | None:
-    """Prints the medians against the Python baseline (this store's, or `base`); returns the baseline."""
+def table(name: str, times: dict[str, list[float]], rows: list[dict], base: float | None = None) -> float | None:
+    """Prints the medians against the Python baseline (this store's, or `base`) and adds
+    them to the results `rows`; returns the baseline."""
     if times["baseline: overview in Python"]:
         base = statistics.median(times["baseline: overview in Python"])
     print(f"\n{name}")
     print(f"{'query':32} {'median ms':>10} {'vs baseline':>12}")
+    store = name.split(",")[0]
     for query, values in times.items():
         if values:
             median = statistics.median(values)
             print(f"{query:32} {median:10.1f} {(f'{median / base:.3f}x' if base else '-'):>12}")
+            rows.append(row(f"{store}: {query} median", median, "ms", better="lower"))
+            if base and not query.startswith("baseline"):
+                rows.append(
+                    row(
+                        f"{store}: {query} / overview in Python",
+                        median / base,
+                        "ratio",
+                        baseline="the overview's work done in Python over every record of the range",
+                        better="lower",
+                    )
+                )
     return base
 
 
@@ -102,18 +123,24 @@ async def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--redis", action="store_true")
+    add_smoke_flag(parser)
     options = parser.parse_args()
+    if options.smoke:
+        options.records, options.rounds = 2_000, 1
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         store = await SQLiteStore(folder / "records.db").open()
         started = time.perf_counter()
         await fill(store, options.records, now=NOW, batch=20_000)
         print(f"SQLite: {options.records} records written in {time.perf_counter() - started:.0f} s")
-        python_baseline = table(f"SQLite, {options.records} records", await measure(store, options.rounds, baseline=True))
+        python_baseline = table(f"SQLite, {options.records} records", await measure(store, options.rounds, baseline=True), rows)
         await store.aclose()
         config = folder / "simroute.yaml"
         config.write_text(f'{{"store": {{"path": "{folder / "records.db"}"}}}}')
-        print(f"SQLite: overview charts drawn in Chromium after {await asyncio.to_thread(charts_drawn_ms, config):.0f} ms (target <= 2000)")
+        drawn = await asyncio.to_thread(charts_drawn_ms, config)
+        print(f"SQLite: overview charts drawn in Chromium after {drawn:.0f} ms (target <= 2000)")
+        rows.append(row("SQLite: overview charts drawn in Chromium", drawn, "ms", target="<= 2000", better="lower"))
         if options.redis:
             from kit.redis import RedisServer
 
@@ -127,13 +154,21 @@ async def main() -> None:
                 print(f"\nRedis: {options.records} records written in {time.perf_counter() - started:.0f} s")
                 # The Python baseline reads every record of the range: over Redis at this size it
                 # outlasts the client's socket timeout; the SQLite run's (faster) baseline stands in.
-                table(f"Redis, {options.records} records (vs the SQLite Python baseline)",
-                      await measure(redis, options.rounds, baseline=False), base=python_baseline)
+                table(
+                    f"Redis, {options.records} records (vs the SQLite Python baseline)",
+                    await measure(redis, options.rounds, baseline=False),
+                    rows,
+                    base=python_baseline,
+                )
                 await redis.aclose()
                 config.write_text(f'{{"store": {{"url": "{server.url}"}}}}')
-                print(f"Redis: overview charts drawn in Chromium after {await asyncio.to_thread(charts_drawn_ms, config):.0f} ms (target <= 2000)")
+                drawn = await asyncio.to_thread(charts_drawn_ms, config)
+                print(f"Redis: overview charts drawn in Chromium after {drawn:.0f} ms (target <= 2000)")
+                rows.append(row("Redis: overview charts drawn in Chromium", drawn, "ms", target="<= 2000", better="lower"))
             finally:
                 server.kill()
+    if not options.smoke:
+        write_results(__file__, f"The dashboard on a store of {options.records:,} records", rows)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@
 Rounds interleave the variants (rotating order); the figure is the median over rounds
 of each round's mean ms/request. The upstream runs in its own process.
 
-Usage: python benchmarks/http_overhead.py [--requests 2000] [--rounds 5] [--auth] [--json out.json]
+Usage: python benchmarks/http_overhead.py [--requests 2000] [--rounds 5] [--auth] [--json out.json] [--smoke]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import httpx2 as httpx
+from _results import add_smoke_flag, row, write_results
 
 from router.cli.launch import free_port, stop, wait_for_port
 
@@ -49,7 +50,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--auth", action="store_true", help="add simroute with a token (simroute-auth)")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.requests, args.rounds = 20, 1
     per_round = max(1, args.requests // args.rounds)
 
     processes: list[subprocess.Popen] = []
@@ -63,20 +67,28 @@ def main() -> None:
             mitm_port = free_port()
             mitmdump = subprocess.Popen(
                 [str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(mitm_port), "--set", "confdir=" + tmp + "/mitm"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             processes.append(mitmdump)
 
             def start_simroute(name: str, env: dict[str, str]) -> int:
                 config = Path(tmp) / f"{name}.yaml"
-                config.write_text(json.dumps({
-                    "store": {"path": f"{tmp}/{name}.db"}, "shell": {"enabled": False}, "browser": {"enabled": False},
-                    "http": {"ca_dir": f"{tmp}/ca"},
-                }))
+                config.write_text(
+                    json.dumps(
+                        {
+                            "store": {"path": f"{tmp}/{name}.db"},
+                            "shell": {"enabled": False},
+                            "browser": {"enabled": False},
+                            "http": {"ca_dir": f"{tmp}/ca"},
+                        }
+                    )
+                )
                 port = free_port()
                 process = subprocess.Popen(
                     [str(BIN / "simroute"), "http-proxy", "--config", str(config), "--port", str(port)],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
                     env={**{k: v for k, v in os.environ.items() if k != "SIMROUTE_TOKEN"}, **env},
                 )
                 processes.append(process)
@@ -99,14 +111,15 @@ def main() -> None:
             results: dict[str, list[float]] = {name: [] for name in clients}
             names = list(clients)
             for r in range(args.rounds):
-                order = names[r % len(names):] + names[: r % len(names)]
+                order = names[r % len(names) :] + names[: r % len(names)]
                 for name in order:
                     results[name].append(run_round(clients[name], url, per_round))
             for client in clients.values():
                 client.close()
             recorded = {
                 name: sqlite3.connect(f"{tmp}/{name}.db").execute("SELECT COUNT(*) FROM records").fetchone()[0]
-                for name in clients if name.startswith("simroute")
+                for name in clients
+                if name.startswith("simroute")
             }
         finally:
             for process in processes:
@@ -124,6 +137,23 @@ def main() -> None:
         print(f"simroute-auth / mitmdump = {figures['simroute-auth'] / figures['mitmdump']:.2f}   (target <= 1.2)")
     if args.json:
         args.json.write_text(json.dumps({"ms_per_request": figures, "rounds": results, "ratio": ratio, "records": recorded}, indent=2))
+    if args.smoke:
+        return
+    mitm = "plain mitmdump, pass-through, interleaved rounds"
+    rows = [row(f"{name} ms/request", value, "ms", better="lower") for name, value in figures.items()]
+    rows.append(row("simroute / mitmdump", ratio, "ratio", baseline=mitm, target="<= 1.2", better="lower"))
+    if "simroute-auth" in figures:
+        rows.append(
+            row(
+                "simroute-auth / mitmdump",
+                figures["simroute-auth"] / figures["mitmdump"],
+                "ratio",
+                baseline=mitm,
+                target="<= 1.2",
+                better="lower",
+            )
+        )
+    write_results(__file__, "Per-request cost of the HTTP channel against plain mitmdump", rows)
 
 
 if __name__ == "__main__":

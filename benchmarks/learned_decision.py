@@ -13,7 +13,7 @@ router's first calls), the garbage collector left on (the router does not turn i
 off, so p99 includes its pauses), the three cases interleaved call by call so load
 on the machine hits them alike; the load average is printed with the figures.
 
-Usage: python benchmarks/learned_decision.py [--iterations 50000] [--warmup 2000]
+Usage: python benchmarks/learned_decision.py [--iterations 50000] [--warmup 2000] [--smoke]
 """
 
 from __future__ import annotations
@@ -29,20 +29,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from backends.replay import ReplayBackend  # noqa: E402
-from kit.learned import generate  # noqa: E402  (the generated records the unit tests use)
-from policies.chain import default_policies  # noqa: E402
-from policies.rules import parse_rule
-from policies.base import decide  # noqa: E402
-from policies.learned import LearnedModel, LearnedPolicy, LearnedSettings, RouteModel, StateBuilder  # noqa: E402
-from policies.learned.features import CallFacts, call_features  # noqa: E402
-from policies.learned.labels import labels_from_rows  # noqa: E402
-from policies.learned.scorer import LinearScorer  # noqa: E402
-from policies.learned.training import TrainingSettings, train  # noqa: E402
-from policies.safety import SafetyClassifier  # noqa: E402
-from router.types import Call, Decision, Mode, Route, Session  # noqa: E402
+from _results import add_smoke_flag, write_results
+from _results import row as result_row
+from decision_latency import RULES
+from kit.learned import generate
 
-from decision_latency import RULES  # noqa: E402  (the same 10 rules as the decision-latency benchmark)
+from backends.replay import ReplayBackend
+from policies.base import decide
+from policies.chain import default_policies
+from policies.learned import LearnedModel, LearnedPolicy, LearnedSettings, RouteModel, StateBuilder
+from policies.learned.features import CallFacts, call_features
+from policies.learned.labels import labels_from_rows
+from policies.learned.scorer import LinearScorer
+from policies.learned.training import TrainingSettings, train
+from policies.rules import parse_rule
+from policies.safety import SafetyClassifier
+from router.types import Call, Decision, Mode, Route, Session
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -54,17 +56,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=50_000)
     parser.add_argument("--warmup", type=int, default=2_000)
+    add_smoke_flag(parser)
     options = parser.parse_args()
+    if options.smoke:
+        options.iterations, options.warmup = 500, 50
     rows = generate(900)
     replay = ReplayBackend(None)  # type: ignore[arg-type]  # keys only: the router's replay keys, as it makes them per call
     for row in rows:
         row["replay_key"] = replay.keys(Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"])).replay
     result = train(labels_from_rows(rows), TrainingSettings(cv_folds=3))
-    model = LearnedModel({route: RouteModel(LinearScorer.from_classifier(c), result.thresholds[route]) for route, c in result.classifiers.items()}, digest="bench")
+    model = LearnedModel(
+        {route: RouteModel(LinearScorer.from_classifier(c), result.thresholds[route]) for route, c in result.classifiers.items()},
+        digest="bench",
+    )
     builder = StateBuilder(max_divergence=0.2, confidence=0.8)
     builder.add(rows)
     policy = LearnedPolicy(
-        LearnedSettings(min_labels=1, explore_rate=0.05), model=model, state=builder.snapshot(),
+        LearnedSettings(min_labels=1, explore_rate=0.05),
+        model=model,
+        state=builder.snapshot(),
         replay_key_of=lambda call: replay.keys(call).replay,
     )
     rules = [parse_rule(r, index=i) for i, r in enumerate(RULES)]
@@ -74,7 +84,10 @@ def main() -> None:
         Call("mcp", "srv", "get_weather", {"city": city}, "b") for city in ("Oslo", "Rome", "Lima", "Cairo")
     ]
     classifier = result.classifiers["sim"]
-    features = [call_features(CallFacts(c.channel, c.server, c.tool, c.arguments, "safe", 3, builder.labels.stats.get(f"mcp\x1fsrv\x1f{c.tool}"))) for c in calls]
+    features = [
+        call_features(CallFacts(c.channel, c.server, c.tool, c.arguments, "safe", 3, builder.labels.stats.get(f"mcp\x1fsrv\x1f{c.tool}")))
+        for c in calls
+    ]
     fallback = Decision(Route.REAL, "default", "none")
     rng = random.Random(0)
     session = Session("bench")
@@ -103,11 +116,40 @@ def main() -> None:
     sk_p50, sk_p99 = statistics.median(sklearn_us), percentile(sklearn_us, 0.99)
     print(f"{'case':58} {'p50 us':>9} {'p99 us':>9} {'n':>7}")
     print(f"{'full chain, mode learned (gate + 10 rules + derived scorer)':58} {chain_p50:9.1f} {chain_p99:9.1f} {len(chain_us):7}")
-    print(f"{'same chain, mode real (no learned router)':58} {statistics.median(plain_us):9.1f} {percentile(plain_us, 0.99):9.1f} {len(plain_us):7}")
+    print(
+        f"{'same chain, mode real (no learned router)':58} {statistics.median(plain_us):9.1f} {percentile(plain_us, 0.99):9.1f} {len(plain_us):7}"
+    )
     print(f"{'scikit-learn predict_proba, one call (features made)':58} {sk_p50:9.1f} {sk_p99:9.1f} {len(sklearn_us):7}")
     print(f"chain / predict_proba at p50: {chain_p50 / sk_p50:.3f}; routes decided: {routes}")
-    print(f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; gc {'on' if gc.isenabled() else 'off'}")
+    print(
+        f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; gc {'on' if gc.isenabled() else 'off'}"
+    )
+    if options.smoke:
+        print("targets: p50 <= 50 us, p99 <= 250 us (not judged in a smoke run)")
+        return
     print(f"targets: p50 <= 50 us {'met' if chain_p50 <= 50 else 'MISSED'}, p99 <= 250 us {'met' if chain_p99 <= 250 else 'MISSED'}")
+    plain_p50 = statistics.median(plain_us)
+    predict = "scikit-learn predict_proba of the same model, one call, interleaved"
+    write_results(
+        __file__,
+        "Decision latency of the full policy chain with a learned model loaded",
+        [
+            result_row("full chain, mode learned, p50", chain_p50, "us", target="<= 50", better="lower"),
+            result_row("full chain, mode learned, p99", chain_p99, "us", target="<= 250", better="lower"),
+            result_row("same chain, mode real, p50", plain_p50, "us", better="lower"),
+            result_row("same chain, mode real, p99", percentile(plain_us, 0.99), "us", better="lower"),
+            result_row("scikit-learn predict_proba, one call, p50", sk_p50, "us", better="lower"),
+            result_row("scikit-learn predict_proba, one call, p99", sk_p99, "us", better="lower"),
+            result_row("chain / predict_proba at p50", chain_p50 / sk_p50, "ratio", baseline=predict, better="lower"),
+            result_row(
+                "mode learned / mode real at p50",
+                chain_p50 / plain_p50,
+                "ratio",
+                baseline="the same chain ending in mode: real, interleaved",
+                better="lower",
+            ),
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ the stateless 2026-07-28 era, while simroute keeps agents on the session-based
 handshake era. `--client-mode legacy` puts every row on the handshake era, for a
 same-protocol comparison.
 
-Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--client-mode auto|legacy] [--auth] [--json out.json]
+Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--client-mode auto|legacy] [--auth] [--json out.json] [--smoke]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from _results import add_smoke_flag, row, write_results
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
@@ -44,8 +45,6 @@ SIMROUTE = str(Path(sys.executable).parent / "simroute")
 UPSTREAM = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 ARGS = {"timezone": "Asia/Tokyo"}
 TOKEN = "benchmark-token-0123456789abcdef"
-
-
 
 
 @asynccontextmanager
@@ -128,7 +127,10 @@ async def main() -> None:
     parser.add_argument("--client-mode", choices=["auto", "legacy"], default="auto")
     parser.add_argument("--auth", action="store_true", help="add simroute with a token (C-auth, HTTP)")
     parser.add_argument("--json", type=Path)
+    add_smoke_flag(parser)
     options = parser.parse_args()
+    if options.smoke:
+        options.calls, options.rounds = 10, 1
 
     workdir = Path(tempfile.mkdtemp(prefix="simroute-bench-"))
     store = workdir / "records.db"
@@ -136,17 +138,24 @@ async def main() -> None:
     # The same work as the baseline proxies: one upstream. simroute's own shell and browser
     # channels are off, so their warm pool and Chromium do not start during the rounds.
     base = {
-        "mode": "real", "mcpServers": {"time": {"command": UPSTREAM[0], "args": UPSTREAM[1:]}}, "store": {"path": str(store)},
-        "shell": {"enabled": False}, "browser": {"enabled": False},
+        "mode": "real",
+        "mcpServers": {"time": {"command": UPSTREAM[0], "args": UPSTREAM[1:]}},
+        "store": {"path": str(store)},
+        "shell": {"enabled": False},
+        "browser": {"enabled": False},
     }
     config.write_text(json.dumps(base))
     auth_config = None
     if options.auth:
         auth_config = workdir / "simroute-auth.yaml"
-        auth_config.write_text(json.dumps({**base, "store": {"path": str(workdir / "records-auth.db")}, "service": {"tokens": {"bench": TOKEN}}}))
+        auth_config.write_text(
+            json.dumps({**base, "store": {"path": str(workdir / "records-auth.db")}, "service": {"tokens": {"bench": TOKEN}}})
+        )
 
     commands = variants(config, auth_config)
-    plan = [("A", "stdio")] + [(name, transport) for transport in ("stdio", "http") for name in commands if not (name == "C-auth" and transport == "stdio")]
+    plan = [("A", "stdio")] + [
+        (name, transport) for transport in ("stdio", "http") for name in commands if not (name == "C-auth" and transport == "stdio")
+    ]
     samples: dict[tuple[str, str], list[list[float]]] = {key: [] for key in plan}
     for round_index in range(options.rounds):
         shift = round_index % len(plan)
@@ -159,10 +168,12 @@ async def main() -> None:
         recorded = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
     expected = 2 * options.rounds * (options.calls + 20)
 
-    print(f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, mcp-server-time over stdio upstream, client mode {options.client_mode}\n")
+    print(
+        f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, mcp-server-time over stdio upstream, client mode {options.client_mode}\n"
+    )
     print(f"{'variant':16} {'median ms/call':>15} {'p50':>8} {'p95':>8}")
-    for key, row in results.items():
-        print(f"{key:16} {row['median_ms']:15.3f} {row['p50_ms']:8.3f} {row['p95_ms']:8.3f}")
+    for key, figures in results.items():
+        print(f"{key:16} {figures['median_ms']:15.3f} {figures['p50_ms']:8.3f} {figures['p95_ms']:8.3f}")
     print()
     for transport in ("stdio", "http"):
         c = results[f"C/{transport}"]["median_ms"]
@@ -172,10 +183,65 @@ async def main() -> None:
         )
     if options.auth:
         c_auth = results["C-auth/http"]["median_ms"]
-        print(f"http : C-auth/B = {c_auth / results['B/http']['median_ms']:.3f}   C-auth/C = {c_auth / results['C/http']['median_ms']:.3f}   (target C-auth/B <= 1.1)")
+        print(
+            f"http : C-auth/B = {c_auth / results['B/http']['median_ms']:.3f}   C-auth/C = {c_auth / results['C/http']['median_ms']:.3f}   (target C-auth/B <= 1.1)"
+        )
     print(f"\nsimroute recorded {recorded} calls (expected {expected})")
     if options.json:
         options.json.write_text(json.dumps({"results": results, "recorded": recorded, "expected": expected}, indent=2))
+    if not options.smoke:
+        write_results(
+            __file__, "Per-call cost of the MCP front door against a minimal fastmcp proxy", result_rows(results, recorded, expected)
+        )
+
+
+def result_rows(results: dict[str, dict[str, float]], recorded: int, expected: int) -> list[dict]:
+    """The printed figures as results rows: each variant's ms/call, then the ratios with their targets."""
+    rows = [row(f"{key} median ms/call", figures["median_ms"], "ms", better="lower") for key, figures in results.items()]
+    for transport in ("stdio", "http"):
+        c = results[f"C/{transport}"]["median_ms"]
+        rows.append(
+            row(
+                f"C/B ({transport})",
+                c / results[f"B/{transport}"]["median_ms"],
+                "ratio",
+                baseline=f"B: a minimal fastmcp proxy, create_proxy(config), {transport}",
+                target="<= 1.1",
+                better="lower",
+            )
+        )
+        rows.append(
+            row(
+                f"C/B-warm ({transport})",
+                c / results[f"B-warm/{transport}"]["median_ms"],
+                "ratio",
+                baseline=f"B-warm: the fastmcp proxy with one warm upstream session, {transport}",
+                better="lower",
+            )
+        )
+    if "C-auth/http" in results:
+        c_auth = results["C-auth/http"]["median_ms"]
+        rows.append(
+            row(
+                "C-auth/B (http)",
+                c_auth / results["B/http"]["median_ms"],
+                "ratio",
+                baseline="B: a minimal fastmcp proxy, create_proxy(config), http",
+                target="<= 1.1",
+                better="lower",
+            )
+        )
+        rows.append(
+            row(
+                "C-auth/C (http)",
+                c_auth / results["C/http"]["median_ms"],
+                "ratio",
+                baseline="C: simroute without a token, http",
+                better="lower",
+            )
+        )
+    rows.append(row("calls recorded by simroute", recorded, "records", baseline=f"{expected} calls made", better="higher"))
+    return rows
 
 
 if __name__ == "__main__":

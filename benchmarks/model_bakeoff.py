@@ -13,7 +13,10 @@ Before judging a file, its GGUF metadata is printed: `general.name`,
 template is run with `world_model.chat_format` (`--chat-format`, `gemma` by default
 for the Gemma file), as a user would have to.
 
-Usage: python benchmarks/model_bakeoff.py [--channels mcp,shell,http] [--json out.json]
+With --smoke: the bundled model only (the candidate's packages are not needed) on
+sim_fidelity's smoke workload, two calls per channel.
+
+Usage: python benchmarks/model_bakeoff.py [--channels mcp,shell,http] [--json out.json] [--smoke]
 Needs `pip install -r benchmarks/requirements-bakeoff.txt` (`make bench` does it),
 the Docker image simroute-sandbox:latest and the bundled model. Run it alone.
 """
@@ -28,6 +31,8 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import sim_fidelity as fidelity
+from _items_api import ItemsApi
+from _results import add_smoke_flag, write_results
 
 BUNDLED = Path("~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf").expanduser()
 
@@ -62,11 +67,16 @@ def main() -> None:
     parser.add_argument("--channels", default="mcp,shell,http", help="a subset of mcp,shell,http")
     parser.add_argument("--chat-format", default="gemma", help="world_model.chat_format for a candidate file without a chat template")
     parser.add_argument("--json", type=Path, help="also write every row here")
+    add_smoke_flag(parser)
     args = parser.parse_args()
     channels = set(args.channels.split(","))
+    candidates = [("SmolLM2-135M", lambda: BUNDLED)] + ([] if args.smoke else [("Gemma3-270M", gemma_file)])
+    if args.smoke:
+        fidelity.smoke_workload()
 
     models: list[tuple[str, Path, dict]] = []
-    for name, path in (("SmolLM2-135M", BUNDLED), ("Gemma3-270M", gemma_file())):
+    for name, locate in candidates:
+        path = locate()
         info = describe(path)
         print(f"{name}: {path}")
         for key, value in info.items():
@@ -75,11 +85,15 @@ def main() -> None:
         if info["tokenizer.chat_template"] is None:
             settings["chat_format"] = args.chat_format
             print(f"  no chat template: world_model.chat_format = {args.chat_format!r}")
-        if info["general.finetune"] is None and "instruct" not in str(info["general.name"]).lower() and "-it" not in str(info["general.name"]).lower():
+        if (
+            info["general.finetune"] is None
+            and "instruct" not in str(info["general.name"]).lower()
+            and "-it" not in str(info["general.name"]).lower()
+        ):
             print("  neither its name nor a finetune field marks it as instruction-tuned: a base (pretrained) model")
         models.append((name, path, settings))
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), fidelity.ItemsApi)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ItemsApi)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     api = f"http://127.0.0.1:{server.server_address[1]}"
     results = {}
@@ -96,7 +110,7 @@ def main() -> None:
             simulated = fidelity.write_config(folder, store, "sim", world_model=settings)
             timings = fidelity.phase(simulated, fidelity.ROOT, api, channels)
             sim_observations = fidelity.observations(simulated)
-            sim_observations = {ch: obs[-len(real[ch]):] for ch, obs in sim_observations.items() if ch in real}
+            sim_observations = {ch: obs[-len(real[ch]) :] for ch, obs in sim_observations.items() if ch in real}
             results[name] = fidelity.score(real, sim_observations, timings)
     server.shutdown()
 
@@ -108,10 +122,15 @@ def main() -> None:
         for name in names:
             d, w, med, mean = tables[name][channel]
             print(f"{name:14}{channel:7} {d:9.3f} {w:11.0%} {med:9.2f} {mean:7.2f}")
+        if len(names) < 2:  # a smoke run: the bundled model alone
+            continue
         (bd, _, bmed, bmean), (cd, _, cmed, cmean) = tables[names[0]][channel], tables[names[1]][channel]
         print(f"{'ratio G/S':14}{channel:7} {cd / bd if bd else float('nan'):9.2f} {'':>12} {cmed / bmed:9.2f} {cmean / bmean:7.2f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
+    if not args.smoke:
+        rows = fidelity.summary_rows(tables, baseline=f"{names[0]}, the bundled model, same workload and run")
+        write_results(__file__, f"World-model bake-off: {' against '.join(names)} on the fidelity workload", rows)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Measures the time from a new agent session's first `shell_exec` to its result
 Pool rounds wait until the pool has refilled (the steady state of a router
 whose sessions arrive slower than a sandbox starts). Target: pool/cold <= 0.1.
 
-Usage: python benchmarks/shell_pool.py [--sessions 10]
+Usage: python benchmarks/shell_pool.py [--sessions 10] [--smoke]
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import argparse
 import asyncio
 import statistics
 import time
+
+from _results import add_smoke_flag, row, write_results
 
 from backends.shell.sandboxes import Sandboxes
 from router.config import ShellConfig
@@ -40,7 +42,10 @@ async def first_command_latencies(pool_size: int, sessions: int) -> list[float]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10)
+    add_smoke_flag(parser)
     options = parser.parse_args()
+    if options.smoke:
+        options.sessions = 1
     cold = await first_command_latencies(0, options.sessions)
     pooled = await first_command_latencies(2, options.sessions)
     cold_ms, pool_ms = statistics.median(cold) * 1000, statistics.median(pooled) * 1000
@@ -48,6 +53,23 @@ async def main() -> None:
     print(f"  cold docker run + shell   {cold_ms:8.1f} ms")
     print(f"  from the warm pool        {pool_ms:8.1f} ms")
     print(f"  pool / cold               {pool_ms / cold_ms:8.3f}   (target <= 0.1)")
+    if not options.smoke:
+        write_results(
+            __file__,
+            "A new shell session: from the warm pool against a cold docker run",
+            [
+                row("first command, cold docker run + shell", cold_ms, "ms", better="lower"),
+                row("first command, from the warm pool", pool_ms, "ms", better="lower"),
+                row(
+                    "pool / cold",
+                    pool_ms / cold_ms,
+                    "ratio",
+                    baseline="a cold docker run + shell start (pool_size 0)",
+                    target="<= 0.1",
+                    better="lower",
+                ),
+            ],
+        )
 
 
 if __name__ == "__main__":

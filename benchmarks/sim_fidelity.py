@@ -16,7 +16,9 @@ in the same run. Per call and per channel: divergence (shadow.compare.divergence
 phase 2 and phase 3, the well-formed rate (backends/world_model/checks.py) and
 the latency of the simulated call.
 
-Usage: python benchmarks/sim_fidelity.py [--baseline /path/to/other/checkout]
+With --smoke: two calls per channel, the same three phases.
+
+Usage: python benchmarks/sim_fidelity.py [--baseline /path/to/other/checkout] [--smoke]
 Needs the Docker image simroute-sandbox:latest (scripts/build-images.sh) and the
 bundled model (scripts/setup.sh). Run it alone: model timings follow CPU load.
 """
@@ -33,11 +35,14 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from _items_api import ItemsApi  # noqa: E402
+from _results import add_smoke_flag, row, write_results  # noqa: E402
 
 from backends.world_model.checks import check  # noqa: E402
 from router.types import Observation  # noqa: E402
@@ -67,56 +72,59 @@ SHELL_CALLS = [
     "cat a.txt",
     "ls | wc -l",
 ]
-HTTP_CALLS = [("GET", "/items", None), ("POST", "/items", {"name": "bolt"}), ("POST", "/items", {"name": "nut"}),
-              ("GET", "/items", None), ("GET", "/items/1", None), ("GET", "/items/9", None), ("DELETE", "/items/1", None), ("GET", "/items", None)]
+HTTP_CALLS = [
+    ("GET", "/items", None),
+    ("POST", "/items", {"name": "bolt"}),
+    ("POST", "/items", {"name": "nut"}),
+    ("GET", "/items", None),
+    ("GET", "/items/1", None),
+    ("GET", "/items/9", None),
+    ("DELETE", "/items/1", None),
+    ("GET", "/items", None),
+]
 
 
-class ItemsApi(BaseHTTPRequestHandler):
-    """A local JSON API: a list of items, created, read and deleted."""
+def smoke_workload() -> None:
+    """Cuts the workload to two calls per channel (a structured and a text MCP tool,
+    a shell write and read, an HTTP read and write): the same phases and code paths."""
+    MCP_CALLS[:] = [MCP_CALLS[0], MCP_CALLS[3]]
+    SHELL_CALLS[:] = SHELL_CALLS[:2]
+    HTTP_CALLS[:] = HTTP_CALLS[:2]
 
-    items: dict[int, dict] = {}
-    next_id = [1]
 
-    def _send(self, status: int, value) -> None:
-        body = json.dumps(value).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _item(self) -> int | None:
-        tail = self.path.rstrip("/").rsplit("/", 1)[-1]
-        return int(tail) if tail.isdigit() else None
-
-    def do_GET(self):  # noqa: N802
-        item = self._item()
-        if item is None:
-            return self._send(200, [ItemsApi.items[k] for k in sorted(ItemsApi.items)])
-        if item in ItemsApi.items:
-            return self._send(200, ItemsApi.items[item])
-        return self._send(404, {"error": f"item {item} not found"})
-
-    def do_POST(self):  # noqa: N802
-        data = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        item = {"id": ItemsApi.next_id[0], "name": data.get("name", "")}
-        ItemsApi.items[item["id"]] = item
-        ItemsApi.next_id[0] += 1
-        self._send(201, item)
-
-    def do_DELETE(self):  # noqa: N802
-        item = self._item()
-        if ItemsApi.items.pop(item, None) is None:
-            return self._send(404, {"error": f"item {item} not found"})
-        self._send(200, {"deleted": item})
-
-    def log_message(self, *args):
-        pass
-
-    @classmethod
-    def reset(cls) -> None:
-        cls.items.clear()
-        cls.next_id[0] = 1
+def summary_rows(tables: dict[str, dict[str, tuple[float, float, float, float]]], baseline: str | None) -> list[dict]:
+    """The summary table as results rows: per run (`tables`' keys) and channel; then the
+    ratios of the second run to the first, against `baseline` (what the first run is)."""
+    rows = []
+    for name, table in tables.items():
+        for channel, (div, well_formed, median_s, mean_s) in table.items():
+            rows.append(row(f"{name} {channel}: mean divergence", div, "divergence", better="lower"))
+            rows.append(row(f"{name} {channel}: well-formed", well_formed, "fraction", better="higher"))
+            rows.append(row(f"{name} {channel}: median latency", median_s, "s", better="lower"))
+            rows.append(row(f"{name} {channel}: mean latency", mean_s, "s", better="lower"))
+    if len(tables) > 1 and baseline is not None:
+        (first, b), (second, c) = list(tables.items())[:2]
+        for channel in c:
+            if b[channel][0]:
+                rows.append(
+                    row(
+                        f"{second} / {first} {channel}: mean divergence",
+                        c[channel][0] / b[channel][0],
+                        "ratio",
+                        baseline=baseline,
+                        better="lower",
+                    )
+                )
+            rows.append(
+                row(
+                    f"{second} / {first} {channel}: median latency",
+                    c[channel][2] / b[channel][2],
+                    "ratio",
+                    baseline=baseline,
+                    better="lower",
+                )
+            )
+    return rows
 
 
 def write_config(folder: Path, store: Path, mode: str, world_model: dict | None = None) -> Path:
@@ -146,10 +154,11 @@ async def run_mcp(config: Path, checkout: Path, session: str, channels: set[str]
     """The MCP and shell calls through `simroute mcp` over stdio; wall time per call."""
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
-
     from kit.launch import simroute_executable
 
-    transport = StdioTransport(command=simroute_executable(), args=["mcp", "--config", str(config)], env=env_for(checkout), keep_alive=False)
+    transport = StdioTransport(
+        command=simroute_executable(), args=["mcp", "--config", str(config)], env=env_for(checkout), keep_alive=False
+    )
     timings = []
     async with Client(transport) as client:
         names = {tool.name: tool for tool in await client.list_tools()}
@@ -159,8 +168,14 @@ async def run_mcp(config: Path, checkout: Path, session: str, channels: set[str]
             schemas[name] = getattr(names[name], "output_schema", None)
             started = time.monotonic()
             await client.call_tool(name, arguments, raise_on_error=False)
-            timings.append({"channel": "mcp", "label": f"{server}.{tool} {json.dumps(arguments)[:40]}", "latency_s": time.monotonic() - started,
-                            "schema": schemas[name]})
+            timings.append(
+                {
+                    "channel": "mcp",
+                    "label": f"{server}.{tool} {json.dumps(arguments)[:40]}",
+                    "latency_s": time.monotonic() - started,
+                    "schema": schemas[name],
+                }
+            )
         for command in SHELL_CALLS if "shell" in channels else ():
             started = time.monotonic()
             await client.call_tool("shell_exec", {"command": command}, raise_on_error=False)
@@ -170,14 +185,18 @@ async def run_mcp(config: Path, checkout: Path, session: str, channels: set[str]
 
 def run_http(config: Path, checkout: Path, api: str, session: str) -> list[dict]:
     import httpx2
+    from kit.launch import simroute_executable
 
     from router.cli.launch import free_port, stop, wait_for_port
-    from kit.launch import simroute_executable
 
     port = free_port()
     log = config.parent / f"proxy-{port}.log"
-    process = subprocess.Popen([simroute_executable(), "http-proxy", "--config", str(config), "--port", str(port)],
-                               stdout=log.open("w"), stderr=subprocess.STDOUT, env=env_for(checkout))
+    process = subprocess.Popen(
+        [simroute_executable(), "http-proxy", "--config", str(config), "--port", str(port)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env=env_for(checkout),
+    )
     timings = []
     try:
         wait_for_port(port, process, describe=log.read_text)
@@ -195,8 +214,8 @@ def observations(config: Path) -> dict[str, list[Observation]]:
     from kit.launch import records_of
 
     out: dict[str, list[Observation]] = {}
-    for row in records_of(config):
-        out.setdefault(row["channel"], []).append(Observation.from_json(row["observation"]))
+    for record in records_of(config):
+        out.setdefault(record["channel"], []).append(Observation.from_json(record["observation"]))
     return out
 
 
@@ -251,7 +270,9 @@ def print_per_call(results: dict[str, list[dict]]) -> None:
         print(f"\n== {name}: per call (divergence 0 = same as real; well-formed by the channel's checker)")
         print(f"{'channel':7} {'call':50} {'div':>5} {'ok':>3} {'lat s':>6}  simulated")
         for r in rows:
-            print(f"{r['channel']:7} {r['label'][:50]:50} {r['divergence']:5.2f} {'yes' if r['well_formed'] else 'NO':>3} {r['latency_s']:6.1f}  {r['sim']!r}")
+            print(
+                f"{r['channel']:7} {r['label'][:50]:50} {r['divergence']:5.2f} {'yes' if r['well_formed'] else 'NO':>3} {r['latency_s']:6.1f}  {r['sim']!r}"
+            )
 
 
 def main() -> None:
@@ -259,7 +280,10 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout whose simulation is measured first, as the baseline")
     parser.add_argument("--json", type=Path, help="also write every row here")
     parser.add_argument("--channels", default="mcp,shell,http", help="a subset of mcp,shell,http")
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    if args.smoke:
+        smoke_workload()
     channels = set(args.channels.split(","))
     checkouts = ([("baseline", args.baseline.resolve())] if args.baseline else []) + [("current", ROOT)]
 
@@ -280,7 +304,7 @@ def main() -> None:
             simulated = write_config(folder, store, "sim")
             timings = phase(simulated, checkout, api, channels)
             sim_observations = observations(simulated)
-            sim_observations = {ch: obs[-len(real[ch]):] for ch, obs in sim_observations.items() if ch in real}  # this phase's only
+            sim_observations = {ch: obs[-len(real[ch]) :] for ch, obs in sim_observations.items() if ch in real}  # this phase's only
             results[name] = score(real, sim_observations, timings)
     server.shutdown()
 
@@ -296,6 +320,9 @@ def main() -> None:
             print(f"{'ratio':9}{channel:7} {c[0] / b[0] if b[0] else float('nan'):9.2f} {'':>12} {c[2] / b[2]:9.2f} {c[3] / b[3]:7.2f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
+    if not args.smoke:
+        baseline = f"the simulation of the checkout {args.baseline}, same run" if args.baseline else None
+        write_results(__file__, "Simulation fidelity on a mixed workload (bundled world model)", summary_rows(tables, baseline))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ session of each engine pays the one-time read and is reported apart.
 Targets (issue 17): a session's first call <= 1.5x a later step; median latency of
 a simulated MCP tool on a dozen-tool server <= 2 s when its answers are a few lines.
 
-Usage: python benchmarks/sim_first_call.py [--sessions 6] [--model PATH]
+Usage: python benchmarks/sim_first_call.py [--sessions 6] [--model PATH] [--smoke]
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import os
 import statistics
 import time
 from pathlib import Path
+
+from _results import add_smoke_flag, row, write_results
 
 from backends.world_model.llama_engine import LlamaCppEngine
 from backends.world_model.mcp_domain import McpDomain
@@ -62,7 +64,10 @@ TOOLS = [
 RECORDED = {
     "version": [({}, "notes-store 2.4.1 (build 7731, sqlite backend)")],
     "list_notes": [({}, "1. groceries\n2. ideas\n3. trip"), ({}, "1. groceries")],
-    "create_note": [({"title": "trip", "body": "book train"}, "Created note 3: trip"), ({"title": "ideas", "body": "x"}, "Created note 2: ideas")],
+    "create_note": [
+        ({"title": "trip", "body": "book train"}, "Created note 3: trip"),
+        ({"title": "ideas", "body": "x"}, "Created note 2: ideas"),
+    ],
     "get_note": [({"note_id": 1}, "Note 1: groceries\nmilk, eggs"), ({"note_id": 2}, "Note 2: ideas\na faster router")],
     "delete_note": [({"note_id": 1}, "Deleted note 1"), ({"note_id": 3}, "Deleted note 3")],
     "rename_note": [({"note_id": 2, "title": "plans"}, "Renamed note 2: ideas -> plans")],
@@ -85,21 +90,29 @@ SESSION_CALLS = [
 
 def records_for(call: Call) -> list[dict]:
     return [
-        {"session": "recorded", "tool": call.tool, "arguments": arguments, "occurrence": 1, "call_key": None,
-         "observation": {"content": [{"type": "text", "text": text}], "is_error": False}}
+        {
+            "session": "recorded",
+            "tool": call.tool,
+            "arguments": arguments,
+            "occurrence": 1,
+            "call_key": None,
+            "observation": {"content": [{"type": "text", "text": text}], "is_error": False},
+        }
         for arguments, text in RECORDED.get(call.tool, [])
     ]
 
 
 def simulator_with(engine: LlamaCppEngine) -> WorldModelSimulator:
-    domain = McpDomain(tools_for=lambda server: TOOLS, records_for=records_for, output_schema_for=lambda server, name: None, tool_list="signatures")
+    domain = McpDomain(
+        tools_for=lambda server: TOOLS, records_for=records_for, output_schema_for=lambda server, name: None, tool_list="signatures"
+    )
     return WorldModelSimulator(engine, domains={"mcp": domain}, max_tokens=256, context_tokens=4096)
 
 
-async def run_session(simulator: WorldModelSimulator, session_id: str) -> list[float]:
+async def run_session(simulator: WorldModelSimulator, session_id: str, calls: list[tuple[str, dict]]) -> list[float]:
     session = Session(session_id)
     latencies = []
-    for name, arguments in SESSION_CALLS:
+    for name, arguments in calls:
         call = Call("mcp", "notes", name, arguments, session_id)
         started = time.perf_counter()
         observation = await simulator.simulate(call, session, deadline_s=120)
@@ -114,7 +127,11 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=6, help="sessions per engine after the first")
     parser.add_argument("--model", default=DEFAULT_MODEL)
+    add_smoke_flag(parser)
     options = parser.parse_args()
+    calls = SESSION_CALLS[:2] if options.smoke else SESSION_CALLS  # smoke: a first call and one later step
+    if options.smoke:
+        options.sessions = 1
 
     prefill = "**Environment Observation:**\n"
     engines = {
@@ -124,18 +141,24 @@ async def main() -> None:
     simulators = {name: simulator_with(engine) for name, engine in engines.items()}
     for engine in engines.values():
         await engine.start()  # loading is not part of any call
-    system_tokens = engines["shared"].count_tokens(simulators["shared"].messages_for(Call("mcp", "notes", "version", {}, "x"), Session("x"))[0]["content"])
+    system_tokens = engines["shared"].count_tokens(
+        simulators["shared"].messages_for(Call("mcp", "notes", "version", {}, "x"), Session("x"))[0]["content"]
+    )
 
     runs: dict[str, list[list[float]]] = {name: [] for name in engines}
     for index in range(options.sessions + 1):  # interleaved: one session of each engine in turn
         for name, simulator in simulators.items():
-            runs[name].append(await run_session(simulator, f"{name}-{index}"))
+            runs[name].append(await run_session(simulator, f"{name}-{index}", calls))
     for engine in engines.values():
         await engine.aclose()
 
-    print(f"\nSmolLM2-135M in-process, 12-tool server (system prompt {system_tokens} tokens), "
-          f"{options.sessions} sessions x {len(SESSION_CALLS)} calls per engine after a first one; load average {os.getloadavg()[0]:.2f}\n")
-    print(f"{'engine':9} {'1st session 1st call':>21} {'first call (median)':>20} {'later step (median)':>20} {'first/later':>12} {'all calls median':>17}")
+    print(
+        f"\nSmolLM2-135M in-process, 12-tool server (system prompt {system_tokens} tokens), "
+        f"{options.sessions} sessions x {len(calls)} calls per engine after a first one; load average {os.getloadavg()[0]:.2f}\n"
+    )
+    print(
+        f"{'engine':9} {'1st session 1st call':>21} {'first call (median)':>20} {'later step (median)':>20} {'first/later':>12} {'all calls median':>17}"
+    )
     figures = {}
     for name, sessions in runs.items():
         first_ever = sessions[0][0]
@@ -147,8 +170,35 @@ async def main() -> None:
         print(f"{name:9} {first_ever:20.2f}s {first:19.2f}s {later:19.2f}s {first / later:12.2f} {median_all:16.2f}s")
     shared, baseline = figures["shared"], figures["baseline"]
     print(f"\nfirst call, shared / baseline = {shared[0] / baseline[0]:.2f}")
-    print(f"shared: first call / later step = {shared[0] / shared[1]:.2f} (target <= 1.5); "
-          f"median simulated call {shared[2]:.2f} s (target <= 2 s)")
+    print(
+        f"shared: first call / later step = {shared[0] / shared[1]:.2f} (target <= 1.5); "
+        f"median simulated call {shared[2]:.2f} s (target <= 2 s)"
+    )
+    if options.smoke:
+        return
+    rows = []
+    for name, (first, later, _median_all) in figures.items():
+        rows.append(row(f"{name}: first call of a session (median)", first, "s", better="lower"))
+        rows.append(row(f"{name}: later step (median)", later, "s", better="lower"))
+    rows += [
+        row(
+            "first call, shared / baseline",
+            shared[0] / baseline[0],
+            "ratio",
+            baseline="an engine that re-reads the system prompt (shared_system_states=0)",
+            better="lower",
+        ),
+        row(
+            "shared: first call / later step",
+            shared[0] / shared[1],
+            "ratio",
+            baseline="a later step of the same sessions",
+            target="<= 1.5",
+            better="lower",
+        ),
+        row("shared: median simulated call, 12-tool server", shared[2], "s", target="<= 2", better="lower"),
+    ]
+    write_results(__file__, "A new session's first simulated call against its later steps (bundled GGUF world model)", rows)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ by where the recorded example sits in the prompt (same model, same seeds):
 The tool is a git-like server's `git_status`; its recorded real result starts
 with "Repository status:", and an answer counts as well-formed when it does too.
 
-Usage: python benchmarks/sim_format.py [--samples 16]
+Usage: python benchmarks/sim_format.py [--samples 16] [--smoke]
 """
 
 from __future__ import annotations
@@ -17,21 +17,36 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from _results import add_smoke_flag, row, write_results
+
 from backends.world_model.llama_engine import LlamaCppEngine
 from backends.world_model.mcp_prompt import build_mcp_messages
 from backends.world_model.parse import InvalidPrediction, parse_prediction
 
 MODEL = Path.home() / ".cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 TOOLS = [
-    {"name": "git_status", "description": "Shows the working tree status", "inputSchema": {"type": "object", "properties": {"repo_path": {"type": "string"}}}},
-    {"name": "git_log", "description": "Shows the commit logs", "inputSchema": {"type": "object", "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer"}}}},
+    {
+        "name": "git_status",
+        "description": "Shows the working tree status",
+        "inputSchema": {"type": "object", "properties": {"repo_path": {"type": "string"}}},
+    },
+    {
+        "name": "git_log",
+        "description": "Shows the commit logs",
+        "inputSchema": {"type": "object", "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer"}}},
+    },
 ]
-HISTORY = [(
-    {"name": "git_log", "arguments": {"repo_path": "/repo", "max_count": 2}},
-    "Commit history:\nCommit: 'a1b2c3'\nAuthor: Ann\nDate: 2026-11-20\nMessage: fix parser\n\n"
-    "Commit: 'd4e5f6'\nAuthor: Bob\nDate: 2026-11-19\nMessage: add tests\n",
-)]
-EXAMPLE = ({"name": "git_status", "arguments": {"repo_path": "/other"}}, "Repository status:\nOn branch main\nChanges not staged for commit:\n  modified:   README.md\n")
+HISTORY = [
+    (
+        {"name": "git_log", "arguments": {"repo_path": "/repo", "max_count": 2}},
+        "Commit history:\nCommit: 'a1b2c3'\nAuthor: Ann\nDate: 2026-11-20\nMessage: fix parser\n\n"
+        "Commit: 'd4e5f6'\nAuthor: Bob\nDate: 2026-11-19\nMessage: add tests\n",
+    )
+]
+EXAMPLE = (
+    {"name": "git_status", "arguments": {"repo_path": "/other"}},
+    "Repository status:\nOn branch main\nChanges not staged for commit:\n  modified:   README.md\n",
+)
 ACTION = {"name": "git_status", "arguments": {"repo_path": "/repo"}}
 FORMAT = "Repository status:"
 
@@ -66,11 +81,25 @@ async def well_formed(messages: list[dict[str, str]], samples: int) -> int:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=16)
-    samples = parser.parse_args().samples
+    add_smoke_flag(parser)
+    options = parser.parse_args()
+    samples = 1 if options.smoke else options.samples
+    rows = []
     print(f"SmolLM2-135M, text tool git_status, {samples} samples (seeds 0..{samples - 1}), answers in the recorded format:")
     for name, layout in (("example turn", example_turn_layout), ("quoted", quoted_layout)):
         good = await well_formed(layout(), samples)
         print(f"  {name:13} {good:3d} / {samples}")
+        rows.append(
+            row(
+                f"answers in the recorded format, {name}",
+                good / samples,
+                "fraction",
+                better="higher",
+                baseline="the quoted layout (same model, same seeds)" if name == "example turn" else None,
+            )
+        )
+    if not options.smoke:
+        write_results(__file__, "How often the bundled world model answers a text tool in the real format, by example layout", rows)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ world model, then 4 sessions interleaved round-robin. Reports steps 1, 10 and 20
 (interleaved: the mean over the 4 sessions). Without per-session prefix reuse,
 step 20 would re-evaluate the whole history; the target is step 20 <= 1.5x step 1.
 
-Usage: python benchmarks/sim_step_latency.py [--steps 20] [--sessions 4] [--model PATH]
+Usage: python benchmarks/sim_step_latency.py [--steps 20] [--sessions 4] [--model PATH] [--smoke]
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import asyncio
 import statistics
 import time
 from pathlib import Path
+
+from _results import add_smoke_flag, row, write_results
 
 from backends.world_model.llama_engine import LlamaCppEngine
 from backends.world_model.mcp_domain import McpDomain
@@ -36,7 +38,11 @@ TOOLS = [
     {
         "name": "get_current_time",
         "description": "Get current time in a specific timezone",
-        "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string", "description": "IANA timezone name"}}, "required": ["timezone"]},
+        "inputSchema": {
+            "type": "object",
+            "properties": {"timezone": {"type": "string", "description": "IANA timezone name"}},
+            "required": ["timezone"],
+        },
         "outputSchema": OUTPUT_SCHEMA,
     },
     {
@@ -91,14 +97,23 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--sessions", type=int, default=4)
     parser.add_argument("--model", default=DEFAULT_MODEL)
+    add_smoke_flag(parser)
     options = parser.parse_args()
+    if options.smoke:
+        options.steps, options.sessions = 2, 2
 
     engine = LlamaCppEngine(Path(options.model), n_ctx=4096, cached_sessions=options.sessions, temperature=0.0)
     measured = MeasuredEngine(engine)
     domain = McpDomain(
         tools_for=lambda server: TOOLS,
-        records_for=lambda call: [{"session": "recorded", "tool": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"},
-                                   "observation": {"content": [{"type": "text", "text": DEMO}], "is_error": False}}],
+        records_for=lambda call: [
+            {
+                "session": "recorded",
+                "tool": "get_current_time",
+                "arguments": {"timezone": "Asia/Tokyo"},
+                "observation": {"content": [{"type": "text", "text": DEMO}], "is_error": False},
+            }
+        ],
         output_schema_for=lambda server, tool: OUTPUT_SCHEMA if tool == "get_current_time" else None,
     )
     simulator = WorldModelSimulator(measured, domains={"mcp": domain}, max_tokens=96, context_tokens=4096)
@@ -118,18 +133,41 @@ async def main() -> None:
     print(f"\nSmolLM2-135M GGUF in-process, get_current_time, {options.steps} steps\n")
     print(f"{'case':28} {'step':>5} {'latency s':>10} {'evaluated':>10} {'prompt':>8}")
     ratios = {}
+    rows = []
     for label, rows_per_session in (("one session", [single_rows]), (f"{options.sessions} sessions interleaved", interleaved_rows)):
         for s in report_steps:
             latency = statistics.fmean(rows[s - 1][0] for rows in rows_per_session)
             evaluated = statistics.fmean(rows[s - 1][1] for rows in rows_per_session)
             prompt = statistics.fmean(rows[s - 1][2] for rows in rows_per_session)
             print(f"{label:28} {s:5d} {latency:10.3f} {evaluated:10.0f} {prompt:8.0f}")
+            rows.append(row(f"{label}, step {s} latency", latency, "s", better="lower"))
+            rows.append(
+                row(
+                    f"{label}, step {s} prompt tokens evaluated",
+                    evaluated,
+                    "tokens",
+                    baseline=f"{prompt:.0f} tokens in the prompt",
+                    better="lower",
+                )
+            )
         first = statistics.fmean(rows[0][0] for rows in rows_per_session)
         last = statistics.fmean(rows[report_steps[-1] - 1][0] for rows in rows_per_session)
         ratios[label] = last / first
     print()
     for label, ratio in ratios.items():
         print(f"{label}: step {report_steps[-1]} / step 1 latency = {ratio:.2f}  (target <= 1.5)")
+        rows.append(
+            row(
+                f"{label}: step {report_steps[-1]} / step 1 latency",
+                ratio,
+                "ratio",
+                baseline="step 1 of the same session(s)",
+                target="<= 1.5",
+                better="lower",
+            )
+        )
+    if not options.smoke:
+        write_results(__file__, "Simulated step latency as a session grows (bundled GGUF world model in-process)", rows)
 
 
 if __name__ == "__main__":

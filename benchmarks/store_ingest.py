@@ -16,7 +16,7 @@ returns); the raw client writes one record after another.
 Target: simroute >= 0.5x raw (records/s). Needs redis-server on PATH.
 Rounds of 10,000 records: long enough that each round pays its share of WAL
 checkpoints (a short round may fall between two).
-Usage: python benchmarks/store_ingest.py [--records 10000] [--rounds 5] [--concurrency 32]
+Usage: python benchmarks/store_ingest.py [--records 10000] [--rounds 5] [--concurrency 32] [--smoke]
 """
 
 from __future__ import annotations
@@ -33,20 +33,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import redis  # noqa: E402
-from kit.redis import RedisServer  # noqa: E402
+import redis
+from _results import add_smoke_flag, row, write_results
+from kit.redis import RedisServer
 
-from router.types import Call, Decision, Observation, Provenance, Route  # noqa: E402
-from shadow.store.record_log import RecordLog, Spool  # noqa: E402
-from shadow.records import Record  # noqa: E402
-from shadow.store.redis.store import RedisStore  # noqa: E402
-from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
+from router.types import Call, Decision, Observation, Provenance, Route
+from shadow.records import Record
+from shadow.store.record_log import RecordLog, Spool
+from shadow.store.redis.store import RedisStore
+from shadow.store.sqlite.store import SQLiteStore
 
 
 def record(n: int) -> Record:
     call = Call("mcp", "weather", "forecast", {"city": f"city-{n % 100}", "days": 3}, f"s{n // 20}")
     observation = Observation([{"type": "text", "text": f"forecast {n}: sunny, 21 C, wind 3 m/s " * 4}], Provenance.REAL, latency_s=0.01)
-    return Record(call=call, decision=Decision(Route.REAL, "mode", "default mode is real"), served=observation, step=n % 20, call_key=f"k{n % 100}")
+    return Record(
+        call=call, decision=Decision(Route.REAL, "mode", "default mode is real"), served=observation, step=n % 20, call_key=f"k{n % 100}"
+    )
 
 
 async def simroute_rate(log: RecordLog, records: list[Record], concurrency: int) -> float:
@@ -104,7 +107,10 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--verbose", action="store_true", help="print every round")
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.records, args.rounds = 200, 1
     rates: dict[str, list[float]] = {name: [] for name in ("sqlite", "sqlite raw", "redis", "redis raw", "spool flush", "bulk raw")}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -120,7 +126,11 @@ async def main() -> None:
                 rates["sqlite"].append(await simroute_rate(sqlite_log, batch, args.concurrency))
                 rates["sqlite raw"].append(raw_sqlite_rate(folder / "raw.db", bodies))
                 rates["redis raw"].append(raw_redis_rate(server.port, bodies))
-                rates["redis"].append(await simroute_rate(redis_log, [record(10**7 + round_ * args.records + n) for n in range(args.records)], args.concurrency))
+                rates["redis"].append(
+                    await simroute_rate(
+                        redis_log, [record(10**7 + round_ * args.records + n) for n in range(args.records)], args.concurrency
+                    )
+                )
                 spooled = [record(2 * 10**7 + round_ * args.records + n) for n in range(args.records)]
                 Spool(folder / "s.spool.jsonl").append([item.to_json() for item in spooled])
                 sqlite_log._spooling = True
@@ -145,6 +155,35 @@ async def main() -> None:
     print(f"SQLite: simroute / raw (one commit per record) = {median['sqlite'] / median['sqlite raw']:.2f}  (target >= 0.5)")
     print(f"Redis:  simroute / raw (one XADD per record)   = {median['redis'] / median['redis raw']:.2f}  (target >= 0.5)")
     print(f"Spool flush / raw batched insert               = {median['spool flush'] / median['bulk raw']:.2f}")
+    if args.smoke:
+        return
+    rows = [row(f"{name} records/s", value, "records/s", better="higher") for name, value in median.items()]
+    rows += [
+        row(
+            "SQLite: simroute / raw",
+            median["sqlite"] / median["sqlite raw"],
+            "ratio",
+            baseline="sqlite3 INSERT of the same JSON, one commit per record",
+            target=">= 0.5",
+            better="higher",
+        ),
+        row(
+            "Redis: simroute / raw",
+            median["redis"] / median["redis raw"],
+            "ratio",
+            baseline="one XADD round trip per record with the same JSON",
+            target=">= 0.5",
+            better="higher",
+        ),
+        row(
+            "spool flush / raw batched insert",
+            median["spool flush"] / median["bulk raw"],
+            "ratio",
+            baseline="executemany of the same rows in one transaction",
+            better="higher",
+        ),
+    ]
+    write_results(__file__, "Record ingest through the record path against the raw store client", rows)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ while the lock is held go to the spool and are flushed when it frees: the
 store's count must equal the calls made.
 Target: p99 of loaded calls <= 2x unloaded, per channel.
 
-Usage: python benchmarks/store_lock.py [--rounds 2] [--window 5]
+Usage: python benchmarks/store_lock.py [--rounds 2] [--window 5] [--smoke]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import httpx2 as httpx
+from _results import add_smoke_flag, row, write_results
 from fastmcp import Client
 
 from router.cli.launch import free_port, stop, wait_for_port
@@ -78,20 +79,31 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--window", type=float, default=5.0)
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds, args.window = 1, 1.0
     with tempfile.TemporaryDirectory() as tmp:
         upstream = subprocess.Popen([sys.executable, str(HERE / "_http_upstream.py")], stdout=subprocess.PIPE, text=True)
         upstream_url = f"http://127.0.0.1:{int(upstream.stdout.readline())}/data"
         db = Path(tmp) / "records.db"
         config = Path(tmp) / "simroute.yaml"
-        config.write_text(json.dumps({
-            "store": {"path": str(db)}, "shell": {"enabled": False}, "browser": {"enabled": False}, "http": {"ca_dir": f"{tmp}/ca"},
-            "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}},
-        }))
+        config.write_text(
+            json.dumps(
+                {
+                    "store": {"path": str(db)},
+                    "shell": {"enabled": False},
+                    "browser": {"enabled": False},
+                    "http": {"ca_dir": f"{tmp}/ca"},
+                    "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}},
+                }
+            )
+        )
         mcp_port, proxy_port = free_port(), free_port()
         serve = subprocess.Popen(
             [str(BIN / "simroute"), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{mcp_port}", "--http-proxy", str(proxy_port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             wait_for_port(mcp_port, serve, timeout_s=60)
@@ -119,12 +131,30 @@ async def main() -> None:
             stop(serve)
             upstream.kill()
         stored = sqlite3.connect(db).execute("SELECT COUNT(*) FROM records").fetchone()[0]
-    print(f"{'channel':8} {'calls unloaded':>15} {'p99 unloaded ms':>16} {'calls loaded':>13} {'p99 loaded ms':>14} {'loaded/unloaded':>16}")
+    print(
+        f"{'channel':8} {'calls unloaded':>15} {'p99 unloaded ms':>16} {'calls loaded':>13} {'p99 loaded ms':>14} {'loaded/unloaded':>16}"
+    )
+    rows = []
     for index, channel in enumerate(("mcp", "http")):
         unloaded, loaded = figures["unloaded"][index], figures["loaded"][index]
         ratio = p99(loaded) / p99(unloaded)
         print(f"{channel:8} {len(unloaded):15} {p99(unloaded):16.2f} {len(loaded):13} {p99(loaded):14.2f} {ratio:16.2f}")
+        rows.append(row(f"{channel} p99 unloaded", p99(unloaded), "ms", better="lower"))
+        rows.append(row(f"{channel} p99 while another process holds the write lock", p99(loaded), "ms", better="lower"))
+        rows.append(
+            row(
+                f"{channel} p99 loaded / unloaded",
+                ratio,
+                "ratio",
+                baseline="the same calls with the store unlocked, alternating windows",
+                target="<= 2",
+                better="lower",
+            )
+        )
     print(f"\ncalls made {made}, records in the store after the flush {stored}  (target: p99 loaded/unloaded <= 2, no record lost)")
+    if not args.smoke:
+        rows.append(row("records lost", made - stored, "records", baseline=f"{made} calls made", target="== 0", better="lower"))
+        write_results(__file__, "Calls while another process holds the SQLite write lock", rows)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,14 @@ builder, the model stubbed to answer at once: what remains is simroute's own
 work, the store's example lookup included. Rounds are interleaved across the
 three stores. Target: the largest store <= 1.5x the smallest.
 
-Run: .venv/bin/python benchmarks/store_scaling.py
+With --smoke: stores of 100 and 1,000 records, one round of a few calls.
+
+Run: .venv/bin/python benchmarks/store_scaling.py [--smoke]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import statistics
 import sys
@@ -21,19 +24,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.replay import ReplayBackend  # noqa: E402
-from backends.world_model.engine import Completion  # noqa: E402
-from policies.chain import default_policies  # noqa: E402
-from router.config import Config  # noqa: E402
-from router.engine.engine import Engine  # noqa: E402
-from router.types import Call, Observation, Provenance, Route, Session  # noqa: E402
-from router.runtime.world import ExampleLookup, build_simulator  # noqa: E402
-from shadow.store.record_log import RecordLog  # noqa: E402
-from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
+from _results import add_smoke_flag, row, write_results
+
+from backends.replay import ReplayBackend
+from backends.world_model.engine import Completion
+from policies.chain import default_policies
+from router.config import Config
+from router.engine.engine import Engine
+from router.runtime.world import ExampleLookup, build_simulator
+from router.types import Call, Observation, Provenance, Route, Session
+from shadow.store.record_log import RecordLog
+from shadow.store.sqlite.store import SQLiteStore
 
 SIZES = (100, 10_000, 100_000)
 ROUNDS = 5
 CALLS_PER_ROUND = 40
+SMOKE = {"sizes": (100, 1_000), "rounds": 1, "calls_per_round": 8}
 
 
 class InstantModel:
@@ -57,13 +63,31 @@ def rows(count: int) -> list[dict]:
     for i in range(count):
         arguments = {"city": f"city-{i % 50}"}
         key = call_key("mcp", "weather", "forecast", arguments)
-        out.append({
-            "id": f"{i:032x}", "ts": 1_000_000 + i, "session": f"s{i // 10}", "step": i % 10, "channel": "mcp", "server": "weather",
-            "tool": "forecast", "arguments": arguments, "call_key": key, "replay_key": key, "occurrence": 1, "route": "real",
-            "policy": "mode", "reason": "", "note": "", "provenance": "real", "latency_ms": 1.0,
-            "observation": {"content": [{"type": "text", "text": f"forecast {i}: sunny"}], "provenance": "real"},
-            "shadow": None, "divergence": None, "status": "complete",
-        })
+        out.append(
+            {
+                "id": f"{i:032x}",
+                "ts": 1_000_000 + i,
+                "session": f"s{i // 10}",
+                "step": i % 10,
+                "channel": "mcp",
+                "server": "weather",
+                "tool": "forecast",
+                "arguments": arguments,
+                "call_key": key,
+                "replay_key": key,
+                "occurrence": 1,
+                "route": "real",
+                "policy": "mode",
+                "reason": "",
+                "note": "",
+                "provenance": "real",
+                "latency_ms": 1.0,
+                "observation": {"content": [{"type": "text", "text": f"forecast {i}: sunny"}], "provenance": "real"},
+                "shadow": None,
+                "divergence": None,
+                "status": "complete",
+            }
+        )
     return out
 
 
@@ -102,24 +126,43 @@ async def timed(engine: Engine, session: Session, calls: int, prefix: str) -> li
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_smoke_flag(parser)
+    options = parser.parse_args()
+    sizes, rounds, calls_per_round = (
+        (SMOKE["sizes"], SMOKE["rounds"], SMOKE["calls_per_round"]) if options.smoke else (SIZES, ROUNDS, CALLS_PER_ROUND)
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        engines = {size: await build(folder, size) for size in SIZES}
-        replay_ms: dict[int, list[float]] = {size: [] for size in SIZES}
-        sim_ms: dict[int, list[float]] = {size: [] for size in SIZES}
-        for round_ in range(ROUNDS):
-            for size in SIZES if round_ % 2 == 0 else reversed(SIZES):
+        engines = {size: await build(folder, size) for size in sizes}
+        replay_ms: dict[int, list[float]] = {size: [] for size in sizes}
+        sim_ms: dict[int, list[float]] = {size: [] for size in sizes}
+        for round_ in range(rounds):
+            for size in sizes if round_ % 2 == 0 else reversed(sizes):
                 replay_engine, sim_engine = engines[size]
-                replay_ms[size] += await timed(replay_engine, Session(f"replay-{round_}-{size}"), CALLS_PER_ROUND, "city")
-                sim_ms[size] += await timed(sim_engine, Session(f"sim-{round_}-{size}"), CALLS_PER_ROUND // 4, "elsewhere")  # never a replay source
+                replay_ms[size] += await timed(replay_engine, Session(f"replay-{round_}-{size}"), calls_per_round, "city")
+                sim_ms[size] += await timed(
+                    sim_engine, Session(f"sim-{round_}-{size}"), calls_per_round // 4, "elsewhere"
+                )  # never a replay source
     print(f"{'records of the tool':>20} {'replay p50 ms':>14} {'replay p99 ms':>14} {'sim overhead p50 ms':>20} {'sim p99 ms':>11}")
-    for size in SIZES:
+    rows = []
+    for size in sizes:
         r, s = sorted(replay_ms[size]), sorted(sim_ms[size])
-        print(f"{size:>20,} {statistics.median(r) * 1e3:14.3f} {r[int(len(r) * 0.99) - 1] * 1e3:14.3f} {statistics.median(s) * 1e3:20.3f} {s[int(len(s) * 0.99) - 1] * 1e3:11.3f}")
-    small, large = SIZES[0], SIZES[-1]
+        r99, s99 = r[max(0, int(len(r) * 0.99) - 1)], s[max(0, int(len(s) * 0.99) - 1)]
+        print(f"{size:>20,} {statistics.median(r) * 1e3:14.3f} {r99 * 1e3:14.3f} {statistics.median(s) * 1e3:20.3f} {s99 * 1e3:11.3f}")
+        rows.append(row(f"replay p50, {size:,} records", statistics.median(r) * 1e3, "ms", better="lower"))
+        rows.append(row(f"simulated-call overhead p50, {size:,} records", statistics.median(s) * 1e3, "ms", better="lower"))
+    small, large = sizes[0], sizes[-1]
     replay_ratio = statistics.median(replay_ms[large]) / statistics.median(replay_ms[small])
     sim_ratio = statistics.median(sim_ms[large]) / statistics.median(sim_ms[small])
     print(f"\nlargest / smallest (median): replay {replay_ratio:.2f}, simulated-call overhead {sim_ratio:.2f}  (target <= 1.5)")
+    if not options.smoke:
+        smallest = f"the same calls on a store of {small:,} records, interleaved rounds"
+        rows.append(row("replay, largest / smallest store", replay_ratio, "ratio", baseline=smallest, target="<= 1.5", better="lower"))
+        rows.append(
+            row("simulated-call overhead, largest / smallest store", sim_ratio, "ratio", baseline=smallest, target="<= 1.5", better="lower")
+        )
+        write_results(__file__, "Replay latency and simulated-call overhead as the store grows", rows)
 
 
 if __name__ == "__main__":
