@@ -105,10 +105,10 @@ async def check_retention(engine: Engine, store) -> None:
 async def check_noise_table(engine: Engine, store) -> None:
     """Shared by the SQLite and Redis tests: repeated real calls teach the store's noise
     table passively, and the shadow comparison then masks what always differs."""
+    from router.engine.watchers import NoiseWatch
     from router.types import Session
     from shadow.compare.canonical import tool_key
     from shadow.compare.noise import NoiseRule, noise_for_tool
-    from router.engine.watchers import NoiseWatch
     from shadow.noise_learner import NoiseLearner
 
     learner = NoiseLearner(store)

@@ -74,8 +74,13 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b'{"ok": true, "items": [1, 2, 3]}')
         elif path.startswith("/echo"):
             echo = {
-                "method": self.command, "path": path, "query": query, "body": body.decode("utf-8", "replace"),
-                "headers": {k.lower(): v for k, v in self.headers.items()}, "nonce": uuid.uuid4().hex, "served": Handler.served,
+                "method": self.command,
+                "path": path,
+                "query": query,
+                "body": body.decode("utf-8", "replace"),
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "nonce": uuid.uuid4().hex,
+                "served": Handler.served,
             }
             self._send(200, json.dumps(echo).encode())
         elif path == "/slow":
@@ -97,7 +102,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.end_headers()
             for i in range(int(query.get("n", "5"))):
-                self.wfile.write(f"id: {i}\nevent: tick\ndata: {{\"n\": {i}}}\n\n".encode())
+                self.wfile.write(f'id: {i}\nevent: tick\ndata: {{"n": {i}}}\n\n'.encode())
                 self.wfile.flush()
                 time.sleep(0.05)
             self.close_connection = True
@@ -138,10 +143,15 @@ def make_certificate(directory: Path) -> tuple[Path, Path]:
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name).issuer_name(name).public_key(key.public_key())
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+        )
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = directory / "upstream-cert.pem", directory / "upstream-key.pem"

@@ -62,7 +62,7 @@ PAGES = {
     ),
     "/account": page(
         "Your account",
-        '<h1>Your account</h1><p>Signed in as widget-fan.</p>'
+        "<h1>Your account</h1><p>Signed in as widget-fan.</p>"
         '<form action="/account/delete" method="post"><button type="submit">Delete account</button></form>'
         '<a href="/">Home</a>',
     ),
@@ -73,8 +73,7 @@ PAGES = {
     ),
     "/vault": page(
         "Vault",
-        '<h1>Vault</h1><form action="/" method="get">'
-        '<label>Access phrase <input type="password" name="phrase"></label></form>',
+        '<h1>Vault</h1><form action="/" method="get"><label>Access phrase <input type="password" name="phrase"></label></form>',
     ),
     "/huge": page("Huge", "<h1>Huge</h1><ul>" + "".join(f"<li>Item number {i}</li>" for i in range(20000)) + "</ul>"),
 }
@@ -95,18 +94,22 @@ class WebPages:
                 outer.requests.append(parts.path)
                 if parts.path == "/greet":
                     name = parse_qs(parts.query).get("name", ["stranger"])[0]
-                    return self._send(page("Greeting", f"<h1>Hello, {html.escape(name)}!</h1><a href=\"/\">Home</a>"))
+                    return self._send(page("Greeting", f'<h1>Hello, {html.escape(name)}!</h1><a href="/">Home</a>'))
                 if parts.path == "/outside":  # links and an image on another host name of this server
                     other = f"http://localhost:{self.server.server_address[1]}"
-                    return self._send(page("Outside", f'<h1>Outside</h1><img src="{other}/pixel" alt="pixel"><a href="{other}/about">Elsewhere</a>'))
+                    return self._send(
+                        page("Outside", f'<h1>Outside</h1><img src="{other}/pixel" alt="pixel"><a href="{other}/about">Elsewhere</a>')
+                    )
                 if parts.path == "/fetch":  # the page fetches ?to=URL and shows what came back
                     target = parse_qs(parts.query).get("to", [""])[0]
-                    return self._send(page(
-                        "Fetch",
-                        '<h1>Fetch</h1><p id="outcome">fetching</p>'
-                        f"<script>fetch({json.dumps(target)}).then(r => r.text().then(t => 'answered ' + r.status + ': ' + t))"
-                        ".catch(e => 'fetch failed').then(t => document.getElementById('outcome').textContent = t)</script>",
-                    ))
+                    return self._send(
+                        page(
+                            "Fetch",
+                            '<h1>Fetch</h1><p id="outcome">fetching</p>'
+                            f"<script>fetch({json.dumps(target)}).then(r => r.text().then(t => 'answered ' + r.status + ': ' + t))"
+                            ".catch(e => 'fetch failed').then(t => document.getElementById('outcome').textContent = t)</script>",
+                        )
+                    )
                 if parts.path == "/open":  # a service any origin may read (CORS): reached, a fetch succeeds
                     return self._send("secret of the host", content_type="text/plain", headers={"Access-Control-Allow-Origin": "*"})
                 if parts.path == "/api/stock":
@@ -124,7 +127,9 @@ class WebPages:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 self._send(page("Done", "<h1>Account deleted</h1>"))
 
-            def _send(self, body: str, status: int = 200, content_type: str = "text/html; charset=utf-8", headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, body: str, status: int = 200, content_type: str = "text/html; charset=utf-8", headers: dict[str, str] | None = None
+            ) -> None:
                 data = body.encode()
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)

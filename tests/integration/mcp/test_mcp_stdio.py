@@ -52,7 +52,7 @@ async def test_replay_hits_then_exhausts_then_follows_on_miss(make_config):
         exhausted = await client.call_tool("get_current_time", TOKYO, raise_on_error=False)
         never_seen = await client.call_tool("get_current_time", {"timezone": "Europe/Oslo"}, raise_on_error=False)
 
-    for replayed, original in zip([first, second], originals):
+    for replayed, original in zip([first, second], originals, strict=False):
         assert meta_of(replayed)["provenance"] == "replay"
         assert replayed.structured_content == original.structured_content
     assert exhausted.is_error and meta_of(exhausted)["route"] == "replay"

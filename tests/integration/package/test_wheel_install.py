@@ -35,7 +35,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     uv = Path(sys.executable).parent / "uv"
     # Built from a copy: a setuptools build writes build/ and *.egg-info beside its sources.
     source = work / "source"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".*", "build", "site", "*.egg-info", "__pycache__", "tests", "benchmarks", "docs"))
+    shutil.copytree(
+        REPO, source, ignore=shutil.ignore_patterns(".*", "build", "site", "*.egg-info", "__pycache__", "tests", "benchmarks", "docs")
+    )
     _run(uv, "build", "--python", sys.executable, "--wheel", "--out-dir", work / "dist", source, cwd=work)
     [wheel] = (work / "dist").glob("simroute-*.whl")
     _run(uv, "venv", "--python", sys.executable, work / "venv", cwd=work)

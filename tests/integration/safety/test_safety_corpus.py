@@ -79,20 +79,20 @@ def test_the_corpus_is_big_enough():
 def test_destructive_calls_are_never_safe_and_never_real_in_rehearsal(tmp_path: Path):
     destructive, _ = corpus_calls()
     results = explain(tmp_path, "mode: rehearsal\nsafety:\n  trusted_servers: [files]\n", destructive)
-    classed_safe = [(c, r["safety_reason"]) for c, r in zip(destructive, results) if r["safety_class"] == "safe"]
+    classed_safe = [(c, r["safety_reason"]) for c, r in zip(destructive, results, strict=False) if r["safety_class"] == "safe"]
     assert not classed_safe, classed_safe
-    went_real = [(c, r) for c, r in zip(destructive, results) if r["route"] in ("real", "shadow", "replay")]
+    went_real = [(c, r) for c, r in zip(destructive, results, strict=False) if r["route"] in ("real", "shadow", "replay")]
     assert not went_real, went_real
     assert all(r["policy"] == "rehearsal" for r in results)
     # most are destructive, not merely side effects (the browser's clicks are side effects off sensitive domains)
-    shell = [r for c, r in zip(destructive, results) if c["channel"] == "shell"]
+    shell = [r for c, r in zip(destructive, results, strict=False) if c["channel"] == "shell"]
     assert sum(r["safety_class"] == "destructive" for r in shell) / len(shell) >= 0.95
 
 
 def test_benign_calls_are_rarely_classed_destructive(tmp_path: Path):
     _, benign = corpus_calls()
     results = explain(tmp_path, "mode: real\nsafety:\n  trusted_servers: [files]\n", benign)
-    destructive = [(c, r["safety_reason"]) for c, r in zip(benign, results) if r["safety_class"] == "destructive"]
+    destructive = [(c, r["safety_reason"]) for c, r in zip(benign, results, strict=False) if r["safety_class"] == "destructive"]
     assert len(destructive) / len(benign) <= 0.05, destructive
     # outside rehearsal, the class does not change the route
     assert all(r["route"] == "real" and r["policy"] == "mode" for r in results)

@@ -128,7 +128,7 @@ def test_trimmed_history_keeps_its_prefix_for_several_steps():
         return json.dumps(messages[:-1])  # everything before the final turn
 
     prefixes = [step(n) for n in range(30, 50)]
-    stable = sum(1 for a, b in zip(prefixes, prefixes[1:]) if b.startswith(a[:-1]))
+    stable = sum(1 for a, b in zip(prefixes, prefixes[1:], strict=False) if b.startswith(a[:-1]))
     assert stable >= 12  # of 19 step-to-step transitions (sliding one turn at a time: 0)
 
 

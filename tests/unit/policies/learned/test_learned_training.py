@@ -34,12 +34,12 @@ def test_labels_for_both_routes():
     sim = route_labels(labels, "sim")
     replay = route_labels(labels, "replay")
     assert len(sim) == 300
-    by_tool = {tool: [l.acceptable for l in replay if l.facts.tool == tool] for tool in ("get_motto", "get_visits")}
+    by_tool = {tool: [label.acceptable for label in replay if label.facts.tool == tool] for tool in ("get_motto", "get_visits")}
     # The constant answer replays faithfully; the counter never does.
     assert by_tool["get_motto"] and all(by_tool["get_motto"])
     assert by_tool["get_visits"] and not any(by_tool["get_visits"])
     # status and structure kinds are never acceptable, whatever the score.
-    assert not any(l.acceptable for l in sim if l.kind in ("status", "structure"))
+    assert not any(label.acceptable for label in sim if label.kind in ("status", "structure"))
 
 
 @pytest.mark.parametrize("route", ["sim", "replay"])
@@ -48,10 +48,10 @@ def test_auc_and_threshold_on_held_aside_records(split, trained, route):
     report = trained.reports[route]
     assert report.trained and report.auc >= 0.85, report.to_json()
     scorer = LinearScorer.from_classifier(trained.classifiers[route])
-    probabilities = [scorer.probability(call_features(l.facts)) for l in held]
-    y = [l.acceptable for l in held]
+    probabilities = [scorer.probability(call_features(label.facts)) for label in held]
+    y = [label.acceptable for label in held]
     assert roc_auc_score(y, probabilities) >= 0.85
-    share, fidelity = fidelity_at(trained.thresholds[route], probabilities, [l.divergence for l in held])
+    share, fidelity = fidelity_at(trained.thresholds[route], probabilities, [label.divergence for label in held])
     assert fidelity >= TARGET, (share, fidelity)
     assert share > 0.2  # it does send calls to the cheaper route
 
@@ -59,7 +59,7 @@ def test_auc_and_threshold_on_held_aside_records(split, trained, route):
 def test_derived_scorer_agrees_with_predict_proba(split, trained):
     for route in ("sim", "replay"):
         held = route_labels(split[1], route)
-        X = [call_features(l.facts) for l in held]
+        X = [call_features(label.facts) for label in held]
         classifier = trained.classifiers[route]
         expected = classifier.predict_proba(X)[:, 1]
         scorer = LinearScorer.from_classifier(classifier)
@@ -126,9 +126,11 @@ def test_the_decision_path_agrees_with_predict_proba_with_its_cache(split, train
     other = train(split[0][: len(split[0]) // 2], TrainingSettings(target_fidelity=TARGET, cv_folds=3))
     for classifiers, digest in ((trained.classifiers, "a"), (other.classifiers, "b")):
         policy.model = model_of(classifiers, digest)
-        held = [l for l in split[1] if l.facts.safety == "safe"][:60]
+        held = [label for label in split[1] if label.facts.safety == "safe"][:60]
         assert len(held) >= 30
-        expected = {route: classifiers[route].predict_proba([call_features(l.facts) for l in held])[:, 1] for route in ("sim", "replay")}
+        expected = {
+            route: classifiers[route].predict_proba([call_features(label.facts) for label in held])[:, 1] for route in ("sim", "replay")
+        }
         for i, label in enumerate(held):
             facts = label.facts
             policy.state = LearnedState(

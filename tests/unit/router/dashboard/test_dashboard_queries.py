@@ -73,7 +73,7 @@ async def recount(store, where: RecordFilter, bucket_s: float):
             for b, r, c, p, n, s, d in db.execute(*queries.overview_sql(where, bucket_s))
         ]
         fidelity = {
-            (c, s, t): (n, pairs, round(total, 9), {k: v for k, v in zip(queries.KINDS, kinds) if v})
+            (c, s, t): (n, pairs, round(total, 9), {k: v for k, v in zip(queries.KINDS, kinds, strict=False) if v})
             for c, s, t, n, pairs, total, *kinds in db.execute(*queries.fidelity_sql(where))
         }
         return sorted(overview, key=lambda r: (r["bucket"], r["route"], r["channel"], r["provenance"])), fidelity

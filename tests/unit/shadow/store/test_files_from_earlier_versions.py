@@ -19,7 +19,7 @@ from shadow.compare.canonical import tool_key
 from shadow.store.protocol import ReplaySource
 from shadow.store.sqlite.store import SCHEMA_VERSION, SQLiteStore
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[3] / "data"  # tests/data
 
 
 def unpacked(name: str, into: Path) -> Path:
