@@ -40,6 +40,13 @@ def wait_for_count(owners: set[str], count: int, within_s: float = 60) -> None:
     assert len(sandboxes(owners)) >= count, f"expected {count} sandboxes of {owners}"
 
 
+def wait_for_running(owners: set[str], within_s: float = 60) -> None:
+    deadline = time.monotonic() + within_s
+    while any(c.status != "running" for c in sandboxes(owners)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(c.status == "running" for c in sandboxes(owners)), f"sandboxes of {owners} not running"
+
+
 async def test_the_official_sdk_client_ending_its_session_leaves_no_sandbox(tmp_path, routers):
     from kit.launch import _child_environment
     from mcp.client.session import ClientSession
@@ -155,7 +162,11 @@ def test_the_reaper_removes_only_simroute_sandboxes_of_gone_owners(make_config):
         other_host = container({OWNER_LABEL: "another-host:1234:5678"})
         unreadable = container({OWNER_LABEL: "not an owner"})
         with router(make_config(shell={"pool_size": 1})) as process:
-            wait_for_count({owner_of(process.pid)}, 1)  # started, so the reaper has run
+            owners = {owner_of(process.pid)}
+            wait_for_count(owners, 1)  # started, so the reaper has run
+            # Running before the router is killed: a sandbox still being created when its
+            # router dies is the next start's to reap (test_a_killed_router_leaves_no_sandbox).
+            wait_for_running(owners)
         remaining = {c.id for c in engine.containers.list(all=True)}
         assert orphan.id not in remaining
         assert {not_simroutes.id, other_host.id, unreadable.id} <= remaining
