@@ -8,6 +8,7 @@ them together as `RedisStore`."""
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Self
 from urllib.parse import urlsplit
@@ -34,7 +35,7 @@ def parse_redis_url(url: str) -> tuple[str, int, int]:
     return parts.hostname, parts.port or 6379, int(db)
 
 
-class RedisBase:
+class RedisBase(ABC):
     def __init__(self, url: str, *, prefix: str = "simroute", timeout_s: float = 2.0, max_log: int = 1_000_000) -> None:
         self.url = url
         self.host, self.port, self.db = parse_redis_url(url)
@@ -107,9 +108,9 @@ class RedisBase:
         bodies = await self._run("reading records", lambda r: r.mget([self._key("rec", i) for i in ids]))
         return [json.loads(body) for body in bodies if body]
 
+    @abstractmethod
     async def _upsert_many(self, rows: Sequence[dict[str, Any]]) -> None:
         """Write `rows` in one pipeline (`writes.RecordWrites`)."""
-        raise NotImplementedError
 
     # --- tool snapshots: stored, and held in memory ---------------------------------------
 

@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
@@ -31,7 +32,7 @@ def create_private_file(path: Path) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
 
 
-class SQLiteBase:
+class SQLiteBase(ABC):
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 100, synchronous: str = "NORMAL", read_only: bool = False) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
@@ -98,9 +99,9 @@ class SQLiteBase:
             raise StoreError(f"record store {self.path} is not open")
         return self._reader
 
+    @abstractmethod
     def upsert_blocking(self, db: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> None:
         """In the writer thread: write `rows` in one transaction (`writes.RecordWrites`)."""
-        raise NotImplementedError
 
     # --- running statements: sqlite3's errors become StoreError here ---------------------
 
