@@ -51,6 +51,7 @@ def install_error_pages() -> None:
         return errors.error_response(status_code, message)
 
     make_error_response.simroute = True  # type: ignore[attr-defined]
+    make_error_response.__wrapped__ = current  # type: ignore[attr-defined]  # mitmproxy's own, for inspection
     _http1.make_error_response = make_error_response
 
 
@@ -77,6 +78,7 @@ def install_request_body_limit() -> None:
         return (yield from original(self, request))
 
     check_body_size.simroute = True  # type: ignore[attr-defined]
+    check_body_size.__wrapped__ = original  # type: ignore[attr-defined]  # mitmproxy's own, for inspection
     HttpStream.check_body_size = check_body_size
 
 
@@ -110,6 +112,7 @@ def install_silent_tunnels(first_bytes_s: float) -> None:
         return (yield from original(self))
 
     handle_connect_finish.simroute = True  # type: ignore[attr-defined]
+    handle_connect_finish.__wrapped__ = original  # type: ignore[attr-defined]  # mitmproxy's own, for inspection
     HttpStream.handle_connect_finish = handle_connect_finish
 
 

@@ -64,7 +64,8 @@ def _run(generator):
 def test_the_body_size_limit_bounds_requests_only():
     from mitmproxy.proxy.layers import http as layers_http
 
-    # The flow error simroute answers 413 for is mitmproxy's own message for a request.
+    # The flow error simroute answers 413 for is mitmproxy's own message for a request
+    # (getsource unwraps: another test in this process may have installed the patch).
     assert "body exceeds mitmproxy's body_size_limit." in inspect.getsource(layers_http.HttpStream.check_body_size)
     assert mitmproxy_patches.REQUEST_TOO_LARGE == "Request body exceeds mitmproxy's body_size_limit."
     mitmproxy_patches.install_request_body_limit()
