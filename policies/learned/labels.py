@@ -124,7 +124,9 @@ class LabelBuilder:
         self.sources.note(row, replay_key, answer)
         return out
 
-    def _replay_label(self, row: dict[str, Any], key: str, facts: CallFacts, replay_key: str, served: Served, observation: Observation) -> Label:
+    def _replay_label(
+        self, row: dict[str, Any], key: str, facts: CallFacts, replay_key: str, served: Served, observation: Observation
+    ) -> Label:
         result = compare(served.observation, observation, channel=row["channel"], noise=BUILTIN_NOISE)
         ok = acceptable(result.score, result.kind, max_divergence=self.max_divergence)
         if ok:

@@ -54,9 +54,11 @@ def _settings(cfg: Config):
 
 
 def train(config: ConfigOption = None, model: ModelOption = None) -> None:
-    """Train the learned router on the store's shadow records: one calibrated classifier per
-    route (sim, replay), with cross-validated ROC-AUC and calibration, the share-vs-fidelity
-    curve, and the threshold for learned.target_fidelity. Saves the model and its card."""
+    """Train the learned router on the store's records: one calibrated classifier per route
+    (sim, replay) where the labels allow, with cross-validated ROC-AUC and calibration; then
+    decide the stored sessions again as the router would, per threshold, and pick the one
+    that keeps learned.target_fidelity. Prints what the router would deliver and why the
+    other calls stay real; saves the model and its card."""
     from rich.console import Console
     from rich.progress import Progress
 
@@ -65,7 +67,6 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
     from policies.learned.persistence import card_path, now_iso, save_model
     from policies.learned.training import steps_for
     from policies.learned.training import train as train_routes
-
     from router.reports.train_curve import workload_curve
 
     cfg = load_or_exit(config)
@@ -100,7 +101,11 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
         "routes": {
             route: {
                 **report.to_json(),
-                **({"threshold": decided.thresholds[route], "curve": [p.to_json() for p in decided.curves[route]]} if route in decided.curves else {}),
+                **(
+                    {"threshold": decided.thresholds[route], "curve": [p.to_json() for p in decided.curves[route]]}
+                    if route in decided.curves
+                    else {}
+                ),
             }
             for route, report in result.reports.items()
         },
@@ -131,15 +136,26 @@ def print_reports(console, reports, decided, *, target: float) -> None:
             "  calibration (predicted -> acceptable, count): "
             + ", ".join(f"{b['predicted']:.2f}->{b['acceptable']:.2f} ({b['count']})" for b in report.calibration)
         )
-        table = Table("threshold", "off real", "fidelity kept", "wrong answers", "cost saved", title=f"{route}: the stored sessions decided again")
+        table = Table(
+            "threshold", "off real", "fidelity kept", "wrong answers", "cost saved", title=f"{route}: the stored sessions decided again"
+        )
         for point in decided.curves.get(route, []):
             mark = " *" if point.threshold == decided.thresholds.get(route) else ""
-            table.add_row(f"{point.threshold:.3f}{mark}", f"{point.off_real_share:.1%}", f"{point.fidelity:.3f}", str(point.wrong), f"{point.cost_saved:.2f}")
+            table.add_row(
+                f"{point.threshold:.3f}{mark}",
+                f"{point.off_real_share:.1%}",
+                f"{point.fidelity:.3f}",
+                str(point.wrong),
+                f"{point.cost_saved:.2f}",
+            )
         console.print(table)
     promise = decided.promise
     if promise is not None:
         console.print(
-            render(promise, title=f"what the router would deliver (target fidelity {target:g}): the stored sessions decided again, calls not labels")
+            render(
+                promise,
+                title=f"what the router would deliver (target fidelity {target:g}): the stored sessions decided again, calls not labels",
+            )
         )
 
 
@@ -150,7 +166,9 @@ SessionOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")]
 
 
-def evaluate(config: ConfigOption = None, model: ModelOption = None, session: SessionOption = None, json_output: JsonOption = False) -> None:
+def evaluate(
+    config: ConfigOption = None, model: ModelOption = None, session: SessionOption = None, json_output: JsonOption = False
+) -> None:
     """Decide the stored sessions again through the config's policy (rules, mode, a trained
     model), each from a fresh session state and what was known at its start, and print
     the share of calls served off the real side, the fidelity kept against their real

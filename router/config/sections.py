@@ -336,7 +336,10 @@ class LearnedConfig(Strict):
         default=4.0, ge=0.0, description="Most pseudo-labels the prior fitted across tools of a kind may lend a tool with few labels."
     )
     prior_confidence: float | None = Field(
-        default=None, gt=0.0, lt=1.0, description="Not used any more (the few-label estimate is a posterior mean); accepted so older configs load."
+        default=None,
+        gt=0.0,
+        lt=1.0,
+        description="Not used any more (the few-label estimate is a posterior mean); accepted so older configs load.",
     )
     replay_min_sessions: int = Field(
         default=2,

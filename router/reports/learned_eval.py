@@ -52,7 +52,9 @@ def render(report: WorkloadReport, *, title: str):
     from rich.console import Group
     from rich.table import Table
 
-    table = Table("calls", "sessions", "off real", "sim", "replay", "replay misses", "fidelity kept", "wrong", "unscored", "cost saved", title=title)
+    table = Table(
+        "calls", "sessions", "off real", "sim", "replay", "replay misses", "fidelity kept", "wrong", "unscored", "cost saved", title=title
+    )
     table.add_row(
         str(report.calls),
         str(report.sessions),

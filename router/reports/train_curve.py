@@ -59,7 +59,9 @@ class TrainCurve:
     promise: WorkloadReport | None = None
 
 
-def workload_curve(cfg: Config, rows: Sequence[dict[str, Any]], classifiers: dict[str, Any], *, catalog: ToolCatalog | None = None) -> TrainCurve:
+def workload_curve(
+    cfg: Config, rows: Sequence[dict[str, Any]], classifiers: dict[str, Any], *, catalog: ToolCatalog | None = None
+) -> TrainCurve:
     if not cfg.uses_learned():
         cfg = cfg.model_copy(update={"mode": Mode.LEARNED})  # the curve is of the learned router, whatever the config's mode
     section = cfg.learned
@@ -88,7 +90,11 @@ def workload_curve(cfg: Config, rows: Sequence[dict[str, Any]], classifiers: dic
 def _run(
     cfg: Config, calls: Sequence[RecordedCall], scorers: dict[str, LinearScorer], thresholds: dict[str, float], catalog: ToolCatalog | None
 ) -> WorkloadReport:
-    model = LearnedModel({route: RouteModel(scorer, thresholds[route]) for route, scorer in scorers.items()}, digest="candidate") if scorers else None
+    model = (
+        LearnedModel({route: RouteModel(scorer, thresholds[route]) for route, scorer in scorers.items()}, digest="candidate")
+        if scorers
+        else None
+    )
     learned = ExplainedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model)
     chain = build_policies(cfg, tools_meta=(catalog or ToolCatalog()).lookup, learned=learned)
     settings = learned_settings(cfg)
