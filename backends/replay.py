@@ -25,8 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from router.types import Call, Observation, Provenance, Session
+from router.types import Call, Observation, Provenance, ReplayAlias, Session
 from shadow.compare.canonical import call_key, canonical_json
+from shadow.compare.substitution import substituted
 from shadow.store.protocol import RecordStore, ReplaySource
 
 REPLAYABLE = frozenset({"real", "replay"})
@@ -97,7 +98,11 @@ class ReplayBackend:
         call = Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"])
         return self.keys(call).replay
 
-    async def lookup(self, call: Call, session: Session, *, occurrence: int, key: str) -> ReplayHit | ReplayMiss:
+    async def lookup(
+        self, call: Call, session: Session, *, occurrence: int, key: str, substitute: ReplayAlias | None = None
+    ) -> ReplayHit | ReplayMiss:
+        """The recorded answer of `key` for this occurrence; with `substitute`, the
+        recording of another value of an echoed argument, with this call's value put in."""
         started = time.perf_counter()
         source_session = session.replay_sources.get(key)
         if source_session is None:
@@ -114,6 +119,8 @@ class ReplayBackend:
         recorded = row.observation
         if _truncated(recorded):
             return ReplayMiss(f"occurrence {occurrence} in the source was recorded truncated", has_source=True)
+        if substitute is not None:
+            recorded = substituted(recorded, substitute.recorded, substitute.value)
         observation = Observation(
             content=recorded.content,
             structured=recorded.structured,
