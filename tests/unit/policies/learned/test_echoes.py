@@ -72,7 +72,11 @@ def test_a_tool_that_echoes_its_path_replays_in_another_repository_with_the_path
 def test_a_tool_whose_answer_depends_on_the_repository_does_not():
     policy = policy_after(sessions(3))
     decided = policy.decide(make_call("list_files", {"path": "/tmp/elsewhere"}, session="alice/fresh"), Session("alice/fresh"), SAFE)
-    assert decided.route is Route.REAL and decided.replay_as is None and "replay: P(ok)=0.000 < 0.900 (per-tool estimate, 0 labels)" in decided.reason
+    assert (
+        decided.route is Route.REAL
+        and decided.replay_as is None
+        and "replay: P(ok)=0.000 < 0.900 (per-tool estimate, 0 labels)" in decided.reason
+    )
     assert ("mcp\x1fsrv\x1flist_files", "path") not in policy.state.echoes.generalised
 
 
