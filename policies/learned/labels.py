@@ -79,6 +79,8 @@ class LabelBuilder:
         """The labels one record gives (none, sim, replay or both); it must come after
         every earlier record of its replay key."""
         if row.get("status", "complete") != "complete":
+            # Not a label yet, but live replay numbers (and may serve) it already.
+            self.sources.note(row, row.get("replay_key") or row.get("call_key") or "", replayable(row))
             return []
         key = tool_key(row["channel"], row["server"], row["tool"])
         stats = self.stats.setdefault(key, ToolStats())

@@ -26,6 +26,7 @@ SESSIONS_PER_KEY = 4
 MAX_KEYS = 100_000
 MAX_OCCURRENCES = 64
 _REPLAYABLE = frozenset({"real", "replay"})
+_SERVED = frozenset({"complete", "pending"})  # the answer was served (not a write-ahead or an interrupted call)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +109,9 @@ class ReplaySources:
 
 
 def replayable(row: dict[str, Any]) -> Observation | None:
-    """The answer a record holds that replay may serve (a real or replayed answer,
-    complete and not truncated), or None."""
-    if row.get("provenance") not in _REPLAYABLE or row.get("status", "complete") != "complete" or not row.get("observation"):
+    """The answer a record holds that replay may serve (a real or replayed answer, not
+    truncated; live replay also serves one whose shadow work is still pending), or None."""
+    if row.get("provenance") not in _REPLAYABLE or row.get("status", "complete") not in _SERVED or not row.get("observation"):
         return None
     observation = Observation.from_json(row["observation"])
     structured = observation.structured

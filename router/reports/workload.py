@@ -14,10 +14,11 @@ the router then delivers:
   session's n-th occurrence, policies/learned/replay_sources.py); a miss is
   handled as `replay.record_mode` / `replay.on_miss` handle it live (by default
   it goes real, and counts as real);
-- the truth is the call's recorded real answer: calls without one are not
-  decided. A replay is scored against it; a simulation with the call's shadow
-  divergence when it was shadowed (else it is counted unscored); a real call is
-  faithful.
+- the truth is the call's recorded real answer. A replay is scored against it;
+  a simulation with the call's shadow divergence when it was shadowed; a real
+  call is faithful. A call recorded without a real answer (it was replayed or
+  simulated when it ran) is decided all the same and counted, unscored when it
+  goes off the real side: so `eval` of a learned session predicts its own share.
 
 The report counts calls, not labels, and says why each call that stayed real did.
 """
@@ -52,7 +53,9 @@ class RecordedCall:
     step: int
     replay_key: str
     state: LearnedState | None  # what a router started at the session's first call knew
-    replay: Missed | float  # what replay would serve: a miss, or the served answer's divergence from the truth
+    # What replay would serve: a miss, the served answer's divergence from the truth, or
+    # None when it serves an answer but the call has no real answer to score it against.
+    replay: Missed | float | None
     replay_kind: str
     sim: float | None  # the call's shadow divergence (None: not shadowed)
     sim_kind: str
@@ -117,7 +120,7 @@ def recorded_workload(
     out: list[RecordedCall] = []
     for row in sorted(rows, key=lambda r: (r["ts"], r["id"])):
         session = row["session"]
-        wanted = (sessions is None or session in sessions) and row.get("status") == "complete" and is_real_answer(row)
+        wanted = (sessions is None or session in sessions) and row.get("status") == "complete"
         if not wanted:
             builder.add_row(row)
             continue
@@ -134,7 +137,7 @@ def recorded_workload(
                 int(row.get("step") or 0),
                 key,
                 state,
-                replay.divergence if isinstance(served, Served) and replay is not None else _missed(served),
+                _replay_outcome(served, replay, truth=is_real_answer(row)),
                 replay.kind if replay is not None else "",
                 sim.divergence if sim is not None else None,
                 sim.kind if sim is not None else "",
@@ -144,8 +147,10 @@ def recorded_workload(
     return out
 
 
-def _missed(served: Served | Missed) -> Missed:
-    return served if isinstance(served, Missed) else Missed("the recorded answer could not be compared", has_source=True)
+def _replay_outcome(served: Served | Missed, label, *, truth: bool) -> Missed | float | None:
+    if isinstance(served, Missed):
+        return served
+    return label.divergence if truth and label is not None else None
 
 
 class ExplainedPolicy(LearnedPolicy):
