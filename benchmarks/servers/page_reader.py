@@ -1,11 +1,11 @@
-"""A fetch-style server: `fetch(url)` GETs a page over HTTP and answers its text.
+"""A fetch-style server: `fetch(url)` GETs a page over HTTP (httpx) and answers its text.
 
 Run: python benchmarks/servers/page_reader.py  (stdio)
 """
 
 from __future__ import annotations
 
-import httpx
+import httpx2 as httpx
 from fastmcp import FastMCP
 from mcp_types import ToolAnnotations
 
