@@ -69,7 +69,7 @@ def main() -> None:
         {route: RouteModel(LinearScorer.from_classifier(c), result.thresholds[route]) for route, c in result.classifiers.items()},
         digest="bench",
     )
-    builder = StateBuilder(max_divergence=0.2, confidence=0.8)
+    builder = StateBuilder(max_divergence=0.2)
     builder.add(rows)
     policy = LearnedPolicy(
         LearnedSettings(min_labels=1, explore_rate=0.05),

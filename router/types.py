@@ -156,9 +156,9 @@ class Session:
     pinned: dict[tuple[str, str], Route] = field(default_factory=dict)
     # The (channel, server) environments rehearsal diverted to sim: they stay simulated.
     diverted: set[tuple[str, str]] = field(default_factory=set)
-    # The (channel, server) environments a real call with side effects reached in this
-    # session: their recordings may be stale now, so the learned router does not replay them.
-    side_effects: set[tuple[str, str]] = field(default_factory=set)
+    # The (channel, server, tool) of the real calls with side effects this session made:
+    # the recordings they may have changed are not replayed to it (policies/learned/policy.py).
+    side_effects: set[tuple[str, str, str]] = field(default_factory=set)
 
     @property
     def step(self) -> int:

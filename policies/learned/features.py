@@ -44,6 +44,7 @@ class ToolStats:
     real_answers: int = 0
     sim_latency: float = 0.0  # seconds, sum over `sim_answers`
     sim_answers: int = 0
+    agreeing_sessions: int = 0  # distinct sessions whose real answers agreed with what replay serves
 
     def labels(self, route: str) -> int:
         return self.sim_labels if route == "sim" else self.replay_labels

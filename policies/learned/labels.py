@@ -3,12 +3,17 @@
 - **sim**: a shadowed call (both sides recorded) is acceptable when its
   divergence is at most `max_divergence` and its kind is not `status` or
   `structure` (an error for a success, a missing key: never acceptable).
-- **replay**: a real answer compared with the most recent earlier real answer of
-  the same replay key, from any session (this one included): what replay would
-  have served instead. No earlier answer, no label. Compared with the built-in
-  noise detectors only: noise *learned* from real-vs-real pairs would call a
-  counter's changing value noise, and replaying a counter is exactly what must
-  not look faithful.
+- **replay**: a real answer compared with the answer replay would have served
+  instead: the n-th occurrence of the key in the source session, chosen as live
+  replay chooses it (replay_sources.py). No such answer, no label. Compared with
+  the built-in noise detectors only: noise *learned* from real-vs-real pairs
+  would call a counter's changing value noise, and replaying a counter is
+  exactly what must not look faithful. The sessions taking part in acceptable
+  replay labels are counted per tool (`agreeing_sessions`): the evidence behind
+  the rule "identical in N distinct sessions and never different".
+
+Real calls not classed `safe` and the reads around them feed `WriteEffects`
+(write_effects.py): which writes leave which reads unchanged.
 
 Rows are record JSON objects (`Record.to_json()`), from SQLite or Redis alike.
 `LabelBuilder` is incremental: the router feeds it new records off the decision
@@ -17,18 +22,20 @@ path; `simroute train` feeds it everything at once.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from policies.learned.features import CallFacts, ToolStats, tool_key
+from policies.learned.replay_sources import ReplaySources, Served, replayable
+from policies.learned.write_effects import WriteEffects
 from router.types import Observation
 from shadow.compare.divergence import BUILTIN_NOISE, compare
 
 UNACCEPTABLE_KINDS = frozenset({"status", "structure"})
 ROUTES = ("sim", "replay")
-MAX_REMEMBERED_KEYS = 100_000  # replay keys whose last real answer is kept (oldest forgotten first)
+MAX_RECORDED_KEYS = 100_000
+MAX_AGREEING = 64  # sessions remembered per tool as agreeing (far more than any rule asks for)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +66,11 @@ class LabelBuilder:
     def __init__(self, *, max_divergence: float = 0.2) -> None:
         self.max_divergence = max_divergence
         self.stats: dict[str, ToolStats] = {}
-        # replay key -> (channel, its most recent real observation)
-        self._last_real: OrderedDict[str, Observation] = OrderedDict()
-        self.recorded_keys: set[str] = set()
+        self.sources = ReplaySources()
+        self.writes = WriteEffects()
+        self.recorded_keys: set[str] = set()  # replay keys with a real answer
+        self.recorded_version = 0  # changes whenever `recorded_keys` does
+        self._agreeing: dict[str, set[str]] = {}  # tool key -> sessions in acceptable replay labels
 
     def add(self, row: dict[str, Any]) -> list[Label]:
         """The labels one record gives (none, sim, replay or both); it must come after
@@ -94,26 +103,48 @@ class LabelBuilder:
         elif row.get("provenance") == "sim" and not (row.get("observation") or {}).get("is_error"):
             stats.sim_latency += float(row.get("latency_ms") or 0.0) / 1000
             stats.sim_answers += 1
+        answer = replayable(row)  # what replay may serve from this record (None: a miss)
         if is_real_answer(row):
+            observation = answer or Observation.from_json(row["observation"])
             stats.real_latency += float(row.get("latency_ms") or 0.0) / 1000
             stats.real_answers += 1
-            observation = Observation.from_json(row["observation"])
-            previous = self._last_real.get(replay_key)
-            if previous is not None:
-                result = compare(previous, observation, channel=row["channel"], noise=BUILTIN_NOISE)
-                ok = acceptable(result.score, result.kind, max_divergence=self.max_divergence)
-                out.append(Label("replay", ok, result.score, result.kind, facts, replay_key, row["ts"], row["id"], 0.0))
-                stats.add("replay", acceptable=ok, divergence=result.score)
-            self._remember(replay_key, observation)
+            served = self.sources.serve(replay_key, row["session"], int(row.get("occurrence") or 1))
+            if isinstance(served, Served):
+                label = self._replay_label(row, key, facts, replay_key, served, observation)
+                out.append(label)
+                stats.add("replay", acceptable=label.acceptable, divergence=label.divergence)
+                stats.agreeing_sessions = len(self._agreeing.get(key, ()))
+            self._note_write_or_read(row, key, replay_key, observation)
+            if replay_key not in self.recorded_keys:
+                self.recorded_keys.add(replay_key)
+                self.recorded_version += 1
+            if len(self.recorded_keys) > 2 * MAX_RECORDED_KEYS:  # forget keys replay no longer holds
+                self.recorded_keys = {k for k in self.recorded_keys if k in self.sources}
+                self.recorded_version += 1
+        self.sources.note(row, replay_key, answer)
         return out
 
-    def _remember(self, replay_key: str, observation: Observation) -> None:
-        self._last_real[replay_key] = observation
-        self._last_real.move_to_end(replay_key)
-        self.recorded_keys.add(replay_key)
-        while len(self._last_real) > MAX_REMEMBERED_KEYS:
-            forgotten, _ = self._last_real.popitem(last=False)
-            self.recorded_keys.discard(forgotten)
+    def _replay_label(
+        self, row: dict[str, Any], key: str, facts: CallFacts, replay_key: str, served: Served, observation: Observation
+    ) -> Label:
+        result = compare(served.observation, observation, channel=row["channel"], noise=BUILTIN_NOISE)
+        ok = acceptable(result.score, result.kind, max_divergence=self.max_divergence)
+        if ok:
+            agreeing = self._agreeing.setdefault(key, set())
+            if len(agreeing) < MAX_AGREEING:
+                agreeing.update((row["session"], served.session))
+        return Label("replay", ok, result.score, result.kind, facts, replay_key, row["ts"], row["id"], 0.0)
+
+    def _note_write_or_read(self, row: dict[str, Any], key: str, replay_key: str, observation: Observation) -> None:
+        channel, server = row["channel"], row["server"]
+        if row.get("safety_class") == "safe":
+            self.writes.read(channel, server, key, replay_key, observation, lambda before, after: self._same(before, after, channel))
+        else:
+            self.writes.wrote(channel, server, key)
+
+    def _same(self, before: Observation, after: Observation, channel: str) -> bool:
+        result = compare(before, after, channel=channel, noise=BUILTIN_NOISE)
+        return acceptable(result.score, result.kind, max_divergence=self.max_divergence)
 
     def add_all(self, rows: Iterable[dict[str, Any]]) -> list[Label]:
         out: list[Label] = []

@@ -7,11 +7,18 @@ route whose probability clears its threshold is eligible; among eligible routes
 and real, the lowest `price + latency_weight * expected latency` wins. The
 reason carries the probabilities and thresholds.
 
+Replay has one more way in, for tools with few labels: a tool whose real answers
+agreed with what replay would have served in at least `replay_min_sessions`
+distinct sessions, and never differed from it, replays (the rule is stated in
+the reason). Below `min_labels` the estimate is the posterior mean under a prior
+fitted across tools of the same kind (prior.py), compared with `target_fidelity`.
+
 Guards before any of that: only calls the safety gate classes `safe` may leave
 the real side (unless `simulate_side_effects`), replay needs a real recording
-of the call's replay key and is not eligible for a server this session already
-changed through a real call with side effects (`after_call` notes those), and
-stateful channels never replay (the sticky policy pins their first route).
+of the call's replay key and is not eligible after a real call with side effects
+in this session that may have changed it (`after_call` notes those; a write
+known to leave this tool's answers unchanged does not count: write_effects.py),
+and stateful channels never replay (the sticky policy pins their first route).
 Exploration: `explore_rate` of calls decided real are shadowed, and the same
 share of read-only calls decided sim or replay go real with shadow, so labels
 keep coming and a drifting tool is noticed. Draws are a stable hash of the
@@ -54,6 +61,7 @@ class LearnedSettings:
     sim_price: float = 0.1
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # cost.<server>.<tool> (globs)
     simulate_side_effects: bool = False
+    replay_min_sessions: int = 2  # distinct agreeing sessions (and no disagreement) that let a tool replay
 
     def real_price(self, server: str, tool: str) -> float:
         for server_glob, tools in self.prices.items():
@@ -71,14 +79,19 @@ class Candidate:
     threshold: float | None
     source: str  # "model", "prior (n labels)", or why it is not eligible
     cost: float
+    rule: str = ""  # the evidence rule that makes it eligible whatever the probability
 
     @property
     def eligible(self) -> bool:
-        return self.probability is not None and self.threshold is not None and self.probability >= self.threshold
+        if self.probability is None:
+            return False
+        return bool(self.rule) or (self.threshold is not None and self.probability >= self.threshold)
 
     def describe(self) -> str:
         if self.probability is None:
             return f"{self.route}: {self.source}"
+        if self.rule:
+            return f"{self.route}: {self.rule}, cost {self.cost:.2f}"
         sign = ">=" if self.eligible else "<"
         return f"{self.route}: P(ok)={self.probability:.3f} {sign} {self.threshold:.3f} ({self.source}), cost {self.cost:.2f}"
 
@@ -88,6 +101,7 @@ class Candidate:
             "probability": None if self.probability is None else round(self.probability, 6),
             "threshold": self.threshold,
             "source": self.source,
+            "rule": self.rule or None,
             "cost": round(self.cost, 4),
             "eligible": self.eligible,
         }
@@ -158,7 +172,10 @@ class LearnedPolicy:
                 continue
             labels = stats.labels(route) if stats else 0
             route_model = model.routes.get(route) if model is not None else None
-            if model is not None and route_model is not None and labels >= settings.min_labels:
+            rule = self._agreement_rule(stats) if route == "replay" else ""
+            if rule:
+                probability, threshold, source = state.priors.get((key, route), _UNLABELLED_BOUND), None, "rule"
+            elif model is not None and route_model is not None and labels >= settings.min_labels:
                 if entry is None or dynamic is None:
                     entry, dynamic = self._entry(call, safety, model), dynamic_features(session.steps, stats)
                 scorer = route_model.scorer
@@ -167,7 +184,7 @@ class LearnedPolicy:
             else:
                 probability = state.priors.get((key, route), _UNLABELLED_BOUND)
                 threshold, source = settings.target_fidelity, f"per-tool estimate, {labels} label{'s' if labels != 1 else ''}"
-            candidate = Candidate(route, probability, threshold, source, cost)
+            candidate = Candidate(route, probability, threshold, source, cost, rule)
             # The replay key costs a canonical encoding and a digest: made only for a
             # replay the probability would allow.
             if route == "replay" and candidate.eligible and not self._recorded(call, entry):
@@ -189,14 +206,25 @@ class LearnedPolicy:
             price = self._prices[(server, tool)] = settings.real_price(server, tool)
         return price
 
+    def _agreement_rule(self, stats) -> str:
+        """The few-sessions rule for replay, stated, when the tool's record meets it."""
+        needed = self.settings.replay_min_sessions
+        if stats is None or needed <= 0 or stats.agreeing_sessions < needed or stats.replay_ok != stats.replay_labels:
+            return ""
+        return f"answers agreed in {stats.agreeing_sessions} sessions and never differed (learned.replay_min_sessions {needed})"
+
     def _blocked(self, route: str, call: Call, session: Session) -> str:
         """Why `route` cannot serve this call before any probability, or ''."""
         if route != "replay":
             return ""
         if call.channel in STATEFUL_CHANNELS:
             return f"not eligible on the stateful {call.channel} channel"
-        if (call.channel, call.server) in session.side_effects:
-            return f"not eligible after a real call with side effects on {call.server!r} in this session"
+        if session.side_effects:
+            free = self.state.independent.get(tool_key(call.channel, call.server, call.tool), frozenset())
+            for channel, server, tool in session.side_effects:
+                if channel == call.channel and server == call.server and tool_key(channel, server, tool) not in free:
+                    what = f"{tool!r} on {server!r}" if tool else f"{server!r}"
+                    return f"not eligible after a real call with side effects ({what}) in this session that may have changed it"
         return ""
 
     def _recorded(self, call: Call, entry: _CallEntry | None) -> bool:
@@ -262,7 +290,7 @@ def _is_safe(safety: SafetyVerdict | None) -> bool:
 
 def after_call(session: Session, call: Call, decision: Decision) -> None:
     """The engine calls this once a call completed: a call that went to the real side
-    and is not known to be read-only may have changed that server, so its
-    recordings are not replayed to this session from now on."""
+    and is not known to be read-only may have changed its server, so the recordings
+    it may have changed are not replayed to this session from now on."""
     if decision.route in (Route.REAL, Route.SHADOW) and decision.safety != "safe":
-        session.side_effects.add((call.channel, call.server))
+        session.side_effects.add((call.channel, call.server, call.tool))

@@ -1,27 +1,31 @@
 """What the learned router knows besides its model, held in memory and replaced
 whole (one reference swap) when refreshed off the decision path: per-tool
-statistics, the cold-start lower bounds, and the replay keys that have a real
-recording."""
+statistics, the few-label estimates (prior.py), the replay keys that have a real
+recording, and which writes leave which reads unchanged (write_effects.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from policies.learned.cold_start import lower_bound
 from policies.learned.features import ToolStats
 from policies.learned.labels import ROUTES, LabelBuilder
+from policies.learned.prior import fit_prior
+
+DEFAULT_PRIOR_STRENGTH = 4.0
 
 
 @dataclass(frozen=True, slots=True)
 class LearnedState:
     stats: dict[str, ToolStats] = field(default_factory=dict)
-    # (tool key, route) -> the Beta-Binomial lower bound of P(acceptable)
+    # (tool key, route) -> the estimate of P(acceptable) from the tool's labels and its kind's prior
     priors: dict[tuple[str, str], float] = field(default_factory=dict)
     recorded_keys: frozenset[str] = frozenset()
     sim_latency_s: float = 1.0  # mean simulated answer time over all tools (a tool with none yet)
     labels: int = 0
+    # read tool key -> the write tool keys of its server known to leave its answers unchanged
+    independent: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 EMPTY_STATE = LearnedState()
@@ -30,32 +34,43 @@ EMPTY_STATE = LearnedState()
 class StateBuilder:
     """Feeds records to a `LabelBuilder` as they come and makes state snapshots."""
 
-    def __init__(self, *, max_divergence: float, confidence: float) -> None:
+    def __init__(self, *, max_divergence: float, prior_strength: float = DEFAULT_PRIOR_STRENGTH) -> None:
         self.labels = LabelBuilder(max_divergence=max_divergence)
-        self.confidence = confidence
+        self.prior_strength = prior_strength
         self.count = 0
-        self._bounds: dict[tuple[int, int], float] = {}
+        self._recorded: frozenset[str] = frozenset()
+        self._recorded_version = -1
 
     def add(self, rows: Iterable[dict[str, Any]]) -> None:
         for row in rows:
-            self.count += len(self.labels.add(row))
+            self.add_row(row)
+
+    def add_row(self, row: dict[str, Any]) -> list:
+        labels = self.labels.add(row)
+        self.count += len(labels)
+        return labels
 
     def snapshot(self) -> LearnedState:
+        stats = {key: replace(s) for key, s in self.labels.stats.items()}
+        sim_time = sum(s.sim_latency for s in stats.values())
+        sim_answers = sum(s.sim_answers for s in stats.values())
         priors: dict[tuple[str, str], float] = {}
-        sim_time = sim_answers = 0.0
-        stats = {key: _copy(s) for key, s in self.labels.stats.items()}
-        for key, s in stats.items():
-            sim_time += s.sim_latency
-            sim_answers += s.sim_answers
-            for route in ROUTES:
+        for route in ROUTES:
+            by_kind: dict[str, list[tuple[str, int, int]]] = {}
+            for key, s in stats.items():
                 n, ok = s.labels(route), s.successes(route)
-                if (ok, n - ok) not in self._bounds:
-                    self._bounds[(ok, n - ok)] = lower_bound(ok, n - ok, confidence=self.confidence)
-                priors[(key, route)] = self._bounds[(ok, n - ok)]
-        return LearnedState(stats, priors, frozenset(self.labels.recorded_keys), sim_time / sim_answers if sim_answers else 1.0, self.count)
-
-
-def _copy(stats: ToolStats) -> ToolStats:
-    from dataclasses import replace
-
-    return replace(stats)
+                by_kind.setdefault(key.split("\x1f", 1)[0], []).append((key, ok, n - ok))
+            for tools in by_kind.values():
+                prior = fit_prior(((ok, bad) for _, ok, bad in tools), strength=self.prior_strength)
+                for key, ok, bad in tools:
+                    priors[(key, route)] = prior.mean(ok, bad)
+        if self._recorded_version != self.labels.recorded_version:  # copied only when it changed
+            self._recorded, self._recorded_version = frozenset(self.labels.recorded_keys), self.labels.recorded_version
+        return LearnedState(
+            stats,
+            priors,
+            self._recorded,
+            sim_time / sim_answers if sim_answers else 1.0,
+            self.count,
+            self.labels.writes.independent(),
+        )

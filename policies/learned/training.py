@@ -3,8 +3,10 @@ with cross-validated metrics, the share-vs-fidelity curve and the threshold for
 the target fidelity.
 
 A route whose labels are all one class (or too few to cross-validate) gets no
-classifier: the per-tool Beta-Binomial estimate decides it (cold_start.py), and
-the report says so.
+classifier: the evidence rule and the per-tool estimates decide it (prior.py),
+and the report says so. The thresholds found here on labels are a starting
+point only: `simroute train` sets the saved thresholds by deciding the stored
+sessions again with the live procedure (router/reports/train_curve.py).
 """
 
 from __future__ import annotations
@@ -51,16 +53,13 @@ class RouteReport:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"labels": self.labels, "acceptable": self.acceptable, "trained": self.trained}
         if not self.trained:
-            out["uses"] = "per-tool Beta-Binomial estimate"
+            out["uses"] = "the evidence rule and the per-tool estimates"
             out["why"] = self.why_not
             return out
         out.update(
             cv_roc_auc=round(self.auc, 4) if self.auc is not None else None,
             cv_brier=round(self.brier, 4) if self.brier is not None else None,
             calibration=self.calibration,
-            curve=[p.to_json() for p in self.curve],
-            threshold=self.chosen.threshold if self.chosen else None,
-            chosen=self.chosen.to_json() if self.chosen else None,
         )
         return out
 

@@ -19,6 +19,20 @@ def _rows(cfg: Config) -> list[dict[str, Any]]:
     return read_store(cfg, lambda store: store.recent(limit=cfg.learned.max_records))
 
 
+def _rows_and_catalog(cfg: Config):
+    """The newest records and the tool definitions the safety gate reads (SQLite or Redis alike)."""
+    from router.engine.tool_catalog import ToolCatalog
+
+    async def query(store):
+        rows = await store.recent(limit=cfg.learned.max_records)
+        catalog = ToolCatalog()
+        for server in sorted({*cfg.upstreams, *(row["server"] for row in rows if row.get("channel") == "mcp")}):
+            catalog.update(server, await store.load_tool_snapshot(server) or [])
+        return rows, catalog
+
+    return read_store(cfg, query)
+
+
 def stored_rows(cfg: Config) -> list[dict[str, Any]]:
     """The records the learned router's statistics start from: none before the store exists."""
     exists = cfg.store.redis_url is not None or cfg.store_path.exists()
@@ -40,9 +54,11 @@ def _settings(cfg: Config):
 
 
 def train(config: ConfigOption = None, model: ModelOption = None) -> None:
-    """Train the learned router on the store's shadow records: one calibrated classifier per
-    route (sim, replay), with cross-validated ROC-AUC and calibration, the share-vs-fidelity
-    curve, and the threshold for learned.target_fidelity. Saves the model and its card."""
+    """Train the learned router on the store's records: one calibrated classifier per route
+    (sim, replay) where the labels allow, with cross-validated ROC-AUC and calibration; then
+    decide the stored sessions again as the router would, per threshold, and pick the one
+    that keeps learned.target_fidelity. Prints what the router would deliver and why the
+    other calls stay real; saves the model and its card."""
     from rich.console import Console
     from rich.progress import Progress
 
@@ -51,10 +67,11 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
     from policies.learned.persistence import card_path, now_iso, save_model
     from policies.learned.training import steps_for
     from policies.learned.training import train as train_routes
+    from router.reports.train_curve import workload_curve
 
     cfg = load_or_exit(config)
     console = Console()
-    rows = _rows(cfg)
+    rows, catalog = _rows_and_catalog(cfg)
     labels = labels_from_rows(rows, max_divergence=cfg.learned.max_divergence)
     if not labels:
         typer.echo(
@@ -65,6 +82,8 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("training", total=steps_for(labels, settings))
         result = train_routes(labels, settings, advance=lambda what: progress.update(task, advance=1, description=what or "training"))
+        progress.update(task, description="deciding the stored sessions again")
+        decided = workload_curve(cfg, rows, result.classifiers, catalog=catalog)
     path = model or cfg.learned_model_path
     card = {
         "simroute_version": _version(),
@@ -79,21 +98,34 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
             "first": _iso(min(r["ts"] for r in rows)),
             "last": _iso(max(r["ts"] for r in rows)),
         },
-        "routes": {route: report.to_json() for route, report in result.reports.items()},
+        "routes": {
+            route: {
+                **report.to_json(),
+                **(
+                    {"threshold": decided.thresholds[route], "curve": [p.to_json() for p in decided.curves[route]]}
+                    if route in decided.curves
+                    else {}
+                ),
+            }
+            for route, report in result.reports.items()
+        },
+        "promise": decided.promise.to_json() if decided.promise is not None else None,
     }
-    save_model(path, result.classifiers, result.thresholds, n_bits=N_BITS, card=card)
-    print_reports(console, result.reports, target=cfg.learned.target_fidelity)
+    save_model(path, result.classifiers, decided.thresholds, n_bits=N_BITS, card=card)
+    print_reports(console, result.reports, decided, target=cfg.learned.target_fidelity)
     console.print(f"saved {path} and {card_path(path)} ({len(rows)} records, {len(labels)} labels)")
 
 
-def print_reports(console, reports, *, target: float) -> None:
+def print_reports(console, reports, decided, *, target: float) -> None:
     from rich.table import Table
+
+    from router.reports.learned_eval import render
 
     for route, report in reports.items():
         if not report.trained:
             console.print(
                 f"[bold]{route}[/]: {report.labels} labels ({report.acceptable} acceptable): no classifier — {report.why_not}; "
-                "the per-tool Beta-Binomial estimate decides this route"
+                "the evidence rule and the per-tool estimates decide this route"
             )
             continue
         console.print(
@@ -105,35 +137,60 @@ def print_reports(console, reports, *, target: float) -> None:
             + ", ".join(f"{b['predicted']:.2f}->{b['acceptable']:.2f} ({b['count']})" for b in report.calibration)
         )
         table = Table(
-            "threshold", f"share to {route}", "fidelity kept", "real calls saved", "cost saved", title=f"{route}: share vs fidelity"
+            "threshold", "off real", "fidelity kept", "wrong answers", "cost saved", title=f"{route}: the stored sessions decided again"
         )
-        for point in report.curve:
-            mark = " *" if report.chosen is not None and point.threshold == report.chosen.threshold else ""
+        for point in decided.curves.get(route, []):
+            mark = " *" if point.threshold == decided.thresholds.get(route) else ""
             table.add_row(
                 f"{point.threshold:.3f}{mark}",
-                f"{point.share:.1%}",
+                f"{point.off_real_share:.1%}",
                 f"{point.fidelity:.3f}",
-                str(point.real_calls_saved),
+                str(point.wrong),
                 f"{point.cost_saved:.2f}",
             )
         console.print(table)
-        chosen = report.chosen
+    promise = decided.promise
+    if promise is not None:
         console.print(
-            f"  threshold for fidelity {target:g}: {chosen.threshold:.3f} -> {chosen.share:.1%} of calls to {route}, "
-            f"fidelity {chosen.fidelity:.3f}, {chosen.real_calls_saved} real calls and {chosen.cost_saved:.2f} cost saved"
+            render(
+                promise,
+                title=f"what the router would deliver (target fidelity {target:g}): the stored sessions decided again, calls not labels",
+            )
         )
 
 
-def evaluate(config: ConfigOption = None, model: ModelOption = None) -> None:
-    """Replay the stored records through the config's policy (rules, mode, a trained model)
-    and print the share of calls per route, the fidelity kept and the cost saved."""
+SessionOption = Annotated[
+    list[str] | None,
+    typer.Option("--session", help="Decide only this session (repeatable), from what was known before its first call."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")]
+
+
+def evaluate(
+    config: ConfigOption = None, model: ModelOption = None, session: SessionOption = None, json_output: JsonOption = False
+) -> None:
+    """Decide the stored sessions again through the config's policy (rules, mode, a trained
+    model), each from a fresh session state and what was known at its start, and print
+    the share of calls served off the real side, the fidelity kept against their real
+    answers, and why the other calls stayed real."""
+    import json
+
     from rich.console import Console
 
-    from router.reports.learned_eval import evaluate_rows
+    from router.reports.learned_eval import evaluate_rows, render
 
     cfg = load_or_exit(config)
-    report = evaluate_rows(cfg, _rows(cfg), model_path=model)
-    Console().print(report.render())
+    rows, catalog = _rows_and_catalog(cfg)
+    wanted = set(session) if session else None
+    if wanted is not None and not wanted & {row["session"] for row in rows}:
+        typer.echo(f"simroute: no records of session {', '.join(sorted(wanted))} in the store", err=True)
+        raise typer.Exit(1)
+    report = evaluate_rows(cfg, rows, catalog=catalog, model_path=model, sessions=wanted)
+    if json_output:
+        typer.echo(json.dumps(report.to_json()))
+        return
+    title = f"policy replayed over stored sessions{f' (model {report.model})' if report.model else ''}"
+    Console().print(render(report, title=title))
 
 
 def reload(config: ConfigOption = None) -> None:

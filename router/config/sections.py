@@ -332,7 +332,21 @@ class LearnedConfig(Strict):
     max_divergence: float = Field(default=0.2, ge=0.0, le=1.0, description="An answer is acceptable at or below this divergence.")
     target_fidelity: float = Field(default=0.9, gt=0.0, le=1.0, description="`simroute train` picks thresholds to keep this fidelity.")
     min_labels: PositiveInt = Field(default=20, description="Labels per tool and route before the classifier decides.")
-    prior_confidence: float = Field(default=0.8, gt=0.0, lt=1.0, description="Confidence of the per-tool estimate's lower bound.")
+    prior_strength: float = Field(
+        default=4.0, ge=0.0, description="Most pseudo-labels the prior fitted across tools of a kind may lend a tool with few labels."
+    )
+    prior_confidence: float | None = Field(
+        default=None,
+        gt=0.0,
+        lt=1.0,
+        description="Not used any more (the few-label estimate is a posterior mean); accepted so older configs load.",
+    )
+    replay_min_sessions: int = Field(
+        default=2,
+        ge=0,
+        description="A tool whose real answers agreed with what replay serves in this many distinct sessions, and never differed, replays (0: off).",
+    )
+    freeze: bool = Field(default=False, description="Load the model and statistics once at start; never refresh or reload them.")
     explore_rate: float = Field(default=0.05, ge=0.0, le=1.0, description="Share of decided calls sent the other way with shadow.")
     latency_weight: float = Field(default=0.1, ge=0.0, description="Cost per second of expected latency (cost = price + weight × latency).")
     sim_price: float = Field(default=0.1, ge=0.0, description="The price of a simulated call (replay's is 0).")

@@ -164,7 +164,7 @@ class Engine:
         except StoreError as exc:
             log.warning("session pins not shared: %s", exc)
 
-    async def _save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+    async def _save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
         try:
             await self.session_state.save_side_effects(session, marks)
         except StoreError as exc:

@@ -28,8 +28,8 @@ class SessionState(Protocol):
 
     async def save_pins(self, session: Session) -> None: ...
 
-    async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
-        """Share new side-effect marks ((channel, server)) of the session."""
+    async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
+        """Share new side-effect marks ((channel, server, tool)) of the session."""
 
     async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
         """Share new diversion marks ((channel, server)) of the session."""
@@ -44,7 +44,7 @@ class LocalSessionState:
     async def save_pins(self, session: Session) -> None:
         return None
 
-    async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+    async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
         return None
 
     async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:

@@ -1,9 +1,10 @@
-"""The learned router as `simroute explain` and `simroute eval` load and show it.
+"""The learned router as `simroute explain`, `simroute eval` and `simroute train` load
+and show it.
 
 `loaded_policy` builds a `LearnedPolicy` from the model file (when it exists) and
-statistics from the records given; `replay_key_function` makes replay keys as the
-router does; `learned_json` is what `explain` prints of the learned router for a
-call. The CLI's `train`, `eval` and `explain` commands use these too.
+statistics from the records given; `explained_policy` the same for reports (it
+keeps its last assessment); `replay_key_function` makes replay keys as the router
+does; `learned_json` is what `explain` prints of the learned router for a call.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from backends.replay import ReplayBackend
 from policies.learned import LearnedPolicy, StateBuilder
 from policies.learned.persistence import load_model
 from router.config import Config
+from router.reports.workload import ExplainedPolicy
 from router.runtime.policy_chain import learned_settings
 
 
@@ -27,13 +29,21 @@ def replay_key_function(cfg: Config):
     return lambda call: replay.keys(call).replay
 
 
-def loaded_policy(cfg: Config, model_path: Path | None = None, *, rows: list[dict[str, Any]]):
+def loaded_policy(cfg: Config, model_path: Path | None = None, *, rows: list[dict[str, Any]]) -> LearnedPolicy:
     """A LearnedPolicy with the model (if its file exists) and statistics from `rows`."""
     path = model_path or cfg.learned_model_path
     model = load_model(path) if path.exists() else None
-    builder = StateBuilder(max_divergence=cfg.learned.max_divergence, confidence=cfg.learned.prior_confidence)
+    builder = StateBuilder(max_divergence=cfg.learned.max_divergence, prior_strength=cfg.learned.prior_strength)
     builder.add(sorted(rows, key=lambda r: (r["ts"], r["id"])))
     return LearnedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model, state=builder.snapshot())
+
+
+def explained_policy(cfg: Config, model_path: Path | None = None) -> ExplainedPolicy:
+    """The learned router of `cfg` for a workload report (its state is set per session
+    by the report), with the model file's model if it exists."""
+    path = model_path or cfg.learned_model_path
+    model = load_model(path) if path.exists() else None
+    return ExplainedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model)
 
 
 def learned_json(policy, call, session, verdict) -> dict[str, Any]:

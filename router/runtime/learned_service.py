@@ -34,7 +34,7 @@ class LearnedService:
         *,
         model_path: Path,
         max_divergence: float,
-        confidence: float,
+        prior_strength: float,
         refresh_s: float = 30.0,
         watch_s: float = 1.0,
         max_records: int = 50_000,
@@ -47,7 +47,7 @@ class LearnedService:
         self.watch_s = watch_s
         self.publish_poll_s = publish_poll_s  # the fallback behind the reload channel's announcements
         self.max_records = max_records
-        self.builder = StateBuilder(max_divergence=max_divergence, confidence=confidence)
+        self.builder = StateBuilder(max_divergence=max_divergence, prior_strength=prior_strength)
         self.last_error: str | None = None
         self.loads = 0  # models loaded (tests, logs)
         self._file_seen: tuple[int, int, int] | None = None
@@ -189,7 +189,7 @@ def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None)
         store,
         model_path=config.learned_model_path,
         max_divergence=section.max_divergence,
-        confidence=section.prior_confidence,
+        prior_strength=section.prior_strength,
         refresh_s=section.refresh_s,
         watch_s=section.watch_s,
         max_records=section.max_records,

@@ -10,6 +10,7 @@ from policies.rules import RulesPolicy
 from policies.safety import SafetyClassifier, ToolLookup, no_tools
 from policies.safety.verdict import SafetyClass
 from router.config import Config
+from router.engine.replay_modes import ReplayModes
 from router.types import Route
 
 
@@ -25,6 +26,11 @@ def rehearsal_gate(config: Config, learned: LearnedPolicy | None = None) -> Rehe
     return gate
 
 
+def replay_modes(config: Config) -> ReplayModes:
+    """What replay does on a miss and whether it records."""
+    return ReplayModes(config.replay.record_mode, config.replay.on_miss, config.replay.recording)
+
+
 def learned_settings(config: Config) -> LearnedSettings:
     section = config.learned
     return LearnedSettings(
@@ -35,6 +41,7 @@ def learned_settings(config: Config) -> LearnedSettings:
         sim_price=section.sim_price,
         prices=config.cost,
         simulate_side_effects=section.simulate_side_effects,
+        replay_min_sessions=section.replay_min_sessions,
     )
 
 

@@ -17,7 +17,6 @@ from backends.shell.sandboxes import Sandboxes
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
-from router.engine.replay_modes import ReplayModes
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
 from router.engine.tool_catalog import ToolCatalog
@@ -27,7 +26,7 @@ from router.http.addresses import BrowserAddresses, ChannelAddresses
 from router.http.browser_egress import BrowserEgress
 from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
-from router.runtime.policy_chain import build_policies
+from router.runtime.policy_chain import build_policies, replay_modes
 from router.runtime.world import ExampleLookup, build_engine, build_simulator
 from router.types import Call
 from shadow.compare.noise import NoiseRule
@@ -103,7 +102,7 @@ class Runtime:
             policies=build_policies(config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None),
             records=self.records,
             replay=self.replay,
-            replay_modes=ReplayModes(config.replay.record_mode, config.replay.on_miss, config.replay.recording),
+            replay_modes=replay_modes(config),
             simulator=self.simulator,
             shadow=self.shadow,
             shadow_rate=config.shadow.rate,
@@ -225,9 +224,12 @@ class Runtime:
         self.sessions.start()
         if self.learned is not None:
             await self.learned.start()
-            self._in_background(self.learned.watch(), "simroute-learned-watch")
-            self._in_background(self.learned.refresh_forever(), "simroute-learned-refresh")
-            if self.config.store.redis_url is not None:
+            if self.config.learned.freeze:  # what it knew at start decides every call (benchmarks, `simroute eval` comparisons)
+                log.info("learned router: frozen (learned.freeze): no refresh, no reload")
+            else:
+                self._in_background(self.learned.watch(), "simroute-learned-watch")
+                self._in_background(self.learned.refresh_forever(), "simroute-learned-refresh")
+            if self.config.store.redis_url is not None and not self.config.learned.freeze:
                 self._in_background(self.learned.follow_published(), "simroute-learned-published")
         if self.browser is not None and self.config.may_run_real("browser"):
             # Where Chromium will run (asks Docker; `auto` warns now if it falls back to the

@@ -41,7 +41,7 @@ class RedisSessionState:
         session.occurrences[replay_key] = int(occurrence)
         session.pinned = {tuple(field.split("\x1f", 1)): Route(route) for field, route in pinned.items()}
         # Marks only grow: this replica's own (kept if Redis missed one) and every replica's.
-        session.side_effects.update(tuple(mark.split("\x1f", 1)) for mark in marks)
+        session.side_effects.update(_write_mark(mark) for mark in marks)
         # The same for diversions: without them a replica that did not divert would
         # not know the sim pin comes from rehearsal, and a read would go real.
         session.diverted.update(tuple(mark.split("\x1f", 1)) for mark in diversions)
@@ -53,14 +53,14 @@ class RedisSessionState:
         if mapping:
             await self.store._run("saving session pins", lambda r: r.hset(pins, mapping=mapping))
 
-    async def save_side_effects(self, session: Session, marks: set[tuple[str, str]]) -> None:
+    async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
         await self._add_marks(self._keys(session.id)[3], marks, "sharing side-effect marks")
 
     async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
         await self._add_marks(self._keys(session.id)[4], marks, "sharing rehearsal diversions")
 
-    async def _add_marks(self, key: str, marks: set[tuple[str, str]], doing: str) -> None:
-        members = [f"{channel}\x1f{server}" for channel, server in marks]
+    async def _add_marks(self, key: str, marks: set[tuple[str, str]] | set[tuple[str, str, str]], doing: str) -> None:
+        members = ["\x1f".join(mark) for mark in marks]
         if members:
 
             async def work(r):
@@ -70,3 +70,10 @@ class RedisSessionState:
                 return await pipe.execute()
 
             await self.store._run(doing, work)
+
+
+def _write_mark(mark: str) -> tuple[str, str, str]:
+    """(channel, server, tool) of a side-effect mark; a mark written before marks
+    named the tool has none (""), which blocks the whole server's recordings."""
+    channel, server, tool = (mark.split("\x1f", 2) + ["", ""])[:3]
+    return channel, server, tool

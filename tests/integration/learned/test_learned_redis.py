@@ -39,7 +39,7 @@ async def test_learning_rows_and_a_published_model_on_redis(tmp_path, redis_serv
     model = tmp_path / ".simroute" / "router.skops"
     train_and_save(model, generate(300))
     policy = LearnedPolicy(LearnedSettings(explore_rate=0.0))
-    service = LearnedService(policy, store, model_path=tmp_path / "elsewhere.skops", max_divergence=0.2, confidence=0.8, watch_s=0.05)
+    service = LearnedService(policy, store, model_path=tmp_path / "elsewhere.skops", max_divergence=0.2, prior_strength=4.0, watch_s=0.05)
     await service.start()
     assert service.policy.model is None and service.policy.state.labels > 120  # sim and replay labels of 120 records
     follower = asyncio.create_task(service.follow_published())
@@ -66,7 +66,7 @@ async def test_a_replica_loads_a_model_within_moments_of_simroute_reload(tmp_pat
         store,
         model_path=tmp_path / "elsewhere.skops",
         max_divergence=0.2,
-        confidence=0.8,
+        prior_strength=4.0,
         publish_poll_s=30.0,
     )
     follower = asyncio.create_task(service.follow_published())
@@ -111,7 +111,7 @@ async def test_a_side_effect_on_one_replica_stops_replay_on_another(tmp_path, re
     rows = [r for r in generate(600) if r["tool"] == "get_motto"][:40]
     for r in rows:  # a tool whose sim and replay are trusted (faithful labels)
         r["divergence"], r["divergence_kind"] = 0.0, "none"
-    builder = StateBuilder(max_divergence=0.2, confidence=0.8)
+    builder = StateBuilder(max_divergence=0.2)
     builder.add(rows)
     state = dataclasses.replace(builder.snapshot(), recorded_keys=frozenset({a.replay.keys(motto).replay}))
     for engine in (a, b):
@@ -150,7 +150,7 @@ async def test_a_replica_started_after_a_publish_loads_the_published_model(tmp_p
         store,
         model_path=tmp_path / "elsewhere.skops",
         max_divergence=0.2,
-        confidence=0.8,
+        prior_strength=4.0,
         publish_poll_s=30.0,
     )
     follower = asyncio.create_task(service.follow_published())

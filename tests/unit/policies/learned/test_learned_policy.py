@@ -20,7 +20,7 @@ def kit_key(call: Call) -> str:  # the replay key kit.learned gives its records
 
 
 def policy_after(rows, **settings) -> LearnedPolicy:
-    builder = StateBuilder(max_divergence=0.2, confidence=0.8)
+    builder = StateBuilder(max_divergence=0.2)
     builder.add(rows)
     return LearnedPolicy(LearnedSettings(explore_rate=0.0, **settings), replay_key_of=kit_key, state=builder.snapshot())
 
@@ -43,12 +43,12 @@ def only(tool: str, rows, n: int, *, faithful_sim: bool) -> list[dict]:
 def test_cold_start_switches_a_faithful_tool_after_enough_labels_and_keeps_an_unfaithful_one_real():
     rows = generate(600)
     few = only("get_motto", rows, 4, faithful_sim=True) + only("get_visits", rows, 4, faithful_sim=False)
-    early = policy_after(few)
+    early = policy_after(few, replay_min_sessions=0)  # the estimates alone (the evidence rule: below)
     assert early.decide(motto(), Session("a"), SAFE).route is Route.REAL
     assert "per-tool estimate, 4 labels" in early.decide(motto(), Session("a"), SAFE).reason
 
     many = only("get_motto", rows, 40, faithful_sim=True) + only("get_visits", rows, 40, faithful_sim=False)
-    later = policy_after(many)
+    later = policy_after(many, replay_min_sessions=0)
     decided = later.decide(motto(), Session("a"), SAFE)
     # Replay (price 0) beats sim (price 0.1) once both are trusted.
     assert decided.route is Route.REPLAY and decided.policy == "learned", decided.reason
@@ -71,7 +71,7 @@ def test_side_effect_calls_stay_real_and_replay_is_stale_after_one():
     assert policy.decide(make_call("get_motto", session="a"), session, SIDE).route is Route.REAL
     after_call(session, make_call("add_motto", session="a"), Decision(Route.REAL, "learned", "", safety="side_effect"))
     decided = policy.decide(motto(), session, SAFE)
-    assert decided.route is Route.SIM and "after a real call with side effects on 'srv'" in decided.reason
+    assert decided.route is Route.SIM and "after a real call with side effects ('add_motto' on 'srv')" in decided.reason
     # Another server's side effects do not matter.
     fresh = Session("b")
     after_call(fresh, make_call("add", server="other", session="b"), Decision(Route.REAL, "learned", "", safety="side_effect"))
@@ -89,7 +89,7 @@ def test_exploration_shadows_a_share_of_calls():
 
 
 def test_stateful_channels_are_pinned_at_the_first_call():
-    builder = StateBuilder(max_divergence=0.2, confidence=0.8)
+    builder = StateBuilder(max_divergence=0.2)
     learned = LearnedPolicy(LearnedSettings(explore_rate=0.0), state=builder.snapshot())
     chain = default_policies(rules=[], mode=Mode.LEARNED, learned=learned)
     from policies.base import decide

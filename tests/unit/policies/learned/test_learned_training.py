@@ -121,7 +121,9 @@ def test_the_decision_path_agrees_with_predict_proba_with_its_cache(split, train
 
     safe = SafetyVerdict(SafetyClass.SAFE, "read-only")
     policy = LearnedPolicy(
-        LearnedSettings(min_labels=0, explore_rate=0.0), replay_key_of=lambda call: "recorded", model=model_of(trained.classifiers, "a")
+        LearnedSettings(min_labels=0, explore_rate=0.0, replay_min_sessions=0),
+        replay_key_of=lambda call: "recorded",
+        model=model_of(trained.classifiers, "a"),
     )
     other = train(split[0][: len(split[0]) // 2], TrainingSettings(target_fidelity=TARGET, cv_folds=3))
     for classifiers, digest in ((trained.classifiers, "a"), (other.classifiers, "b")):

@@ -36,10 +36,18 @@ def trained(tmp_path_factory):
 def test_train_prints_metrics_and_saves_model_and_card(trained):
     folder, config, out = trained
     assert out.exit_code == 0, out.output
-    assert "cross-validated ROC-AUC" in out.output and "share vs fidelity" in out.output and "threshold for fidelity 0.9" in out.output
+    assert "cross-validated ROC-AUC" in out.output and "the stored sessions decided again" in out.output
+    assert "what the router would deliver" in out.output and "why they stayed real" in out.output
     model = folder / ".simroute" / "router.skops"
     card = json.loads((folder / ".simroute" / "router.card.json").read_text())
     assert model.is_file() and card["routes"]["sim"]["trained"] and card["routes"]["sim"]["cv_roc_auc"] >= 0.85
+    # The threshold comes from deciding the stored calls again: the chosen point keeps the
+    # target over calls, and the promise is that run's figures (every recorded call counted).
+    sim = card["routes"]["sim"]
+    chosen = next(p for p in sim["curve"] if p["threshold"] == sim["threshold"])
+    promise = card["promise"]
+    assert chosen["fidelity"] >= 0.9 and promise["calls"] == 500 and promise["off_real_share"] > 0.2
+    assert promise["fidelity"] >= 0.9 and sum(promise["served"].values()) == 500
     assert card["data"]["records"] == 500 and card["simroute_version"] and card["features"] and card["data"]["first"] < card["data"]["last"]
 
 
@@ -61,15 +69,22 @@ def test_eval_compares_the_model_with_the_rules(trained):
     folder, config, _ = trained
     learned = CliRunner().invoke(app, ["eval", "--config", str(config)], env={"COLUMNS": "200"})
     assert learned.exit_code == 0, learned.output
-    assert "fidelity kept" in learned.output and "model" in learned.output
+    assert "fidelity kept" in learned.output and "model" in learned.output and "why they stayed real" in learned.output
     (folder / "real").mkdir()
     real = write_config(folder / "real", mode="real", store={"path": str(folder / "records.db")})
-    baseline = CliRunner().invoke(app, ["eval", "--config", str(real)], env={"COLUMNS": "200"})
-    assert baseline.exit_code == 0 and "100.0%" in baseline.output  # everything real
-    candidate = CliRunner().invoke(
-        app, ["eval", "--config", str(real), "--model", str(folder / ".simroute" / "router.skops")], env={"COLUMNS": "200"}
-    )
-    assert candidate.exit_code == 0 and "(model " in candidate.output and "100.0%" not in candidate.output, candidate.output
+    baseline = json.loads(CliRunner().invoke(app, ["eval", "--config", str(real), "--json"]).output)
+    assert baseline["off_real_share"] == 0 and baseline["served"] == {"real": 500} and baseline["why_real"] == {"decided by mode": 500}
+    out = CliRunner().invoke(app, ["eval", "--config", str(real), "--model", str(folder / ".simroute" / "router.skops"), "--json"])
+    candidate = json.loads(out.output)
+    assert candidate["model"] and candidate["off_real_share"] > 0.2 and candidate["calls"] == 500, candidate
+
+
+def test_eval_of_one_session_decides_only_it_and_refuses_an_unknown_one(trained):
+    folder, config, _ = trained
+    one = json.loads(CliRunner().invoke(app, ["eval", "--config", str(config), "--session", "s49", "--json"]).output)
+    assert one["sessions"] == 1 and one["calls"] == 10
+    unknown = CliRunner().invoke(app, ["eval", "--config", str(config), "--session", "nobody"])
+    assert unknown.exit_code == 1 and "no records of session nobody" in unknown.output
 
 
 def test_reload_touches_the_model_and_refuses_a_broken_one(trained, tmp_path):
@@ -92,4 +107,4 @@ def test_train_with_one_class_uses_the_per_tool_estimate_and_exits_0(tmp_path):
     fill(tmp_path / "records.db", rows)
     out = CliRunner().invoke(app, ["train", "--config", str(config)])
     assert out.exit_code == 0, out.output
-    assert "no classifier" in out.output and "per-tool Beta-Binomial estimate decides" in out.output
+    assert "no classifier" in out.output and "the evidence rule and the per-tool estimates decide" in out.output

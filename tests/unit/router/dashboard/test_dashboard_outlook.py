@@ -26,7 +26,7 @@ async def store(tmp_path):
 def outlook_on(store, model_path) -> RouterOutlook:
     def make() -> LearnedService:
         policy = LearnedPolicy(LearnedSettings(min_labels=20, explore_rate=0.0))
-        return LearnedService(policy, store, model_path=model_path, max_divergence=0.2, confidence=0.8)
+        return LearnedService(policy, store, model_path=model_path, max_divergence=0.2, prior_strength=4.0)
 
     return RouterOutlook(card_path(model_path), store, make_service=make, refresh_s=0.0)
 
@@ -61,7 +61,7 @@ async def test_the_per_tool_estimate_stands_in_for_a_route_with_too_few_labels(t
 
     def make() -> LearnedService:
         policy = LearnedPolicy(LearnedSettings(min_labels=100_000, explore_rate=0.0))
-        return LearnedService(policy, store, model_path=model, max_divergence=0.2, confidence=0.8)
+        return LearnedService(policy, store, model_path=model, max_divergence=0.2, prior_strength=4.0)
 
     rows = await store.fidelity(RecordFilter(since=0, tool="get_motto"))
     await RouterOutlook(card_path(model), store, make_service=make).annotate(rows)

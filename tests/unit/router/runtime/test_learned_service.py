@@ -38,8 +38,10 @@ async def service_over(tmp_path, rows, model: bytes | None) -> LearnedService:
     path = tmp_path / "router.skops"
     if model is not None:
         path.write_bytes(model)
-    policy = LearnedPolicy(LearnedSettings(min_labels=1, explore_rate=0.0), replay_key_of=kit_key)
-    service = LearnedService(policy, store, model_path=path, max_divergence=0.2, confidence=0.8, watch_s=0.05, refresh_s=0.05)
+    policy = LearnedPolicy(
+        LearnedSettings(min_labels=1, explore_rate=0.0, replay_min_sessions=0), replay_key_of=kit_key
+    )  # the model decides
+    service = LearnedService(policy, store, model_path=path, max_divergence=0.2, prior_strength=4.0, watch_s=0.05, refresh_s=0.05)
     await service.start()
     return service
 
