@@ -24,7 +24,8 @@ Method, for K in (1, 3, 10), in a fresh folder with a fresh world (counter at 0)
   3. per call i, the divergence of each run's answer from the truth's answer i, with
      simroute's own comparator (`compare(..., channel="mcp", noise=BUILTIN_NOISE)` on
      the records' observations), and `simroute eval --session <truth session> --json`
-     on the truth copy: the share the same frozen state predicts for that session.
+     with the learned run's config over the truth copy's store: the share the same
+     frozen state predicts for that session.
 
 Figures per K: the learned run's off-real share (records of provenance sim or replay,
 over all its records), its mean fidelity vs the truth (1 - divergence), the floor (the
@@ -240,7 +241,11 @@ async def measure(k: int, base: Path, url: str, *, smoke: bool) -> Outcome:
     )
     stateful_by_divergence = sum(1 for c in wrong_calls if c.startswith(f"{STATEFUL}#"))
 
-    evaluated = simroute("eval", "--config", str(configs["truth"]), "--session", truth.session, "--json")
+    # The prediction: the learned config (mode learned, frozen) over the truth copy's store,
+    # deciding the truth session from what was known before it (eval decides by the config's mode).
+    predicting = configs["truth"].with_name("predict.yaml")
+    predicting.write_text(configs["learned"].read_text())
+    evaluated = simroute("eval", "--config", str(predicting), "--session", truth.session, "--json")
     report, error = None, None
     if evaluated.returncode == 0:
         try:
