@@ -11,7 +11,8 @@ The source is the most recent earlier session that made the call, or, with
 chosen at a session's first call of a key and kept for the session.
 
 The key is the call's server, tool and canonical arguments, minus the ignored
-argument paths. A channel may bring its own canonical form of arguments (HTTP:
+argument paths; with tokens on, it starts with the caller's token namespace
+(`alice/…`), so a recording made under one token is never served to another. A channel may bring its own canonical form of arguments (HTTP:
 normalised URL, JSON body, noisy query parameters and body fields left out, a
 keyed digest of the credentials the request carried).
 """
@@ -24,8 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from router.types import Call, Observation, Provenance, Session
+from router.types import Call, Observation, Provenance, ReplayAlias, Session
 from shadow.compare.canonical import call_key, canonical_json
+from shadow.compare.substitution import substituted
 from shadow.store.protocol import RecordStore, ReplaySource
 
 REPLAYABLE = frozenset({"real", "replay"})
@@ -62,15 +64,20 @@ class ReplayBackend:
         canonical: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
         source: ReplaySource = _LATEST,
         scheme_inputs: Any = None,
+        namespaced: bool = False,
     ) -> None:
         self.store = store
         self.ignore_arguments = tuple(ignore_arguments)
         # Per channel: arguments -> their canonical form for keys.
         self.canonical = dict(canonical or {})
         self.source = source
+        # With tokens on, session ids are `token/session` (router/auth.py): the token
+        # part scopes replay keys.
+        self.namespaced = namespaced
         # Identifies how replay keys are made: records made under another scheme are
         # re-keyed when the store opens (so ignored paths apply to old records too).
-        self.scheme = hashlib.sha256(canonical_json([list(self.ignore_arguments), scheme_inputs]).encode()).hexdigest()[:16]
+        inputs = [list(self.ignore_arguments), scheme_inputs, *(["namespaced"] if namespaced else [])]
+        self.scheme = hashlib.sha256(canonical_json(inputs).encode()).hexdigest()[:16]
 
     def canonical_arguments(self, channel: str, arguments: dict[str, Any]) -> dict[str, Any]:
         form = self.canonical.get(channel)
@@ -82,6 +89,8 @@ class ReplayBackend:
         arguments = self.canonical_arguments(call.channel, call.arguments)
         exact = call_key(call.channel, call.server, call.tool, arguments)
         replay = call_key(call.channel, call.server, call.tool, arguments, self.ignore_arguments) if self.ignore_arguments else exact
+        if self.namespaced:
+            replay = namespace_of(call.session_id) + replay
         return CallKeys(replay, exact)
 
     def replay_key_of_row(self, row: dict[str, Any]) -> str:
@@ -89,7 +98,11 @@ class ReplayBackend:
         call = Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"])
         return self.keys(call).replay
 
-    async def lookup(self, call: Call, session: Session, *, occurrence: int, key: str) -> ReplayHit | ReplayMiss:
+    async def lookup(
+        self, call: Call, session: Session, *, occurrence: int, key: str, substitute: ReplayAlias | None = None
+    ) -> ReplayHit | ReplayMiss:
+        """The recorded answer of `key` for this occurrence; with `substitute`, the
+        recording of another value of an echoed argument, with this call's value put in."""
         started = time.perf_counter()
         source_session = session.replay_sources.get(key)
         if source_session is None:
@@ -106,6 +119,8 @@ class ReplayBackend:
         recorded = row.observation
         if _truncated(recorded):
             return ReplayMiss(f"occurrence {occurrence} in the source was recorded truncated", has_source=True)
+        if substitute is not None:
+            recorded = substituted(recorded, substitute.recorded, substitute.value)
         observation = Observation(
             content=recorded.content,
             structured=recorded.structured,
@@ -114,6 +129,12 @@ class ReplayBackend:
             latency_s=time.perf_counter() - started,
         )
         return ReplayHit(observation, row.record_id)
+
+
+def namespace_of(session_id: str) -> str:
+    """The token namespace a (namespaced) session id lives in, as a key prefix: `alice/`."""
+    token, slash, _ = session_id.partition("/")
+    return f"{token}/" if slash else ""
 
 
 def _truncated(observation: Observation) -> bool:

@@ -119,6 +119,17 @@ class Decision:
     # calls and the real call's deadline, overriding the configured ones when set.
     shadow_rate: float | None = None
     deadline_s: float | None = None
+    # Replay a recording made for another value of an argument the tool only echoes,
+    # with this call's value substituted (the learned router decides it from evidence).
+    replay_as: ReplayAlias | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayAlias:
+    key: str  # the replay key of the recording to serve
+    argument: str
+    recorded: str  # the argument's value in that recording
+    value: str  # this call's value, substituted for it
 
 
 @dataclass(slots=True)

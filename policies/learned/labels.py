@@ -26,11 +26,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from policies.learned.echoes import EchoEvidence
 from policies.learned.features import CallFacts, ToolStats, tool_key
-from policies.learned.replay_sources import ReplaySources, Served, replayable
+from policies.learned.replay_sources import Missed, ReplaySources, Served, replayable
 from policies.learned.write_effects import WriteEffects
 from router.types import Observation
 from shadow.compare.divergence import BUILTIN_NOISE, compare
+from shadow.compare.substitution import substituted
 
 UNACCEPTABLE_KINDS = frozenset({"status", "structure"})
 ROUTES = ("sim", "replay")
@@ -68,6 +70,7 @@ class LabelBuilder:
         self.stats: dict[str, ToolStats] = {}
         self.sources = ReplaySources()
         self.writes = WriteEffects()
+        self.echoes = EchoEvidence()
         self.recorded_keys: set[str] = set()  # replay keys with a real answer
         self.recorded_version = 0  # changes whenever `recorded_keys` does
         self._agreeing: dict[str, set[str]] = {}  # tool key -> sessions in acceptable replay labels
@@ -108,7 +111,7 @@ class LabelBuilder:
             observation = answer or Observation.from_json(row["observation"])
             stats.real_latency += float(row.get("latency_ms") or 0.0) / 1000
             stats.real_answers += 1
-            served = self.sources.serve(replay_key, row["session"], int(row.get("occurrence") or 1))
+            served = self.serve(row, key, replay_key)
             if isinstance(served, Served):
                 label = self._replay_label(row, key, facts, replay_key, served, observation)
                 out.append(label)
@@ -123,6 +126,21 @@ class LabelBuilder:
                 self.recorded_version += 1
         self.sources.note(row, replay_key, answer)
         return out
+
+    def serve(self, row: dict[str, Any], key: str, replay_key: str) -> Served | Missed:
+        """What replay would serve this record's call: its own key's recording, else one
+        made for another value of an argument the tool only echoes (echoes.py)."""
+        session, occurrence = row["session"], int(row.get("occurrence") or 1)
+        served = self.sources.serve(replay_key, session, occurrence)
+        if isinstance(served, Served) or served.has_source or row.get("safety_class") != "safe":
+            return served
+        alias = self.echoes.alias(key, replay_key, row["channel"], row["server"], row["tool"], row.get("arguments") or {})
+        if alias is None:
+            return served
+        other = self.sources.serve(alias.key, session, occurrence)
+        if not isinstance(other, Served):
+            return served
+        return Served(substituted(other.observation, alias.recorded, alias.value), other.session, other.record_id)
 
     def _replay_label(
         self, row: dict[str, Any], key: str, facts: CallFacts, replay_key: str, served: Served, observation: Observation
@@ -139,6 +157,7 @@ class LabelBuilder:
         channel, server = row["channel"], row["server"]
         if row.get("safety_class") == "safe":
             self.writes.read(channel, server, key, replay_key, observation, lambda before, after: self._same(before, after, channel))
+            self.echoes.observe(key, replay_key, channel, server, row["tool"], row.get("arguments") or {}, observation)
         else:
             self.writes.wrote(channel, server, key)
 

@@ -40,7 +40,7 @@ from policies.learned.features import Feature, dynamic_features, hashed, static_
 from policies.learned.model import LearnedModel
 from policies.learned.state import EMPTY_STATE, LearnedState
 from policies.safety.verdict import SafetyVerdict
-from router.types import Call, Decision, Route, Session
+from router.types import Call, Decision, ReplayAlias, Route, Session
 
 POLICY = "learned"
 STATEFUL_CHANNELS = frozenset({"shell", "browser"})
@@ -113,6 +113,7 @@ class Assessment:
     candidates: tuple[Candidate, ...]
     real_cost: float
     reason: str
+    replay_as: ReplayAlias | None = None  # replay a recording made for another value of an echoed argument
 
 
 class LearnedPolicy:
@@ -147,7 +148,7 @@ class LearnedPolicy:
                     Route.SHADOW,
                     f"{reason}; explored: served real with shadow instead of {route} (learned.explore_rate {self.settings.explore_rate:g})",
                 )
-        return Decision(route, self.name, reason)
+        return Decision(route, self.name, reason, replay_as=assessment.replay_as if route is Route.REPLAY else None)
 
     def assess(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Assessment:
         settings, state, model = self.settings, self.state, self.model
@@ -161,6 +162,7 @@ class LearnedPolicy:
         # Made once per call, shared by both routes' scorers.
         entry: _CallEntry | None = None
         dynamic: list[Feature] | None = None
+        alias: ReplayAlias | None = None
         candidates = []
         for route in ("replay", "sim"):
             price = 0.0 if route == "replay" else settings.sim_price
@@ -188,13 +190,19 @@ class LearnedPolicy:
             # The replay key costs a canonical encoding and a digest: made only for a
             # replay the probability would allow.
             if route == "replay" and candidate.eligible and not self._recorded(call, entry):
-                candidate = Candidate(route, None, None, "no real recording of this call", cost)
+                alias = self._echo_alias(call, key)
+                if alias is None:
+                    candidate = Candidate(route, None, None, "no real recording of this call", cost)
+                else:
+                    candidate.source = f"{candidate.source}; recorded for another {alias.argument!r}, the value substituted"
+                    if candidate.rule:
+                        candidate.rule = f"{candidate.rule}; recorded for another {alias.argument!r}, the value substituted"
             candidates.append(candidate)
         best = min((c for c in candidates if c.eligible), key=lambda c: c.cost, default=None)
         route = Route(best.route) if best is not None and best.cost < real_cost else Route.REAL
         parts = "; ".join(c.describe() for c in candidates)
         reason = f"{parts}; real cost {real_cost:.2f} -> {route}"
-        return Assessment(route, tuple(candidates), real_cost, reason)
+        return Assessment(route, tuple(candidates), real_cost, reason, alias if route is Route.REPLAY else None)
 
     def _real_price(self, server: str, tool: str) -> float:
         """`cost.<server>.<tool>` (glob patterns matched once per tool, then cached)."""
@@ -235,6 +243,15 @@ class LearnedPolicy:
         if entry.replay_key is None:
             entry.replay_key = self.replay_key_of(call)
         return entry.replay_key in self.state.recorded_keys
+
+    def _echo_alias(self, call: Call, key: str) -> ReplayAlias | None:
+        """A recording made for another value of an argument this tool only echoes
+        (policies/learned/echoes.py), when the evidence allows and it is recorded."""
+        echoes = self.state.echoes
+        if not echoes.generalised or self.replay_key_of is None:
+            return None
+        alias = echoes.alias(key, self.replay_key_of(call), call.channel, call.server, call.tool, call.arguments)
+        return alias if alias is not None and alias.key in self.state.recorded_keys else None
 
     def _entry(self, call: Call, safety: SafetyVerdict | None, model: LearnedModel | None) -> _CallEntry:
         """What is stable about a call (for a model): its static features' score per

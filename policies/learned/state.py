@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from policies.learned.echoes import EchoIndex
 from policies.learned.features import ToolStats
 from policies.learned.labels import ROUTES, LabelBuilder
 from policies.learned.prior import fit_prior
@@ -26,6 +27,7 @@ class LearnedState:
     labels: int = 0
     # read tool key -> the write tool keys of its server known to leave its answers unchanged
     independent: dict[str, frozenset[str]] = field(default_factory=dict)
+    echoes: EchoIndex = EchoIndex()  # recordings replayable for another value of an echoed argument
 
 
 EMPTY_STATE = LearnedState()
@@ -73,4 +75,5 @@ class StateBuilder:
             sim_time / sim_answers if sim_answers else 1.0,
             self.count,
             self.labels.writes.independent(),
+            self.labels.echoes.index(),
         )

@@ -55,6 +55,7 @@ class SafetyPolicy:
             safety_reason=verdict.reason,
             shadow_rate=decision.shadow_rate,
             deadline_s=decision.deadline_s,
+            replay_as=decision.replay_as,
         )
 
 

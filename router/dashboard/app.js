@@ -219,14 +219,15 @@ async function record(main) {
   if (evidence.note) main.append(el("p", { class: "note" }, evidence.note));
 }
 
-// A route's figures from the model card: the threshold for the target fidelity and what it
-// buys (share routed, fidelity kept, real calls and cost saved), the cross-validated scores,
-// and the calibration bins (mean predicted P(ok) against the share found acceptable).
+// A route's figures from the model card: the threshold `simroute train` chose by deciding the
+// stored sessions again and what it buys there (share served off real, fidelity kept, wrong
+// answers, cost saved), the cross-validated scores, and the calibration bins (mean predicted
+// P(ok) against the share found acceptable).
 function routeFigures(route, report) {
   if (!report.trained) return el("p", { class: "note", "data-route": route }, `No classifier: ${report.why || ""}; ${report.uses || ""}.`);
-  const chosen = report.chosen || {};
-  const figures = [["threshold", "Threshold", report.threshold, 4], ["share", "Share routed", chosen.share, 4], ["fidelity", "Fidelity kept", chosen.fidelity, 4],
-    ["real_calls_saved", "Real calls saved", chosen.real_calls_saved, 0], ["cost_saved", "Cost saved", chosen.cost_saved, 4],
+  const chosen = (report.curve || []).find((p) => p.threshold === report.threshold) || {};
+  const figures = [["threshold", "Threshold", report.threshold, 4], ["share", "Share off real", chosen.off_real_share, 4], ["fidelity", "Fidelity kept", chosen.fidelity, 4],
+    ["wrong", "Wrong answers", chosen.wrong, 0], ["cost_saved", "Cost saved", chosen.cost_saved, 4],
     ["cv_roc_auc", "ROC-AUC (cross-validated)", report.cv_roc_auc, 4], ["cv_brier", "Brier (cross-validated)", report.cv_brier, 4]];
   return el("div", { class: "route-figures" },
     el("table", { class: "figures", "data-route": route }, el("tbody", {}, ...figures.map(([key, title, value, digits]) =>
@@ -236,18 +237,33 @@ function routeFigures(route, report) {
       el("tbody", {}, ...(report.calibration || []).map((b) => el("tr", {}, el("td", {}, fmt(b.predicted)), el("td", {}, fmt(b.acceptable)), el("td", {}, String(b.count)))))));
 }
 
+// What the router would deliver: the stored sessions decided again at the chosen thresholds,
+// counted over calls, and why the calls that stay real do.
+function promise(card) {
+  const p = card.promise;
+  if (!p) return el("p", { class: "note" }, "This model's card predates the promise: run `simroute train` again.");
+  const figures = [["calls", "Calls decided again", p.calls, 0], ["off_real_share", "Share off real", p.off_real_share, 4], ["fidelity", "Fidelity kept", p.fidelity, 4],
+    ["wrong", "Wrong answers", p.wrong, 0], ["replay_misses", "Replay misses (went real)", p.replay_misses, 0], ["unscored", "Simulated, unscored", p.unscored, 0]];
+  return el("div", { class: "promise" },
+    el("table", { class: "figures", "data-route": "promise" }, el("tbody", {}, ...figures.map(([key, title, value, digits]) =>
+      el("tr", { "data-figure": key }, el("th", {}, title), el("td", {}, fmt(value, digits)))))),
+    el("table", { class: "why-real" }, el("thead", {}, el("tr", {}, el("th", {}, "Calls"), el("th", {}, "Why they stay real"))),
+      el("tbody", {}, ...Object.entries(p.why_real || {}).map(([why, count]) => el("tr", {}, el("td", {}, String(count)), el("td", {}, why))))));
+}
+
 async function router(main) {
   const { card } = await api("router");
   if (!card) { main.append(el("p", { id: "router-unavailable" }, "Router view: not available yet (no learned model: run `simroute train`).")); return; }
   main.append(el("h2", {}, `Learned router (created ${card.created}, target fidelity ${card.target_fidelity})`));
+  main.append(el("h3", {}, "What it would deliver on the stored sessions"), promise(card));
   const grid = el("div", { class: "charts" });
   main.append(grid);
   for (const [route, report] of Object.entries(card.routes || {})) {
     main.append(el("h3", {}, route), routeFigures(route, report), el("pre", { class: "tree" }, JSON.stringify(report, null, 2)));
     const curve = report.curve || [];
-    if (curve.length) chart(grid, { type: "line", data: { labels: curve.map((p) => fmt(p.threshold ?? p[0], 2)), datasets: [
-      { label: "share routed", data: curve.map((p) => p.share ?? p[1]), borderColor: "#2b7bb9" },
-      { label: "fidelity kept", data: curve.map((p) => p.fidelity ?? p[2]), borderColor: "#3a9d5d" }] },
+    if (curve.length) chart(grid, { type: "line", data: { labels: curve.map((p) => fmt(p.threshold, 2)), datasets: [
+      { label: "share off real", data: curve.map((p) => p.off_real_share), borderColor: "#2b7bb9" },
+      { label: "fidelity kept", data: curve.map((p) => p.fidelity), borderColor: "#3a9d5d" }] },
       options: { plugins: { title: { display: true, text: `${route}: share vs fidelity` } } } });
   }
 }

@@ -335,9 +335,14 @@ class Engine:
         modes, occurrence = self.replay_modes, pending.occurrence
         if modes.record_mode == "all":
             return None, "replay.record_mode is 'all': served real and recorded"
-        found = await self.replay.lookup(pending.call, pending.session, occurrence=occurrence, key=pending.keys.replay)
+        alias = pending.decision.replay_as
+        if alias is not None:  # a recording made for another value of an argument the tool only echoes
+            found = await self.replay.lookup(pending.call, pending.session, occurrence=occurrence, key=alias.key, substitute=alias)
+        else:
+            found = await self.replay.lookup(pending.call, pending.session, occurrence=occurrence, key=pending.keys.replay)
         if isinstance(found, ReplayHit):
-            return found.observation, f"replayed record {found.record_id} (occurrence {occurrence})"
+            also = f", made for {alias.argument} {alias.recorded!r}, the value substituted" if alias is not None else ""
+            return found.observation, f"replayed record {found.record_id} (occurrence {occurrence}{also})"
         assert isinstance(found, ReplayMiss)
         miss = f"replay miss (occurrence {occurrence}: {found.reason})"
         action = modes.on_miss_for(found)

@@ -9,13 +9,14 @@ serving that session, which the router then delivers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from router.config import Config
 from router.engine.tool_catalog import ToolCatalog
 from router.reports.learned_policy import explained_policy
-from router.reports.workload import WorkloadReport, recorded_workload, run_workload
+from router.reports.workload import ExplainedPolicy, RecordedCall, WorkloadReport, recorded_workload, run_workload
 from router.runtime.policy_chain import build_policies, learned_settings, replay_modes
 from router.types import Mode
 
@@ -32,8 +33,15 @@ def evaluate_rows(
     learned = explained_policy(cfg, model_path) if cfg.uses_learned() or model_path is not None else None
     if learned is not None and model_path is not None and not cfg.uses_learned():
         cfg = cfg.model_copy(update={"mode": Mode.LEARNED})  # --model with a config that does not use it: evaluate it as the mode
-    chain = build_policies(cfg, tools_meta=(catalog or ToolCatalog()).lookup, learned=learned)
     calls = recorded_workload(rows, max_divergence=cfg.learned.max_divergence, prior_strength=cfg.learned.prior_strength, sessions=sessions)
+    return decide_again(cfg, calls, learned, catalog)
+
+
+def decide_again(
+    cfg: Config, calls: Sequence[RecordedCall], learned: ExplainedPolicy | None, catalog: ToolCatalog | None
+) -> WorkloadReport:
+    """`calls` decided by the policy chain `cfg` describes, with `learned` as its learned router."""
+    chain = build_policies(cfg, tools_meta=(catalog or ToolCatalog()).lookup, learned=learned)
     settings = learned_settings(cfg)
     return run_workload(
         calls,

@@ -15,6 +15,7 @@ from typing import Any
 from backends.replay import ReplayBackend
 from policies.learned import LearnedPolicy, StateBuilder
 from policies.learned.persistence import load_model
+from router.auth import configured_tokens
 from router.config import Config
 from router.reports.workload import ExplainedPolicy
 from router.runtime.policy_chain import learned_settings
@@ -24,8 +25,12 @@ def replay_key_function(cfg: Config):
     """Replay keys as the router makes them (secrets are not redacted here: a call
     carrying one gets another key than the router's, so it shows no recording)."""
     replay = ReplayBackend(
-        None, ignore_arguments=cfg.replay.ignore_arguments, canonical={"http": cfg.http_canonical()}, scheme_inputs=cfg.replay_key_scheme()
-    )  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        ignore_arguments=cfg.replay.ignore_arguments,
+        canonical={"http": cfg.http_canonical()},
+        scheme_inputs=cfg.replay_key_scheme(),
+        namespaced=configured_tokens(cfg.service.tokens).enabled,
+    )
     return lambda call: replay.keys(call).replay
 
 

@@ -26,9 +26,10 @@ from policies.learned.curve import NEVER
 from policies.learned.scorer import LinearScorer
 from router.config import Config
 from router.engine.tool_catalog import ToolCatalog
+from router.reports.learned_eval import decide_again
 from router.reports.learned_policy import replay_key_function
-from router.reports.workload import ExplainedPolicy, RecordedCall, WorkloadReport, recorded_workload, run_workload
-from router.runtime.policy_chain import build_policies, learned_settings, replay_modes
+from router.reports.workload import ExplainedPolicy, RecordedCall, WorkloadReport, recorded_workload
+from router.runtime.policy_chain import learned_settings
 from router.types import Mode
 
 GRID = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99)
@@ -96,15 +97,4 @@ def _run(
         else None
     )
     learned = ExplainedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model)
-    chain = build_policies(cfg, tools_meta=(catalog or ToolCatalog()).lookup, learned=learned)
-    settings = learned_settings(cfg)
-    return run_workload(
-        calls,
-        chain,
-        learned=learned,
-        modes=replay_modes(cfg),
-        max_divergence=cfg.learned.max_divergence,
-        real_price=settings.real_price,
-        sim_price=settings.sim_price,
-        latency_weight=settings.latency_weight,
-    )
+    return decide_again(cfg, calls, learned, catalog)

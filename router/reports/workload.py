@@ -33,6 +33,7 @@ from typing import Any
 from policies import rehearsal
 from policies.base import decide
 from policies.learned import LearnedPolicy, LearnedState, StateBuilder, after_call
+from policies.learned.features import tool_key
 from policies.learned.labels import acceptable, is_real_answer
 from policies.learned.policy import Assessment
 from policies.learned.replay_sources import Missed, Served
@@ -124,7 +125,7 @@ def recorded_workload(
         if state is None:
             state = started[session] = builder.snapshot()
         key = row.get("replay_key") or row.get("call_key") or ""
-        served = builder.labels.sources.serve(key, session, int(row.get("occurrence") or 1))
+        served = builder.labels.serve(row, tool_key(row["channel"], row["server"], row["tool"]), key)
         labels = {label.route: label for label in builder.add_row(row)}
         replay, sim = labels.get("replay"), labels.get("sim")
         out.append(

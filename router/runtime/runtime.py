@@ -69,6 +69,7 @@ class Runtime:
             canonical={"http": config.http_canonical()},
             source=ReplaySource(config.replay.from_),
             scheme_inputs=config.replay_key_scheme(),
+            namespaced=self.tokens.enabled,
         )
         # The world model loads on first use (or in the background at start when a
         # route can reach it); loading is never charged to a call's deadline.

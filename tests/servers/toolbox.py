@@ -163,9 +163,16 @@ _visits = 0
 
 @mcp.tool
 def get_visits() -> str:
-    """How many times this has been read (a counter: every answer differs)."""
+    """How many times this has been read (a counter: every answer differs). The count
+    outlives the process when TOOLBOX_VISITS names a file (a service's counter)."""
     global _visits
+    path = os.environ.get("TOOLBOX_VISITS")
+    if path and os.path.exists(path):
+        _visits = int(open(path).read() or 0)
     _visits += 1
+    if path:
+        with open(path, "w") as counter:
+            counter.write(str(_visits))
     return f"visit number {_visits}"
 
 

@@ -138,23 +138,34 @@ def test_router_view_draws_the_share_vs_fidelity_curve_and_shows_the_cards_figur
         for c in canvases
     }
     for route, report in trained.items():
-        assert drawn[route] == [[p["share"] for p in report["curve"]], [p["fidelity"] for p in report["curve"]]]  # the card's curve
+        assert drawn[route] == [
+            [p["off_real_share"] for p in report["curve"]],
+            [p["fidelity"] for p in report["curve"]],
+        ]  # the card's curve
         figures = {
             r.get_attribute("data-figure"): r.query_selector("td").inner_text()
             for r in page.query_selector_all(f"table.figures[data-route='{route}'] tr")
         }
-        chosen = report["chosen"]
+        chosen = next(p for p in report["curve"] if p["threshold"] == report["threshold"])
         assert float(figures["threshold"]) == pytest.approx(report["threshold"], abs=1e-4)
         assert float(figures["cost_saved"]) == pytest.approx(chosen["cost_saved"], abs=1e-4)
-        assert float(figures["share"]) == pytest.approx(chosen["share"], abs=1e-4)
+        assert float(figures["share"]) == pytest.approx(chosen["off_real_share"], abs=1e-4)
         assert float(figures["fidelity"]) == pytest.approx(chosen["fidelity"], abs=1e-4)
-        assert int(figures["real_calls_saved"]) == chosen["real_calls_saved"]
+        assert int(figures["wrong"]) == chosen["wrong"]
         assert float(figures["cv_roc_auc"]) == pytest.approx(report["cv_roc_auc"], abs=1e-4)
         bins = [
             [td.inner_text() for td in r.query_selector_all("td")]
             for r in page.query_selector_all(f"table.calibration[data-route='{route}'] tbody tr")
         ]
         assert bins == [[f"{b['predicted']:.3f}", f"{b['acceptable']:.3f}", str(b["count"])] for b in report["calibration"]]
+    # The promise: what the router would deliver over the stored calls, and why the rest stay real.
+    promised = {
+        r.get_attribute("data-figure"): r.query_selector("td").inner_text()
+        for r in page.query_selector_all("table.figures[data-route='promise'] tr")
+    }
+    assert int(promised["calls"]) == card["promise"]["calls"] > 0
+    assert float(promised["off_real_share"]) == pytest.approx(card["promise"]["off_real_share"], abs=1e-4)
+    assert len(page.query_selector_all("table.why-real tbody tr")) == len(card["promise"]["why_real"]) > 0
     for route in card["routes"].keys() - trained.keys():  # a route without a classifier says why
         assert page.query_selector(f"p.note[data-route='{route}']") is not None
     shot(page, learned, "real-router-figures")

@@ -130,7 +130,7 @@ async def test_a_side_effect_on_one_replica_stops_replay_on_another(tmp_path, re
     assert on_b.side_effects == set()  # B has not heard of it in memory
     after = await b.handle(motto, on_b, real)
     assert after.record.decision.route is Route.SIM, after.record.decision.reason
-    assert "not eligible after a real call with side effects on 'srv'" in after.record.decision.reason
+    assert "not eligible after a real call with side effects ('add_motto' on 'srv')" in after.record.decision.reason
     # Another agent session is not affected.
     other = await b.handle(dataclasses.replace(motto, session_id="other"), Session("other"), real)
     assert other.record.decision.route is Route.REPLAY
