@@ -121,7 +121,7 @@ def workload(world: World, repository: Path, *, smoke: bool) -> list[tuple[str, 
     ]
 
 
-def simroute(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+def simroute(*args: str, timeout: float | None = 1800) -> subprocess.CompletedProcess:
     return subprocess.run([simroute_executable(), *args], capture_output=True, text=True, timeout=timeout)
 
 
@@ -182,12 +182,19 @@ def copy_store(source: Path, target: Path, **extra: Any) -> Path:
     (learning frozen, no exploration: what the router knew when it started)."""
     target.mkdir()
     shutil.copytree(source / ".simroute", target / ".simroute")
-    return write_config(target, store=STORE, learned=LEARNED, **extra)
+    # Nothing is pending after `simroute drain`; were anything left, the runs would not start on it.
+    return write_config(target, store=STORE, learned=LEARNED, shadow={"drain_on_start": False}, **extra)
 
 
 async def measure(k: int, base: Path, url: str, *, smoke: bool) -> Outcome:
     folder = base / f"k{k}"
     world = World(folder / "world", url)
+    trained = await learn(k, folder, world, smoke=smoke)
+    return await evaluate(k, folder, world, smoke=smoke, trained=trained)
+
+
+async def learn(k: int, folder: Path, world: World, *, smoke: bool) -> str:
+    """K learning sessions in folder/learning, drained and trained; says how training went."""
     learning_folder = folder / "learning"
     learning_folder.mkdir(parents=True)
     servers = {"mcpServers": world.servers(*SMOKE_SERVERS) if smoke else world.servers()}
@@ -201,7 +208,7 @@ async def measure(k: int, base: Path, url: str, *, smoke: bool) -> Outcome:
         await session_run(learning, workload(world, repository, smoke=smoke))
         print(f"  K={k}: learning session {n + 1}/{k} done", file=sys.stderr)
     if not smoke:
-        drained = simroute("drain", "--config", str(learning))
+        drained = simroute("drain", "--config", str(learning), timeout=None)  # as long as the world model takes
         if drained.returncode != 0:
             raise RuntimeError(f"simroute drain failed: {drained.stderr}")
         trained = simroute("train", "--config", str(learning))
@@ -209,7 +216,13 @@ async def measure(k: int, base: Path, url: str, *, smoke: bool) -> Outcome:
         trained_note = "trained" if trained.returncode == 0 else f"no model ({output[-1]})"
     else:
         trained_note = "not run (smoke)"
+    return trained_note
 
+
+async def evaluate(k: int, folder: Path, world: World, *, smoke: bool, trained: str) -> Outcome:
+    """The learned, truth and floor runs on copies of folder/learning's store, compared."""
+    learning_folder = folder / "learning"
+    servers = {"mcpServers": world.servers(*SMOKE_SERVERS) if smoke else world.servers()}
     model = {} if smoke else {"world_model": WORLD_MODEL}
     configs = {
         name: copy_store(learning_folder, folder / name, mode=mode, **servers, **(model if mode == "learned" else {}))
@@ -266,7 +279,7 @@ async def measure(k: int, base: Path, url: str, *, smoke: bool) -> Outcome:
         predicted=report["off_real_share"] if report else None,
         eval_report=report,
         eval_error=error,
-        trained=trained_note,
+        trained=trained,
         routes=routes,
         wrong_calls=wrong_calls,
     )

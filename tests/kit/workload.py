@@ -57,12 +57,13 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def served_page(folder: Path, text: str = PAGE_TEXT) -> Iterator[str]:
-    """A static text page served from a loopback http.server in a thread; yields its URL."""
+def served_page(folder: Path, text: str = PAGE_TEXT, *, port: int = 0) -> Iterator[str]:
+    """A static text page served from a loopback http.server in a thread (on `port`, or
+    a free one); yields its URL."""
     site = folder / "site"
     site.mkdir(parents=True, exist_ok=True)
     (site / PAGE_NAME).write_text(text)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(site)))
+    server = ThreadingHTTPServer(("127.0.0.1", port), partial(_QuietHandler, directory=str(site)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
