@@ -45,6 +45,9 @@ answers on the stateful tool; |predicted - live share| <= 0.05 at every K.
 a session, the learning sessions in `mode: real` (replay evidence from real answers; no
 world model needed), no `simroute train`; judges no target, writes no file.
 
+Duration: the shadow work (`simroute drain`) dominates: about 10 s per simulated call on
+two cores, so K = 1 and 3 take about 10 minutes, K = 10 (140 calls) 30 minutes or more.
+
 Usage: python benchmarks/routing_quality.py [--sessions 1 3 10] [--keep DIR] [--smoke]
 """
 
