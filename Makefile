@@ -25,6 +25,7 @@ bench: setup
 	.venv/bin/python benchmarks/decision_latency.py
 	.venv/bin/python benchmarks/safety_latency.py
 	.venv/bin/python benchmarks/learned_decision.py
+	.venv/bin/python benchmarks/routing_quality.py
 	.venv/bin/python benchmarks/mcp_overhead.py
 	.venv/bin/python benchmarks/sim_step_latency.py
 	.venv/bin/python benchmarks/sim_format.py

@@ -21,6 +21,7 @@ benchmarks=(
   store_ingest.py
   store_scaling.py
   mcp_overhead.py
+  routing_quality.py
   http_overhead.py
   store_lock.py
   "dashboard_queries.py --redis"

@@ -15,4 +15,5 @@ learned_run  a store filled by a real learned-router run (the `learned` fixture)
 model_stub   an OpenAI-compatible stub world model that keeps the prompts it is sent
 redis        a real redis-server on a free port
 serve        `simroute serve` processes and their /metrics
+workload     the benchmark's own workload servers (benchmarks/servers/) and the world they act on
 """
