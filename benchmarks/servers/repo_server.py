@@ -1,6 +1,7 @@
 """A git-style server over the directories given as arguments: each tool takes the
 path of a workspace (a directory under one of them). `workspace_info` answers the
-path verbatim and is otherwise constant; `list_files` depends on the workspace's
+path verbatim and is otherwise constant; `summary` answers the path too, with
+figures that depend on the workspace's contents; `list_files` depends on the
 contents; `read_file` answers one file's text.
 
 Run: python benchmarks/servers/repo_server.py ROOT [ROOT...]  (stdio)
@@ -34,6 +35,13 @@ def workspace_info(path: str) -> str:
     """The layout and default branch of the workspace at `path`."""
     _workspace(path)
     return f"workspace {path}: layout v2, default branch main, hooks none"
+
+
+@mcp.tool(output_schema=None, annotations=READS)
+def summary(path: str) -> str:
+    """The path of the workspace, how many files it holds and their total size."""
+    files = [p for p in _workspace(path).iterdir() if p.is_file()]
+    return f"workspace {path}: {len(files)} files, {sum(p.stat().st_size for p in files)} bytes"
 
 
 @mcp.tool(output_schema=None, annotations=READS)
