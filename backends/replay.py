@@ -117,7 +117,7 @@ class ReplayBackend:
         if row.provenance not in REPLAYABLE:
             return ReplayMiss(f"occurrence {occurrence} in the source was answered by {row.provenance}, not the real side", has_source=True)
         recorded = row.observation
-        if _truncated(recorded):
+        if recorded.truncated:
             return ReplayMiss(f"occurrence {occurrence} in the source was recorded truncated", has_source=True)
         if substitute is not None:
             recorded = substituted(recorded, substitute.recorded, substitute.value)
@@ -135,9 +135,3 @@ def namespace_of(session_id: str) -> str:
     """The token namespace a (namespaced) session id lives in, as a key prefix: `alice/`."""
     token, slash, _ = session_id.partition("/")
     return f"{token}/" if slash else ""
-
-
-def _truncated(observation: Observation) -> bool:
-    """A body cut at the record limit (HTTP) is not the answer the agent would get."""
-    structured = observation.structured
-    return isinstance(structured, dict) and structured.get("truncated") is True

@@ -73,6 +73,11 @@ class Observation:
     structured: dict[str, Any] | None = None
     latency_s: float = 0.0
 
+    @property
+    def truncated(self) -> bool:
+        """A body cut at the record limit (HTTP): not the answer the agent would get."""
+        return isinstance(self.structured, dict) and self.structured.get("truncated") is True
+
     @classmethod
     def error(cls, message: str, provenance: Provenance = Provenance.NONE, latency_s: float = 0.0) -> Observation:
         return cls(

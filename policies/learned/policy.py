@@ -189,8 +189,9 @@ class LearnedPolicy:
             candidate = Candidate(route, probability, threshold, source, cost, rule)
             # The replay key costs a canonical encoding and a digest: made only for a
             # replay the probability would allow.
-            if route == "replay" and candidate.eligible and not self._recorded(call, entry):
-                alias = self._echo_alias(call, key)
+            replay_key = self._replay_key(call, entry) if route == "replay" and candidate.eligible else None
+            if route == "replay" and candidate.eligible and replay_key not in self.state.recorded_keys:
+                alias = self._echo_alias(call, key, replay_key)
                 if alias is None:
                     candidate = Candidate(route, None, None, "no real recording of this call", cost)
                 else:
@@ -235,22 +236,23 @@ class LearnedPolicy:
                     return f"not eligible after a real call with side effects ({what}) in this session that may have changed it"
         return ""
 
-    def _recorded(self, call: Call, entry: _CallEntry | None) -> bool:
+    def _replay_key(self, call: Call, entry: _CallEntry | None) -> str | None:
+        """The call's replay key as the router makes it (cached with the call), or None."""
         if self.replay_key_of is None:
-            return False
+            return None
         if entry is None:
             entry = self._entry(call, None, self.model)
         if entry.replay_key is None:
             entry.replay_key = self.replay_key_of(call)
-        return entry.replay_key in self.state.recorded_keys
+        return entry.replay_key
 
-    def _echo_alias(self, call: Call, key: str) -> ReplayAlias | None:
+    def _echo_alias(self, call: Call, key: str, replay_key: str | None) -> ReplayAlias | None:
         """A recording made for another value of an argument this tool only echoes
         (policies/learned/echoes.py), when the evidence allows and it is recorded."""
         echoes = self.state.echoes
-        if not echoes.generalised or self.replay_key_of is None:
+        if not echoes.generalised or replay_key is None:
             return None
-        alias = echoes.alias(key, self.replay_key_of(call), call.channel, call.server, call.tool, call.arguments)
+        alias = echoes.alias(key, replay_key, call.channel, call.server, call.tool, call.arguments)
         return alias if alias is not None and alias.key in self.state.recorded_keys else None
 
     def _entry(self, call: Call, safety: SafetyVerdict | None, model: LearnedModel | None) -> _CallEntry:

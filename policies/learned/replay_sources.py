@@ -114,7 +114,4 @@ def replayable(row: dict[str, Any]) -> Observation | None:
     if row.get("provenance") not in _REPLAYABLE or row.get("status", "complete") not in _SERVED or not row.get("observation"):
         return None
     observation = Observation.from_json(row["observation"])
-    structured = observation.structured
-    if isinstance(structured, dict) and structured.get("truncated") is True:
-        return None
-    return observation
+    return None if observation.truncated else observation
