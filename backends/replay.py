@@ -106,9 +106,10 @@ class ReplayBackend:
         started = time.perf_counter()
         source_session = session.replay_sources.get(key)
         if source_session is None:
-            source_session = await self.store.replay_session(key, exclude_session=session.id, source=self.source)
+            source = ReplaySource(session.replay_from) if session.replay_from else self.source  # an episode's own recording
+            source_session = await self.store.replay_session(key, exclude_session=session.id, source=source)
             if source_session is None:
-                where = f"recording {self.source.recording!r}" if self.source.recording else "any earlier session"
+                where = f"recording {source.recording!r}" if source.recording else "any earlier session"
                 return ReplayMiss(f"no call like this in {where}", has_source=False)
             session.replay_sources[key] = source_session
         row = await self.store.replay_row(key, session=source_session, occurrence=occurrence)

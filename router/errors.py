@@ -22,9 +22,10 @@ Configuration and start (the CLI turns each into an exit code and a message)
 - `RuntimeError`
   - `router.http.proxy.ProxyStartError`: the proxy cannot listen. Raised by
     `HttpProxy.start`; caught by `router.cli.serving` (`serve`, `http-proxy`: exit 1).
-  - `router.engine.sessions.SessionLimitError`: past `sessions.max_open`. Raised by
-    `SessionRegistry.get`; caught by every front door, which records the refusal in a
-    transient session (`router.http.door`, `router.http.addon`, `router.mcp.middleware`,
+  - `router.engine.sessions.SessionRefusedError`: a call's session cannot be had:
+    `SessionLimitError` (past `sessions.max_open`) or `SessionEndedError` (an episode's
+    session after it closed or was reaped). Raised by `SessionRegistry.get`; caught by
+    every front door, which records the refusal in a transient session (`router.http.door`, `router.http.addon`, `router.mcp.middleware`,
     `router.mcp.http_guard`).
 - `Exception`
   - `router.http.access.Refused`: a proxy request refused before routing (credentials,

@@ -175,6 +175,25 @@ class Session:
     # The (channel, server, tool) of the real calls with side effects this session made:
     # the recordings they may have changed are not replayed to it (policies/learned/policy.py).
     side_effects: set[tuple[str, str, str]] = field(default_factory=set)
+    # Set for an episode (router/episodes): its own idle TTL (None: the registry's), its
+    # seed (fixes the world model's sampling and every seeded decision), its own policy
+    # chain (None: the runtime's).
+    idle_ttl_s: float | None = None
+    seed: int | None = None
+    policies: Any = None
+    # An episode's initial state for the world model (its world document, its files),
+    # the named recording its replays come from, and the (channel, server) environments
+    # in play (None: every one).
+    world: str | None = None
+    replay_from: str | None = None
+    scope: frozenset[tuple[str, str]] | None = None
+    # An episode's answers to recent tools/call requests by request (a retried request is
+    # answered once); None for sessions that are not episodes.
+    answered: dict[str, Any] | None = None
+
+    @property
+    def is_episode(self) -> bool:
+        return self.answered is not None
 
     @property
     def step(self) -> int:
@@ -190,6 +209,13 @@ class Session:
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
+
+    def seeded(self, salt: int) -> int | None:
+        """A seed for the session's call at step `salt`, derived from the episode's seed
+        (None when the session has none): the same episode seed gives the same seeds."""
+        if self.seed is None:
+            return None
+        return (self.seed * 1_000_003 + salt * 7_919) % 2**31
 
 
 # The real side of a call, handed to the engine by the front door that owns it.

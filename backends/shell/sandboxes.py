@@ -174,6 +174,10 @@ class Sandboxes:
             if isinstance(outcome, Exception) and not isinstance(outcome, BackendUnavailable):  # that one is the expected end
                 log.warning("shell: a sandbox still starting when its session closed failed: %s", outcome)
 
+    def holds(self, session_id: str) -> bool:
+        """Whether this session has a real sandbox (started, or starting)."""
+        return session_id in self._sessions or session_id in self._opening
+
     @property
     def ready(self) -> int:
         """Sandboxes started and waiting in the warm pool."""

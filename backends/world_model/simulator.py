@@ -109,7 +109,7 @@ class WorldModelSimulator:
                     grammar=constraint.grammar,
                     stop=constraint.stop,
                     temperature=constraint.temperature if attempt == 0 else None,
-                    seed_offset=attempt,
+                    seed_offset=attempt + (session.seeded(session.steps) or 0),  # an episode's seed fixes its samples
                     background=background,
                 )
                 for observe in self.observers:

@@ -86,7 +86,8 @@ class TerminalDomain:
         lines.append(self.prompt(result.cwd, code).rstrip())
         return "\n".join(lines)
 
-    def system(self) -> str:
+    def system(self, world: str | None = None) -> str:
+        """`world`: an episode's own initial state (its files, its world document)."""
         parts = [
             TASK,
             "## Action space\nEach action is a JSON array of keystrokes typed into the terminal: "
@@ -102,6 +103,8 @@ class TerminalDomain:
             state.append(f"Files in {self.home_cwd}:\n{listing}")
         if self.initial_state:
             state.append(self.initial_state.strip())
+        if world:
+            state.append(world.strip())
         parts.append("## Initial state\n" + "\n\n".join(state))
         if self.simulation_instruction:
             parts.append("## Simulation instruction\n" + self.simulation_instruction.strip())
@@ -180,7 +183,7 @@ class TerminalDomain:
                 + CLOSING.format(what="terminal")
             )
 
-        system = self.system()
+        system = self.system(session.world)
         examples = [render_example(command, result) for command, result in demonstrations]
         messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
         if size(messages, count_tokens) <= budget_tokens:

@@ -110,6 +110,10 @@ def serve(
     from router.dashboard.wiring import mount, runtime_dashboard
 
     mount(server, runtime_dashboard(runtime))
+    if cfg.episodes.enabled:
+        from router.episodes.faces import mount_episodes
+
+        mount_episodes(server, runtime)  # /episodes, /openapi.json, /ws (OpenEnv), /mcp/e/{id}
     stop_cleanly_on_sigterm()
     typer.echo(
         f"simroute: serving MCP on http://{host}:{port}/mcp, the dashboard on http://{host}:{port}/dashboard", err=True

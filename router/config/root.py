@@ -19,6 +19,7 @@ from backends.mcp.servers import ServerSpec
 from backends.options import Strict
 from backends.shell.options import ShellConfig
 from policies.rules import Rule, parse_rule
+from router.config.episodes import EpisodesConfig
 from router.config.sections import (
     HttpConfig,
     LearnedConfig,
@@ -62,6 +63,7 @@ class Config(Strict):
     safety: SafetyConfig = Field(default=SafetyConfig(), description="The safety gate.")
     rehearsal: RehearsalConfig = Field(default=RehearsalConfig(), description="Rehearsal mode.")
     learned: LearnedConfig = Field(default=LearnedConfig(), description="The learned router.")
+    episodes: EpisodesConfig = Field(default=EpisodesConfig(), description="Episodes for RL loops.")
     cost: dict[str, dict[str, NonNegativeFloat]] = Field(
         default={}, description="The price of a real call per server and tool (globs); default 1.0."
     )

@@ -135,7 +135,7 @@ class Engine:
         step, occurrence = await self._claim(session, keys.replay)
         pins = dict(session.pinned)
         try:
-            decision = decide(self.policies, call, session, fallback=_FALLBACK)
+            decision = decide(session.policies or self.policies, call, session, fallback=_FALLBACK)
         except Exception as exc:
             log.exception("deciding %s.%s failed", call.server, call.tool)
             decision = Decision(Route.DENY, "engine", f"a routing policy failed: {type(exc).__name__}: {exc}")
@@ -228,7 +228,7 @@ class Engine:
         unrecorded answer."""
         session, decision = pending.session, pending.decision
         route_note = pending.route_note
-        shadowed = self._shadows(decision, observation)
+        shadowed = self._shadows(decision, observation, session)
         status = "pending" if shadowed else "complete"
         if shadowed and decision.route is Route.REAL:
             route_note = f"sampled for shadow (shadow rate {self._shadow_rate(decision):g})"
@@ -280,6 +280,17 @@ class Engine:
             pending.record_id = record_id
         return await self.complete(pending, Observation.error(reason))
 
+    async def remark(self, call: Call, session: Session, *, policy: str, text: str, structured: dict | None = None) -> Outcome:
+        """Record something simroute did itself in a session that routed nothing (an
+        episode's reset, verification, close or reaping): provenance `none`, not an error,
+        the route `deny` (nothing reached any side)."""
+        stored_call = self._redacted(call, session)
+        keys = self.replay.keys(stored_call)
+        step, occurrence = await self._claim(session, keys.replay)
+        pending = Pending(call, session, Decision(Route.DENY, policy, text), occurrence, keys, stored_call, step=step)
+        observation = Observation([{"type": "text", "text": text}], Provenance.NONE, structured=structured)
+        return await self.complete(pending, observation)
+
     def _record(self, pending: Pending, observation: Observation, note: str, *, status: str) -> Record:
         if self.redactor is not None:
             observation = self.redactor.observation(observation, session_id=pending.call.session_id)
@@ -302,15 +313,18 @@ class Engine:
             ended=None if status == "started" else time.time(),
         )
 
-    def _shadows(self, decision: Decision, observation: Observation) -> bool:
+    def _shadows(self, decision: Decision, observation: Observation, session: Session) -> bool:
         """Whether the simulated side runs off-path for this call: always for the shadow
-        route, for a `shadow_rate` sample of real calls; only when real answered."""
+        route, for a `shadow_rate` sample of real calls; only when real answered. An
+        episode's sample is drawn from its seed."""
         if self.shadow is None or observation.provenance is not Provenance.REAL:
             return False
         if decision.route is Route.SHADOW:
             return True
         rate = self._shadow_rate(decision)
-        return decision.route is Route.REAL and rate > 0 and self.rng.random() < rate
+        seed = session.seeded(session.steps)
+        draw = random.Random(seed).random() if seed is not None else self.rng.random()
+        return decision.route is Route.REAL and rate > 0 and draw < rate
 
     def _shadow_rate(self, decision: Decision) -> float:
         """A rule's `shadow_rate` wins over the configured `shadow.rate`."""

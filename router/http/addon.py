@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from backends.http.decode import decode_bounded
 from backends.http.messages import HttpSettings, error_structured, make_call, observation_of, response_parts
 from router.config import HttpConfig
-from router.engine.sessions import SessionLimitError
+from router.engine.sessions import SessionRefusedError
 from router.http.access import Refused
 from router.http.addresses import reach_of
 from router.http.answers import REAL, RealAnswers, RealSide
@@ -113,7 +113,7 @@ class HttpRouting:
             return
         try:
             session = self.door.sessions.get(session_id)
-        except SessionLimitError as exc:
+        except SessionRefusedError as exc:
             await self.door.refuse(flow, Refused(503, "sessions", str(exc)), session_id=session_id)
             return
         request = flow.request

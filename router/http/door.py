@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from backends.http.messages import error_structured, observation_of, response_parts
-from router.engine.sessions import SessionLimitError
+from router.engine.sessions import SessionRefusedError
 from router.http.access import Refused
 from router.http.flows import make_response, server_of, url_of
 from router.http.listeners import Listener, RoutingParts
@@ -47,7 +47,7 @@ class HttpDoor:
         the refusal's record."""
         try:
             return self.sessions.get(session_id)
-        except SessionLimitError:
+        except SessionRefusedError:
             return Session(id=session_id)
 
     async def record_refusal(self, call: Call, session: Session, *, policy: str, reason: str) -> Outcome:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.middleware import Middleware
 
 from router.auth import Tokens, check_bind
-from router.engine.sessions import SessionLimitError
+from router.engine.sessions import SessionRefusedError
 from router.types import Call, Session
 
 if TYPE_CHECKING:
@@ -41,11 +41,19 @@ class TokenGuard:
         self._owners: OrderedDict[str, str] = OrderedDict()  # Mcp-Session-Id -> token name
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("path", "").startswith(OWN_GUARD_PATHS):
+        if scope["type"] not in ("http", "websocket") or scope.get("path", "").startswith(OWN_GUARD_PATHS):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         name = self.tokens.bearer(headers.get("authorization"))
+        if scope["type"] == "websocket":  # an episode's OpenEnv session (/ws): refused before it is accepted
+            if name is None:
+                await self._record_refusal(scope, 401, "simroute: authentication required: Authorization: Bearer TOKEN")
+                await send({"type": "websocket.close", "code": 1008, "reason": "authentication required"})
+                return
+            scope.setdefault("state", {})[TOKEN_SCOPE_KEY] = name
+            await self.app(scope, receive, send)
+            return
         if name is None:
             reason = "simroute: authentication required: Authorization: Bearer TOKEN (SIMROUTE_TOKEN or service.tokens)"
             await self._refuse(scope, send, 401, reason, {"www-authenticate": 'Bearer realm="simroute"'})
@@ -87,7 +95,7 @@ class TokenGuard:
         """Every refusal of the MCP endpoint is recorded here."""
         try:
             session = self.runtime.sessions.get(REFUSED_SESSION)
-        except SessionLimitError:
+        except SessionRefusedError:
             session = Session(id=REFUSED_SESSION)  # past the session cap: a transient one carries the record
         call = Call("mcp", "simroute", "HTTP", {"method": scope.get("method"), "path": scope.get("path"), "status": status}, session.id)
         return (await self.runtime.engine.reject(call, session, policy="mcp-auth", reason=reason)).record.id

@@ -3,6 +3,9 @@
 - An `X-Simroute-Session` HTTP header names it explicitly (any transport era).
 - Over stdio, one simroute process serves one agent: one session per process.
 - Over streamable HTTP, the MCP session (`Mcp-Session-Id`).
+- An episode's session: its MCP URL (`/mcp/e/{id}`, which puts it in the request scope),
+  or, for a step taken in-process (`router/episodes`), the `EPISODE_SESSION` context
+  variable. Both beat the header: an episode's calls cannot be steered elsewhere.
 
 With tokens, the session lives in the caller's token's namespace (see
 `router/mcp/http_guard.py`): another token naming the same session gets its own.
@@ -11,6 +14,7 @@ With tokens, the session lives in the caller's token's namespace (see
 from __future__ import annotations
 
 import uuid
+from contextvars import ContextVar
 
 from fastmcp.server.context import Context
 from fastmcp.server.dependencies import get_http_headers, get_http_request
@@ -20,11 +24,20 @@ from router.mcp.http_guard import TOKEN_SCOPE_KEY
 
 SESSION_HEADER = "x-simroute-session"
 PROCESS_SESSION_ID = f"stdio-{uuid.uuid4().hex[:12]}"
+EPISODE_SCOPE_KEY = "simroute_episode_session"  # request.state key: the episode an /mcp/e/{id} request is for
+# The episode session of a step run in-process (no MCP transport): set by router/episodes.
+EPISODE_SESSION: ContextVar[str | None] = ContextVar("simroute_episode_session", default=None)
 
 
 def agent_session_id(ctx: Context) -> str:
+    in_process = EPISODE_SESSION.get()
+    if in_process is not None:
+        return in_process
     if ctx.transport == "stdio":
         return PROCESS_SESSION_ID
+    state = get_http_request().scope.get("state", {})
+    episode = state.get(EPISODE_SCOPE_KEY)
+    if episode is not None:  # already in its token's namespace
+        return episode
     explicit = get_http_headers(include={SESSION_HEADER}).get(SESSION_HEADER)
-    token = get_http_request().scope.get("state", {}).get(TOKEN_SCOPE_KEY)
-    return namespaced(token, explicit or ctx.session_id)
+    return namespaced(state.get(TOKEN_SCOPE_KEY), explicit or ctx.session_id)

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from backends.errors import BackendUnavailable
 from backends.mcp.upstream import UpstreamError
-from router.engine.sessions import SessionLimitError
+from router.engine.sessions import SessionRefusedError
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.provider import SnapshotProxyProvider
@@ -38,6 +38,7 @@ from router.mcp.reads import (
     server_of_uri,
 )
 from router.mcp.results import observation_from_result, result_from_observation, simroute_meta
+from router.mcp.retries import answered_once, retry_key
 from router.runtime.runtime import Runtime
 from router.types import Call, Observation, Provenance, Session
 
@@ -98,21 +99,40 @@ class RoutingMiddleware(Middleware):
 
     # --- tools/call ------------------------------------------------------------------------
 
+    def _target(self, name: str) -> tuple[LocalTool | None, tuple[str, str] | None, str, str, str]:
+        """(the local tool, (server, upstream tool) when known, channel, server, upstream tool)."""
+        local = self.local.get(name)
+        target = (local.server, name) if local is not None else self.names.split(name)
+        channel = local.channel if local is not None else "mcp"
+        server, upstream_tool = target if target is not None else ("unknown", name)
+        return local, target, channel, server, upstream_tool
+
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult]) -> ToolResult:
         ctx = context.fastmcp_context
         assert ctx is not None
         name = context.message.name
         arguments = dict(context.message.arguments or {})
-        local = self.local.get(name)
-        target = (local.server, name) if local is not None else self.names.split(name)
-        channel = local.channel if local is not None else "mcp"
-        server, upstream_tool = target if target is not None else ("unknown", name)
-
+        _, _, channel, server, upstream_tool = self._target(name)
         session = await self._session(agent_session_id(ctx), Call(channel, server, upstream_tool, arguments, ""))
         if isinstance(session, ToolResult):
             return session
+        if session.answered is not None:  # an episode: a retried request is answered once
+            return await answered_once(
+                session.answered, retry_key(ctx, name, arguments), lambda: self._call_tool(context, call_next, session)
+            )
+        return await self._call_tool(context, call_next, session)
+
+    async def _call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult], session: Session) -> ToolResult:
+        ctx = context.fastmcp_context
+        assert ctx is not None
+        name = context.message.name
+        arguments = dict(context.message.arguments or {})
+        local, target, channel, server, upstream_tool = self._target(name)
         call = Call(channel, server, upstream_tool, arguments, session.id)
-        definition = ToolDefinition.of_tool(local.tool) if local is not None else await self._definition(ctx, name, target)
+        in_scope = session.scope is None or (channel, server) in session.scope  # an episode's channels and servers
+        definition = None
+        if in_scope:
+            definition = ToolDefinition.of_tool(local.tool) if local is not None else await self._definition(ctx, name, target)
         if definition is None:
             await self.runtime.engine.reject(call, session, policy="unknown-tool", reason=f"Unknown tool: {name!r}")
             raise NotFoundError(f"Unknown tool: {name!r}")
@@ -142,11 +162,24 @@ class RoutingMiddleware(Middleware):
         outcome = await self.runtime.engine.handle(call, session, real, note=note, read_only=definition.read_only)
         return result_from_observation(outcome.observation, outcome.record, upstream=upstream[0] if upstream else None)
 
+    async def on_list_tools(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]) -> Sequence[Tool]:
+        """An episode lists the tools of its channels and servers only."""
+        tools = await call_next(context)
+        ctx = context.fastmcp_context
+        session = self.runtime.sessions.find(agent_session_id(ctx)) if ctx is not None else None
+        if session is None or session.scope is None:
+            return tools
+        return [tool for tool in tools if self._environment_of(tool.name) in session.scope]
+
+    def _environment_of(self, name: str) -> tuple[str, str]:
+        _, _, channel, server, _ = self._target(name)
+        return channel, server
+
     async def _session(self, session_id: str, call: Call) -> Session | ToolResult:
         """The agent's session, or (past the session cap) the recorded refusal."""
         try:
             return self.runtime.sessions.get(session_id)
-        except SessionLimitError as exc:
+        except SessionRefusedError as exc:
             transient = Session(id=session_id)
             refused = Call(call.channel, call.server, call.tool, call.arguments, session_id)
             outcome = await self.runtime.engine.reject(refused, transient, policy="sessions", reason=str(exc))

@@ -35,6 +35,7 @@ class SnapshotProxyProvider(ProxyProvider):
         store: RecordStore,
         list_timeout_s: float = 30.0,
         on_tools: Callable[[str, list[dict]], None] | None = None,
+        prefer_snapshot: Callable[[], bool] = lambda: False,
     ) -> None:
         super().__init__(client_factory)
         self.server = server
@@ -42,6 +43,7 @@ class SnapshotProxyProvider(ProxyProvider):
         # Every listing has a deadline: a hung upstream never hangs the agent's request.
         self.list_timeout_s = list_timeout_s
         self.on_tools = on_tools  # told every listing's definitions (the safety gate's tool catalog)
+        self.prefer_snapshot = prefer_snapshot  # true: list from the snapshot, when there is one, without the upstream
         self.schema_changed_from: str | None = None  # the previous snapshot's digest, once
         self._tools_by_name: tuple[object, dict[str, Tool]] = (None, {})
 
@@ -62,6 +64,9 @@ class SnapshotProxyProvider(ProxyProvider):
         return await self._listed("prompts", super()._list_prompts)
 
     async def _list_tools(self) -> Sequence[Tool]:
+        snapshot = self.store.tool_snapshot(self.server) if self.prefer_snapshot() else None
+        if snapshot is not None:
+            return self._from_snapshot(snapshot)
         try:
             tools = await self._listed("tools", super()._list_tools)
         except Exception as exc:  # the listing's boundary: an upstream unreachable or hung (any failure) falls back to its last known tools, else re-raised
@@ -69,11 +74,7 @@ class SnapshotProxyProvider(ProxyProvider):
             if snapshot is None:
                 raise
             log.warning("upstream %r unavailable (%s); serving its tools from the snapshot", self.server, exc)
-            if self.on_tools is not None:
-                self.on_tools(self.server, snapshot)
-            tools = [ProxyTool.from_mcp_tool(self.client_factory, mcp_types.Tool.model_validate(t)) for t in snapshot]
-            self._tools_cache = _CacheEntry(tools, time.monotonic())
-            return tools
+            return self._from_snapshot(snapshot)
         definitions = [tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
         if self.on_tools is not None:
             self.on_tools(self.server, definitions)
@@ -84,6 +85,13 @@ class SnapshotProxyProvider(ProxyProvider):
         else:
             if previous is not None:
                 self.schema_changed_from = previous
+        return tools
+
+    def _from_snapshot(self, snapshot: list[dict]) -> list[Tool]:
+        if self.on_tools is not None:
+            self.on_tools(self.server, snapshot)
+        tools = [ProxyTool.from_mcp_tool(self.client_factory, mcp_types.Tool.model_validate(t)) for t in snapshot]
+        self._tools_cache = _CacheEntry(tools, time.monotonic())
         return tools
 
     def cached_tool(self, name: str) -> Tool | None:

@@ -65,6 +65,7 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
             store=runtime.store,
             list_timeout_s=runtime.config.list_timeout_s,
             on_tools=runtime.tool_catalog.update,
+            prefer_snapshot=lambda: _serving_an_episode(runtime),
         )
         for upstream in names.servers
     }
@@ -92,9 +93,20 @@ def local_tools(runtime: Runtime) -> list[LocalTool]:
 def _upstream_client_factory(runtime: Runtime, upstream: str):
     async def client_for_current_session():
         ctx = get_context()
-        return await runtime.upstreams.client_for(agent_session_id(ctx), upstream, front=ctx.session)
+        try:
+            front = ctx.session  # where the upstream's requests to the client (sampling, roots) go
+        except RuntimeError:  # an episode's step taken in-process has no MCP client to ask
+            front = None
+        return await runtime.upstreams.client_for(agent_session_id(ctx), upstream, front=front)
 
     return client_for_current_session
+
+
+def _serving_an_episode(runtime: Runtime) -> bool:
+    """Whether the current request is an episode's: its listings come from the stored
+    snapshot when there is one, so a simulated episode starts no upstream process."""
+    session = runtime.sessions.find(agent_session_id(get_context()))
+    return session is not None and session.is_episode
 
 
 def _advertise_handshake_era_only(server: FastMCP) -> None:

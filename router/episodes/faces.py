@@ -1,0 +1,61 @@
+"""Every face of episodes on `simroute serve`, beside `/mcp` and the dashboard: the
+REST API and its OpenAPI document, the OpenEnv protocol, and MCP per episode. They
+share the endpoint's guards (Host/Origin, tokens) and one `EpisodeHost`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.routing import Route, WebSocketRoute
+
+from router.episodes.host import EpisodeError, EpisodeHost
+from router.episodes.mcp_face import EpisodeMcpEndpoint
+from router.episodes.openenv_face import openenv_router
+from router.episodes.options import EpisodeOptionsError
+from router.episodes.rest import episodes_router
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+    from router.runtime.runtime import Runtime
+
+
+def episodes_app(host: EpisodeHost) -> FastAPI:
+    app = FastAPI(
+        title="simroute episodes",
+        summary="Episodes for RL loops: reset, step, state, verify, close; every step routed and recorded.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.include_router(episodes_router(host))
+    app.include_router(openenv_router(host))
+
+    @app.exception_handler(EpisodeError)
+    async def episode_error(request: Request, exc: EpisodeError) -> JSONResponse:
+        return JSONResponse({"error": str(exc), "status": exc.status}, status_code=exc.status)
+
+    @app.exception_handler(EpisodeOptionsError)
+    async def options_error(request: Request, exc: EpisodeOptionsError) -> JSONResponse:
+        return JSONResponse({"error": str(exc), "status": 422}, status_code=422)
+
+    return app
+
+
+def mount_episodes(server: FastMCP, runtime: Runtime) -> EpisodeHost:
+    """Serve the episodes' faces on `server`'s HTTP app; the host they share."""
+    host = EpisodeHost(runtime, server)
+    app = episodes_app(host)
+    routes: list[Any] = [
+        Route("/episodes", endpoint=app),
+        Route("/episodes/{rest:path}", endpoint=app),
+        Route("/openapi.json", endpoint=app),
+        Route("/health", endpoint=app),
+        Route("/metadata", endpoint=app),
+        Route("/schema", endpoint=app),
+        WebSocketRoute("/ws", endpoint=app),
+        Route("/mcp/e/{episode_id}", endpoint=EpisodeMcpEndpoint(host), methods=["GET", "POST", "DELETE"]),
+    ]
+    server._additional_http_routes.extend(routes)
+    return host

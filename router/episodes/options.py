@@ -1,0 +1,98 @@
+"""What a reset may ask for (`EpisodeOptions`), checked against the config before
+anything starts: unknown servers, channels, routes or verifiers are clear errors."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
+
+from backends.options import Strict
+from router.config import Config
+from router.config.episodes import EpisodeRoute
+
+Channel = Literal["mcp", "shell", "browser"]
+
+
+class EpisodeOptionsError(ValueError):
+    """A reset's options are invalid; the message says which and why."""
+
+
+class RoutePlan(Strict):
+    """An episode's route policy: a mode, and rules tried before it (the config's rule syntax)."""
+
+    mode: EpisodeRoute = Field(description="The route when no rule matches (`learned` and `rehearsal` included).")
+    rules: list[dict[str, Any]] = Field(default=[], description="Ordered rules, as in the config's `rules`.")
+
+
+class EpisodeOptions(Strict):
+    servers: list[str] | None = Field(default=None, description="The MCP servers in play (default: every configured one).")
+    channels: list[Channel] | None = Field(
+        default=None, description="The channels in play: mcp, shell, browser (default: every enabled one)."
+    )
+    route: EpisodeRoute | RoutePlan | None = Field(
+        default=None, description="The episode's route policy: a mode, or a mode with rules (default: the config's)."
+    )
+    files: dict[str, str] = Field(
+        default={},
+        description="The shell's initial files (path under /workspace → text): written into a real sandbox, told to a simulated one.",
+    )
+    world: str | None = Field(default=None, description="A world document: the initial state simulated servers start from.")
+    recording: str | None = Field(default=None, min_length=1, description="The named recording this episode's replays come from.")
+    ttl_s: PositiveFloat | None = Field(
+        default=None, description="Idle time after which the episode is reaped (default: episodes.idle_ttl_s)."
+    )
+    max_steps: PositiveInt | None = Field(default=None, description="Steps after which the episode is truncated (done).")
+    verifier: str | None = Field(default=None, description="The verifier that scores it (default: episodes.default_verifier).")
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | None, config: Config) -> EpisodeOptions:
+        """Validated against the config; raises EpisodeOptionsError with every problem."""
+        try:
+            options = cls.model_validate(data or {})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors())
+            raise EpisodeOptionsError(f"invalid episode options: {problems}") from exc
+        options.check(config)
+        return options
+
+    def check(self, config: Config) -> None:
+        section = config.episodes
+        unknown = sorted(set(self.servers or ()) - set(config.upstreams))
+        if unknown:
+            raise EpisodeOptionsError(f"invalid episode options: servers: {unknown[0]!r} is not a configured MCP server")
+        enabled = {"mcp", *config.local_channels()}
+        off = sorted(set(self.channels or ()) - enabled)
+        if off:
+            raise EpisodeOptionsError(f"invalid episode options: channels: {off[0]!r} is not enabled in this config")
+        mode = self.mode
+        if mode is not None and mode not in section.routes:
+            raise EpisodeOptionsError(f"invalid episode options: route: {mode!r} is not allowed here (episodes.routes: {section.routes})")
+        if self.ttl_s is not None and self.ttl_s > section.max_ttl_s:
+            raise EpisodeOptionsError(f"invalid episode options: ttl_s: {self.ttl_s:g} is above episodes.max_ttl_s ({section.max_ttl_s:g})")
+        verifier = self.verifier
+        if verifier is not None and verifier not in section.verifiers:
+            raise EpisodeOptionsError(f"invalid episode options: verifier: {verifier!r} is not one of episodes.verifiers")
+        if self.files and "shell" not in self.in_play_channels(config):
+            raise EpisodeOptionsError("invalid episode options: files: the shell channel is not in play")
+        for path in self.files:
+            if path.startswith("/") or ".." in path.split("/") or not path.strip():
+                raise EpisodeOptionsError(f"invalid episode options: files: {path!r} is not a relative path under /workspace")
+
+    @property
+    def mode(self) -> str | None:
+        return self.route.mode if isinstance(self.route, RoutePlan) else self.route
+
+    def in_play_channels(self, config: Config) -> list[str]:
+        enabled = ["mcp", *config.local_channels()]
+        return [c for c in enabled if self.channels is None or c in self.channels]
+
+    def scope(self, config: Config) -> frozenset[tuple[str, str]] | None:
+        """The (channel, server) environments in play; None when nothing is narrowed."""
+        if self.servers is None and self.channels is None:
+            return None
+        channels = self.in_play_channels(config)
+        servers = self.servers if self.servers is not None else list(config.upstreams)
+        pairs = {("mcp", server) for server in servers} if "mcp" in channels else set()
+        pairs |= {(channel, channel) for channel in channels if channel != "mcp"}
+        return frozenset(pairs)

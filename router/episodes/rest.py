@@ -1,0 +1,134 @@
+"""The REST face of episodes, documented by the OpenAPI document at `/openapi.json`:
+
+    POST   /episodes                  reset: {seed, episode_id, options} → the episode
+    GET    /episodes/{id}             its state
+    POST   /episodes/{id}/step        an action → {observation, reward, done, info}
+    GET    /episodes/{id}/state       its state
+    POST   /episodes/{id}/verify      → {reward}
+    DELETE /episodes/{id}             close (idempotent)
+
+The MCP URL of an episode (`/mcp/e/{id}`) is in the reset's answer. A caller's token
+(when tokens are on) namespaces its episodes: another token's id is a 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from router.episodes.host import EpisodeError, EpisodeHost
+from router.mcp.http_guard import TOKEN_SCOPE_KEY
+
+
+class ResetRequest(BaseModel):
+    seed: int | None = Field(default=None, description="Fixes the world model's sampling and every seeded decision.")
+    episode_id: str | None = Field(default=None, description="Your id for the episode (default: a random one).")
+    options: dict[str, Any] | None = Field(
+        default=None, description="Servers, channels, route, files, world, recording, ttl_s, max_steps, verifier."
+    )
+
+
+class Action(BaseModel):
+    type: Literal["call_tool", "list_tools"] = Field(description="`call_tool` (tool_name, arguments) or `list_tools`.")
+    tool_name: str | None = None
+    arguments: dict[str, Any] = Field(default={})
+
+
+class StepInfo(BaseModel):
+    episode_id: str
+    step: int
+    route: str | None = Field(description="real, sim, replay, shadow or deny.")
+    provenance: str | None = Field(description="Where the observation came from: real, sim, replay or none (simroute's own).")
+    policy: str | None
+    record_id: str | None
+    infra_error: bool = Field(description="True when simroute or a backend failed, not the agent.")
+    simroute_ms: float = Field(description="Time the step spent inside simroute (ms).")
+
+
+class StepResponse(BaseModel):
+    observation: dict[str, Any] = Field(description="{tool_name, result: the MCP CallToolResult} or {tools: [...]}.")
+    reward: float | None
+    done: bool
+    info: StepInfo
+
+
+class EpisodeState(BaseModel):
+    episode_id: str
+    step_count: int
+    seed: int | None
+    session_id: str
+    route: str | None
+    infra_error: bool
+    done: bool
+    ended: str | None
+    reward: float | None
+    options: dict[str, Any]
+    created: float
+
+
+class ResetResponse(BaseModel):
+    episode_id: str
+    mcp_url: str = Field(description="This episode's tools over MCP (streamable HTTP).")
+    observation: dict[str, Any]
+    state: EpisodeState
+
+
+class VerifyResponse(BaseModel):
+    episode_id: str
+    reward: float
+
+
+def token_in(scope: Any) -> str | None:
+    """The caller's token name (TokenGuard put it in the scope); None without tokens."""
+    return scope.get("state", {}).get(TOKEN_SCOPE_KEY)
+
+
+def token_of(request: Any) -> str | None:
+    return token_in(request.scope)
+
+
+def episodes_router(host: EpisodeHost) -> APIRouter:
+    api = APIRouter(tags=["episodes"])
+
+    @api.post("/episodes", status_code=201, response_model=ResetResponse, summary="Reset: open an episode")
+    async def reset(body: ResetRequest, request: Request) -> dict[str, Any]:
+        episode = await host.reset(token=token_of(request), seed=body.seed, episode_id=body.episode_id, options=body.options)
+        return {
+            "episode_id": episode.id,
+            "mcp_url": f"/mcp/e/{episode.id}",
+            "observation": {"episode_id": episode.id, "message": "episode ready: list_tools or call_tool"},
+            "state": episode.state(),
+        }
+
+    @api.get("/episodes/{episode_id}", response_model=EpisodeState, summary="An episode's state")
+    @api.get("/episodes/{episode_id}/state", response_model=EpisodeState, summary="An episode's state")
+    async def state(episode_id: str, request: Request) -> dict[str, Any]:
+        return host.get(token_of(request), episode_id).state()
+
+    @api.post("/episodes/{episode_id}/step", response_model=StepResponse, summary="Take one action")
+    async def step(episode_id: str, action: Action, request: Request) -> dict[str, Any]:
+        episode = host.get(token_of(request), episode_id)
+        return await host.step(episode, action.model_dump())
+
+    @api.post("/episodes/{episode_id}/verify", response_model=VerifyResponse, summary="Score the episode with its verifier")
+    async def verify(episode_id: str, request: Request) -> dict[str, Any]:
+        episode = host.get(token_of(request), episode_id)
+        return {"episode_id": episode.id, "reward": await host.verify(episode)}
+
+    @api.delete("/episodes/{episode_id}", status_code=204, summary="Close the episode (idempotent)")
+    async def close(episode_id: str, request: Request) -> Response:
+        try:
+            episode = host.get(token_of(request), episode_id)
+        except EpisodeError:  # closing what is not open is done already: idempotent
+            return Response(status_code=204)
+        await host.close(episode)
+        return Response(status_code=204)
+
+    return api
+
+
+def error_response(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status, **extra}, status_code=status)

@@ -1,0 +1,57 @@
+"""An episode's own policy chain: its route (a mode, or a mode with rules) in place of
+the config's mode and rules, built like the runtime's (router/runtime/policy_chain.py)
+so the safety gate, rehearsal and the learned router behave as they do everywhere.
+RL runs reuse one route for thousands of episodes: each distinct route is built once."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from policies.base import Policy
+from policies.errors import PolicyConfigError
+from router.episodes.options import EpisodeOptions, EpisodeOptionsError, RoutePlan
+from router.runtime.policy_chain import build_policies
+from router.types import Mode
+
+if TYPE_CHECKING:
+    from router.runtime.runtime import Runtime
+
+
+class EpisodeRoutes:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._chains: dict[str, list[Policy]] = {}
+
+    def chain(self, options: EpisodeOptions) -> list[Policy] | None:
+        """The episode's chain; None: the runtime's own (the reset named no route).
+        Raises EpisodeOptionsError for rules that do not parse or a route this runtime
+        cannot serve."""
+        route = options.route
+        if route is None:
+            return None
+        plan = route if isinstance(route, RoutePlan) else RoutePlan(mode=route)
+        key = json.dumps(plan.model_dump(), sort_keys=True, default=str)
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = self._chains[key] = self._build(plan)
+        return chain
+
+    def _build(self, plan: RoutePlan) -> list[Policy]:
+        config = self.runtime.config
+        update: dict[str, Any] = {"mode": Mode.REAL if plan.mode == "rehearsal" else Mode(plan.mode), "rules": plan.rules}
+        if plan.mode == "rehearsal":
+            update["rehearsal"] = config.rehearsal.model_copy(update={"enabled": True})
+        episode_config = config.model_copy(update=update)
+        try:
+            episode_config.parsed_rules()  # a bad rule is the reset's error, not the first call's
+        except PolicyConfigError as exc:
+            raise EpisodeOptionsError(f"invalid episode options: route.rules: {exc}") from exc
+        learned = self.runtime.learned
+        if episode_config.uses_learned() and learned is None:
+            raise EpisodeOptionsError(
+                "invalid episode options: route: the learned router is not running in this server (it runs when the config's mode or a rule is `learned`)"
+            )
+        return build_policies(
+            episode_config, tools_meta=self.runtime.tool_catalog.lookup, learned=learned.policy if learned is not None else None
+        )
