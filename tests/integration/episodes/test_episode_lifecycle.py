@@ -1,0 +1,96 @@
+"""Episodes on `simroute serve`, launched as a user launches it: capacity, reaping,
+backend failures and the records every step leaves."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kit.episodes import serving_episodes, text_of
+from kit.launch import records_of, toolbox_server, write_config
+from kit.sandboxes import owner_of, sandboxes
+
+pytestmark = pytest.mark.integration
+
+
+def test_at_the_cap_a_reset_is_refused_with_429_and_succeeds_once_one_closes(tmp_path):
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, episodes={"max_open_per_token": 2})
+    with serving_episodes(config) as served:
+        first, _ = served.open(options={"route": "deny"}), served.open(options={"route": "deny"})
+        refused = served.reset(options={"route": "deny"})
+        assert refused.status_code == 429
+        assert "capacity" in refused.json()["error"] and "max_open_per_token" in refused.json()["error"]
+        assert served.http.delete(f"{served.url}/episodes/{first}").status_code == 204
+        assert served.http.delete(f"{served.url}/episodes/{first}").status_code == 204  # idempotent
+        assert served.reset(options={"route": "deny"}).status_code == 201
+
+
+def test_bad_reset_options_are_a_clear_422_and_nothing_opens(tmp_path):
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, episodes={"routes": ["sim", "replay"]})
+    with serving_episodes(config) as served:
+        for options, says in [
+            ({"route": "real"}, "'real' is not allowed here"),
+            ({"servers": ["nope"]}, "'nope' is not a configured MCP server"),
+            ({"route": "simulate"}, "route"),
+            ({"verifier": "judge"}, "'judge' is not one of episodes.verifiers"),
+        ]:
+            response = served.reset(options=options)
+            assert response.status_code == 422 and says in response.text, (options, response.text)
+        assert served.reset(episode_id="a b").status_code == 422
+        assert served.children() == []  # nothing started for refused resets
+
+
+def test_an_abandoned_episode_is_reaped_after_its_ttl_and_leaves_nothing_running(tmp_path):
+    config = write_config(
+        tmp_path, mcpServers={"toolbox": toolbox_server()}, shell={"enabled": True, "pool_size": 0}, episodes={"idle_ttl_s": 600}
+    )
+    with serving_episodes(config) as served:
+        episode = served.open(seed=1, options={"route": "real", "ttl_s": 3})
+        assert text_of(served.call(episode, "echo", text="hello")) == "hello"
+        written = served.call(episode, "shell_exec", command="echo kept > note.txt && cat note.txt")
+        assert "kept" in text_of(written) and written["info"]["provenance"] == "real"
+        assert any("toolbox.py" in command for command in served.children())
+        owners = {owner_of(served.process.pid)}
+        assert len(sandboxes(owners)) == 1  # the episode's sandbox
+
+        deadline = time.monotonic() + 30
+        while served.state(episode)["ended"] is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        state = served.state(episode)  # still readable after reaping, until closed
+        assert state["ended"] == "reaped" and state["done"] is True
+        assert not any("toolbox.py" in command for command in served.children())  # its upstream process is gone
+        assert sandboxes(owners) == []
+        late = served.http.post(f"{served.url}/episodes/{episode}/step", json={"type": "list_tools"})
+        assert late.status_code == 409 and "reaped" in late.text
+        assert served.http.delete(f"{served.url}/episodes/{episode}").status_code == 204
+        assert served.http.get(f"{served.url}/episodes/{episode}/state").status_code == 404
+
+    rows = records_of(config, "--session", f"episode-{episode}")
+    assert [(r["channel"], r["tool"]) for r in rows] == [
+        ("episode", "reset"),
+        ("mcp", "echo"),
+        ("shell", "shell_exec"),
+        ("episode", "close"),
+    ]
+    assert "reaped" in rows[-1]["observation"]["content"][0]["text"]
+    assert {r["provenance"] for r in rows if r["channel"] == "episode"} == {"none"}
+
+
+def test_a_backend_that_dies_mid_episode_is_an_infra_error_not_a_crash(tmp_path):
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()})
+    with serving_episodes(config) as served:
+        episode = served.open(options={"route": "real"})
+        ok = served.call(episode, "echo", text="before")
+        assert ok["info"]["infra_error"] is False and served.state(episode)["infra_error"] is False
+        died = served.call(episode, "crash")  # the upstream process exits mid-call
+        assert died["observation"]["result"]["isError"] is True
+        assert died["info"]["infra_error"] is True and died["info"]["provenance"] == "none"
+        assert "simroute:" in text_of(died)
+        state = served.state(episode)  # flagged, and still readable
+        assert state["infra_error"] is True and state["ended"] is None
+        agent_error = served.call(episode, "nope")  # the agent's own mistake is not an infra error
+        assert agent_error["observation"]["result"]["isError"] is True and agent_error["info"]["infra_error"] is False
+        assert served.call(episode, "echo", text="after")["info"]["infra_error"] is False  # a new upstream serves on
+
+    steps = [r for r in records_of(config, "--session", f"episode-{episode}") if r["channel"] == "mcp"]
+    assert [r["tool"] for r in steps] == ["echo", "crash", "nope", "echo"]  # every step is in the store

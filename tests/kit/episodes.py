@@ -1,0 +1,90 @@
+"""`simroute serve` with episodes, launched as a user launches it, and its REST face."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+
+from kit.launch import simroute_executable
+from router.cli.launch import free_port, stop, wait_for_port
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen
+    port: int
+    log: Path
+    http: httpx.Client
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def reset(self, **body: Any) -> httpx.Response:
+        return self.http.post(f"{self.url}/episodes", json=body)
+
+    def open(self, **body: Any) -> str:
+        """A new episode's id (the reset must succeed)."""
+        response = self.reset(**body)
+        assert response.status_code == 201, response.text
+        return response.json()["episode_id"]
+
+    def step(self, episode_id: str, action: dict) -> dict:
+        response = self.http.post(f"{self.url}/episodes/{episode_id}/step", json=action)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def call(self, episode_id: str, tool: str, **arguments: Any) -> dict:
+        return self.step(episode_id, {"type": "call_tool", "tool_name": tool, "arguments": arguments})
+
+    def state(self, episode_id: str) -> dict:
+        response = self.http.get(f"{self.url}/episodes/{episode_id}/state")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def children(self) -> list[str]:
+        """The command lines of the processes the server started (upstream MCP servers)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except (OSError, IndexError, ValueError):
+                continue  # exited meanwhile
+            if parent == self.process.pid:
+                found.append(command)
+        return found
+
+
+def text_of(step: dict) -> str:
+    """The text an agent reads in a step's tool result."""
+    result = step["observation"]["result"]
+    return "\n".join(block.get("text", "") for block in result.get("content", []) if block.get("type") == "text")
+
+
+@contextlib.contextmanager
+def serving_episodes(config: Path, **env: str) -> Iterator[Served]:
+    port = free_port()
+    log = config.parent / f"serve-{port}.log"
+    process = subprocess.Popen(
+        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+    )
+    try:
+        wait_for_port(port, process, describe=log.read_text)
+        with httpx.Client(timeout=180, trust_env=False) as http:
+            yield Served(process, port, log, http)
+    finally:
+        code = stop(process, timeout_s=60)
+        assert code == 0, log.read_text()[-4000:]
