@@ -23,10 +23,10 @@ from router.auth import namespaced
 from router.engine.sessions import SessionLimitError
 from router.episodes.episode import Episode, infra_failure
 from router.episodes.options import EpisodeOptions
-from router.episodes.routes import EpisodeRoutes
+from router.episodes.routes import EpisodeRoutes, shell_is_real
 from router.episodes.verifiers import VerifierError, run_verifier
 from router.mcp.identity import EPISODE_SESSION
-from router.types import Call, Route, Session
+from router.types import Call, Session
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -133,7 +133,7 @@ class EpisodeHost:
         files = episode.options.files
         if not files:
             return
-        if self._shell_route(episode.session) in (Route.REAL, Route.SHADOW) and self.runtime.shell is not None:
+        if self.runtime.shell is not None and shell_is_real(episode.session, self.runtime.engine.policies):
             script = " && ".join(
                 f"mkdir -p {shlex.quote(_parent(path))} && printf %s {shlex.quote(base64.b64encode(text.encode()).decode())} "
                 f"| base64 -d > {shlex.quote(path)}"
@@ -147,13 +147,6 @@ class EpisodeHost:
         listing = "\n".join(f"--- /workspace/{path} ---\n{text}" for path, text in files.items())
         world = episode.session.world
         episode.session.world = "\n\n".join(filter(None, (world, f"Files in /workspace at the start:\n{listing}")))
-
-    def _shell_route(self, session: Session) -> Route:
-        from policies.base import decide
-
-        probe = Session(id=session.id, policies=session.policies)  # a scratch copy: deciding pins nothing on the episode
-        call = Call("shell", "shell", "shell_exec", {"command": "true"}, session.id)
-        return decide(session.policies or self.runtime.engine.policies, call, probe, fallback=None).route  # type: ignore[arg-type]
 
     # --- steps ------------------------------------------------------------------------
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from policies.base import Policy
+from policies.base import Policy, decide
 from policies.errors import PolicyConfigError
 from router.episodes.options import EpisodeOptions, EpisodeOptionsError, RoutePlan
 from router.runtime.policy_chain import build_policies
-from router.types import Mode
+from router.types import Call, Mode, Route, Session
 
 if TYPE_CHECKING:
     from router.runtime.runtime import Runtime
@@ -55,3 +55,17 @@ class EpisodeRoutes:
         return build_policies(
             episode_config, tools_meta=self.runtime.tool_catalog.lookup, learned=learned.policy if learned is not None else None
         )
+
+
+def shell_is_real(session: Session, default: list[Policy]) -> bool:
+    """Whether the episode's shell is its real sandbox: the route its shell is pinned to
+    once it ran, else the one its policies give a harmless command now (decided on a
+    scratch session: nothing is pinned on the episode)."""
+    if ("shell", "shell") in session.diverted:
+        return False
+    pinned = session.pinned.get(("shell", "shell"))
+    if pinned is None:
+        probe = Session(id=session.id, policies=session.policies)
+        call = Call("shell", "shell", "shell_exec", {"command": "true"}, session.id)
+        pinned = decide(session.policies or default, call, probe, fallback=None).route  # type: ignore[arg-type]
+    return pinned in (Route.REAL, Route.SHADOW)

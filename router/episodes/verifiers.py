@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from router.config.episodes import VerifierConfig
-from router.types import Route
+from router.episodes.routes import shell_is_real
 
 if TYPE_CHECKING:
     from router.episodes.episode import Episode
@@ -41,7 +41,7 @@ class EpisodeView:
     seed: int | None
     options: dict[str, Any]
     state: dict[str, Any]
-    records: list[dict[str, Any]]  # the episode's records, oldest first (call, decision, served, …)
+    records: list[dict[str, Any]]  # the episode's records, oldest first, as `simroute records --json` prints them
 
 
 def reward_of_output(output: str, exit_code: int | None) -> float:
@@ -86,7 +86,7 @@ async def _entry_point(verifier: VerifierConfig, episode: Episode, runtime: Runt
     function = load_entry_point(verifier.entry_point)
     records = await runtime.store.session_records(episode.session_id, before_step=episode.session.steps + 1, limit=100_000)
     view = EpisodeView(
-        episode.id, episode.seed, episode.options.model_dump(exclude_none=True), episode.state(), [r.to_row() for r in records]
+        episode.id, episode.seed, episode.options.model_dump(exclude_none=True), episode.state(), [r.to_json() for r in records]
     )
     try:
         async with asyncio.timeout(verifier.timeout_s):
@@ -106,13 +106,12 @@ async def _entry_point(verifier: VerifierConfig, episode: Episode, runtime: Runt
 async def _command(name: str, command: str, timeout_s: float, episode: Episode, runtime: Runtime) -> float:
     shell = runtime.shell
     session = episode.session
-    pinned = session.pinned.get(("shell", "shell"))
     if shell is None:
         raise VerifierError(f"verifier {name!r} runs a command, and this server's shell channel is off")
-    if (pinned is not None and pinned is not Route.REAL) or ("shell", "shell") in session.diverted or not shell.holds(session.id):
+    if not shell_is_real(session, runtime.engine.policies):
         raise VerifierError(
-            f"verifier {name!r} runs a command in the episode's real sandbox, and this episode's shell is simulated "
-            "(or never ran for real): a simulated shell cannot be verified by a command"
+            f"verifier {name!r} runs a command in the episode's real sandbox, and this episode's shell is simulated: "
+            "a simulated shell is not verified by a command (the world model would only imagine its answer)"
         )
     # In a subshell, from /workspace: the agent's shell keeps its directory and variables.
     result = await shell.exec(session.id, f"(cd /workspace && {command})", timeout_s=timeout_s)
