@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("simroute.episodes")
 
+# Episodes that ended without a close (reaped) stay readable until closed; past this
+# many, the oldest are forgotten (clients that never close must not grow memory).
+ENDED_KEPT = 4096
 _EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SESSION_PREFIX = "episode-"
 
@@ -228,6 +231,7 @@ class EpisodeHost:
         if episode is None or episode.ended is not None:
             return
         episode.ended = reason
+        self._forget_oldest_ended()
         if reason == "reaped":  # stays readable (state) until the client closes it, then forgotten
             idle = episode.session.idle_ttl_s or self.runtime.sessions.idle_ttl_s
             await self._remark(
@@ -235,6 +239,11 @@ class EpisodeHost:
             )
         else:
             await self._remark(episode, "close", f"episode {episode.id} closed")
+
+    def _forget_oldest_ended(self) -> None:
+        ended = [key for key, episode in self._episodes.items() if episode.ended is not None]
+        for key in ended[: max(0, len(ended) - ENDED_KEPT)]:  # dicts keep opening order: oldest first
+            del self._episodes[key]
 
     async def _remark(self, episode: Episode, tool: str, text: str, structured: dict[str, Any] | None = None) -> None:
         call = Call("episode", "simroute", tool, {"episode_id": episode.id}, episode.session_id)

@@ -23,3 +23,28 @@ async def test_cap_idle_close_and_hook():
     registry.get("c")
     await registry.aclose()
     assert sorted(closed) == ["a", "b", "c"]
+
+
+async def test_an_explicit_session_has_its_own_ttl_and_is_never_reopened_once_ended():
+    from router.engine.sessions import SessionEndedError
+    from router.types import Session
+
+    reasons = []
+
+    async def closed(session_id, reason):
+        reasons.append((session_id, reason))
+
+    registry = SessionRegistry(idle_ttl_s=60, max_open=3)
+    registry.closed_listeners.append(closed)
+    registry.open(Session(id="episode-1", idle_ttl_s=0.05))
+    registry.get("agent")  # an implicit session keeps the registry's TTL
+    with pytest.raises(ValueError):
+        registry.open(Session(id="episode-1"))
+    await asyncio.sleep(0.1)
+    assert await registry.close_idle() == ["episode-1"]
+    assert reasons == [("episode-1", "reaped")] and registry.ended("episode-1") == "reaped"
+    with pytest.raises(SessionEndedError, match="has ended"):
+        registry.get("episode-1")  # a late call is refused, not served by a fresh session
+    await registry.close("agent")
+    assert registry.ended("agent") is None and registry.get("agent") is not None  # implicit sessions reopen
+    await registry.aclose()
