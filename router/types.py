@@ -181,10 +181,10 @@ class Session:
     idle_ttl_s: float | None = None
     seed: int | None = None
     policies: Any = None
-    # An episode's initial state for the world model (its world document, its files),
-    # the named recording its replays come from, and the (channel, server) environments
-    # in play (None: every one).
-    world: str | None = None
+    # An episode's initial state for the world model by channel ("*": every channel; e.g.
+    # its world document, and its files for the shell), the named recording its replays
+    # come from, and the (channel, server) environments in play (None: every one).
+    world: dict[str, str] = field(default_factory=dict)
     replay_from: str | None = None
     scope: frozenset[tuple[str, str]] | None = None
     # An episode's answers to recent tools/call requests by request (a retried request is
@@ -194,6 +194,11 @@ class Session:
     @property
     def is_episode(self) -> bool:
         return self.answered is not None
+
+    def world_for(self, channel: str) -> str | None:
+        """The initial state the world model is told for `channel`, or None."""
+        parts = [text for text in (self.world.get("*"), self.world.get(channel)) if text]
+        return "\n\n".join(parts) or None
 
     @property
     def step(self) -> int:

@@ -92,7 +92,7 @@ class McpDomain:
             history=history,
             action={"name": call.tool, "arguments": call.arguments},
             demonstrations=[example_of(row, call.tool) for row in grounding.rows],
-            initial_state="\n\n".join(filter(None, (self.initial_state.get(call.server), session.world))) or None,
+            initial_state="\n\n".join(filter(None, (self.initial_state.get(call.server), session.world_for(call.channel)))) or None,
             simulation_instruction=self.simulation_instruction.get(call.server),
             budget_tokens=budget_tokens,
             count_tokens=count_tokens,

@@ -183,7 +183,7 @@ class TerminalDomain:
                 + CLOSING.format(what="terminal")
             )
 
-        system = self.system(session.world)
+        system = self.system(session.world_for(call.channel))
         examples = [render_example(command, result) for command, result in demonstrations]
         messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
         if size(messages, count_tokens) <= budget_tokens:

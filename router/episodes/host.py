@@ -108,7 +108,7 @@ class EpisodeHost:
             idle_ttl_s=parsed.ttl_s or config.episodes.idle_ttl_s,
             seed=seed,
             policies=self.routes.chain(parsed),
-            world=parsed.world,
+            world={"*": parsed.world} if parsed.world else {},
             replay_from=parsed.recording,
             scope=parsed.scope(config),
             answered={},
@@ -148,8 +148,7 @@ class EpisodeHost:
                 log.warning("episode %s: writing its initial files failed: %s", episode.id, result.error or result.output[-200:])
             return
         listing = "\n".join(f"--- /workspace/{path} ---\n{text}" for path, text in files.items())
-        world = episode.session.world
-        episode.session.world = "\n\n".join(filter(None, (world, f"Files in /workspace at the start:\n{listing}")))
+        episode.session.world["shell"] = f"Files in /workspace at the start:\n{listing}"
 
     # --- steps ------------------------------------------------------------------------
 

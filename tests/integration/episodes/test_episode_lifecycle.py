@@ -3,6 +3,7 @@ backend failures and the records every step leaves."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -94,3 +95,35 @@ def test_a_backend_that_dies_mid_episode_is_an_infra_error_not_a_crash(tmp_path)
 
     steps = [r for r in records_of(config, "--session", f"episode-{episode}") if r["channel"] == "mcp"]
     assert [r["tool"] for r in steps] == ["echo", "crash", "nope", "echo"]  # every step is in the store
+
+
+def test_a_simulated_episode_starts_nothing_real(tmp_path):
+    from kit.model_stub import ModelStub
+
+    with ModelStub('{"result": "imagined"}') as stub:
+        config = write_config(
+            tmp_path,
+            mcpServers={"toolbox": toolbox_server()},
+            shell={"enabled": True, "pool_size": 0},
+            world_model={"engine": "openai", "url": stub.url, "model": "stub"},
+        )
+        with serving_episodes(config) as served:
+            lister = served.open(options={"route": "real", "channels": ["mcp"]})  # a real listing leaves the tools' snapshot
+            assert "echo" in {tool["name"] for tool in served.step(lister, {"type": "list_tools"})["observation"]["tools"]}
+            served.http.delete(f"{served.url}/episodes/{lister}")
+            deadline = time.monotonic() + 10
+            while any("toolbox.py" in command for command in served.children()) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert served.children() == []
+
+            episode = served.open(seed=4, options={"route": "sim", "files": {"notes/todo.txt": "buy milk"}})
+            tools = {tool["name"] for tool in served.step(episode, {"type": "list_tools"})["observation"]["tools"]}
+            assert {"echo", "shell_exec"} <= tools  # listed from the snapshot
+            step = served.call(episode, "echo", text="hi")
+            assert step["info"]["provenance"] == "sim" and "imagined" in text_of(step)
+            assert served.children() == [] and sandboxes({owner_of(served.process.pid)}) == []
+            prompt = json.dumps(stub.bodies[-1]["messages"])
+            assert "notes/todo.txt" not in prompt  # the MCP server's world is not the shell's
+            served.call(episode, "shell_exec", command="cat notes/todo.txt")
+            assert "buy milk" in json.dumps(stub.bodies[-1]["messages"])  # the simulated shell is told its files
+            assert served.children() == [] and sandboxes({owner_of(served.process.pid)}) == []
