@@ -21,6 +21,7 @@ from fastmcp.exceptions import NotFoundError
 
 from router.auth import namespaced
 from router.engine.sessions import SessionLimitError
+from router.episodes import http_tool
 from router.episodes.episode import Episode, infra_failure
 from router.episodes.options import EpisodeOptions
 from router.episodes.routes import EpisodeRoutes, shell_is_real
@@ -63,6 +64,7 @@ class EpisodeHost:
         self.runtime = runtime
         self.server = server
         self.routes = EpisodeRoutes(runtime)
+        self.http = http_tool.EpisodeHttp(runtime)
         self._episodes: dict[str, Episode] = {}  # by session id
         runtime.sessions.closed_listeners.append(self._session_closed)
 
@@ -168,9 +170,11 @@ class EpisodeHost:
         marker = EPISODE_SESSION.set(episode.session_id)
         try:
             if kind == "list_tools":
-                tools = await self.server.list_tools()
-                observation: dict[str, Any] = {"tools": [_tool_json(tool) for tool in tools]}
+                tools = [_tool_json(tool) for tool in await self.server.list_tools()]
+                observation: dict[str, Any] = {"tools": tools + ([http_tool.DEFINITION] if self._http_in_play(episode) else [])}
                 meta: dict[str, Any] = {}
+            elif tool_name == http_tool.TOOL_NAME and self._http_in_play(episode):
+                observation, meta = await self._http_request(episode, arguments)
             else:
                 observation, meta = await self._call(tool_name, arguments)  # type: ignore[arg-type]
         finally:
@@ -188,6 +192,21 @@ class EpisodeHost:
             "simroute_ms": round((time.perf_counter() - started) * 1000, 3),
         }
         return {"observation": observation, "reward": None, "done": episode.truncated, "info": info}
+
+    def _http_in_play(self, episode: Episode) -> bool:
+        scope = episode.session.scope
+        return self.http.available and (scope is None or ("http", "http") in scope)
+
+    async def _http_request(self, episode: Episode, arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        problem = self.http.problem(arguments)
+        if problem is not None:
+            return _error_result(http_tool.TOOL_NAME, problem, "none"), {"provenance": "none", "policy": "input-schema"}
+        try:
+            result, meta = await self.http.request(episode, arguments)
+        except Exception as exc:  # noqa: BLE001 -- a step's boundary: the channel unreachable is simroute's failure, flagged
+            message = f"simroute: the HTTP channel failed: {type(exc).__name__}: {exc}"
+            return _error_result(http_tool.TOOL_NAME, message, "none"), {"provenance": "none"}
+        return {"tool_name": http_tool.TOOL_NAME, "result": result}, meta
 
     async def _call(self, tool_name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         try:
@@ -226,6 +245,7 @@ class EpisodeHost:
         self._episodes.pop(episode.session_id, None)
 
     async def _session_closed(self, session_id: str, reason: str) -> None:
+        await self.http.close(session_id)
         episode = self._episodes.get(session_id)
         if episode is None or episode.ended is not None:
             return

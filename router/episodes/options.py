@@ -11,7 +11,7 @@ from backends.options import Strict
 from router.config import Config
 from router.config.episodes import EpisodeRoute
 
-Channel = Literal["mcp", "shell", "browser"]
+Channel = Literal["mcp", "shell", "browser", "http"]
 
 
 class EpisodeOptionsError(ValueError):
@@ -61,7 +61,7 @@ class EpisodeOptions(Strict):
         unknown = sorted(set(self.servers or ()) - set(config.upstreams))
         if unknown:
             raise EpisodeOptionsError(f"invalid episode options: servers: {unknown[0]!r} is not a configured MCP server")
-        enabled = {"mcp", *config.local_channels()}
+        enabled = {"mcp", *config.local_channels(), *(["http"] if config.http.enabled else [])}
         off = sorted(set(self.channels or ()) - enabled)
         if off:
             raise EpisodeOptionsError(f"invalid episode options: channels: {off[0]!r} is not enabled in this config")
@@ -84,7 +84,7 @@ class EpisodeOptions(Strict):
         return self.route.mode if isinstance(self.route, RoutePlan) else self.route
 
     def in_play_channels(self, config: Config) -> list[str]:
-        enabled = ["mcp", *config.local_channels()]
+        enabled = ["mcp", *config.local_channels(), *(["http"] if config.http.enabled else [])]
         return [c for c in enabled if self.channels is None or c in self.channels]
 
     def scope(self, config: Config) -> frozenset[tuple[str, str]] | None:
@@ -94,5 +94,5 @@ class EpisodeOptions(Strict):
         channels = self.in_play_channels(config)
         servers = self.servers if self.servers is not None else list(config.upstreams)
         pairs = {("mcp", server) for server in servers} if "mcp" in channels else set()
-        pairs |= {(channel, channel) for channel in channels if channel != "mcp"}
+        pairs |= {(channel, channel) for channel in channels if channel != "mcp"}  # ("http", "http"): the http_request tool
         return frozenset(pairs)

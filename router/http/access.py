@@ -38,23 +38,25 @@ def _challenge(reason: str, *, record: bool = True) -> Refused:
     return Refused(407, "proxy-auth", reason, {"Proxy-Authenticate": 'Basic realm="simroute"'}, record=record)
 
 
-class BrowserCredentials:
-    """One secret per browser context, mapped to its agent session; shared by the
-    browser pool (which hands the secret to the context) and the browser's proxy."""
+class SessionCredentials:
+    """One secret per agent session, mapped to it, for simroute's own clients of its
+    proxy: a browser context (the browser pool hands the secret to the context) and an
+    episode's HTTP requests (router/episodes). The username says which kind."""
 
-    def __init__(self) -> None:
+    def __init__(self, user: str = BROWSER_USER) -> None:
+        self.user = user
         self._sessions: dict[str, str] = {}
 
     def issue(self, session_id: str) -> dict[str, str]:
         secret = secrets.token_urlsafe(24)
         self._sessions[secret] = session_id
-        return {"username": BROWSER_USER, "password": secret}
+        return {"username": self.user, "password": secret}
 
     def revoke(self, credential: dict[str, str]) -> None:
         self._sessions.pop(credential.get("password", ""), None)
 
     def session_of(self, user: str, password: str) -> str | None:
-        return self._sessions.get(password) if user == BROWSER_USER else None
+        return self._sessions.get(password) if user == self.user else None
 
 
 @dataclass(slots=True)
@@ -64,10 +66,15 @@ class _Tunnel:
 
 
 class ProxyGate:
-    def __init__(self, *, session_header: str, tokens: Tokens, browser: BrowserCredentials | None = None) -> None:
+    def __init__(
+        self, *, session_header: str, tokens: Tokens, browser: SessionCredentials | None = None, issued: SessionCredentials | None = None
+    ) -> None:
         self.session_header = session_header
         self.tokens = tokens
         self.browser = browser
+        # Credentials simroute issued to its own clients (an episode's HTTP requests): valid
+        # whatever the tokens, since the session they name is already in its namespace.
+        self.issued = issued
         self._tunnels: MutableMapping[str, _Tunnel] = {}
         self._per_connection: dict[str, str] = {}  # client id -> its connection session (closed with it)
 
@@ -105,6 +112,10 @@ class ProxyGate:
     ) -> tuple[str | None, str | None]:
         """(token name, session or None for the connection's own)."""
         credentials = basic_credentials(authorization)
+        if credentials is not None and self.issued is not None:
+            session = self.issued.session_of(*credentials)
+            if session is not None:
+                return None, session
         if self.browser is not None:
             session = self.browser.session_of(*credentials) if credentials else None
             if session is None and tunnel is not None and authorization is None:

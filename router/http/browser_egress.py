@@ -23,7 +23,7 @@ import hashlib
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from router.http.access import BrowserCredentials
+from router.http.access import SessionCredentials
 from router.http.addresses import BrowserAddresses, reach_of
 from router.http.ca import certificate_path
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 class BrowserEgress:
-    def __init__(self, proxy: HttpProxy, credentials: BrowserCredentials, addresses: BrowserAddresses) -> None:
+    def __init__(self, proxy: HttpProxy, credentials: SessionCredentials, addresses: BrowserAddresses) -> None:
         self.proxy = proxy
         self.credentials = credentials
         self.addresses = addresses

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from router.engine.engine import Engine
 from router.engine.sessions import SessionRegistry
-from router.http.access import ProxyGate
+from router.http.access import ProxyGate, SessionCredentials
 from router.http.addresses import BrowserAddresses, ChannelAddresses
 
 
@@ -45,3 +45,5 @@ class RoutingParts:
     secret_key: Callable[[], bytes | None]
     credential_headers: tuple[str, ...]  # replay.credential_headers
     ca_dir: Path  # the CA that signs the intercepted certificates
+    # Credentials simroute issues its own clients of the HTTP channel (an episode's requests).
+    issued: SessionCredentials | None = None

@@ -21,7 +21,7 @@ from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
 from router.engine.tool_catalog import ToolCatalog
 from router.engine.watchers import NoiseWatch
-from router.http.access import BrowserCredentials, ProxyGate
+from router.http.access import ProxyGate, SessionCredentials
 from router.http.addresses import BrowserAddresses, ChannelAddresses
 from router.http.browser_egress import BrowserEgress
 from router.http.listeners import Listener, RoutingParts
@@ -122,7 +122,9 @@ class Runtime:
             secret_key=lambda: self.secret_key,
             credential_headers=tuple(config.replay.credential_headers),
             ca_dir=config.ca_dir,
+            issued=SessionCredentials(user="episode"),
         )
+        self.http_credentials = parts.issued  # an episode's HTTP requests name their session with one
         self.proxy, egress = _build_proxy(parts, config, http_channel_port, self.tokens)
         # The browser channel's real side; Chromium starts on the first real browser action.
         self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
@@ -326,11 +328,11 @@ def _build_proxy(
     """One proxy per runtime, with a listener per door (see router/http/proxy.py and listeners.py)."""
     listeners = []
     if http_channel_port is not None:
-        gate = ProxyGate(session_header=config.http.session_header, tokens=tokens)
+        gate = ProxyGate(session_header=config.http.session_header, tokens=tokens, issued=parts.issued)
         listeners.append(Listener("http", config.http.mode, config.http.listen_host, http_channel_port, gate, ChannelAddresses()))
     credentials = addresses = None
     if config.browser.enabled:
-        credentials, addresses = BrowserCredentials(), BrowserAddresses(config.browser.allowed_origins)
+        credentials, addresses = SessionCredentials(), BrowserAddresses(config.browser.allowed_origins)
         # browser.proxy: the browser's traffic still passes simroute first, then that proxy.
         mode = f"upstream:{config.browser.proxy}" if config.browser.proxy else "regular"
         gate = ProxyGate(session_header=config.http.session_header, tokens=tokens, browser=credentials)

@@ -3,7 +3,7 @@ import base64
 import pytest
 
 from router.auth import AuthConfigError, Tokens, check_bind, configured_tokens, namespaced, short_id
-from router.http.access import BrowserCredentials, ProxyGate, Refused
+from router.http.access import SessionCredentials, ProxyGate, Refused
 
 TOKEN = "a-token-of-enough-length"
 
@@ -55,7 +55,7 @@ def test_proxy_gate_with_tokens_namespaces_and_challenges():
 
 
 def test_browser_gate_knows_contexts_by_credential():
-    credentials = BrowserCredentials()
+    credentials = SessionCredentials()
     gate = ProxyGate(session_header="X-Simroute-Session", tokens=Tokens.of({}), browser=credentials)
     credential = credentials.issue("alice/s1")
     assert gate.session_of("c1", {"Proxy-Authorization": basic(credential["username"], credential["password"])}) == "alice/s1"

@@ -1,0 +1,112 @@
+"""An episode's HTTP requests (`http_request`): sent through simroute's own HTTP
+channel — the proxy agents point HTTP_PROXY at — so they are routed, recorded and
+answered exactly as an agent's proxied request is (provenance in
+`X-Simroute-Provenance`). Each episode's client names the episode's session with a
+credential simroute issued it (valid with tokens on), and closes with the episode."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import httpx2 as httpx
+
+from backends.http.messages import PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER
+from router.http.ca import certificate_path
+
+if TYPE_CHECKING:
+    from router.episodes.episode import Episode
+    from router.runtime.runtime import Runtime
+
+TOOL_NAME = "http_request"
+DEFINITION = {
+    "name": TOOL_NAME,
+    "description": "Send an HTTP request (through simroute's HTTP channel, routed like an agent's proxied request). "
+    "Returns the status, the headers and the body.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "method": {"type": "string", "description": "GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS."},
+            "url": {"type": "string", "description": "An absolute http:// or https:// URL."},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}, "default": {}},
+            "body": {"type": "string", "default": ""},
+        },
+        "required": ["method", "url"],
+        "additionalProperties": False,
+    },
+}
+
+
+class EpisodeHttp:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._clients: dict[str, tuple[httpx.AsyncClient, dict[str, str]]] = {}  # by session id
+
+    @property
+    def available(self) -> bool:
+        """Whether this runtime serves the HTTP channel (simroute serve with http.enabled)."""
+        return self.runtime.http_port is not None and self.runtime.http_credentials is not None
+
+    def problem(self, arguments: dict[str, Any]) -> str | None:
+        method, url, headers = arguments.get("method"), arguments.get("url"), arguments.get("headers", {})
+        if not isinstance(method, str) or not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            return "http_request needs a 'method' and an absolute http(s) 'url'"
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            return "http_request's 'headers' is an object of strings"
+        if not isinstance(arguments.get("body", ""), str):
+            return "http_request's 'body' is a string"
+        return None
+
+    async def request(self, episode: Episode, arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the result as the agent sees it, its simroute meta)."""
+        client = self._client(episode)
+        response = await client.request(
+            arguments["method"].upper(), arguments["url"], headers=arguments.get("headers") or {}, content=arguments.get("body") or None
+        )
+        meta = {
+            "provenance": response.headers.get(PROVENANCE_HEADER),
+            "route": response.headers.get(ROUTE_HEADER),
+            "record_id": response.headers.get(RECORD_HEADER),
+            "policy": None,
+        }
+        structured = {"status": response.status_code, "headers": dict(response.headers), "body": response.text}
+        own = meta["provenance"] == "none" and response.status_code >= 400  # simroute's own answer: a refusal or a failure
+        result = {
+            "content": [{"type": "text", "text": _reason(response) if own else f"HTTP {response.status_code}\n\n{response.text}"}],
+            "structuredContent": structured,
+            "isError": own,
+            "_meta": {"simroute": meta},
+        }
+        return result, meta
+
+    def _client(self, episode: Episode) -> httpx.AsyncClient:
+        found = self._clients.get(episode.session_id)
+        if found is not None:
+            return found[0]
+        credentials = self.runtime.http_credentials
+        assert credentials is not None
+        credential = credentials.issue(episode.session_id)
+        proxy = f"http://{credential['username']}:{credential['password']}@127.0.0.1:{self.runtime.http_port}"
+        client = httpx.AsyncClient(
+            proxy=proxy,
+            verify=str(certificate_path(self.runtime.config.ca_dir)),
+            trust_env=False,
+            timeout=self.runtime.config.http.timeout_s + 5,  # the channel's own deadline answers first
+        )
+        self._clients[episode.session_id] = (client, credential)
+        return client
+
+    async def close(self, session_id: str) -> None:
+        found = self._clients.pop(session_id, None)
+        if found is not None:
+            client, credential = found
+            assert self.runtime.http_credentials is not None
+            self.runtime.http_credentials.revoke(credential)
+            await client.aclose()
+
+
+def _reason(response: httpx.Response) -> str:
+    """The reason simroute gave for its own error answer (router/http/errors.py)."""
+    try:
+        return str(response.json()["error"])
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {response.status_code}\n\n{response.text}"
