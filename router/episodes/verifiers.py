@@ -86,7 +86,7 @@ async def _entry_point(verifier: VerifierConfig, episode: Episode, runtime: Runt
     function = load_entry_point(verifier.entry_point)
     records = await runtime.store.session_records(episode.session_id, before_step=episode.session.steps + 1, limit=100_000)
     view = EpisodeView(
-        episode.id, episode.seed, episode.options.model_dump(exclude_none=True), episode.state(), [r.to_row() for r in records]
+        episode.id, episode.seed, episode.options.model_dump(exclude_none=True), episode.state(), [r.to_json() for r in records]
     )
     try:
         async with asyncio.timeout(verifier.timeout_s):
