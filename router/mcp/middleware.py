@@ -133,6 +133,11 @@ class RoutingMiddleware(Middleware):
         definition = None
         if in_scope:
             definition = ToolDefinition.of_tool(local.tool) if local is not None else await self._definition(ctx, name, target)
+        unlisted = self.providers[server].listing_error if definition is None and in_scope and local is None and target else None
+        if unlisted is not None:  # not the agent's mistake: the server could not say what its tools are
+            reason = f"simroute: upstream {server!r} could not list its tools ({unlisted}), so {name!r} was not called; try again"
+            outcome = await self.runtime.engine.reject(call, session, policy="upstream-listing", reason=reason)
+            return result_from_observation(outcome.observation, outcome.record)
         if definition is None:
             await self.runtime.engine.reject(call, session, policy="unknown-tool", reason=f"Unknown tool: {name!r}")
             raise NotFoundError(f"Unknown tool: {name!r}")

@@ -8,6 +8,7 @@ upstream's start error.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -45,7 +46,13 @@ class SnapshotProxyProvider(ProxyProvider):
         self.on_tools = on_tools  # told every listing's definitions (the safety gate's tool catalog)
         self.prefer_snapshot = prefer_snapshot  # true: list from the snapshot, when there is one, without the upstream
         self.schema_changed_from: str | None = None  # the previous snapshot's digest, once
+        # Why the last tools listing failed with no snapshot to fall back on (None: it did
+        # not): a call to one of the server's tools is then simroute's failure, not an unknown tool.
+        self.listing_error: str | None = None
         self._tools_by_name: tuple[object, dict[str, Tool]] = (None, {})
+        # Episodes wait for one another's first listing: a thousand simulated episodes
+        # reset on a fresh store start one upstream to list, not a thousand.
+        self._first_listing = asyncio.Lock()
 
     async def _listed[T](self, kind: str, listing: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -64,17 +71,23 @@ class SnapshotProxyProvider(ProxyProvider):
         return await self._listed("prompts", super()._list_prompts)
 
     async def _list_tools(self) -> Sequence[Tool]:
-        snapshot = self.store.tool_snapshot(self.server) if self.prefer_snapshot() else None
-        if snapshot is not None:
-            return self._from_snapshot(snapshot)
+        if not self.prefer_snapshot():
+            return await self._list_tools_live()
+        async with self._first_listing:
+            snapshot = self.store.tool_snapshot(self.server)
+            return self._from_snapshot(snapshot) if snapshot is not None else await self._list_tools_live()
+
+    async def _list_tools_live(self) -> Sequence[Tool]:
         try:
             tools = await self._listed("tools", super()._list_tools)
         except Exception as exc:  # the listing's boundary: an upstream unreachable or hung (any failure) falls back to its last known tools, else re-raised
             snapshot = self.store.tool_snapshot(self.server)
             if snapshot is None:
+                self.listing_error = f"{type(exc).__name__}: {exc}"
                 raise
             log.warning("upstream %r unavailable (%s); serving its tools from the snapshot", self.server, exc)
             return self._from_snapshot(snapshot)
+        self.listing_error = None
         definitions = [tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
         if self.on_tools is not None:
             self.on_tools(self.server, definitions)

@@ -127,3 +127,20 @@ def test_a_simulated_episode_starts_nothing_real(tmp_path):
             served.call(episode, "shell_exec", command="cat notes/todo.txt")
             assert "buy milk" in json.dumps(stub.bodies[-1]["messages"])  # the simulated shell is told its files
             assert served.children() == [] and sandboxes({owner_of(served.process.pid)}) == []
+
+
+async def test_simulated_episodes_reset_together_on_a_fresh_store_start_one_upstream_to_list(tmp_path):
+    import asyncio
+
+    import simroute
+    from kit.launch import time_server
+
+    starts = tmp_path / "starts.txt"
+    config = write_config(tmp_path, mcpServers={"time": time_server(starts)})
+    with serving_episodes(config) as served:
+        async with simroute.Episodes(url=served.url) as client:
+            episodes = await asyncio.gather(*(client.reset(seed=i, options={"route": "sim"}) for i in range(20)))
+            listings = await asyncio.gather(*(episode.list_tools() for episode in episodes))
+            assert all({"get_current_time", "convert_time"} <= {tool["name"] for tool in tools} for tools in listings)
+            await asyncio.gather(*(episode.close() for episode in episodes))
+    assert starts.read_text().count("started") == 1  # the first listing's upstream; the others read its snapshot

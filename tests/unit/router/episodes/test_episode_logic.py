@@ -95,3 +95,8 @@ async def test_a_retry_is_answered_once_and_a_failure_is_not_an_answer():
     with pytest.raises(RuntimeError):
         await answered_once(answered, "8", broken)
     assert await answered_once(answered, "8", lambda: call("d")) == "d"  # the retry runs again
+
+
+def test_a_tool_unlisted_because_its_server_failed_is_an_infra_failure():
+    text = "simroute: upstream 'toolbox' could not list its tools (UpstreamError: timed out), so 'echo' was not called; try again"
+    assert infra_failure(_result(text, provenance="none", policy="upstream-listing"))
