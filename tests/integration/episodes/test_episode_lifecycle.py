@@ -144,3 +144,13 @@ async def test_simulated_episodes_reset_together_on_a_fresh_store_start_one_upst
             assert all({"get_current_time", "convert_time"} <= {tool["name"] for tool in tools} for tools in listings)
             await asyncio.gather(*(episode.close() for episode in episodes))
     assert starts.read_text().count("started") == 1  # the first listing's upstream; the others read its snapshot
+
+
+def test_a_server_that_cannot_list_its_tools_is_an_infra_error_not_an_unknown_tool(tmp_path):
+    config = write_config(tmp_path, mcpServers={"hung": {"command": "/bin/sleep", "args": ["600"]}}, startup_timeout_s=1, list_timeout_s=2)
+    with serving_episodes(config) as served:
+        episode = served.open(options={"route": "sim"})
+        step = served.call(episode, "anything", text="x")
+        assert step["observation"]["result"]["isError"] is True
+        assert step["info"]["infra_error"] is True and step["info"]["policy"] == "upstream-listing"
+        assert "could not list its tools" in text_of(step)
