@@ -1,6 +1,6 @@
 """An episode's seed fixes what the world model answers: two simulated episodes with
 the same seed and the same 20 actions observe the same 20 answers, sampled at a
-temperature where unseeded answers would differ; another seed observes others. The
+temperature where the sampling seed decides them; another seed observes others. The
 bundled GGUF model, in-process (the same EpisodeHost every face drives)."""
 
 from __future__ import annotations
