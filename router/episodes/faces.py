@@ -12,7 +12,7 @@ from starlette.routing import Route, WebSocketRoute
 
 from router.episodes.host import EpisodeError, EpisodeHost
 from router.episodes.mcp_face import EpisodeMcpEndpoint
-from router.episodes.openenv_face import openenv_router
+from router.episodes.openenv_face import openenv_router, package_version
 from router.episodes.options import EpisodeOptionsError
 from router.episodes.rest import episodes_router
 
@@ -26,6 +26,7 @@ def episodes_app(host: EpisodeHost) -> FastAPI:
     app = FastAPI(
         title="simroute episodes",
         summary="Episodes for RL loops: reset, step, state, verify, close; every step routed and recorded.",
+        version=package_version() or "unknown",
         docs_url=None,
         redoc_url=None,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import secrets
 import shlex
 import time
 import uuid
@@ -96,6 +97,8 @@ class EpisodeHost:
         (an id in use, 409), EpisodeCapacityError (429)."""
         config = self.runtime.config
         parsed = EpisodeOptions.parse(options, config)
+        if seed is None:  # a seed of its own: episodes differ, and the state says how to rerun one
+            seed = secrets.randbelow(2**31)
         if episode_id is None:
             episode_id = uuid.uuid4().hex
         elif not _EPISODE_ID.fullmatch(episode_id):

@@ -85,7 +85,7 @@ def openenv_router(host: EpisodeHost) -> APIRouter:
         return {
             "name": "simroute",
             "description": "Tool-calling episodes routed per call to real servers, a world model, or recorded replays.",
-            "version": _version(),
+            "version": package_version(),
         }
 
     @api.get("/schema", summary="Action, observation and state schemas (OpenEnv)")
@@ -153,7 +153,8 @@ class Connection:
 
     async def _step(self, action: dict[str, Any]) -> dict[str, Any]:
         result = await self.host.step(self._current(), action)
-        observation = {**result["observation"], "info": result["info"]}
+        # `info` twice: beside the observation, and as OpenEnv's `metadata`, which its MCP client keeps.
+        observation = {**result["observation"], "info": result["info"], "metadata": result["info"]}
         return {"type": "observation", "data": {"observation": observation, "reward": result["reward"], "done": result["done"]}}
 
     def _current(self) -> Episode:
@@ -167,7 +168,7 @@ class Connection:
             await self.host.close(episode)
 
 
-def _version() -> str | None:
+def package_version() -> str | None:
     try:
         return importlib.metadata.version("simroute")
     except importlib.metadata.PackageNotFoundError:
