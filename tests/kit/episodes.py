@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,8 +11,8 @@ from typing import Any
 
 import httpx2 as httpx
 
-from kit.launch import simroute_executable
-from router.cli.launch import free_port, stop, wait_for_port
+from kit.serve import serve_process
+from router.cli.launch import stop
 
 
 @dataclass
@@ -73,18 +72,9 @@ def text_of(step: dict) -> str:
 
 @contextlib.contextmanager
 def serving_episodes(config: Path, **env: str) -> Iterator[Served]:
-    port = free_port()
-    log = config.parent / f"serve-{port}.log"
-    process = subprocess.Popen(
-        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
-    )
-    try:
-        wait_for_port(port, process, describe=log.read_text)
-        with httpx.Client(timeout=180, trust_env=False) as http:
-            yield Served(process, port, log, http)
-    finally:
+    """`simroute serve` with a REST client of its episodes; it must stop cleanly."""
+    log = config.parent / f"serve-{len(list(config.parent.glob('serve-*.log')))}.log"
+    with serve_process(config, log, **env) as (process, port), httpx.Client(timeout=180, trust_env=False) as http:
+        yield Served(process, port, log, http)
         code = stop(process, timeout_s=60)
         assert code == 0, log.read_text()[-4000:]

@@ -18,8 +18,8 @@ from router.cli.launch import free_port, stop, wait_for_port
 
 
 @contextlib.contextmanager
-def serving(config: Path, log: Path, **env: str) -> Iterator[int]:
-    """`simroute serve` launched as a user launches it; yields its MCP port."""
+def serve_process(config: Path, log: Path, **env: str) -> Iterator[tuple[subprocess.Popen, int]]:
+    """`simroute serve` launched as a user launches it; yields the process and its MCP port."""
     port = free_port()
     process = subprocess.Popen(
         [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
@@ -29,9 +29,16 @@ def serving(config: Path, log: Path, **env: str) -> Iterator[int]:
     )
     try:
         wait_for_port(port, process, describe=log.read_text)
-        yield port
+        yield process, port
     finally:
         stop(process)
+
+
+@contextlib.contextmanager
+def serving(config: Path, log: Path, **env: str) -> Iterator[int]:
+    """`simroute serve` launched as a user launches it; yields its MCP port."""
+    with serve_process(config, log, **env) as (_, port):
+        yield port
 
 
 def parsed(metrics: str) -> dict[tuple[str, tuple], float]:
