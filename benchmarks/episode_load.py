@@ -63,6 +63,7 @@ class Sample:
     lag_ms: float  # how late the generator sent it
     done_at: float
     simroute_ms: float | None = None
+    inside_ms: float | None = None  # simroute_ms minus the stub's service time for this step
     provenance: str | None = None
     infra_error: bool = False
     error: str | None = None
@@ -73,8 +74,23 @@ class Run:
     rate: float
     samples: list[Sample]
     elapsed_s: float
-    inside_ms: list[float]  # simroute_ms minus the stub's service time
     serve_cpu_s: float  # CPU time the serve process used during the run (all its threads)
+    generator_cpu_s: float  # and this process (the load generator and its HTTP client)
+
+    @property
+    def inside_ms(self) -> list[float]:
+        return [s.inside_ms for s in self.samples if s.inside_ms is not None]
+
+    def window_p99s(self, seconds: float = 5.0) -> list[float]:
+        """p99 inside simroute per window of scheduled send time: a transient (another
+        process taking the cores, a pause) shows as one bad window, a saturated server
+        as all of them."""
+        start = min(s.done_at - s.client_ms / 1000 for s in self.samples)
+        windows: dict[int, list[float]] = {}
+        for s in self.samples:
+            if s.inside_ms is not None:
+                windows.setdefault(int((s.done_at - s.client_ms / 1000 - start) // seconds), []).append(s.inside_ms)
+        return [percentile(windows[w], 0.99) for w in sorted(windows)]
 
     @property
     def errors(self) -> int:
@@ -190,7 +206,7 @@ async def offered_load(
 ) -> Run:
     """Step i sent at t0 + i/rate (open loop), round robin over the episodes."""
     await http.get(stats_url)  # forget the stub's earlier requests
-    cpu_before = cpu_s(serve_pid)
+    cpu_before, generator_before = cpu_s(serve_pid), time.process_time()
     loop = asyncio.get_running_loop()
     total = max(1, int(rate * duration_s))
     tasks = []
@@ -206,11 +222,13 @@ async def offered_load(
             await asyncio.sleep(0)  # behind schedule: still let answers in
         tasks.append(asyncio.create_task(step(http, episode, n, scheduled)))
     samples = list(await asyncio.gather(*tasks))
-    serve_cpu = cpu_s(serve_pid) - cpu_before
+    serve_cpu, generator_cpu = cpu_s(serve_pid) - cpu_before, time.process_time() - generator_before
     stub_us = (await http.get(stats_url)).json()["by_tag_us"]
-    inside = [s.simroute_ms - stub_us.get(s.tag, 0.0) / 1000 for s in samples if s.simroute_ms is not None]
+    for sample in samples:
+        if sample.simroute_ms is not None:
+            sample.inside_ms = sample.simroute_ms - stub_us.get(sample.tag, 0.0) / 1000
     # Steps/s over the offered window, or over longer if the last answers came late.
-    return Run(rate, samples, max(total / rate, max(s.done_at for s in samples) - t0), inside, serve_cpu)
+    return Run(rate, samples, max(total / rate, max(s.done_at for s in samples) - t0), serve_cpu, generator_cpu)
 
 
 def describe(run: Run) -> str:
@@ -222,7 +240,7 @@ def describe(run: Run) -> str:
         f"offered {run.rate:6.0f}/s  achieved {run.achieved:7.1f}/s  inside p50 {statistics.median(run.inside_ms):6.2f} "
         f"p99 {percentile(run.inside_ms, 0.99):7.2f} ms  client p99 {run.client_p99():8.2f} ms  "
         f"generator lag p99 {percentile([s.lag_ms for s in run.samples], 0.99):7.2f} ms  "
-        f"serve CPU {run.serve_cpu_s * 1000 / len(run.samples):5.2f} ms/step  errors {run.errors} {run.error_kinds() or ''}  "
+        f"CPU ms/step serve {run.serve_cpu_s * 1000 / len(run.samples):4.2f} generator {run.generator_cpu_s * 1000 / len(run.samples):4.2f}  errors {run.errors} {run.error_kinds() or ''}  "
         f"replay misses {run.replay_misses}  [{routes}]  load {load_average()}"
     )
 
@@ -272,6 +290,7 @@ async def measure(
         print(f"{options.rate:g} steps/s offered for {options.duration:g} s:")
         main_run = await offered_load(http, stats_url, served.pid, episodes, options.rate, options.duration)
         print("  " + describe(main_run))
+        print("  p99 inside simroute per 5 s window: " + " ".join(f"{p99:.1f}" for p99 in main_run.window_p99s()) + " ms")
 
         async def run_at(rate: float) -> Run:
             await asyncio.sleep(options.settle)  # the server settles (records flushed) between runs
