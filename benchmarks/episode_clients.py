@@ -105,8 +105,8 @@ async def main() -> None:
     options = parser.parse_args()
     if options.smoke:
         options.steps, options.rounds = 5, 1
-    workdir = Path(tempfile.mkdtemp(prefix="simroute-bench-"))
-    with model_stub() as stub:
+    with tempfile.TemporaryDirectory(prefix="simroute-bench-") as folder, model_stub() as stub:
+        workdir = Path(folder)
         config = write_config(workdir, mcpServers={"toolbox": TOOLBOX}, world_model=stub.world_model())
         with serving(config, workdir / "serve.log") as served:
             async with httpx.AsyncClient(base_url=served.base_url, timeout=120) as http:

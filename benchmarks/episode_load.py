@@ -321,9 +321,9 @@ async def main() -> None:
         options.episodes, options.rate, options.duration, options.search_duration, options.max_rate = 20, 50.0, 1.0, 0.5, 100.0
         options.settle = 0.2
     rates = ladder(200.0 if not options.smoke else 50.0, options.max_rate)
-    workdir = Path(tempfile.mkdtemp(prefix="simroute-bench-"))
     cap = options.episodes + 16  # the benchmark's own recording and warm-up episodes too
-    with model_stub() as stub:
+    with tempfile.TemporaryDirectory(prefix="simroute-bench-") as folder, model_stub() as stub:
+        workdir = Path(folder)
         config = write_config(
             workdir,
             mcpServers={"toolbox": TOOLBOX},

@@ -88,9 +88,9 @@ async def main() -> None:
     options = parser.parse_args()
     if options.smoke:
         options.rounds, options.sim_per_round = 1, 5
-    workdir = Path(tempfile.mkdtemp(prefix="simroute-bench-"))
     samples: dict[str, list[float]] = {"sim, in-process": [], "sim, REST": [], "shell, warm pool": [], "shell, cold": []}
     async with AsyncExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simroute-bench-")))  # removed last
         stub = stack.enter_context(model_stub())
         world_model = stub.world_model()
         folders = {name: workdir / name for name in ("sim", "serve", "pool", "cold")}
