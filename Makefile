@@ -40,6 +40,9 @@ bench: setup
 	.venv/bin/python benchmarks/shadow_overhead.py
 	.venv/bin/python benchmarks/divergence_size.py
 	.venv/bin/python benchmarks/sim_fidelity.py
+	.venv/bin/python benchmarks/episode_reset.py
+	.venv/bin/python benchmarks/episode_load.py
+	.venv/bin/python benchmarks/episode_clients.py
 	.venv/bin/pip install -r benchmarks/requirements-bakeoff.txt
 	.venv/bin/python benchmarks/model_bakeoff.py
 

@@ -33,6 +33,9 @@ benchmarks=(
   sim_first_call.py
   sim_fidelity.py
   model_bakeoff.py
+  episode_reset.py
+  episode_load.py
+  episode_clients.py
 )
 
 timings=()
