@@ -5,6 +5,7 @@ observation (tools and demonstrations come from the record store)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from shadow.store.protocol import RecordStore
 # Recorded rows a domain ranks its examples from: a capped, indexed store query.
 EXAMPLE_CANDIDATES = 32
 _EXAMPLE_DEADLINE_S = 10.0
+_FETCHED_KEPT = 1024
 
 
 class ExampleLookup:
@@ -29,14 +31,29 @@ class ExampleLookup:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.call_key_of = lambda call: None  # set by the runtime: the call's replay key (the store's lookup)
         self.exact_key_of = lambda call: ""  # set by the runtime: the call's stored key (the domains' ranking)
+        # Prefetched rows by the call object's identity (its arguments make it unhashable), taken once.
+        self._fetched: dict[int, tuple[Call, list[dict[str, Any]]]] = {}
 
     def __call__(self, call: Call) -> list[dict[str, Any]]:
+        fetched = self._fetched.pop(id(call), None)
+        if fetched is not None and fetched[0] is call:
+            return fetched[1]
         if self.loop is None:
             return []
-        query = self.store.examples(
+        return asyncio.run_coroutine_threadsafe(self._query(call), self.loop).result(_EXAMPLE_DEADLINE_S)
+
+    async def prefetch(self, call: Call) -> None:
+        """Fetch `call`'s rows on the loop before the prompt builder's thread asks for
+        them: a worker thread that waits on the loop holds one of the few worker
+        threads, and when the loop is slow (a garbage collection) they all pile up."""
+        self._fetched[id(call)] = (call, await self._query(call))
+        while len(self._fetched) > _FETCHED_KEPT:  # rows nobody asked for (the call failed first)
+            self._fetched.pop(next(iter(self._fetched)))
+
+    def _query(self, call: Call):
+        return self.store.examples(
             call.channel, call.server, call.tool, exclude_session=call.session_id, call_key=self.call_key_of(call), limit=self.limit
         )
-        return asyncio.run_coroutine_threadsafe(query, self.loop).result(_EXAMPLE_DEADLINE_S)
 
 
 class HistoryReadBack:
@@ -44,10 +61,11 @@ class HistoryReadBack:
     memory are read back from the store, and a session shared by several replicas
     (`shared`) reads its history from the store, where every replica's turns are."""
 
-    def __init__(self, inner: Any, store: RecordStore, *, shared: bool = False) -> None:
+    def __init__(self, inner: Any, store: RecordStore, *, shared: bool = False, examples: ExampleLookup | None = None) -> None:
         self.inner = inner
         self.store = store
         self.shared = shared
+        self.examples = examples
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -59,11 +77,14 @@ class HistoryReadBack:
         elif session.forgotten > 0:
             older = await self.store.session_records(session.id, before_step=session.forgotten, limit=HISTORY_IN_MEMORY)
             session = self._with_history(session, [Turn(r.call, r.served) for r in older] + list(session.history))
+        if self.examples is not None and call.channel in getattr(self.inner, "domains", {}):
+            await self.examples.prefetch(call)
         return await self.inner.simulate(call, session, deadline_s=deadline_s, background=background)
 
     @staticmethod
     def _with_history(session: Session, history: list[Turn]) -> Session:
-        return Session(id=session.id, history=history, steps=session.steps, pinned=dict(session.pinned))
+        # Everything else as the session has it: an episode's seed and world shape its prompts too.
+        return dataclasses.replace(session, history=history, pinned=dict(session.pinned))
 
 
 def build_engine(config: Config) -> Any:
@@ -109,7 +130,7 @@ def build_simulator(config: Config, store: RecordStore, engine: Any, examples: E
         # Thinking models on an endpoint spend most of their budget thinking.
         size_budgets=config.world_model.engine == "llama",
     )
-    return HistoryReadBack(simulator, store, shared=config.store.redis_url is not None)
+    return HistoryReadBack(simulator, store, shared=config.store.redis_url is not None, examples=examples)
 
 
 def _mcp_domain(config: Config, store: RecordStore, examples: ExampleLookup) -> Any:

@@ -3,13 +3,17 @@ backend failures and the records every step leaves."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
 import pytest
 from kit.episodes import serving_episodes, text_of
-from kit.launch import records_of, toolbox_server, write_config
+from kit.launch import records_of, time_server, toolbox_server, write_config
+from kit.model_stub import ModelStub
 from kit.sandboxes import owner_of, sandboxes
+
+import simroute
 
 pytestmark = pytest.mark.integration
 
@@ -98,8 +102,6 @@ def test_a_backend_that_dies_mid_episode_is_an_infra_error_not_a_crash(tmp_path)
 
 
 def test_a_simulated_episode_starts_nothing_real(tmp_path):
-    from kit.model_stub import ModelStub
-
     with ModelStub('{"result": "imagined"}') as stub:
         config = write_config(
             tmp_path,
@@ -130,11 +132,6 @@ def test_a_simulated_episode_starts_nothing_real(tmp_path):
 
 
 async def test_simulated_episodes_reset_together_on_a_fresh_store_start_one_upstream_to_list(tmp_path):
-    import asyncio
-
-    import simroute
-    from kit.launch import time_server
-
     starts = tmp_path / "starts.txt"
     config = write_config(tmp_path, mcpServers={"time": time_server(starts)})
     with serving_episodes(config) as served:

@@ -3,7 +3,7 @@ import base64
 import pytest
 
 from router.auth import AuthConfigError, Tokens, check_bind, configured_tokens, namespaced, short_id
-from router.http.access import SessionCredentials, ProxyGate, Refused
+from router.http.access import ProxyGate, Refused, SessionCredentials
 
 TOKEN = "a-token-of-enough-length"
 
