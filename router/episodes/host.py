@@ -147,10 +147,14 @@ class EpisodeHost:
                 f"| base64 -d > {shlex.quote(path)}"
                 for path, text in files.items()
             )
-            result = await self.runtime.shell.exec(episode.session_id, f"(cd /workspace && {script})", timeout_s=60.0)
-            if result.error is not None or result.exit_code != 0:
+            try:
+                result = await self.runtime.shell.exec(episode.session_id, f"(cd /workspace && {script})", timeout_s=60.0)
+                problem = result.error or (result.output[-200:] if result.exit_code != 0 else None)
+            except Exception as exc:  # noqa: BLE001 -- a reset's boundary: no sandbox (no Docker engine) flags the episode, it does not fail the reset
+                problem = f"{type(exc).__name__}: {exc}"
+            if problem is not None:
                 episode.infra_error = True
-                log.warning("episode %s: writing its initial files failed: %s", episode.id, result.error or result.output[-200:])
+                log.warning("episode %s: writing its initial files failed: %s", episode.id, problem)
             return
         listing = "\n".join(f"--- /workspace/{path} ---\n{text}" for path, text in files.items())
         episode.session.world["shell"] = f"Files in /workspace at the start:\n{listing}"
