@@ -175,6 +175,8 @@ class Session:
     # The (channel, server, tool) of the real calls with side effects this session made:
     # the recordings they may have changed are not replayed to it (policies/learned/policy.py).
     side_effects: set[tuple[str, str, str]] = field(default_factory=set)
+    # Calls begun and not yet complete: a session busy with a long call is not idle.
+    in_flight: int = 0
     # Set for an episode (router/episodes): its own idle TTL (None: the registry's), its
     # seed (fixes the world model's sampling and every seeded decision), its own policy
     # chain (None: the runtime's).

@@ -142,6 +142,7 @@ class Engine:
         if session.pinned != pins:
             await self._save_pins(session)
         pending = Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
+        pending.in_flight, session.in_flight = True, session.in_flight + 1  # a session busy with a call is not idle
         for watcher in self.watchers:
             watcher.decided(pending)
         return pending
@@ -250,6 +251,8 @@ class Engine:
                 observation = Observation.error(f"{exc}. The call's answer is withheld.")
                 shadowed = False
         session.add_turn(Turn(record.call, record.served))  # the world model's history: as stored (redacted)
+        if pending.in_flight:
+            pending.in_flight, session.in_flight = False, session.in_flight - 1
         session.touch()
         pins, marks, diverted = dict(session.pinned), set(session.side_effects), set(session.diverted)
         rehearsal.after_call(session, pending.call, decision)  # a diverted call keeps the session's world simulated

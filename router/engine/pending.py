@@ -35,6 +35,7 @@ class Pending:
     route_note: str = ""
     needs_real: bool = False
     written_ahead: bool = False
+    in_flight: bool = False  # counted in its session's calls in flight (begun, not complete)
     # What watchers keep about the call between its events (router/engine/watchers.py),
     # each under keys of its own; mitmproxy's flow.metadata.
     metadata: dict[str, Any] = field(default_factory=dict)

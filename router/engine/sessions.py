@@ -24,6 +24,8 @@ from router.types import Session
 
 log = logging.getLogger("simroute.sessions")
 
+# Longer than any call's deadline: a session counted busy this long past its TTL is idle.
+BUSY_CEILING_S = 3600.0
 # Ended explicit sessions remembered (their ids are random: a bounded memory suffices).
 _ENDED_REMEMBERED = 65536
 
@@ -57,6 +59,8 @@ class SessionRegistry:
         self._explicit: set[str] = set()
         self._ended: OrderedDict[str, str] = OrderedDict()  # explicit session id -> why it ended
         self._reaper: asyncio.Task[None] | None = None
+        self._sleeping_for = 0.0  # the reaper's current wait
+        self._wake = asyncio.Event()  # a session with a shorter TTL opened: the reaper's wait is too long
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -87,6 +91,8 @@ class SessionRegistry:
             raise ValueError(f"session {short_id(session.id)} exists already")
         self._add(session)
         self._explicit.add(session.id)
+        if session.idle_ttl_s is not None and session.idle_ttl_s / 4 < self._sleeping_for:
+            self._wake.set()
         return session
 
     def _add(self, session: Session) -> Session:
@@ -115,10 +121,17 @@ class SessionRegistry:
 
     async def close_idle(self) -> list[str]:
         now = time.monotonic()
-        idle = [sid for sid, s in self._sessions.items() if s.last_seen < now - (s.idle_ttl_s or self.idle_ttl_s)]
+        idle = [sid for sid, s in self._sessions.items() if self._idle(s, now)]
         for session_id in idle:
             await self.close(session_id, "reaped")
         return idle
+
+    def _idle(self, session: Session, now: float) -> bool:
+        """Unused for its TTL, and no call in flight (a count a lost call could leave
+        behind stops counting after BUSY_CEILING_S)."""
+        quiet_for = now - session.last_seen
+        ttl = session.idle_ttl_s or self.idle_ttl_s
+        return quiet_for > ttl and (session.in_flight <= 0 or quiet_for > ttl + BUSY_CEILING_S)
 
     def start(self) -> None:
         if self._reaper is None:
@@ -128,14 +141,20 @@ class SessionRegistry:
         """A quarter of the shortest idle TTL open (at most 30 s): a session is reaped
         at most a quarter TTL late."""
         shortest = min((s.idle_ttl_s for s in self._sessions.values() if s.idle_ttl_s), default=self.idle_ttl_s)
-        return max(0.05, min(self.idle_ttl_s, shortest) / 4 if shortest < 120 else min(self.idle_ttl_s / 4, 30.0))
+        return max(0.05, min(min(shortest, self.idle_ttl_s) / 4, 30.0))
 
     async def _reap_forever(self) -> None:
         while True:
-            await asyncio.sleep(self._reap_interval())
+            self._sleeping_for = self._reap_interval()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._sleeping_for)
+                self._wake.clear()
+                continue  # woken: wait again, for the shorter interval
+            except TimeoutError:
+                pass
             try:
                 await self.close_idle()
-            except Exception:
+            except Exception:  # the reaper's boundary: one failed close must not stop reaping
                 log.exception("closing idle sessions failed")
 
     async def aclose(self) -> None:

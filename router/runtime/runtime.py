@@ -250,7 +250,9 @@ class Runtime:
             self._in_background(self._drain(), "simroute-shadow-drain")
         # What is alive once started (modules, the config, compiled patterns, tables) lives
         # as long as the process: out of the cycle collector's generations, a full
-        # collection scans only what calls made since, and pauses the loop less.
+        # collection scans only what calls made since, and pauses the loop less. Garbage
+        # is collected first: frozen cycles would never be.
+        gc.collect()
         gc.freeze()
         return self
 

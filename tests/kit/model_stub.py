@@ -8,6 +8,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class _Server(ThreadingHTTPServer):
+    # Episodes tests send dozens of simulated calls at once: the default listen backlog
+    # (5) would reset connections a served model would have queued.
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class ModelStub:
     """An OpenAI-compatible /v1/chat/completions that answers one fixed observation
     (`answer`) and keeps every request body it was sent."""
@@ -33,7 +40,7 @@ class ModelStub:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

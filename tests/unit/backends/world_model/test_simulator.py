@@ -245,6 +245,9 @@ async def test_size_budgets_follow_the_recorded_answers_in_process_but_not_on_an
         def __call__(self, call):
             return [real_row({"x": n}, "ok", session=f"old{n}") for n in range(3)]
 
+        async def prefetch(self, call):  # the rows are at hand: nothing to fetch ahead
+            pass
+
     engine = ScriptedEngine("<predicted_observation>ok</predicted_observation>")
     sim = build_simulator(config, Store(), engine, Examples())
     observation = await sim.simulate(CALL, Session("s"), deadline_s=5)

@@ -48,3 +48,16 @@ async def test_an_explicit_session_has_its_own_ttl_and_is_never_reopened_once_en
     await registry.close("agent")
     assert registry.ended("agent") is None and registry.get("agent") is not None  # implicit sessions reopen
     await registry.aclose()
+
+
+async def test_a_session_busy_with_a_long_call_is_not_idle():
+    from router.types import Session
+
+    registry = SessionRegistry(idle_ttl_s=60, max_open=3)
+    busy = registry.open(Session(id="episode-busy", idle_ttl_s=0.05))
+    busy.in_flight = 1  # a call longer than the TTL is running
+    await asyncio.sleep(0.1)
+    assert await registry.close_idle() == []
+    busy.in_flight = 0  # it answered; nothing since
+    assert await registry.close_idle() == ["episode-busy"]
+    await registry.aclose()
