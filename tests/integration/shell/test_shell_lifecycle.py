@@ -131,17 +131,49 @@ async def test_a_failed_preparation_removes_its_sandbox_and_says_why(make_config
     assert "could not be prepared" in records[0]["observation"]["content"][0]["text"]
 
 
-async def test_a_session_closed_while_its_sandbox_starts_leaves_none(make_config, tmp_path, routers):
-    # A big workspace makes the start slow; the idle TTL closes the session meanwhile.
+async def test_a_session_closed_while_its_sandbox_starts_leaves_none(tmp_path):
+    # A big workspace makes the start slow; the session (an episode, in process) is
+    # closed meanwhile, as a trainer closes an episode mid-step. (The idle reaper does
+    # not close a session whose call is still running.)
+    import asyncio
+    import json
+
+    from router.config import parse_config
+    from router.episodes.host import EpisodeHost
+    from router.mcp.server import build_server
+    from router.runtime.runtime import Runtime
+
     workspace = tmp_path / "big"
     workspace.mkdir()
     (workspace / "data.bin").write_bytes(os.urandom(64 * 1024 * 1024))
-    config = make_config(shell={"pool_size": 0, "workspace": str(workspace)}, sessions={"idle_ttl_s": 0.2})
-    async with stdio_client(config) as client:
-        result = await client.call_tool("shell_exec", {"command": "ls"}, raise_on_error=False)
-        assert result.is_error and "session closed while its sandbox was starting" in result.content[0].text
+    config = parse_config(
+        json.dumps(
+            {
+                "store": {"path": str(tmp_path / "records.db")},
+                "shell": {"pool_size": 0, "workspace": str(workspace)},
+                "browser": {"enabled": False},
+                "http": {"ca_dir": str(tmp_path / "ca")},
+            }
+        )
+    )
+    runtime = Runtime(config)
+    host = EpisodeHost(runtime, build_server(runtime))
+    await runtime.start()
+    try:
+        episode = await host.reset(options={"route": "real"})
+        step = asyncio.create_task(host.step(episode, {"type": "call_tool", "tool_name": "shell_exec", "arguments": {"command": "ls"}}))
+        owners = {owner_of(os.getpid())}
+        deadline = time.monotonic() + 30
+        while not sandboxes(owners) and time.monotonic() < deadline:  # its container runs; the 64 MB copy goes on
+            await asyncio.sleep(0.02)
+        assert not step.done()
+        await host.close(episode)
+        result = (await step)["observation"]["result"]
+        assert result["isError"] and "session closed while its sandbox was starting" in json.dumps(result)
         # The router still runs: its closed session's sandbox is gone, not kept until it stops.
-        assert not wait_until_gone(routers.owners, 2)
+        assert not wait_until_gone(owners, 5)
+    finally:
+        await runtime.aclose()
 
 
 def test_the_reaper_removes_only_simroute_sandboxes_of_gone_owners(make_config):
