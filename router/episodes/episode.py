@@ -32,9 +32,6 @@ class Episode:
     infra_error: bool = False
     ended: str | None = None  # "closed" or "reaped"
     last_reward: float | None = None
-    # Answers of recent tools/call requests by (request id, tool, arguments): a retried
-    # request is answered once (MCP per episode).
-    answered: dict[str, Any] = field(default_factory=dict)
 
     @property
     def session_id(self) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import orjson
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from router.episodes.host import EpisodeError, EpisodeHost
@@ -131,7 +131,3 @@ def episodes_router(host: EpisodeHost) -> APIRouter:
         return Response(status_code=204)
 
     return api
-
-
-def error_response(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status, **extra}, status_code=status)
