@@ -3,6 +3,8 @@ the order they run (explicit lists, no registration)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from policies.base import Policy
 from policies.errors import PolicyConfigError
 from policies.mode import ModePolicy
@@ -22,13 +24,15 @@ def default_policies(
     classifier: SafetyClassifier | None = None,
     rehearsal: RehearsalGate | None = None,
     learned: Policy | None = None,
+    holds: Sequence[Policy] = (),
 ) -> list[Policy]:
     """The policy chain, in the order it runs: the safety gate classifies every call
     (its verdict goes with whatever decision follows); in rehearsal, the gate's
     allow rules and diversions; explicit rules; the refusal of raw TCP tunnels no rule
     opened; then the default mode (or, for `mode: learned`, the learned router), whose
     choice a stateful channel (shell, browser) keeps for the session. `learned` also
-    answers rules with `route: learned`."""
+    answers rules with `route: learned`. `holds` run before all of these but the safety
+    gate: what they hold (a tool whose definition changed unaccepted) no rule releases."""
     mode = Mode(mode)
     last: Policy
     if mode.route is not None:
@@ -40,6 +44,7 @@ def default_policies(
     inner: list[Policy] = [RulesPolicy(rules, learned=learned), TunnelPolicy(), StickyPolicy([last])]
     if rehearsal is not None:
         inner.insert(0, rehearsal)
+    inner[:0] = holds
     if classifier is None and rehearsal is None and learned is None:
         return inner
     return [SafetyPolicy(inner, classifier=classifier or SafetyClassifier())]

@@ -1,6 +1,6 @@
 """The `simroute` command line: the typer app and its commands, each group in its own
 module (serving.py, records.py, maintenance.py, setup.py, explain.py, learned.py,
-shadow.py, demo.py)."""
+shadow.py, demo.py, pins.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import typer
 from router.cli.explain import explain
 from router.cli.learned import evaluate, reload, train
 from router.cli.maintenance import drain, prune, worker
+from router.cli.pins import pins_app
 from router.cli.records import recordings, records
 from router.cli.serving import dashboard, http_proxy, mcp, serve
 from router.cli.setup import ca, check_config
@@ -49,6 +50,7 @@ for command in (noise, diff, train):
     app.command()(command)
 app.command("eval")(evaluate)
 app.command()(reload)
+app.add_typer(pins_app, name="pins")
 
 
 def main() -> None:

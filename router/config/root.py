@@ -23,6 +23,7 @@ from router.config.episodes import EpisodesConfig
 from router.config.sections import (
     HttpConfig,
     LearnedConfig,
+    PinsConfig,
     RedactionConfig,
     RehearsalConfig,
     ReplayConfig,
@@ -62,6 +63,7 @@ class Config(Strict):
     http: HttpConfig = Field(default=HttpConfig(), description="The HTTP(S) channel.")
     safety: SafetyConfig = Field(default=SafetyConfig(), description="The safety gate.")
     rehearsal: RehearsalConfig = Field(default=RehearsalConfig(), description="Rehearsal mode.")
+    pins: PinsConfig = Field(default=PinsConfig(), description="Tool-definition pins (the rug-pull defence).")
     learned: LearnedConfig = Field(default=LearnedConfig(), description="The learned router.")
     episodes: EpisodesConfig = Field(default=EpisodesConfig(), description="Episodes for RL loops.")
     cost: dict[str, dict[str, NonNegativeFloat]] = Field(
@@ -193,6 +195,7 @@ class Config(Strict):
             or self.shadow.rate > 0
             or any(rule.shadow_rate for rule in self.parsed_rules())
             or (self.rehearsal.enabled and self.rehearsal.on_divert == "sim")
+            or self.pins.policy == "rehearse"
             or any(rule.route in simulating for rule in self.parsed_allow_rules())
         )
 

@@ -1,6 +1,6 @@
 """The config file's sections the router owns, each a strict pydantic model (unknown
 keys are errors): replay, store, world model, shadow, HTTP, redaction, service,
-sessions, safety, rehearsal, learned. Each field's description is the configuration
+sessions, safety, rehearsal, pins, learned. Each field's description is the configuration
 reference's text. `router/config/root.py` holds the root, the checks and the loading."""
 
 from __future__ import annotations
@@ -323,6 +323,18 @@ class RehearsalConfig(Strict):
         default={}, description="Per channel, the classes diverted (default shell: destructive; others: side_effect, destructive)."
     )
     allow: list[Any] = Field(default=[], description="Rules that run before the gate, in the form of `rules`.")
+
+
+class PinsConfig(Strict):
+    """Tool-definition pins: each upstream tool's definition is pinned on first sight; a
+    later listing that changes it is recorded, and the agent keeps seeing the pinned one."""
+
+    policy: Literal["warn", "block", "rehearse"] = Field(
+        default="warn",
+        description="What a changed tool's calls get until `simroute pins accept`: `warn` (recorded and shown), "
+        "`block` (refused), `rehearse` (every call to its server simulated).",
+    )
+    refresh_s: PositiveFloat = Field(default=1.0, description="How often a router reads back changes accepted elsewhere (seconds).")
 
 
 class LearnedConfig(Strict):

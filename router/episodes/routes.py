@@ -53,7 +53,10 @@ class EpisodeRoutes:
                 "invalid episode options: route: the learned router is not running in this server (it runs when the config's mode or a rule is `learned`)"
             )
         return build_policies(
-            episode_config, tools_meta=self.runtime.tool_catalog.lookup, learned=learned.policy if learned is not None else None
+            episode_config,
+            tools_meta=self.runtime.tool_catalog.lookup,
+            learned=learned.policy if learned is not None else None,
+            holds=[self.runtime.pins],  # an episode's routes do not release a tool the pins hold
         )
 
 

@@ -130,6 +130,8 @@ class RoutingMiddleware(Middleware):
         local, target, channel, server, upstream_tool = self._target(name)
         call = Call(channel, server, upstream_tool, arguments, session.id)
         in_scope = session.scope is None or (channel, server) in session.scope  # an episode's channels and servers
+        if in_scope and local is None and target is not None:
+            await self._pins_current(server)
         definition = None
         if in_scope:
             definition = ToolDefinition.of_tool(local.tool) if local is not None else await self._definition(ctx, name, target)
@@ -163,12 +165,17 @@ class RoutingMiddleware(Middleware):
             upstream.append(result)
             return observation_from_result(result, latency_s=time.perf_counter() - started)
 
-        note = self._schema_change_note(server) if local is None else ""
+        note = (
+            "; ".join(n for n in (self._schema_change_note(server), self.runtime.pins.note(server, upstream_tool)) if n)
+            if local is None
+            else ""
+        )
         outcome = await self.runtime.engine.handle(call, session, real, note=note, read_only=definition.read_only)
         return result_from_observation(outcome.observation, outcome.record, upstream=upstream[0] if upstream else None)
 
     async def on_list_tools(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]) -> Sequence[Tool]:
         """An episode lists the tools of its channels and servers only."""
+        await self.runtime.pins.refresh()  # a change accepted elsewhere is listed as accepted
         tools = await call_next(context)
         ctx = context.fastmcp_context
         session = self.runtime.sessions.find(agent_session_id(ctx)) if ctx is not None else None
@@ -224,6 +231,18 @@ class RoutingMiddleware(Middleware):
         except NotFoundError:
             return None
         return ToolDefinition.of_tool(found) if found is not None else None
+
+    async def _pins_current(self, server: str) -> None:
+        """Before an upstream call is routed: the server's tools listed again when they
+        changed (it said so, or a change of theirs was accepted elsewhere), so the pins
+        judge the definitions it serves now; and the pins' pending changes fresh."""
+        pins = self.runtime.pins
+        if server in pins.stale:
+            try:
+                await self.providers[server].relist()
+            except Exception as exc:  # noqa: BLE001 -- the listing's boundary (as the provider's): the call is still routed by the pins' last state, and a real call meets the same failure
+                log.warning("could not list the changed tools of %r again: %s", server, exc)
+        await pins.refresh()
 
     def _schema_change_note(self, server: str) -> str:
         """Said once, on the first call after an upstream's tool definitions changed."""

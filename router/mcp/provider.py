@@ -1,6 +1,8 @@
 """A proxy provider that remembers its upstream's tools.
 
-Every successful listing is snapshotted in the record store. When the upstream
+Every live listing is reconciled with the tool-definition pins (router/engine/pin_guard.py):
+the agent is served each changed tool as pinned, and that is what is snapshotted in the
+record store (so prompts, the safety gate and episodes read it too). When the upstream
 cannot start (no credentials, offline), the snapshot still lists its tools, so
 the sim and replay routes keep serving them; the real route answers with the
 upstream's start error.
@@ -22,6 +24,7 @@ from fastmcp.server.providers.proxy import ClientFactoryT, ProxyProvider, ProxyT
 from fastmcp.tools.base import Tool
 
 from backends.mcp.upstream import UpstreamError
+from router.engine.pin_guard import PinGuard
 from shadow.store.protocol import RecordStore, StoreError
 
 log = logging.getLogger("simroute.mcp")
@@ -37,6 +40,7 @@ class SnapshotProxyProvider(ProxyProvider):
         list_timeout_s: float = 30.0,
         on_tools: Callable[[str, list[dict]], None] | None = None,
         prefer_snapshot: Callable[[], bool] = lambda: False,
+        pins: PinGuard | None = None,
     ) -> None:
         super().__init__(client_factory)
         self.server = server
@@ -45,6 +49,7 @@ class SnapshotProxyProvider(ProxyProvider):
         self.list_timeout_s = list_timeout_s
         self.on_tools = on_tools  # told every listing's definitions (the safety gate's tool catalog)
         self.prefer_snapshot = prefer_snapshot  # true: list from the snapshot, when there is one, without the upstream
+        self.pins = pins  # None: listings are served as listed
         self.schema_changed_from: str | None = None  # the previous snapshot's digest, once
         # Why the last tools listing failed with no snapshot to fall back on (None: it did
         # not): a call to one of the server's tools is then simroute's failure, not an unknown tool.
@@ -79,8 +84,10 @@ class SnapshotProxyProvider(ProxyProvider):
 
     async def _list_tools_live(self) -> Sequence[Tool]:
         try:
-            tools = await self._listed("tools", super()._list_tools)
-        except Exception as exc:  # the listing's boundary: an upstream unreachable or hung (any failure) falls back to its last known tools, else re-raised
+            listed_tools = await self._listed("tools", super()._list_tools)
+            listed = [tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed_tools]
+            definitions = listed if self.pins is None else await self.pins.reconcile(self.server, listed)
+        except Exception as exc:  # the listing's boundary: an upstream unreachable or hung, pins unreadable (any failure) fall back to its last known tools, else re-raised
             snapshot = self.store.tool_snapshot(self.server)
             if snapshot is None:
                 self.listing_error = f"{type(exc).__name__}: {exc}"
@@ -88,7 +95,7 @@ class SnapshotProxyProvider(ProxyProvider):
             log.warning("upstream %r unavailable (%s); serving its tools from the snapshot", self.server, exc)
             return self._from_snapshot(snapshot)
         self.listing_error = None
-        definitions = [tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+        tools = self._served(listed_tools, listed, definitions)
         if self.on_tools is not None:
             self.on_tools(self.server, definitions)
         try:
@@ -99,6 +106,27 @@ class SnapshotProxyProvider(ProxyProvider):
             if previous is not None:
                 self.schema_changed_from = previous
         return tools
+
+    def _served(self, listed_tools: Sequence[Tool], listed: list[dict], served: list[dict]) -> list[Tool]:
+        """The tools the agent is served: each as listed, but a changed one as pinned."""
+        as_listed: dict[object, tuple[Tool, dict]] = {}
+        for tool, definition in zip(listed_tools, listed, strict=True):
+            as_listed.setdefault(definition.get("name"), (tool, definition))  # a name listed twice: the first is the tool (as pinned)
+        tools: list[Tool] = []
+        for definition in served:
+            tool, listed_definition = as_listed.get(definition.get("name"), (None, None))
+            if tool is not None and listed_definition == definition:
+                tools.append(tool)
+            else:
+                tools.append(ProxyTool.from_mcp_tool(self.client_factory, mcp_types.Tool.model_validate(definition)))
+        self._tools_cache = _CacheEntry(tools, time.monotonic())
+        return tools
+
+    async def relist(self) -> None:
+        """List the upstream's tools again now (its tools changed): what changed is
+        reconciled with the pins before the next call is routed."""
+        self.forget("tools")
+        await self._list_tools_live()
 
     def _from_snapshot(self, snapshot: list[dict]) -> list[Tool]:
         if self.on_tools is not None:

@@ -66,12 +66,16 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
             list_timeout_s=runtime.config.list_timeout_s,
             on_tools=runtime.tool_catalog.update,
             prefer_snapshot=lambda: _serving_an_episode(runtime),
+            pins=runtime.pins,
         )
         for upstream in names.servers
     }
     for upstream, provider in providers.items():
         server.add_provider(provider, namespace=upstream if names.prefixed else "")
     runtime.upstreams.on_list_changed.append(lambda upstream, kind: providers[upstream].forget(kind))
+    # A server that says its tools changed is listed again (and judged by the pins) before its next call.
+    runtime.upstreams.on_list_changed.append(lambda upstream, kind: runtime.pins.mark_stale(upstream) if kind == "tools" else None)
+    runtime.pins.on_stale.append(lambda upstream: providers[upstream].forget("tools") if upstream in providers else None)
     local = {entry.tool.name: entry for entry in local_tools(runtime)}
     for entry in local.values():
         server.add_tool(entry.tool)

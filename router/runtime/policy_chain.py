@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from policies.base import Policy
 from policies.chain import default_policies
 from policies.learned import LearnedPolicy, LearnedSettings
@@ -45,14 +47,22 @@ def learned_settings(config: Config) -> LearnedSettings:
     )
 
 
-def build_policies(config: Config, *, tools_meta: ToolLookup = no_tools, learned: LearnedPolicy | None = None) -> list[Policy]:
+def build_policies(
+    config: Config, *, tools_meta: ToolLookup = no_tools, learned: LearnedPolicy | None = None, holds: Sequence[Policy] = ()
+) -> list[Policy]:
     """The chain; `learned`: the learned router to use when the config hands calls to it
-    (default: one with no model and no statistics yet, which keeps calls real)."""
+    (default: one with no model and no statistics yet, which keeps calls real); `holds`:
+    what holds calls before any rule (the tool-definition pins)."""
     classifier = SafetyClassifier(config.safety.settings(), tools_meta)
     if learned is None and config.uses_learned():
         learned = LearnedPolicy(learned_settings(config))
     if not config.uses_learned():
         learned = None
     return default_policies(
-        rules=config.parsed_rules(), mode=config.mode, classifier=classifier, rehearsal=rehearsal_gate(config, learned), learned=learned
+        rules=config.parsed_rules(),
+        mode=config.mode,
+        classifier=classifier,
+        rehearsal=rehearsal_gate(config, learned),
+        learned=learned,
+        holds=holds,
     )

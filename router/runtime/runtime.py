@@ -18,6 +18,7 @@ from backends.shell.sandboxes import Sandboxes
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
+from router.engine.pin_guard import PinGuard
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
 from router.engine.tool_catalog import ToolCatalog
@@ -100,8 +101,12 @@ class Runtime:
         # are loaded at start and kept fresh by background tasks, never on a call's path.
         self.learned = self._learned_service() if config.uses_learned() else None
         self.noise_learner = NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s)
+        # Tool-definition pins: what a changed upstream tool's calls get until a person accepts it.
+        self.pins = PinGuard(self.store, policy=config.pins.policy, refresh_s=config.pins.refresh_s)
         self.engine = Engine(
-            policies=build_policies(config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None),
+            policies=build_policies(
+                config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None, holds=[self.pins]
+            ),
             records=self.records,
             replay=self.replay,
             replay_modes=replay_modes(config),

@@ -163,6 +163,25 @@ class RecordStore(DashboardQueries, Protocol):
 
     async def load_tool_snapshot(self, server: str) -> list[dict[str, Any]] | None: ...
 
+    # Tool-definition pins (router/engine/tool_pins.py): rows are `Pin.to_row()` / `ToolChange.to_row()`.
+
+    async def pins(self, server: str | None = None) -> list[dict[str, Any]]:
+        """The accepted tool definitions (of `server`), by server and tool."""
+
+    async def add_pins(self, pins: Sequence[dict[str, Any]]) -> None:
+        """Pin tools seen for the first time; a tool already pinned keeps its pin."""
+
+    async def pin_changes(self, server: str | None = None, *, status: str | None = None) -> list[dict[str, Any]]:
+        """Changes later listings showed (of `server`, with `status`), oldest first."""
+
+    async def add_pin_change(self, change: dict[str, Any]) -> bool:
+        """Record a pending change (an older pending change of the tool is superseded);
+        False when the same change is already pending."""
+
+    async def end_pin_changes(self, server: str, tools: Sequence[str] | None, status: str) -> list[dict[str, Any]]:
+        """End `server`'s pending changes (of `tools`; None: all) with `status`; `accepted`
+        pins their definitions. Returns the changes ended."""
+
     async def records_by_prefix(self, prefix: str, *, limit: int = 2) -> list[dict[str, Any]]:
         """At most `limit` records whose id starts with `prefix` (lower-case hex)."""
 

@@ -13,7 +13,7 @@ to the spool, which flushes them in order when it returns.
 
 Its parts, one concept each, are mixins of `base.RedisBase` (client, scripts, key
 names, error translation): `writes.py`, `reads.py`, `maintenance.py`,
-`noise_table.py`, `models.py`.
+`noise_table.py`, `models.py`, `tool_pins.py`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from shadow.store.redis.maintenance import StoreMaintenance
 from shadow.store.redis.models import LearnedModels
 from shadow.store.redis.noise_table import NoiseTable
 from shadow.store.redis.reads import RecordReads
+from shadow.store.redis.tool_pins import ToolPins
 from shadow.store.redis.writes import RecordWrites
 
 __all__ = ["RedisStore"]
 
 
-class RedisStore(StoreMaintenance, RecordWrites, RecordReads, NoiseTable, LearnedModels):
+class RedisStore(StoreMaintenance, RecordWrites, RecordReads, NoiseTable, LearnedModels, ToolPins):
     """The record store protocol (`shadow/store/protocol.py`) on Redis, shared by replicas."""

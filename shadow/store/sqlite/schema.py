@@ -11,7 +11,7 @@ import sqlite3
 from shadow.store.protocol import StoreError
 from shadow.store.sqlite import minute_counts, replay_sources
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS records (
@@ -107,6 +107,16 @@ CREATE INDEX IF NOT EXISTS records_writes ON records (channel, server, writes_un
 # sessions of each key (shadow/store/sqlite/replay_sources.py) instead of an index of every
 # record by key, which cost a scattered page per record.
 
+# Version 8: tool-definition pins and their changes (shadow/store/sqlite/tool_pins.py).
+_V8_TABLES = (
+    "CREATE TABLE IF NOT EXISTS tool_pins (server TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL,"
+    " ts REAL NOT NULL, definition TEXT NOT NULL, PRIMARY KEY (server, tool))",
+    "CREATE TABLE IF NOT EXISTS tool_pin_changes (id INTEGER PRIMARY KEY AUTOINCREMENT, server TEXT NOT NULL,"
+    " tool TEXT NOT NULL, new_digest TEXT NOT NULL, status TEXT NOT NULL, ts REAL NOT NULL, body TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS tool_pin_changes_by_tool ON tool_pin_changes (server, tool, status)",
+)
+
+
 COLUMNS = (
     "id",
     "ts",
@@ -163,6 +173,8 @@ def migrate(db: sqlite3.Connection) -> None:
             db.execute(replay_sources.TABLE)
             replay_sources.rebuild(db)
             db.execute("DROP INDEX IF EXISTS records_by_replay_ts")
+        for statement in _V8_TABLES:
+            db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         db.execute("ROLLBACK")

@@ -12,7 +12,7 @@ migrated in place when opened.
 
 Its parts, one concept each, are mixins of `base.SQLiteBase` (the file, its
 threads, error translation): `writes.py`, `reads.py`, `replay_lookups.py`,
-`noise_table.py`, `maintenance.py`.
+`noise_table.py`, `maintenance.py`, `tool_pins.py`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from shadow.store.sqlite.noise_table import NoiseTable
 from shadow.store.sqlite.reads import RecordReads
 from shadow.store.sqlite.replay_lookups import ReplayLookups
 from shadow.store.sqlite.schema import SCHEMA_VERSION
+from shadow.store.sqlite.tool_pins import ToolPins
 from shadow.store.sqlite.writes import RecordWrites
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "create_private_file"]
 
 
-class SQLiteStore(RecordWrites, RecordReads, ReplayLookups, NoiseTable, StoreMaintenance):
+class SQLiteStore(RecordWrites, RecordReads, ReplayLookups, NoiseTable, StoreMaintenance, ToolPins):
     """The record store protocol (`shadow/store/protocol.py`) on one SQLite file."""

@@ -1,0 +1,83 @@
+"""Tool-definition pins in Redis (the rug-pull defence, router/engine/tool_pins.py), shared by
+the replicas: `<prefix>:pins` holds each tool's accepted definition (field
+`server\\x1ftool`), `<prefix>:pin-changes` the changes later listings showed (field
+`server\\x1ftool\\x1fnew digest`). Changes are rare: their updates read the hash and
+write it back in one transaction."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from shadow.store.redis.base import RedisBase
+
+_SEP = "\x1f"
+
+
+class ToolPins(RedisBase):
+    async def pins(self, server: str | None = None) -> list[dict[str, Any]]:
+        rows = await self._run("reading tool pins", lambda r: r.hgetall(self._key("pins")))
+        pins = [json.loads(body) for body in rows.values()]
+        return sorted((p for p in pins if server is None or p["server"] == server), key=lambda p: (p["server"], p["tool"]))
+
+    async def add_pins(self, pins: Sequence[dict[str, Any]]) -> None:
+        async def work(r) -> None:
+            pipe = r.pipeline(transaction=True)
+            for pin in pins:  # HSETNX: a tool pinned first by another replica keeps that pin
+                pipe.hsetnx(self._key("pins"), f"{pin['server']}{_SEP}{pin['tool']}", json.dumps(pin, ensure_ascii=False))
+            await pipe.execute()
+
+        await self._run("writing tool pins", work)
+
+    async def _changes(self) -> dict[str, dict[str, Any]]:
+        rows = await self._run("reading tool pin changes", lambda r: r.hgetall(self._key("pin-changes")))
+        return {field: json.loads(body) for field, body in rows.items()}
+
+    async def pin_changes(self, server: str | None = None, *, status: str | None = None) -> list[dict[str, Any]]:
+        changes = (await self._changes()).values()
+        chosen = [c for c in changes if (server is None or c["server"] == server) and (status is None or c["status"] == status)]
+        return sorted(chosen, key=lambda c: c["ts"])
+
+    async def add_pin_change(self, change: dict[str, Any]) -> bool:
+        field = _SEP.join((change["server"], change["tool"], change["new_digest"]))
+        changes = await self._changes()
+        if changes.get(field, {}).get("status") == "pending":
+            return False
+        updates = {
+            f: json.dumps({**c, "status": "superseded"}, ensure_ascii=False)
+            for f, c in changes.items()
+            if c["server"] == change["server"] and c["tool"] == change["tool"] and c["status"] == "pending"
+        }
+        updates[field] = json.dumps({**change, "status": "pending"}, ensure_ascii=False)
+        await self._run("writing a tool pin change", lambda r: r.hset(self._key("pin-changes"), mapping=updates))
+        return True
+
+    async def end_pin_changes(self, server: str, tools: Sequence[str] | None, status: str) -> list[dict[str, Any]]:
+        now = time.time()
+        ended = {
+            f: {**c, "status": status}
+            for f, c in (await self._changes()).items()
+            if c["server"] == server and c["status"] == "pending" and (tools is None or c["tool"] in tools)
+        }
+        if not ended:
+            return []
+
+        async def work(r) -> None:
+            pipe = r.pipeline(transaction=True)
+            pipe.hset(self._key("pin-changes"), mapping={f: json.dumps(c, ensure_ascii=False) for f, c in ended.items()})
+            if status == "accepted":
+                for change in ended.values():
+                    pin = {
+                        "server": server,
+                        "tool": change["tool"],
+                        "digest": change["new_digest"],
+                        "ts": now,
+                        "definition": change["definition"],
+                    }
+                    pipe.hset(self._key("pins"), f"{server}{_SEP}{change['tool']}", json.dumps(pin, ensure_ascii=False))
+            await pipe.execute()
+
+        await self._run("ending tool pin changes", work)
+        return sorted(ended.values(), key=lambda c: c["ts"])
