@@ -268,7 +268,28 @@ async function router(main) {
   }
 }
 
-const VIEWS = { overview, fidelity, records, record, router, session: (main) => records(main, { session: true }) };
+// Tool-definition pins: each upstream tool's pinned definition, and the changes upstreams made
+// (pending ones hold the tool's calls as pins.policy says, until `simroute pins accept`).
+async function pins(main) {
+  const { policy, pins: pinned, changes } = await api("pins");
+  const pending = changes.filter((c) => c.status === "pending");
+  main.append(el("h2", {}, `Tool pins (policy ${policy}): ${pinned.length} pinned, ${pending.length} changed and not accepted`));
+  const table = el("table", { id: "pins" }, el("tr", {}, ...["server", "tool", "digest", "pinned", "state"].map((h) => el("th", {}, h))));
+  for (const p of pinned) {
+    const changed = pending.some((c) => c.server === p.server && c.tool === p.tool);
+    table.append(el("tr", { class: changed ? "divergent" : "" }, el("td", {}, p.server), el("td", {}, p.tool),
+      el("td", {}, p.digest.slice(0, 12)), el("td", {}, when(p.ts)), el("td", {}, changed ? "changed, not accepted" : "as pinned")));
+  }
+  main.append(table, el("h3", {}, "Changes"));
+  if (!changes.length) main.append(el("p", { id: "no-pin-changes" }, "No upstream changed a pinned tool."));
+  for (const c of [...changes].reverse()) {
+    main.append(el("h4", { class: "pin-change" }, `${c.status}: ${c.server}.${c.tool} changed its ${c.fields.join(", ")} (${when(c.ts)})`),
+      el("pre", { class: "tree" }, c.diff));
+    if (c.status === "pending") main.append(el("p", {}, `accept with: simroute pins accept ${c.server} ${c.tool}`));
+  }
+}
+
+const VIEWS = { overview, fidelity, records, record, router, pins, session: (main) => records(main, { session: true }) };
 
 async function render() {
   if (poller) { clearInterval(poller); poller = null; }

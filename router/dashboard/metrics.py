@@ -13,6 +13,7 @@ store's totals through `StoreTotals`, refreshed at most every 5 seconds.
 from __future__ import annotations
 
 import time
+from collections import Counter as Counter_
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -168,6 +169,7 @@ class StoreTotals(Collector):
         self._clock = clock
         self._at: float | None = None
         self._totals: dict[str, Any] = {}
+        self._pins: dict[tuple[str, str], int] = {}  # (server, "pinned" or a change's status) -> count
         self.errors = 0
 
     async def refresh(self) -> None:
@@ -176,6 +178,7 @@ class StoreTotals(Collector):
             return
         try:
             self._totals = await self.store.aggregates()
+            self._pins = pin_counts(await self.store.pins(), await self.store.pin_changes())
         except StoreError:
             self.errors += 1  # reported as simroute_store_read_errors; the last totals stay
         self._at = now
@@ -187,4 +190,27 @@ class StoreTotals(Collector):
             for value, count in sorted(self._totals.get(f"by_{column}", {}).items()):
                 family.add_metric((str(value),), count)
             yield family
+        pinned = GaugeMetricFamily("simroute_tool_pins", "Upstream tools whose definition is pinned, by server.", labels=("server",))
+        changes = GaugeMetricFamily(
+            "simroute_tool_pin_changes",
+            "Changes upstreams made to pinned tool definitions, by server and status (pending: not accepted yet).",
+            labels=("server", "status"),
+        )
+        for (server, kind), count in sorted(self._pins.items()):
+            if kind == "pinned":
+                pinned.add_metric((server,), count)
+                if (server, "pending") not in self._pins:  # 0 pending is a figure to alert on too
+                    changes.add_metric((server, "pending"), 0)
+            else:
+                changes.add_metric((server, kind), count)
+        yield pinned
+        yield changes
         yield CounterMetricFamily("simroute_store_read_errors", "Store aggregate reads that failed.", value=self.errors)
+
+
+def pin_counts(pins: list[dict[str, Any]], changes: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """(server, "pinned" or a change's status) -> how many."""
+    counts: Counter_[tuple[str, str]] = Counter_()
+    counts.update((pin["server"], "pinned") for pin in pins)
+    counts.update((change["server"], change["status"]) for change in changes)
+    return dict(counts)

@@ -61,6 +61,7 @@ class Dashboard:
     totals: StoreTotals
     model_card: Path | None = None
     outlook: Any = None  # a RouterOutlook: the router's decision and probabilities per tool
+    pins_policy: str = "warn"  # the config's pins.policy, shown with the pins
 
     def routes(self) -> list[Route]:
         return [
@@ -71,6 +72,7 @@ class Dashboard:
             Route("/dashboard/api/records", self.api(self.records), methods=["GET"]),
             Route("/dashboard/api/record", self.api(self.record), methods=["GET"]),
             Route("/dashboard/api/router", self.api(self.router), methods=["GET"]),
+            Route("/dashboard/api/pins", self.api(self.pins), methods=["GET"]),
             Route("/metrics", self.prometheus, methods=["GET"]),
         ]
 
@@ -152,6 +154,10 @@ class Dashboard:
             return {"card": json.loads(self.model_card.read_text(encoding="utf-8")), "path": str(self.model_card)}
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot read the learned model card {self.model_card}: {exc}") from exc
+
+    async def pins(self, params: Any, *, now: float) -> dict[str, Any]:
+        """Tool-definition pins and the changes upstreams made to pinned tools (oldest first)."""
+        return {"policy": self.pins_policy, "pins": await self.store.pins(), "changes": await self.store.pin_changes()}
 
     def _live(self) -> dict[str, Any]:
         gauges = {m.name: m.samples[0].value for m in self.metrics.registry.collect() if m.name.startswith("simroute_shadow") and m.samples}

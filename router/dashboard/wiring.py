@@ -62,7 +62,13 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
     totals = StoreTotals(runtime.store)
     metrics.add_collector(totals)
     return Dashboard(
-        runtime.store, runtime.tokens, metrics, totals, _card_path(runtime.config), _outlook(runtime.config, runtime.store, runtime.learned)
+        runtime.store,
+        runtime.tokens,
+        metrics,
+        totals,
+        _card_path(runtime.config),
+        _outlook(runtime.config, runtime.store, runtime.learned),
+        pins_policy=runtime.config.pins.policy,
     )
 
 
@@ -94,7 +100,7 @@ def standalone_app(config: Config, tokens: Any):
     metrics = CallMetrics()
     totals = StoreTotals(store)
     metrics.add_collector(totals)
-    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config), _outlook(config, store))
+    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config), _outlook(config, store), pins_policy=config.pins.policy)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

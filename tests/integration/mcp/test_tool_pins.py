@@ -11,12 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx2 as httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from kit.launch import ROOT, meta_of, simroute_executable, write_config
 from kit.model_stub import ModelStub
-from kit.serve import serving
+from kit.serve import parsed, serving
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +58,9 @@ async def test_warn_records_the_change_and_lists_the_pinned_definition(tmp_path)
             first = await client.call_tool("lookup", {"q": "apple"})  # trusted; the server pulls the rug
             after = await described(client)
             second = await client.call_tool("lookup", {"q": "pear"})
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+            shown = (await http.get("/dashboard/api/pins")).json()
+            metrics = parsed((await http.get("/metrics")).text)
     assert meta_of(first)["provenance"] == "real" and meta_of(second)["provenance"] == "real"
     assert after == HONEST  # the injected description never reaches the agent
     assert upstream_calls(calls) == ["apple", "pear"]  # warn: calls go on
@@ -66,6 +70,12 @@ async def test_warn_records_the_change_and_lists_the_pinned_definition(tmp_path)
     [change] = listed["changes"]
     assert change["status"] == "pending" and change["fields"] == ["description"]
     assert f'-  "description": "{HONEST}"' in change["diff"] and INJECTED in change["diff"]
+    # Shown on the dashboard and in /metrics.
+    assert shown["policy"] == "warn" and [(c["tool"], c["status"], c["diff"]) for c in shown["changes"]] == [
+        ("lookup", "pending", change["diff"])
+    ]
+    assert metrics[("simroute_tool_pins", (("server", "dict"),))] == 1
+    assert metrics[("simroute_tool_pin_changes", (("server", "dict"), ("status", "pending")))] == 1
 
 
 async def test_block_refuses_the_changed_tool_after_list_changed(tmp_path):

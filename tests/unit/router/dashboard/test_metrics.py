@@ -70,6 +70,12 @@ class Store:
             raise StoreError("gone")
         return {"total": 7, "by_route": {"real": 5, "sim": 2}}
 
+    async def pins(self):
+        return [{"server": "dict", "tool": "lookup"}, {"server": "dict", "tool": "define"}, {"server": "time", "tool": "now"}]
+
+    async def pin_changes(self):
+        return [{"server": "dict", "status": "accepted"}, {"server": "dict", "status": "pending"}]
+
 
 async def test_store_totals_are_cached_for_five_seconds_and_survive_a_failed_read():
     clock = [100.0]
@@ -89,6 +95,10 @@ async def test_store_totals_are_cached_for_five_seconds_and_survive_a_failed_rea
     assert store.asked == 2 and got[("simroute_store_read_errors_total", ())] == 1
     assert got[("simroute_store_records", ())] == 7 and got[("simroute_store_records_by_route", (("route", "sim"),))] == 2
     assert got[("simroute_shadow_queue_depth", ())] == 3 and got[("simroute_shadow_skipped_total", ())] == 2
+    assert got[("simroute_tool_pins", (("server", "dict"),))] == 2 and got[("simroute_tool_pins", (("server", "time"),))] == 1
+    assert got[("simroute_tool_pin_changes", (("server", "dict"), ("status", "pending")))] == 1
+    assert got[("simroute_tool_pin_changes", (("server", "dict"), ("status", "accepted")))] == 1
+    assert got[("simroute_tool_pin_changes", (("server", "time"), ("status", "pending")))] == 0
 
 
 def test_runtime_gauges_expose_the_spool_size_and_spooled_records_they_are_fed():
