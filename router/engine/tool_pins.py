@@ -94,7 +94,7 @@ class ToolChange:
 
     def describe(self) -> str:
         return (
-            f"tool {self.tool!r} of {self.server!r} changed its {', '.join(self.fields)} since it was pinned "
+            f"tool {self.tool!r} of {self.server!r} changed its {_listed(self.fields)} since it was pinned "
             f"(pin {self.old_digest[:12]}, listed {self.new_digest[:12]})"
         )
 
@@ -124,6 +124,11 @@ class ToolChange:
             float(row["ts"]),
             str(row.get("status", "pending")),
         )
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    """("a", "b", "c") -> "a, b and c"."""
+    return " and ".join((", ".join(names[:-1]), names[-1])) if len(names) > 1 else "".join(names)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,11 +64,14 @@ async def test_warn_records_the_change_and_lists_the_pinned_definition(tmp_path)
     assert meta_of(first)["provenance"] == "real" and meta_of(second)["provenance"] == "real"
     assert after == HONEST  # the injected description never reaches the agent
     assert upstream_calls(calls) == ["apple", "pear"]  # warn: calls go on
-    assert "changed its description since it was pinned" in meta_of(second)["note"]
+    assert "changed its description and annotations since it was pinned" in meta_of(second)["note"]
+    # The safety gate judged the pinned (read-only) definition, not the new destructive one.
+    assert meta_of(second)["safety_class"] == meta_of(first)["safety_class"] != "destructive"
+    assert "destructiveHint" not in meta_of(second)["safety_reason"]
     listed = json.loads(pins_cli(config, "--json").stdout)
     assert [(p["server"], p["tool"], p["definition"]["description"]) for p in listed["pins"]] == [("dict", "lookup", HONEST)]
     [change] = listed["changes"]
-    assert change["status"] == "pending" and change["fields"] == ["description"]
+    assert change["status"] == "pending" and change["fields"] == ["description", "annotations"]
     assert f'-  "description": "{HONEST}"' in change["diff"] and INJECTED in change["diff"]
     # Shown on the dashboard and in /metrics.
     assert shown["policy"] == "warn" and [(c["tool"], c["status"], c["diff"]) for c in shown["changes"]] == [
@@ -90,7 +93,7 @@ async def test_block_refuses_the_changed_tool_after_list_changed(tmp_path):
     assert refused.is_error
     meta = meta_of(refused)
     assert (meta["provenance"], meta["route"], meta["policy"]) == ("none", "deny", "tool-pins")
-    assert "tool 'lookup' of 'dict' changed its description since it was pinned" in refused.content[0].text
+    assert "tool 'lookup' of 'dict' changed its description and annotations since it was pinned" in refused.content[0].text
     assert "simroute pins accept dict lookup" in refused.content[0].text
     assert listed == HONEST
     assert upstream_calls(calls) == ["apple"]  # the refused call never reached the server
