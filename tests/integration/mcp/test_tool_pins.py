@@ -73,6 +73,9 @@ async def test_warn_records_the_change_and_lists_the_pinned_definition(tmp_path)
     [change] = listed["changes"]
     assert change["status"] == "pending" and change["fields"] == ["description", "annotations"]
     assert f'-  "description": "{HONEST}"' in change["diff"] and INJECTED in change["diff"]
+    table = pins_cli(config).stdout
+    assert "1 pinned tool(s), 1 with a pending change (pins.policy warn)" in table and "CHANGED, not accepted" in table
+    assert INJECTED in table and "accept with: simroute pins accept dict lookup" in table
     # Shown on the dashboard and in /metrics.
     assert shown["policy"] == "warn" and [(c["tool"], c["status"], c["diff"]) for c in shown["changes"]] == [
         ("lookup", "pending", change["diff"])
@@ -124,6 +127,8 @@ async def test_rehearse_quarantines_the_server_until_a_person_accepts(tmp_path):
     assert upstream_calls(calls) == ["apple", "fig"]  # after accept, calls go real again
     [change] = json.loads(pins_cli(config, "--json").stdout)["changes"]
     assert change["status"] == "accepted"
+    again = pins_cli(config, "accept", "dict")
+    assert again.returncode == 1 and "simroute: no pending change of 'dict' to accept" in again.stderr
 
 
 async def _until_listed(client: Client, text: str, *, attempts: int = 50) -> None:
@@ -135,3 +140,32 @@ async def _until_listed(client: Client, text: str, *, attempts: int = 50) -> Non
             return
         await asyncio.sleep(0.1)
     raise AssertionError(f"the accepted definition was not listed: {await described(client)!r}")
+
+
+async def test_replicas_on_one_redis_store_share_pins_and_acceptance(tmp_path, redis_server):
+    calls = tmp_path / "upstream-calls.jsonl"
+    configs = []
+    for name in ("a", "b"):
+        directory = tmp_path / name
+        directory.mkdir()
+        configs.append(rug_pull_config(directory, "block", store={"url": redis_server.url})[0])
+        # One upstream call log for both: the rug pull one replica's upstream made, the other's lists too.
+        text = configs[-1].read_text().replace(str(directory / "upstream-calls.jsonl"), str(calls))
+        configs[-1].write_text(text)
+    with serving(configs[0], tmp_path / "a.log") as port_a, serving(configs[1], tmp_path / "b.log") as port_b:
+        async with client_of(port_a) as a:
+            assert await described(a) == HONEST  # replica a pins the honest definition
+            await a.call_tool("lookup", {"q": "apple"})
+            async with client_of(port_b) as b:
+                # Replica b first sees the pulled definition: it judges it by a's pin.
+                assert await described(b) == HONEST
+                refused = await b.call_tool("lookup", {"q": "pear"}, raise_on_error=False)
+                assert refused.is_error and meta_of(refused)["policy"] == "tool-pins"
+                assert upstream_calls(calls) == ["apple"]
+                accepted = pins_cli(configs[1], "accept", "dict", "lookup")
+                assert accepted.returncode == 0, accepted.stderr
+                await _until_listed(a, INJECTED)  # both replicas read the acceptance back
+                await _until_listed(b, INJECTED)
+                released = [await client.call_tool("lookup", {"q": word}) for client, word in ((a, "fig"), (b, "plum"))]
+    assert [meta_of(result)["provenance"] for result in released] == ["real", "real"]
+    assert upstream_calls(calls) == ["apple", "fig", "plum"]
