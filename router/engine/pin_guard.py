@@ -51,9 +51,10 @@ class PinGuard:
         return self._pending.get(server, {})
 
     def note(self, server: str, tool: str) -> str:
-        """The record's remark on a call of a tool with an unaccepted change (`warn`)."""
-        change = self._pending.get(server, {}).get(tool)
-        return f"{change.describe()}; not accepted (pins.policy {self.policy})" if change is not None else ""
+        """The record's remark on a call of a tool with an unaccepted change under `warn`
+        (under `block` and `rehearse` the decision's reason says it)."""
+        change = self._pending.get(server, {}).get(tool) if self.policy == "warn" else None
+        return f"{change.describe()}; not accepted (pins.policy warn)" if change is not None else ""
 
     def mark_stale(self, server: str) -> None:
         self.stale.add(server)

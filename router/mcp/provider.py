@@ -92,7 +92,7 @@ class SnapshotProxyProvider(ProxyProvider):
             if snapshot is None:
                 self.listing_error = f"{type(exc).__name__}: {exc}"
                 raise
-            log.warning("upstream %r unavailable (%s); serving its tools from the snapshot", self.server, exc)
+            log.warning("tools of %r not listed live (%s); serving them from the snapshot", self.server, exc)
             return self._from_snapshot(snapshot)
         self.listing_error = None
         tools = self._served(listed_tools, listed, definitions)
