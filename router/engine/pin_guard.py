@@ -69,6 +69,11 @@ class PinGuard:
         pins cannot be read or written (the caller then serves its last snapshot)."""
         self.stale.discard(server)
         pins = {pin.tool: pin for pin in map(Pin.from_row, await self.store.pins(server))}
+        snapshot = self.store.tool_snapshot(server)
+        if not pins and snapshot:
+            # A store kept by a router without pins: what it last listed was first seen then.
+            await self.store.add_pins([Pin.of(server, definition, ts=time.time()).to_row() for definition in snapshot])
+            pins = {pin.tool: pin for pin in map(Pin.from_row, await self.store.pins(server))}
         result = reconcile(server, pins, listed, now=time.time())
         if result.first_seen:
             await self.store.add_pins([pin.to_row() for pin in result.first_seen])

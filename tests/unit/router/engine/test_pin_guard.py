@@ -75,3 +75,10 @@ async def test_a_change_listed_away_again_is_ended_as_reverted(store):
     assert await guard.reconcile("dict", [LOOKUP]) == [LOOKUP]
     assert not guard.pending("dict") and guard.decide(call("lookup"), Session("s1")) is None
     assert [c["status"] for c in await store.pin_changes("dict")] == ["reverted"]
+
+
+async def test_a_store_kept_without_pins_pins_its_last_snapshot(store):
+    await store.save_tool_snapshot("dict", [LOOKUP, DEFINE])  # what a router before pins last listed
+    guard = PinGuard(store, policy="block")
+    assert await guard.reconcile("dict", [PULLED, DEFINE]) == [LOOKUP, DEFINE]
+    assert [c["tool"] for c in await store.pin_changes("dict", status="pending")] == ["lookup"]
