@@ -7,7 +7,6 @@ them in `aclose()`.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 
@@ -27,6 +26,7 @@ from router.http.addresses import BrowserAddresses, ChannelAddresses
 from router.http.browser_egress import BrowserEgress
 from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
+from router.runtime.collector import settle_after_start
 from router.runtime.policy_chain import build_policies, replay_modes
 from router.runtime.world import ExampleLookup, build_engine, build_simulator
 from router.types import Call
@@ -248,12 +248,7 @@ class Runtime:
         # With Redis, `simroute worker` processes complete pending work, not every replica.
         if self.config.shadow.drain_on_start and self.config.store.redis_url is None and await self.store.pending(limit=1):
             self._in_background(self._drain(), "simroute-shadow-drain")
-        # What is alive once started (modules, the config, compiled patterns, tables) lives
-        # as long as the process: out of the cycle collector's generations, a full
-        # collection scans only what calls made since, and pauses the loop less. Garbage
-        # is collected first: frozen cycles would never be.
-        gc.collect()
-        gc.freeze()
+        settle_after_start()  # the cycle collector's pauses kept off the calls (collector.py)
         return self
 
     def _in_background(self, work, name: str) -> None:
