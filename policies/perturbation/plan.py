@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from statistics import NormalDist
 
 from policies.perturbation.config import DelayDistribution, PerturbationRuleConfig, PlanConfig
 from policies.perturbation.draws import draw
@@ -21,6 +22,7 @@ from policies.safety.verdict import SafetyClass, SafetyVerdict
 from router.types import Call, Perturbation
 
 _SEP = "\x1f"
+_NORMAL = NormalDist()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +86,7 @@ def _delay(delay: float | DelayDistribution | None, seed: int, key: str, plan: s
     u = draw(seed, key, plan, rule, n, salt="delay")
     if delay.distribution == "uniform":
         return delay.low_s + (delay.high_s - delay.low_s) * u
-    # The inverse normal CDF of a uniform draw, without numpy (statistics.NormalDist).
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
+    z = _NORMAL.inv_cdf(min(max(u, 1e-12), 1 - 1e-12))  # a standard normal draw from the uniform one
     return delay.median_s * math.exp(delay.sigma * z)
 
 
@@ -97,11 +96,13 @@ class Plan:
     seed: int
     per_session: bool
     rules: tuple[PerturbationRule, ...]
+    # Whether a rule matches on the safety class (only then is a verdict built per call).
+    needs_safety: bool = field(default=False)
 
     def matching(self, call: Call, safety: str | None = None) -> list[tuple[PerturbationRule, str]]:
         """The rules whose `match` fits `call` (with the safety gate's class, for the
         `safety` match key), each with its counter's name."""
-        verdict = SafetyVerdict(SafetyClass(safety), "") if safety else None
+        verdict = SafetyVerdict(SafetyClass(safety), "") if safety and self.needs_safety else None
         return [(rule, rule.counter(self.name, call)) for rule in self.rules if rule.matcher.matches(call, verdict)]
 
     def key(self, session_id: str, episode_seed: int | None) -> tuple[int, str]:
@@ -126,4 +127,4 @@ def compile_plan(name: str, config: PlanConfig) -> Plan:
         rule_name = rule.name or f"{rule.kind}[{index}]"
         matcher = parse_rule({"match": rule.match, "route": "real", "name": rule_name}, index=index)
         rules.append(PerturbationRule(rule_name, rule, matcher, frozenset(rule.at_steps) if rule.at_steps is not None else None))
-    return Plan(name, config.seed, config.per_session, tuple(rules))
+    return Plan(name, config.seed, config.per_session, tuple(rules), needs_safety=any(rule.matcher.safety is not None for rule in rules))
