@@ -168,10 +168,12 @@ def _cut_lines(text: str, keep: float) -> str:
 
 def _cut_value(value: Any, keep: float) -> Any:
     """Lists keep their first `keep` share of items (`keep` 0: empty), at the top level
-    and one level into a mapping (`{"items": [...]}`); an emptied mapping of scalars
-    stays as it was."""
+    and one level into a mapping (`{"items": [...]}`); a mapping without lists has its
+    texts cut instead (`{"result": "..."}`, as MCP wraps a text answer)."""
     if isinstance(value, list):
         return value[: int(len(value) * keep)]
-    if isinstance(value, dict):
+    if not isinstance(value, dict):
+        return value
+    if any(isinstance(item, list) for item in value.values()):
         return {key: item[: int(len(item) * keep)] if isinstance(item, list) else item for key, item in value.items()}
-    return value
+    return {key: _cut_text(item, keep) if isinstance(item, str) else item for key, item in value.items()}
