@@ -132,8 +132,8 @@ def ground(
     answers: list[Row] = []
     longest: int | None = None
     for order, row in enumerate(rows):
-        if row.get("tool") != call.tool or not usable(row):
-            continue
+        if row.get("tool") != call.tool or not usable(row) or row.get("perturbation"):
+            continue  # a perturbed answer (even only delayed) is never an example
         answers.append(row)
         text = size_of(row)
         tokens = count_tokens(text)

@@ -71,6 +71,18 @@ async def test_a_perturbed_answer_is_never_replayed(tmp_path):
     assert again.observation.provenance is not Provenance.REPLAY and "replay miss" in again.record.note
 
 
+async def test_a_delayed_answer_keeps_its_provenance_and_is_not_replayed_either(tmp_path):
+    engine, _ = await make_engine(tmp_path)
+    engine.perturber = perturber({"kind": "latency", "delay_s": 0.01})
+    delayed = await engine.handle(c("rec", q="y"), Session("rec"), FakeReal())
+    assert delayed.observation.provenance is Provenance.REAL
+    engine.perturber = Perturber()
+    engine.policies = default_policies(rules=[], mode=Route.REPLAY)
+    engine.replay_modes = ReplayModes("new_episodes", "error")
+    again = await engine.handle(c("b", q="y"), Session("b"), FakeReal())
+    assert again.observation.is_error and "in the source was perturbed" in again.record.note
+
+
 async def test_faults_on_the_sim_route_skip_the_model_and_a_rule_names_its_own_plan(tmp_path):
     engine, store = await make_engine(tmp_path, rules=[{"match": {"tool": "flaky"}, "route": "sim", "perturbation": "p"}])
     engine.simulator = simulator = FakeSimulator()
