@@ -25,6 +25,7 @@ PLAN = {
         {"name": "echo-limit", "kind": "rate_limit", "limit": 2, "match": {"channel": "mcp", "tool": "echo"}},
         {"name": "posts-down", "kind": "error", "status": 503, "retry_after_s": 7, "match": {"channel": "http", "method": "POST"}},
         {"name": "json-limit", "kind": "rate_limit", "limit": 1, "retry_after_s": 2, "match": {"channel": "http", "path": "/json"}},
+        {"name": "json-cut", "kind": "truncate", "keep": 0.5, "match": {"channel": "http", "path": "/json"}},
         {"name": "no-touch", "kind": "error", "exit_code": 2, "match": {"channel": "shell", "command": "touch *"}},
     ],
 }
@@ -83,7 +84,9 @@ async def test_http_faults_carry_the_status_and_retry_after_and_a_faulted_post_n
             assert json.loads(posted.headers["X-Simroute-Perturbation"])["rule"] == "chaos:posts-down"
             after = http.get(f"{upstream}/echo").json()["served"]
             assert after == before + 1  # the upstream's own counter: the POST never reached it
-            assert http.get(f"{upstream}/json").status_code == 200
+            cut = http.get(f"{upstream}/json")  # the real answer, its list cut to half
+            assert cut.status_code == 200 and cut.json() == {"ok": True, "items": [1]}
+            assert json.loads(cut.headers["X-Simroute-Perturbation"])["kind"] == "truncate"
             limited = http.get(f"{upstream}/json")
             assert limited.status_code == 429 and limited.headers["Retry-After"] == "2" and limited.headers["X-RateLimit-Remaining"] == "0"
             assert limited.headers["X-Simroute-Provenance"] == "none"
