@@ -70,7 +70,8 @@ def _http_fault(perturbation: Perturbation) -> dict[str, Any]:
 def _shell_fault(call: Call, perturbation: Perturbation, cwd: str | None) -> ShellResult:
     if perturbation.kind == "timeout":
         return ShellResult(output="", exit_code=None, cwd=cwd, timed_out=True)
-    program = str(call.arguments.get("command") or "bash").split()[0] if call.arguments.get("command") else "bash"
+    words = str(call.arguments.get("command") or "").split()
+    program = words[0] if words else "bash"  # the command's own program says it failed, as a shell shows it
     if perturbation.kind == "rate_limit":
         message = perturbation.message or f"{program}: rate limit exceeded; try again in {_retry_after(perturbation)} seconds"
     else:

@@ -58,6 +58,13 @@ def test_only_calls_the_match_fits_and_the_first_rule_that_fires_wins():
     assert slow is not None and slow.kind == "latency" and slow.delay_s == 0.25
 
 
+def test_the_safety_match_key_reads_the_gates_class():
+    plan = plan_of({"kind": "error", "match": {"safety": ["side_effect", "destructive"]}})
+    assert plan.needs_safety
+    assert len(plan.matching(make_call("write"), "side_effect")) == 1
+    assert plan.matching(make_call("read"), "safe") == [] and plan.matching(make_call("read"), None) == []
+
+
 def test_a_tool_scoped_rule_counts_each_tool_apart_and_a_session_scoped_one_counts_the_session():
     plan = plan_of({"name": "t", "kind": "error", "scope": "tool"}, {"name": "s", "kind": "error"})
     counters = {rule.name: counter for rule, counter in plan.matching(make_call("a", server="x"))}

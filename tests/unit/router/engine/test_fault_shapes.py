@@ -36,6 +36,8 @@ def test_a_shell_error_is_a_non_zero_exit_with_stderr_in_the_last_working_direct
     observation = fault_observation(call, fault("error", exit_code=2), [earlier])
     assert observation.structured["exit_code"] == 2 and observation.structured["cwd"] == "/workspace/src"
     assert "make: Resource temporarily unavailable" in observation.text and "exit code 2" in observation.text
+    blank = fault_observation(make_call("shell_exec", {"command": " "}, channel="shell"), fault("error"), [])
+    assert "bash: Resource temporarily unavailable" in blank.text
     timed_out = fault_observation(call, fault("timeout"), [])
     assert timed_out.structured["timed_out"] is True and timed_out.is_error
 
