@@ -25,7 +25,7 @@ import anyio
 from policies.perturbation import PerturbationsConfig, Plan, compile_plan
 from router.engine.fault_shapes import fault_observation, shaped_observation
 from router.engine.session_state import SessionState, count_locally
-from router.types import Observation, Perturbation, Session
+from router.types import Observation, Perturbation, Route, Session
 from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
@@ -55,10 +55,11 @@ class Perturber:
         return self.plans.get(name) if name is not None else None
 
     async def decide(self, pending: Pending, state: SessionState) -> Perturbation | None:
-        """The call's perturbation (None: none). Claims the matching rules' call numbers."""
+        """The call's perturbation (None: none). Claims the matching rules' call numbers.
+        A denied call stays a denial: it is neither perturbed nor counted."""
         session, call = pending.session, pending.stored_call
         plan = self.plan_for(session, pending.decision.perturbation)
-        if plan is None:
+        if plan is None or pending.decision.route is Route.DENY:
             return None
         matched = plan.matching(call, pending.decision.safety)
         if not matched:

@@ -106,3 +106,13 @@ async def test_an_episode_plan_is_drawn_from_the_episode_seed(tmp_path):
     first = await kinds(3)
     assert first == await kinds(3) and first != await kinds(4)
     assert {p["seed"] for p in first if p} == {3}
+
+
+async def test_a_denied_call_stays_a_denial(tmp_path):
+    engine, store = await make_engine(tmp_path, rules=[{"match": {"tool": "drop"}, "route": "deny"}])
+    engine.perturber = perturber({"name": "all", "kind": "error"})
+    session = Session("a")
+    denied = await engine.handle(make_call("drop", session="a"), session, FakeReal())
+    assert "simroute denied this call" in denied.observation.text and denied.record.perturbation is None
+    allowed = await engine.handle(make_call("read", session="a"), session, FakeReal())
+    assert allowed.record.perturbation["n"] == 1  # the denial was not counted
