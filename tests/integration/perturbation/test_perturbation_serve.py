@@ -6,12 +6,13 @@ shows it), and a perturbed answer never replayed afterwards."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import httpx2 as httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-from kit.launch import free_port, meta_of, records_of, toolbox_server
+from kit.launch import free_port, meta_of, records_of, simroute_executable, toolbox_server
 from kit.mcp import call_tool
 from kit.serve import serving
 
@@ -69,6 +70,8 @@ async def test_mcp_faults_are_is_error_results_a_faulted_write_never_reaches_the
     assert first_echo["unperturbed"]["content"][0]["text"] == "hello" and first_echo["observation"]["content"][0]["text"] == ""
     add = next(row for (tool, _, _), row in rows.items() if tool == "add_funds")
     assert add["provenance"] == "none" and "not sent to the replay side" in add["note"]
+    listing = subprocess.run([simroute_executable(), "records", "--config", str(config)], capture_output=True, text=True, check=True)
+    assert "perturbed error (chaos:writes-down, call 1)" in listing.stdout
 
 
 async def test_http_faults_carry_the_status_and_retry_after_and_a_faulted_post_never_reaches_the_upstream(make_config, tmp_path, upstream):
