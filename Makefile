@@ -23,6 +23,7 @@ test: setup
 
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py
+	.venv/bin/python benchmarks/perturbation_decision.py
 	.venv/bin/python benchmarks/safety_latency.py
 	.venv/bin/python benchmarks/learned_decision.py
 	.venv/bin/python benchmarks/routing_quality.py

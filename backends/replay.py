@@ -117,6 +117,8 @@ class ReplayBackend:
             return ReplayMiss(f"the source session made this call fewer than {occurrence} times", has_source=True)
         if row.provenance not in REPLAYABLE:
             return ReplayMiss(f"occurrence {occurrence} in the source was answered by {row.provenance}, not the real side", has_source=True)
+        if row.perturbed:
+            return ReplayMiss(f"occurrence {occurrence} in the source was perturbed", has_source=True)
         recorded = row.observation
         if recorded.truncated:
             return ReplayMiss(f"occurrence {occurrence} in the source was recorded truncated", has_source=True)

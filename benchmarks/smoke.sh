@@ -14,6 +14,7 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 
 benchmarks=(
   decision_latency.py
+  perturbation_decision.py
   safety_latency.py
   learned_decision.py
   divergence_size.py

@@ -52,6 +52,9 @@ def records(
             typer.echo(json.dumps(row, ensure_ascii=False))
         else:
             divergence = f"  {row['divergence']:.3f} {row.get('divergence_kind') or ''}" if row.get("divergence") is not None else ""
+            perturbed = row.get("perturbation")
+            if perturbed:
+                divergence += f"  perturbed {perturbed['kind']} ({perturbed['rule']}, call {perturbed['n']})"
             typer.echo(
                 f"{row['id'][:12]}  {row['session'][:14]:14} #{row['step']:<3} {row['server']}.{row['tool']:<22} "
                 f"{row['route']:7} {row['provenance']:7} {row['latency_ms']:9.2f} ms  {row['policy']}  {row.get('status', '')}{divergence}"

@@ -18,6 +18,7 @@ from backends.browser.options import BrowserConfig
 from backends.mcp.servers import ServerSpec
 from backends.options import Strict
 from backends.shell.options import ShellConfig
+from policies.perturbation import PerturbationsConfig
 from policies.rules import Rule, parse_rule
 from router.config.episodes import EpisodesConfig
 from router.config.sections import (
@@ -65,6 +66,9 @@ class Config(Strict):
     rehearsal: RehearsalConfig = Field(default=RehearsalConfig(), description="Rehearsal mode.")
     learned: LearnedConfig = Field(default=LearnedConfig(), description="The learned router.")
     episodes: EpisodesConfig = Field(default=EpisodesConfig(), description="Episodes for RL loops.")
+    perturbations: PerturbationsConfig = Field(
+        default=PerturbationsConfig(), description="Seeded perturbations: faults, delays and cut answers on every route."
+    )
     cost: dict[str, dict[str, NonNegativeFloat]] = Field(
         default={}, description="The price of a real call per server and tool (globs); default 1.0."
     )
@@ -280,6 +284,10 @@ def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None =
                 loc: tuple[Any, ...] = (*where, i, *_split_key(key)) if problem else (*where, i)
                 line = _line_for(loc, lines)
                 raise ConfigError(f"{source}:{line}: {_format_loc(loc)}: {problem or exc}") from exc
+            plan = rule.get("perturbation") if isinstance(rule, dict) else None
+            if plan is not None and plan not in config.perturbations.plans:
+                loc = (*where, i, "perturbation")
+                raise ConfigError(f"{source}:{_line_for(loc, lines)}: {_format_loc(loc)}: {plan!r} is not one of perturbations.plans")
     return config
 
 

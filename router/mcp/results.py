@@ -34,6 +34,7 @@ def simroute_meta(record: Record) -> dict[str, Any]:
         **({"safety_class": record.decision.safety, "safety_reason": record.decision.safety_reason} if record.decision.safety else {}),
         "record_id": record.id,
         **({"note": record.note} if record.note else {}),
+        **({"perturbation": record.perturbation} if record.perturbation is not None else {}),
     }
 
 

@@ -17,6 +17,7 @@ from backends.shell.sandboxes import Sandboxes
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
+from router.engine.perturbing import Perturber
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
 from router.engine.tool_catalog import ToolCatalog
@@ -114,6 +115,7 @@ class Runtime:
             # Real answers to repeated calls teach the noise table, off the agent's path; a
             # sample of calls known read-only is made again: pairs without repeated agent calls.
             watchers=[NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate)],
+            perturber=Perturber.from_config(config.perturbations),
         )
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).

@@ -73,10 +73,12 @@ class HistoryReadBack:
     async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
         if self.shared and not background:
             earlier = await self.store.session_records(session.id, before_step=session.steps - 1, limit=HISTORY_IN_MEMORY)
-            session = self._with_history(session, [Turn(r.call, r.served) for r in earlier])
+            session = self._with_history(session, [Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier])
         elif session.forgotten > 0:
             older = await self.store.session_records(session.id, before_step=session.forgotten, limit=HISTORY_IN_MEMORY)
-            session = self._with_history(session, [Turn(r.call, r.served) for r in older] + list(session.history))
+            session = self._with_history(
+                session, [Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in older] + list(session.history)
+            )
         if self.examples is not None and call.channel in getattr(self.inner, "domains", {}):
             await self.examples.prefetch(call)
         return await self.inner.simulate(call, session, deadline_s=deadline_s, background=background)

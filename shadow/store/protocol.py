@@ -51,6 +51,7 @@ class ReplayRow:
     session: str
     provenance: str
     observation: Observation
+    perturbed: bool = False  # a perturbation delayed, changed or replaced the answer: never replayed
 
 
 @dataclass(frozen=True, slots=True)
