@@ -65,10 +65,13 @@ class WorldModelSimulator:
     def messages_for(self, call: Call, session: Session, *, grounding: Grounding | None = None) -> list[dict[str, Any]]:
         """The prompt for `call` in `session`; grounded in `grounding` when given (else
         in the recorded examples the domain looks up)."""
-        domain = self.domains[call.channel]
         if grounding is None:
-            return self._grounded_messages(domain, call, session)[1]
-        return self._messages(domain, call, session, grounding)
+            return self.grounded_messages(call, session)[1]
+        return self._messages(self.domains[call.channel], call, session, grounding)
+
+    def grounded_messages(self, call: Call, session: Session) -> tuple[Grounding, list[dict[str, Any]]]:
+        """The prompt for `call` in `session`, and the grounding whose rows it shows as demonstrations."""
+        return self._grounded_messages(self.domains[call.channel], call, session)
 
     async def read_ahead(self, call: Call, *, deadline_s: float = 120.0) -> int:
         """Have the engine read, ahead of any agent's call, the system prompt that

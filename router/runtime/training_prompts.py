@@ -9,6 +9,7 @@ the same call, which the live prompt also shows, stay."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from router.config import Config
 from router.runtime.world import ExampleLookup, build_world_simulator
@@ -38,8 +39,11 @@ class LivePrompts:
     def domain(self, channel: str) -> str | None:
         return DOMAINS.get(channel) if channel in self.simulator.domains else None
 
-    def prompt(self, call: Call, history: Sequence[Turn]) -> list[dict[str, str]]:
-        return self.simulator.messages_for(call, Session(id=call.session_id, history=list(history)))
+    def prompt(self, call: Call, history: Sequence[Turn]) -> list[dict[str, Any]]:
+        grounding, messages = self.simulator.grounded_messages(call, Session(id=call.session_id, history=list(history)))
+        shown = [turn.observation.provenance for turn in history if turn.call.channel == call.channel and turn.call.server == call.server]
+        demonstrated = [(row.get("observation") or {}).get("provenance", "none") for row in grounding.rows]
+        return marked(messages, [str(p) for p in shown], demonstrated)
 
     def rendered(self, call: Call, history: Sequence[Turn], observation: Observation) -> str:
         from backends.world_model.grounding import Grounding
@@ -50,3 +54,20 @@ class LivePrompts:
         messages = self.simulator.messages_for(call, session, grounding=Grounding())
         assert messages[-2]["role"] == "assistant", "a domain's prompt ends with a history turn, then the action"
         return messages[-2]["content"]
+
+
+def marked(messages: list[dict[str, str]], shown: Sequence[str], demonstrated: Sequence[str]) -> list[dict[str, Any]]:
+    """The prompt's assistant turns with the provenance of the observation each shows.
+    The demonstrations are the last turns before the action (a prompt that had to
+    shrink drops the oldest of them first); before them, the history turns of the
+    call's environment (channel and server), the oldest dropped first: both aligned
+    from the newest."""
+    out: list[dict[str, Any]] = [dict(message) for message in messages]
+    assistants = [message for message in out if message["role"] == "assistant"]
+    examples = min(len(demonstrated), len(assistants))
+    history, shown_examples = assistants[: len(assistants) - examples], assistants[len(assistants) - examples :]
+    for message, provenance in zip(reversed(shown_examples), reversed(demonstrated), strict=False):
+        message["provenance"] = provenance
+    for message, provenance in zip(reversed(history), reversed(shown), strict=False):
+        message["provenance"] = provenance
+    return out

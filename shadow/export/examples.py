@@ -32,8 +32,9 @@ class PromptBuilder(Protocol):
     def domain(self, channel: str) -> str | None:
         """The world-model domain of a channel (MCP, Terminal, Web…); None: none simulates it."""
 
-    def prompt(self, call: Call, history: Sequence[Turn]) -> list[dict[str, str]]:
-        """The chat messages the live simulator builds for `call` after `history`."""
+    def prompt(self, call: Call, history: Sequence[Turn]) -> list[dict[str, Any]]:
+        """The chat messages the live simulator builds for `call` after `history`, each
+        assistant turn carrying the `provenance` of the observation it shows."""
 
     def rendered(self, call: Call, history: Sequence[Turn], observation: Observation) -> str:
         """`observation`, answering `call` after `history`, as the live prompt shows it in
@@ -131,19 +132,7 @@ class SessionExamples:
         return Example(
             record=record,
             domain=domain,
-            prompt=marked(self.builder.prompt(record.call, history), record.call, history),
+            prompt=self.builder.prompt(record.call, history),
             target=self.builder.rendered(record.call, history, real),
             rejected=self.builder.rendered(record.call, history, simulated) if simulated is not None else None,
         )
-
-
-def marked(messages: list[dict[str, str]], call: Call, history: Sequence[Turn]) -> list[dict[str, Any]]:
-    """The prompt's assistant turns with the provenance of the observation each shows.
-    A domain shows the turns of the call's own environment (channel and server), the
-    oldest left out first when the prompt must shrink: aligned from the newest."""
-    shown = [turn for turn in history if turn.call.channel == call.channel and turn.call.server == call.server]
-    out: list[dict[str, Any]] = [dict(message) for message in messages]
-    assistants = [message for message in out if message["role"] == "assistant"]
-    for message, turn in zip(reversed(assistants), reversed(shown), strict=False):
-        message["provenance"] = str(turn.observation.provenance)
-    return out
