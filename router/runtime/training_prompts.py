@@ -52,7 +52,8 @@ class LivePrompts:
         # demonstrations after it), rendered by the domain's own code.
         session = Session(id=call.session_id, history=[*history, Turn(call, observation)])
         messages = self.simulator.messages_for(call, session, grounding=Grounding())
-        assert messages[-2]["role"] == "assistant", "a domain's prompt ends with a history turn, then the action"
+        if len(messages) < 3 or messages[-2]["role"] != "assistant":
+            raise ValueError(f"the {call.channel} domain's prompt does not end with the turn just added")
         return messages[-2]["content"]
 
 

@@ -14,6 +14,7 @@ rejected side of a preference pair.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -22,6 +23,8 @@ from typing import Any, Protocol
 from router.types import HISTORY_IN_MEMORY, Call, Observation, Provenance, Turn
 from shadow.export.options import ExportFilter
 from shadow.records import Record
+
+log = logging.getLogger("simroute.export")
 
 # Records whose call never completed: the agent saw no observation (not history, never a target).
 _UNSEEN = frozenset({"started", "interrupted"})
@@ -65,6 +68,7 @@ class Skips:
     truncated: int = 0  # a body cut at the record limit: not the real answer
     no_domain: int = 0
     unreadable: int = 0
+    unbuildable: int = 0  # the domain could not build its prompt
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -129,10 +133,19 @@ class SessionExamples:
             self.skips.no_domain += 1
             return None
         simulated = simulated_side(record) if self.pairs and diverged(record, self.where.min_divergence) else None
-        return Example(
-            record=record,
-            domain=domain,
-            prompt=self.builder.prompt(record.call, history),
-            target=self.builder.rendered(record.call, history, real),
-            rejected=self.builder.rendered(record.call, history, simulated) if simulated is not None else None,
-        )
+        try:
+            return Example(
+                record=record,
+                domain=domain,
+                prompt=self.builder.prompt(record.call, history),
+                target=self.builder.rendered(record.call, history, real),
+                rejected=self.builder.rendered(record.call, history, simulated) if simulated is not None else None,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            # A record the domain cannot put to the model (arguments or an observation of
+            # an unexpected shape): one example lost, counted and logged, not the export.
+            log.warning(
+                "record %s (%s.%s) gives no prompt: %s: %s", record.id, record.call.server, record.call.tool, type(exc).__name__, exc
+            )
+            self.skips.unbuildable += 1
+            return None

@@ -100,3 +100,18 @@ def test_the_prompt_is_the_live_simulators_and_the_target_is_the_next_prompts_tu
     live = builder.simulator.messages_for(second.record.call, session)
     assert [{"role": m["role"], "content": m["content"]} for m in second.prompt] == live
     assert second.prompt[2]["content"] == first.target  # what the model is trained to write is what the next prompt shows
+
+
+def test_a_record_the_domain_cannot_prompt_is_counted_and_the_session_goes_on(builder, caplog):
+    class Refusing(type(builder)):
+        def rendered(self, call, history, observation):
+            if call.arguments.get("city") == "Nowhere":
+                raise ValueError("no such place")
+            return super().rendered(call, history, observation)
+
+    refusing = Refusing.__new__(Refusing)
+    refusing.simulator = builder.simulator
+    examples, skips = feeder(refusing)
+    assert examples.feed(record(0, text("?", Provenance.REAL), city="Nowhere")) is None
+    assert examples.feed(record(1, text("sunny", Provenance.REAL))).answer == "sunny"
+    assert skips.unbuildable == 1 and "gives no prompt: ValueError: no such place" in caplog.text
