@@ -1,7 +1,7 @@
 """`simroute export` on a store filled by real runs, as a user runs it: simroute in
 front of the test toolbox MCP server (shadowed against an OpenAI-compatible model
-stub that keeps the prompts it was sent), the shell sandbox, the HTTP channel, a
-replaying session and a simulated one; then every file of the dataset is read."""
+stub that keeps the prompts it was sent), the shell sandbox, the browser, the HTTP
+channel, a replaying session and a simulated one; then every file of the dataset is read."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from kit.http import start_proxy
 from kit.launch import meta_of, records_of, stdio_client, toolbox_server, write_config
 from kit.model_stub import ModelStub
 from servers.http_upstream import serve_upstream
+from servers.web_pages import WebPages
 
 from shadow.export.options import SessionSplit
 
@@ -68,6 +69,12 @@ def filled(tmp_path_factory) -> dict:
         assert SIMULATED in simulated[0].content[0].text
         shell = config_for(folder, model, mode="shadow", shell={"enabled": True, "pool_size": 0})
         asyncio.run(session(shell, [("shell_exec", {"command": "echo hello from the sandbox"})]))
+        with WebPages() as site:
+            browser = config_for(
+                folder, model, mode="shadow", browser={"enabled": True, "isolation": "host", "allowed_origins": ["http://127.0.0.1:*"]}
+            )
+            [page] = asyncio.run(session(browser, [("browser_navigate", {"url": site.url("/login")})]))
+            assert not page.is_error
         with serve_upstream() as upstream:
             proxy = start_proxy(shadowed)
             try:
@@ -94,23 +101,22 @@ def every_line(dataset, name: str) -> list[dict]:
 
 def test_every_channel_is_exported_and_the_card_counts_the_lines(filled, dataset):
     card = dataset["card"]
-    assert {row["channel"] for row in filled["rows"]} == {"mcp", "shell", "http"}
+    assert {row["channel"] for row in filled["rows"]} == {"mcp", "shell", "browser", "http"}
     for name in FORMATS:
         for side in ("train", "test"):
             assert card["counts"]["lines"][name][side] == len(dataset["files"][name][side])
     examples = every_line(dataset, "agentworldbench")
-    assert {line["domain"] for line in examples} == {"MCP", "Terminal"} and {line["meta"]["channel"] for line in examples} == {
-        "mcp",
-        "shell",
-        "http",
-    }
-    assert card["counts"]["examples_by_domain"]["Terminal"] == 1
+    assert {line["domain"] for line in examples} == {"MCP", "Terminal", "Web"}
+    assert {line["meta"]["channel"] for line in examples} == {"mcp", "shell", "browser", "http"}
+    assert card["counts"]["examples_by_domain"]["Terminal"] == 1 and card["counts"]["examples_by_domain"]["Web"] == 1
     assert sum(card["counts"]["examples_by_route"].values()) == len(examples)
     assert card["counts"]["records_read"] == len(filled["rows"])
     assert card["source"] == {"store": "sqlite", "path": str(filled["folder"] / "records.db")}
     assert card["simroute_version"] and card["split"]["seed"] == 7 and card["filters"]["tokens"] == []
     terminal = next(line for line in examples if line["domain"] == "Terminal")
     assert "hello from the sandbox" in terminal["answer"] and "$" in terminal["answer"]  # the screen, with its prompt line
+    web = next(line for line in examples if line["domain"] == "Web")
+    assert "/login" in web["answer"] and 'textbox "Password"' in web["answer"]  # the page: its address and snapshot
 
 
 def comparable(line: dict) -> dict:
