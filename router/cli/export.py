@@ -97,7 +97,7 @@ async def _run(cfg: Config, plan: Any, out: Path) -> dict[str, Any]:
 
     store = await cfg.open_store(read_only=True).open()
     try:
-        with _progress(await store.count()) as advance:
+        with _ProgressBar(await store.count()) as advance:
             counts = await export(store, LivePrompts(cfg, store), plan, out, progress=advance)
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
@@ -115,7 +115,7 @@ async def _run(cfg: Config, plan: Any, out: Path) -> dict[str, Any]:
     return document
 
 
-class _progress:
+class _ProgressBar:
     """A progress bar over the records read, on a terminal only (a pipe or a log gets none)."""
 
     def __init__(self, total: int) -> None:

@@ -43,7 +43,7 @@ async def export(
 ) -> ExportCounts:
     """Writes `plan`'s formats under `out` (see `dataset_files`); returns the counts."""
     counts = ExportCounts(lines={name: Counter() for name in plan.formats})
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="simroute-export-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="simroute-export-") as scratch, ExitStack() as stack:
         files: dict[tuple[str, str], IO[str]] = {}
         for name, sides in dataset_files(plan).items():
             for side, relative in sides.items():
