@@ -21,6 +21,7 @@ benchmarks=(
   shadow_overhead.py
   store_ingest.py
   store_scaling.py
+  export_scaling.py
   mcp_overhead.py
   routing_quality.py
   http_overhead.py

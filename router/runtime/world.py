@@ -113,12 +113,18 @@ def build_engine(config: Config) -> Any:
 
 
 def build_simulator(config: Config, store: RecordStore, engine: Any, examples: ExampleLookup) -> Simulator:
-    """One simulator for every channel; each channel's domain builds its prompts and
-    ranks its recorded examples (backends/world_model/grounding.py) from the rows the
-    store's capped example lookup returns."""
+    """One simulator for every channel, its sessions' whole history read back from the store."""
+    simulator = build_world_simulator(config, store, engine, examples)
+    return HistoryReadBack(simulator, store, shared=config.store.redis_url is not None, examples=examples)
+
+
+def build_world_simulator(config: Config, store: RecordStore, engine: Any, examples: ExampleLookup) -> Any:
+    """The world-model simulator: each channel's domain builds its prompts and ranks its
+    recorded examples (backends/world_model/grounding.py) from the rows the store's
+    capped example lookup returns. `simroute export` builds its prompts with it too."""
     from backends.world_model.simulator import WorldModelSimulator
 
-    simulator = WorldModelSimulator(
+    return WorldModelSimulator(
         engine,
         domains={
             "mcp": _mcp_domain(config, store, examples),
@@ -132,7 +138,6 @@ def build_simulator(config: Config, store: RecordStore, engine: Any, examples: E
         # Thinking models on an endpoint spend most of their budget thinking.
         size_budgets=config.world_model.engine == "llama",
     )
-    return HistoryReadBack(simulator, store, shared=config.store.redis_url is not None, examples=examples)
 
 
 def _mcp_domain(config: Config, store: RecordStore, examples: ExampleLookup) -> Any:
