@@ -75,6 +75,11 @@ class Skips:
 
 
 def real_side(record: Record) -> Observation | None:
+    if record.perturbation is not None:
+        # What the agent saw was shaped by a perturbation: never a target. The route's
+        # own answer, kept beside it, is one when it came from the real side.
+        unperturbed = record.unperturbed
+        return unperturbed if unperturbed is not None and unperturbed.provenance is Provenance.REAL else None
     if record.served.provenance is Provenance.REAL:
         return record.served
     if record.shadow is not None and record.shadow.provenance is Provenance.REAL:
@@ -117,7 +122,8 @@ class SessionExamples:
             self.skips.unseen += 1
             return None
         history = list(self.history)
-        self.history.append(Turn(record.call, record.served))  # the agent saw it, whatever its provenance
+        # The agent saw it, whatever its provenance or perturbation.
+        self.history.append(Turn(record.call, record.served, perturbed=record.perturbation is not None))
         if not self.where.selects(record):
             self.skips.filtered += 1
             return None

@@ -115,3 +115,15 @@ def test_a_record_the_domain_cannot_prompt_is_counted_and_the_session_goes_on(bu
     assert examples.feed(record(0, text("?", Provenance.REAL), city="Nowhere")) is None
     assert examples.feed(record(1, text("sunny", Provenance.REAL))).answer == "sunny"
     assert skips.unbuildable == 1 and "gives no prompt: ValueError: no such place" in caplog.text
+
+
+def test_a_perturbed_answer_is_never_a_target_but_the_real_answer_kept_beside_it_is(builder):
+    examples, skips = feeder(builder)
+    fault = {"kind": "error", "rule": 0, "seed": 7, "n": 1}
+    # A fault simroute made up (provenance none) with no real answer: no example.
+    assert examples.feed(record(0, text("simroute: rate limited", Provenance.NONE, is_error=True), perturbation=fault)) is None
+    # A truncated real answer: the agent saw "sun", the real side said "sunny"; the target is "sunny".
+    cut = {"kind": "truncate", "rule": 0, "seed": 7, "n": 2}
+    example = examples.feed(record(1, text("sun", Provenance.REAL), city="Rome", perturbation=cut, unperturbed=text("sunny", Provenance.REAL)))
+    assert skips.no_real_observation == 1
+    assert example is not None and example.answer == "sunny" and "sun\n" not in example.target
