@@ -25,12 +25,28 @@ ConfigOption = Annotated[
 ]
 
 
-def load_or_exit(path: Path | None) -> Config:
+def load_or_exit(path: Path | None, *, tokens: bool = False) -> Config:
+    """The config, or exit 2 saying what is wrong with it. `tokens`: the tokens too
+    (`SIMROUTE_TOKEN`, `service.tokens`), for the commands that serve and check-config:
+    a bad token is a config error, said before anything starts."""
     try:
-        return load_config(path)
+        cfg = load_config(path)
     except ConfigError as exc:
-        typer.echo(f"simroute: config error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise config_error(exc) from exc
+    if tokens:
+        from router.auth import AuthConfigError, configured_tokens
+
+        try:
+            configured_tokens(cfg.service.tokens)
+        except AuthConfigError as exc:
+            raise config_error(exc) from exc
+    return cfg
+
+
+def config_error(exc: Exception) -> typer.Exit:
+    """Say a config error (the first thing on stderr) and the exit to raise: status 2."""
+    typer.echo(f"simroute: config error: {exc}", err=True)
+    return typer.Exit(2)
 
 
 def read_store[T](cfg: Config, query: Callable[[Any], Awaitable[T]]) -> T:
