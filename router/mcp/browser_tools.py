@@ -23,7 +23,7 @@ from backends.browser.page_state import PageState, scheme_refusal
 from backends.browser.pool import BrowserPool
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
-from router.mcp.results import own_refusal_meta
+from router.mcp.results import own_answer_meta
 
 CHANNEL = "browser"
 
@@ -42,7 +42,7 @@ def result_of(state: PageState) -> ToolResult:
         content=[TextContent(type="text", text=state.text())],
         structured_content=structured,
         is_error=state.is_error,
-        meta=own_refusal_meta() if state.refused else None,
+        meta=own_answer_meta() if state.refused else None,
     )
 
 

@@ -61,7 +61,7 @@ async def test_metadata_and_unlisted_private_addresses_are_refused_and_a_pages_f
         assert meta_of(result)["provenance"] == "none"  # simroute's own refusal, not the web's answer
         result, text, _ = await call_tool(client, "browser_navigate", url=other_site.url("/about"))
         assert result.is_error and "browser.allowed_origins" in text and "loopback" in text
-        assert meta_of(result)["provenance"] == "none" and "simroute_own_refusal" not in (result.meta or {})
+        assert meta_of(result)["provenance"] == "none" and "simroute_own_answer" not in (result.meta or {})
         result, _, page = await call_tool(client, "browser_navigate", url=site.url("/about"))
         assert not result.is_error and page["title"] == "About" and meta_of(result)["provenance"] == "real"
 
