@@ -72,6 +72,7 @@ class Runtime:
             source=ReplaySource(config.replay.from_),
             scheme_inputs=config.replay_key_scheme(),
             namespaced=self.tokens.enabled,
+            shared_namespaces=config.service.shared_namespaces,
         )
         # The world model loads on first use (or in the background at start when a
         # route can reach it); loading is never charged to a call's deadline.
@@ -79,6 +80,7 @@ class Runtime:
         self.examples = ExampleLookup(self.store)
         self.examples.call_key_of = lambda call: self.replay.keys(call).replay
         self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
+        self.examples.visible = self.replay.visible
         self.simulator = build_simulator(config, self.store, self.world_model, self.examples)
         self.shadow_runner = ShadowRunner(
             simulator=self.simulator,

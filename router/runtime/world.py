@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ class ExampleLookup:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.call_key_of = lambda call: None  # set by the runtime: the call's replay key (the store's lookup)
         self.exact_key_of = lambda call: ""  # set by the runtime: the call's stored key (the domains' ranking)
+        # set by the runtime: whether a row recorded in one session may be shown to another
+        # (with tokens, another token's recordings are not, unless its namespace is shared)
+        self.visible: Callable[[str, str], bool] = lambda session_id, recorded_in: True
         # Prefetched rows by the call object's identity (its arguments make it unhashable), taken once.
         self._fetched: dict[int, tuple[Call, list[dict[str, Any]]]] = {}
 
@@ -50,10 +54,11 @@ class ExampleLookup:
         while len(self._fetched) > _FETCHED_KEPT:  # rows nobody asked for (the call failed first)
             self._fetched.pop(next(iter(self._fetched)))
 
-    def _query(self, call: Call):
-        return self.store.examples(
+    async def _query(self, call: Call) -> list[dict[str, Any]]:
+        rows = await self.store.examples(
             call.channel, call.server, call.tool, exclude_session=call.session_id, call_key=self.call_key_of(call), limit=self.limit
         )
+        return [row for row in rows if self.visible(call.session_id, str(row.get("session") or ""))]
 
 
 class HistoryReadBack:
