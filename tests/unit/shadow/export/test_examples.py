@@ -124,6 +124,8 @@ def test_a_perturbed_answer_is_never_a_target_but_the_real_answer_kept_beside_it
     assert examples.feed(record(0, text("simroute: rate limited", Provenance.NONE, is_error=True), perturbation=fault)) is None
     # A truncated real answer: the agent saw "sun", the real side said "sunny"; the target is "sunny".
     cut = {"kind": "truncate", "rule": 0, "seed": 7, "n": 2}
-    example = examples.feed(record(1, text("sun", Provenance.REAL), city="Rome", perturbation=cut, unperturbed=text("sunny", Provenance.REAL)))
+    example = examples.feed(
+        record(1, text("sun", Provenance.REAL), city="Rome", perturbation=cut, unperturbed=text("sunny", Provenance.REAL))
+    )
     assert skips.no_real_observation == 1
     assert example is not None and example.answer == "sunny" and "sun\n" not in example.target
