@@ -23,6 +23,7 @@ test: setup
 
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py
+	.venv/bin/python benchmarks/perturbation_decision.py
 	.venv/bin/python benchmarks/safety_latency.py
 	.venv/bin/python benchmarks/learned_decision.py
 	.venv/bin/python benchmarks/routing_quality.py
@@ -34,6 +35,7 @@ bench: setup
 	.venv/bin/python benchmarks/browser_actions.py
 	.venv/bin/python benchmarks/http_overhead.py
 	.venv/bin/python benchmarks/store_scaling.py
+	.venv/bin/python benchmarks/export_scaling.py
 	.venv/bin/python benchmarks/store_lock.py
 	.venv/bin/python benchmarks/store_ingest.py
 	.venv/bin/python benchmarks/dashboard_queries.py --redis

@@ -12,9 +12,12 @@ chosen at a session's first call of a key and kept for the session.
 
 The key is the call's server, tool and canonical arguments, minus the ignored
 argument paths; with tokens on, it starts with the caller's token namespace
-(`alice/…`), so a recording made under one token is never served to another. A channel may bring its own canonical form of arguments (HTTP:
-normalised URL, JSON body, noisy query parameters and body fields left out, a
-keyed digest of the credentials the request carried).
+(`alice/…`), so a recording made under one token is never served to another,
+except from the namespaces the config shares (`service.shared_namespaces`: e.g. a
+CI token's golden recordings), tried after the caller's own. A channel may bring
+its own canonical form of arguments (HTTP: normalised URL, JSON body, noisy query
+parameters and body fields left out, a keyed digest of the credentials the request
+carried).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class ReplayBackend:
         source: ReplaySource = _LATEST,
         scheme_inputs: Any = None,
         namespaced: bool = False,
+        shared_namespaces: Sequence[str] = (),
     ) -> None:
         self.store = store
         self.ignore_arguments = tuple(ignore_arguments)
@@ -74,6 +78,8 @@ class ReplayBackend:
         # With tokens on, session ids are `token/session` (router/auth.py): the token
         # part scopes replay keys.
         self.namespaced = namespaced
+        # Token namespaces whose recordings every token may replay, as key prefixes.
+        self.shared = tuple(f"{name}/" for name in shared_namespaces) if namespaced else ()
         # Identifies how replay keys are made: records made under another scheme are
         # re-keyed when the store opens (so ignored paths apply to old records too).
         inputs = [list(self.ignore_arguments), scheme_inputs, *(["namespaced"] if namespaced else [])]
@@ -107,16 +113,21 @@ class ReplayBackend:
         source_session = session.replay_sources.get(key)
         if source_session is None:
             source = ReplaySource(session.replay_from) if session.replay_from else self.source  # an episode's own recording
-            source_session = await self.store.replay_session(key, exclude_session=session.id, source=source)
+            for candidate in self._visible_keys(key, session.id):
+                source_session = await self.store.replay_session(candidate, exclude_session=session.id, source=source)
+                if source_session is not None:
+                    break
             if source_session is None:
                 where = f"recording {source.recording!r}" if source.recording else "any earlier session"
                 return ReplayMiss(f"no call like this in {where}", has_source=False)
             session.replay_sources[key] = source_session
-        row = await self.store.replay_row(key, session=source_session, occurrence=occurrence)
+        row = await self.store.replay_row(self._key_in(key, session.id, source_session), session=source_session, occurrence=occurrence)
         if row is None:
             return ReplayMiss(f"the source session made this call fewer than {occurrence} times", has_source=True)
         if row.provenance not in REPLAYABLE:
             return ReplayMiss(f"occurrence {occurrence} in the source was answered by {row.provenance}, not the real side", has_source=True)
+        if row.perturbed:
+            return ReplayMiss(f"occurrence {occurrence} in the source was perturbed", has_source=True)
         recorded = row.observation
         if recorded.truncated:
             return ReplayMiss(f"occurrence {occurrence} in the source was recorded truncated", has_source=True)
@@ -130,6 +141,31 @@ class ReplayBackend:
             latency_s=time.perf_counter() - started,
         )
         return ReplayHit(observation, row.record_id)
+
+    def visible(self, session_id: str, recorded_in: str) -> bool:
+        """Whether what session `recorded_in` recorded may be shown to session
+        `session_id`: without tokens always; with tokens, from its own namespace or a
+        shared one (the same rule for replay and the world model's examples)."""
+        if not self.namespaced:
+            return True
+        theirs = namespace_of(recorded_in)
+        return theirs == namespace_of(session_id) or theirs in self.shared
+
+    def _visible_keys(self, key: str, session_id: str) -> list[str]:
+        """`key` in the caller's namespace, then in each shared namespace: where its
+        recordings may come from."""
+        own = namespace_of(session_id)
+        if not self.shared or not key.startswith(own):
+            return [key]
+        bare = key[len(own) :]
+        return [key, *(prefix + bare for prefix in self.shared if prefix != own)]
+
+    def _key_in(self, key: str, session_id: str, source_session: str) -> str:
+        """`key` (the caller's) as the source session's namespace has it."""
+        own, theirs = namespace_of(session_id), namespace_of(source_session)
+        if not self.shared or own == theirs or not key.startswith(own):
+            return key
+        return theirs + key[len(own) :]
 
 
 def namespace_of(session_id: str) -> str:

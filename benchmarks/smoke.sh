@@ -14,12 +14,14 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 
 benchmarks=(
   decision_latency.py
+  perturbation_decision.py
   safety_latency.py
   learned_decision.py
   divergence_size.py
   shadow_overhead.py
   store_ingest.py
   store_scaling.py
+  export_scaling.py
   mcp_overhead.py
   routing_quality.py
   http_overhead.py

@@ -3,8 +3,9 @@
 Match keys: `channel`, `server`, `tool`, `arguments` (dotted paths; a key that
 starts with `$` is JSONPath), `host` (without port), `method`, `path`,
 `command` (any simple command of a shell command line, unwrapped), `safety`
-(the gate's class). Actions: `route`, and optionally `shadow_rate` and
-`deadline_s`, carried on the decision. First match wins.
+(the gate's class). Actions: `route`, and optionally `shadow_rate`,
+`deadline_s` and `perturbation` (a plan's name), carried on the decision. First
+match wins.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from policies.safety.verdict import SafetyClass, SafetyVerdict
 from router.types import Call, Decision, Mode, Session
 
 _MATCH_KEYS = ("channel", "server", "tool", "arguments", "host", "method", "path", "command", "safety")
-_RULE_KEYS = {"match", "route", "name", "reason", "shadow_rate", "deadline_s"}
+_RULE_KEYS = {"match", "route", "name", "reason", "shadow_rate", "deadline_s", "perturbation"}
 _CLASSES = {str(c) for c in SafetyClass}
 
 
@@ -42,6 +43,7 @@ class Rule:
     safety: frozenset[str] | None = None
     shadow_rate: float | None = None
     deadline_s: float | None = None
+    perturbation: str | None = None  # the perturbation plan of the calls it decides
 
     def matches(self, call: Call, safety: SafetyVerdict | None = None) -> bool:
         if self.channel is not None and not self.channel(call.channel):
@@ -66,7 +68,14 @@ class Rule:
         route = self.route.route
         if route is None:
             raise PolicyConfigError(f"rule {self.name!r} routes to the learned router, which this rule list was not given")
-        return Decision(route, f"{policy}:{self.name}", self.reason, shadow_rate=self.shadow_rate, deadline_s=self.deadline_s)
+        return Decision(
+            route,
+            f"{policy}:{self.name}",
+            self.reason,
+            shadow_rate=self.shadow_rate,
+            deadline_s=self.deadline_s,
+            perturbation=self.perturbation,
+        )
 
 
 def http_host(call: Call) -> Any:
@@ -150,7 +159,14 @@ def parse_rule(data: Any, *, index: int = 0) -> Rule:
         safety=_safety_classes(match["safety"]) if "safety" in match else None,
         shadow_rate=_number(data, "shadow_rate", low=0.0, high=1.0),
         deadline_s=_number(data, "deadline_s", low=0.0, high=None, open_low=True),
+        perturbation=_plan_name(data.get("perturbation")),
     )
+
+
+def _plan_name(value: Any) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise PolicyConfigError(f"perturbation: must name a plan of perturbations.plans, got {value!r}")
+    return value
 
 
 def _safety_classes(value: Any) -> frozenset[str]:
@@ -198,6 +214,7 @@ class RulesPolicy:
                         reason=f"{self.name}:{rule.name} -> {decided.reason}",
                         shadow_rate=rule.shadow_rate,
                         deadline_s=rule.deadline_s,
+                        perturbation=rule.perturbation,
                     )
                 return rule.decision(policy=self.name)
         return None

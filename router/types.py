@@ -127,6 +127,45 @@ class Decision:
     # Replay a recording made for another value of an argument the tool only echoes,
     # with this call's value substituted (the learned router decides it from evidence).
     replay_as: ReplayAlias | None = None
+    # The perturbation plan a deciding rule names (policies/perturbation); None: the
+    # session's or the configured one.
+    perturbation: str | None = None
+
+
+# Perturbations that answer instead of the call (the call goes to no side).
+FAULT_KINDS = frozenset({"error", "timeout", "rate_limit"})
+
+
+@dataclass(frozen=True, slots=True)
+class Perturbation:
+    """What a perturbation plan decided for one call (policies/perturbation): a fault
+    answered instead of the call (`error`, `timeout`, `rate_limit`), a delay
+    (`latency`), or a change of the answer (`empty`, `truncate`). A pure function of
+    (seed, session key, rule, n): the same seed gives the same perturbations anywhere."""
+
+    kind: str
+    rule: str  # "<plan>:<rule>"
+    seed: int
+    n: int  # the call's number among the calls the rule matched in its scope (1-based)
+    delay_s: float = 0.0  # latency: the delay; timeout: how long the call hangs before it fails
+    status: int | None = None  # error: the HTTP status
+    exit_code: int = 1  # error: a shell command's exit code
+    message: str = ""  # error: the text the agent sees ("" : the channel's usual one)
+    retry_after_s: float | None = None  # error (429, 503), rate_limit: the Retry-After the agent is told
+    keep: float = 1.0  # truncate: the share of a list or text kept
+    limit: int | None = None  # rate_limit: the calls a bucket allows
+
+    @property
+    def is_fault(self) -> bool:
+        """A fault answers instead of the call: the call is not sent to any side."""
+        return self.kind in FAULT_KINDS
+
+    def meta(self) -> dict[str, Any]:
+        """What the observation's `_meta.simroute.perturbation` and the record carry."""
+        out: dict[str, Any] = {"kind": self.kind, "rule": self.rule, "seed": self.seed, "n": self.n}
+        if self.kind in ("latency", "timeout"):
+            out["delay_s"] = round(self.delay_s, 6)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +182,9 @@ class Turn:
 
     call: Call
     observation: Observation
+    # A perturbed answer (policies/perturbation): part of the history the agent saw,
+    # never a world model's example of how the tool answers.
+    perturbed: bool = False
 
 
 # Turns of a session kept in memory; older ones are read back from the record store
@@ -192,6 +234,10 @@ class Session:
     # An episode's answers to recent tools/call requests by request (a retried request is
     # answered once); None for sessions that are not episodes.
     answered: dict[str, Any] | None = None
+    # An episode's perturbation plan (policies/perturbation.Plan; None: the configured
+    # one), and the call numbers its rules claimed when state is not shared.
+    perturbation: Any = None
+    perturbation_counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def is_episode(self) -> bool:

@@ -50,6 +50,11 @@ class Record:
     # When the call ended (its final record was made); None while it is `started`.
     # With `ts` and `reads_only`, other routers see when it may have written (shadow/store/server_writes.py).
     ended: float | None = None
+    # A perturbation the agent got (`{kind, rule, seed, n}`, router/engine/perturbing.py),
+    # and the route's own answer when the perturbation changed it. A perturbed record is
+    # never a replay source, a learned-router label or a world-model example.
+    perturbation: dict[str, Any] | None = None
+    unperturbed: Observation | None = None
 
     def redacted(self, redactor: Redactor) -> Record:
         """A copy whose call and observations have their secrets replaced by markers (for storage)."""
@@ -58,6 +63,7 @@ class Record:
             call=redactor.call(self.call),
             served=redactor.observation(self.served, session_id=self.call.session_id),
             shadow=redactor.observation(self.shadow, session_id=self.call.session_id) if self.shadow is not None else None,
+            unperturbed=redactor.observation(self.unperturbed, session_id=self.call.session_id) if self.unperturbed is not None else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -92,6 +98,8 @@ class Record:
             "owner": self.owner,
             "reads_only": self.reads_only,
             "ended": self.ended,
+            **({"perturbation": self.perturbation} if self.perturbation is not None else {}),
+            **({"unperturbed": self.unperturbed.to_json()} if self.unperturbed is not None else {}),
         }
 
     def to_line(self) -> str:
@@ -126,4 +134,6 @@ class Record:
             owner=row.get("owner") or "",
             reads_only=row.get("reads_only"),
             ended=row.get("ended"),
+            perturbation=row.get("perturbation"),
+            unperturbed=Observation.from_json(row["unperturbed"]) if row.get("unperturbed") else None,
         )

@@ -161,7 +161,7 @@ class ShadowRunner:
             try:
                 record = Record.from_json(row)
                 earlier = await self.store.session_records(record.call.session_id, before_step=record.step, limit=_DRAIN_HISTORY)
-                history = [Turn(r.call, r.served) for r in earlier]
+                history = [Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier]
                 await self.complete(record, Session(id=shadow_session_id(record), history=history))
             except (AttributeError, KeyError, TypeError, ValueError, StoreError) as exc:  # a record that does not read back
                 log.error("pending record %s not completed: %s: %s", record_id, type(exc).__name__, exc)

@@ -134,7 +134,9 @@ class ShadowWorker:
         if rows and rows[0].get("status") == "pending":
             record = Record.from_json(rows[0])
             earlier = await self.store.session_records(record.call.session_id, before_step=record.step, limit=_HISTORY)
-            session = Session(id=shadow_session_id(record), history=[Turn(r.call, r.served) for r in earlier])
+            session = Session(
+                id=shadow_session_id(record), history=[Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier]
+            )
             await self.runner.complete(record, session)
             self.completed += 1
         # Done, or nothing left to do (completed elsewhere, or gone): the job leaves the queue.

@@ -35,6 +35,9 @@ class PageState:
     error: str | None = None  # the action failed (the page state is still shown when there is one)
     events: list[str] = field(default_factory=list)  # dialogs dismissed, tabs opened, deadlines hit
     truncated: bool = False  # the snapshot was cut to browser.snapshot_max_chars
+    # simroute refused the action itself (a URL or address policy, its proxy's refusal):
+    # the answer is simroute's own (provenance `none`), not the web's.
+    refused: bool = False
 
     @property
     def is_error(self) -> bool:

@@ -101,10 +101,10 @@ class BrowserSession:
 
         async def go() -> PageState:
             refused = scheme_refusal(url) or (await self.egress.refusal(url) if self.egress is not None else None)
+            if not refused and not host_allowed(url, self.config.allowed_domains):
+                refused = blocked_message(url, self.config.allowed_domains or [])
             if refused:
-                return await self._state(error=refused)
-            if not host_allowed(url, self.config.allowed_domains):
-                return await self._state(error=blocked_message(url, self.config.allowed_domains or []))
+                return await self._refused(refused)
             page = await self.watch.ensure_page()
             try:
                 response = await page.goto(url, wait_until="domcontentloaded")
@@ -116,7 +116,8 @@ class BrowserSession:
             except playwright_error() as exc:
                 return await self._state(error=f"Navigation to {url} failed: {first_line(exc)}")
             await self._wait_for_load(page)
-            return await self._state(error=await _proxy_refusal(url, response))
+            refused = await _proxy_refusal(url, response)
+            return await (self._refused(refused) if refused else self._state())
 
         return await self._deadline(go, f"navigating to {url}")
 
@@ -261,6 +262,12 @@ class BrowserSession:
     async def _state(self, *, error: str | None = None) -> PageState:
         """The current page as the agent sees it, with the events since the last one."""
         return await self.snapshots.take(self.page, error=error, events=self.watch.take_events())
+
+    async def _refused(self, reason: str) -> PageState:
+        """simroute's own refusal of the action, with the page as it stands."""
+        state = await self._state(error=reason)
+        state.refused = True
+        return state
 
     def is_password_input(self, ref: str) -> bool:
         """Whether `ref` of the latest snapshot is an `<input type=password>` (known

@@ -30,6 +30,15 @@ log = logging.getLogger("simroute.shell")
 _RETRY_ENGINE_AFTER_S = 10.0
 
 
+class _Opening:
+    """A session's sandbox being started. `_open` knows the session still wants it while
+    this very object is the session's entry (not by the running task's identity, which
+    an eager task factory has not handed out yet when the opening ends in its first step)."""
+
+    __slots__ = ("task",)
+    task: asyncio.Task[DockerShell]
+
+
 class Sandboxes:
     def __init__(self, config: ShellConfig, *, workspace: Path | None = None, warm_pool: bool = True) -> None:
         self.config = config
@@ -41,7 +50,7 @@ class Sandboxes:
         self._unavailable: str | None = None
         self._checked_at = 0.0
         self._sessions: dict[str, DockerShell] = {}
-        self._opening: dict[str, asyncio.Task[DockerShell]] = {}
+        self._opening: dict[str, _Opening] = {}
         self._ready: list[DockerShell] = []
         self._wanted = asyncio.Event()
         self._filler: asyncio.Task[None] | None = None
@@ -89,7 +98,7 @@ class Sandboxes:
         leftovers = self._owned.close_all() if self._owned is not None else []
         if self._filler is not None:
             self._filler.cancel()
-        openings = list(self._opening.values())
+        openings = [opening.task for opening in self._opening.values()]
         shells = list(self._sessions.values()) + self._ready
         self._sessions.clear()
         self._ready.clear()
@@ -118,17 +127,19 @@ class Sandboxes:
             return shell
         opening = self._opening.get(session_id)
         if opening is None:
-            opening = self._opening[session_id] = asyncio.get_running_loop().create_task(
-                self._open(session_id), name=f"simroute-shell-open-{session_id}"
-            )
+            # Registered before the task exists: under an eager task factory (mitmproxy sets
+            # one on the loop it runs on, as in `simroute serve`) the task's first step runs
+            # inside `create_task`, and a warm sandbox makes that step the whole opening.
+            opening = self._opening[session_id] = _Opening()
+            opening.task = asyncio.get_running_loop().create_task(self._open(session_id, opening), name=f"simroute-shell-open-{session_id}")
         # Shielded: one caller giving up does not abandon a sandbox half-started.
-        return await asyncio.shield(opening)
+        return await asyncio.shield(opening.task)
 
-    async def _open(self, session_id: str) -> DockerShell:
+    async def _open(self, session_id: str, opening: _Opening) -> DockerShell:
         try:
             shell = await self._started_and_prepared()
         finally:
-            still_wanted = self._opening.get(session_id) is asyncio.current_task()
+            still_wanted = self._opening.get(session_id) is opening
             if still_wanted:
                 del self._opening[session_id]
         if not still_wanted or self._closing:
@@ -170,7 +181,7 @@ class Sandboxes:
         if opening is not None:
             # Not cancelled (a `docker run` in a worker thread cannot be): it sees
             # the session gone when it finishes and removes its sandbox itself.
-            (outcome,) = await asyncio.gather(opening, return_exceptions=True)
+            (outcome,) = await asyncio.gather(opening.task, return_exceptions=True)
             if isinstance(outcome, Exception) and not isinstance(outcome, BackendUnavailable):  # that one is the expected end
                 log.warning("shell: a sandbox still starting when its session closed failed: %s", outcome)
 

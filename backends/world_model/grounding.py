@@ -95,7 +95,7 @@ def session_rows(call: Call, session: Session) -> list[Row]:
             "observation": turn.observation.to_json(),
         }
         for turn in session.history
-        if turn.call.channel == call.channel and turn.call.server == call.server
+        if turn.call.channel == call.channel and turn.call.server == call.server and not turn.perturbed
     ]
 
 
@@ -132,8 +132,8 @@ def ground(
     answers: list[Row] = []
     longest: int | None = None
     for order, row in enumerate(rows):
-        if row.get("tool") != call.tool or not usable(row):
-            continue
+        if row.get("tool") != call.tool or not usable(row) or row.get("perturbation"):
+            continue  # a perturbed answer (even only delayed) is never an example
         answers.append(row)
         text = size_of(row)
         tokens = count_tokens(text)

@@ -24,7 +24,7 @@ from typing import Any
 
 from backends.world_model.domain import Domain
 from backends.world_model.engine import Completion, WorldModelEngine, WorldModelError
-from backends.world_model.grounding import generation_budget
+from backends.world_model.grounding import Grounding, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
 from router.types import Call, Observation, Provenance, Session
 
@@ -62,8 +62,16 @@ class WorldModelSimulator:
             return self._max_tokens.get(channel) or self._max_tokens.get("default", 256)
         return self._max_tokens
 
-    def messages_for(self, call: Call, session: Session) -> list[dict[str, Any]]:
-        return self._grounded_messages(self.domains[call.channel], call, session)[1]
+    def messages_for(self, call: Call, session: Session, *, grounding: Grounding | None = None) -> list[dict[str, Any]]:
+        """The prompt for `call` in `session`; grounded in `grounding` when given (else
+        in the recorded examples the domain looks up)."""
+        if grounding is None:
+            return self.grounded_messages(call, session)[1]
+        return self._messages(self.domains[call.channel], call, session, grounding)
+
+    def grounded_messages(self, call: Call, session: Session) -> tuple[Grounding, list[dict[str, Any]]]:
+        """The prompt for `call` in `session`, and the grounding whose rows it shows as demonstrations."""
+        return self._grounded_messages(self.domains[call.channel], call, session)
 
     async def read_ahead(self, call: Call, *, deadline_s: float = 120.0) -> int:
         """Have the engine read, ahead of any agent's call, the system prompt that

@@ -81,9 +81,14 @@ def _model_tables(path: str, model: type, *, level: int) -> list[str]:
     for name, field in model.model_fields.items():
         key = field.alias or name
         sub = _models(field.annotation)
-        if sub and typing.get_origin(field.annotation) is not dict:
+        origin = typing.get_origin(field.annotation)
+        if sub and origin is None or sub and origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
             nested.append((f"{path}.{key}", field, sub[0]))
             rows.append(_row(f"{path}.{key}", field, default="see below"))
+        elif sub and len(sub) == 1:  # a map or list of one model: its entries' keys below
+            entry = f"{path}.{key}.<name>" if origin is dict else f"{path}.{key}[]"
+            nested.append((entry, field, sub[0]))
+            rows.append(_row(f"{path}.{key}", field))
         else:
             rows.append(_row(f"{path}.{key}", field))
     lines = [*_table(rows), ""]

@@ -58,7 +58,12 @@ def acceptable(divergence: float, kind: str | None, *, max_divergence: float) ->
 
 
 def is_real_answer(row: dict[str, Any]) -> bool:
-    return row.get("provenance") == "real" and row.get("status", "complete") == "complete" and bool(row.get("observation"))
+    return (
+        row.get("provenance") == "real"
+        and row.get("status", "complete") == "complete"
+        and bool(row.get("observation"))
+        and not row.get("perturbation")  # a perturbed answer (even only delayed) teaches nothing about the tool
+    )
 
 
 class LabelBuilder:
@@ -81,6 +86,10 @@ class LabelBuilder:
         if row.get("status", "complete") != "complete":
             # Not a label yet, but live replay numbers (and may serve) it already.
             self.sources.note(row, row.get("replay_key") or row.get("call_key") or "", replayable(row))
+            return []
+        if row.get("perturbation"):
+            # What the agent saw was perturbed (even only delayed): no label, never a replay source.
+            self.sources.note(row, row.get("replay_key") or row.get("call_key") or "", None)
             return []
         key = tool_key(row["channel"], row["server"], row["tool"])
         stats = self.stats.setdefault(key, ToolStats())
@@ -105,7 +114,7 @@ class LabelBuilder:
             stats.add("sim", acceptable=ok, divergence=divergence, masked=masked)
             stats.sim_latency += latency
             stats.sim_answers += 1
-        elif row.get("provenance") == "sim" and not (row.get("observation") or {}).get("is_error"):
+        elif row.get("provenance") == "sim" and not (row.get("observation") or {}).get("is_error") and not row.get("perturbation"):
             stats.sim_latency += float(row.get("latency_ms") or 0.0) / 1000
             stats.sim_answers += 1
         answer = replayable(row)  # what replay may serve from this record (None: a miss)

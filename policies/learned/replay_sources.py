@@ -113,5 +113,7 @@ def replayable(row: dict[str, Any]) -> Observation | None:
     truncated; live replay also serves one whose shadow work is still pending), or None."""
     if row.get("provenance") not in _REPLAYABLE or row.get("status", "complete") not in _SERVED or not row.get("observation"):
         return None
+    if row.get("perturbation"):  # what a perturbation made or changed is never served again
+        return None
     observation = Observation.from_json(row["observation"])
     return None if observation.truncated else observation

@@ -56,6 +56,7 @@ class SafetyPolicy:
             shadow_rate=decision.shadow_rate,
             deadline_s=decision.deadline_s,
             replay_as=decision.replay_as,
+            perturbation=decision.perturbation,
         )
 
 

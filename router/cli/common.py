@@ -1,11 +1,13 @@
 """What every `simroute` command shares: the --config option, loading the config
 (exit 2 with the error), reading the record store (SQLite read-only, or Redis),
 and, for the commands that run a while, logging to stderr, HOST:PORT options and
-a clean stop on SIGTERM."""
+a clean stop on SIGTERM; and how a report is printed (tables sized for where stdout
+goes, or `--json`)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
 import sys
@@ -23,12 +25,28 @@ ConfigOption = Annotated[
 ]
 
 
-def load_or_exit(path: Path | None) -> Config:
+def load_or_exit(path: Path | None, *, tokens: bool = False) -> Config:
+    """The config, or exit 2 saying what is wrong with it. `tokens`: the tokens too
+    (`SIMROUTE_TOKEN`, `service.tokens`), for the commands that serve and check-config:
+    a bad token is a config error, said before anything starts."""
     try:
-        return load_config(path)
+        cfg = load_config(path)
     except ConfigError as exc:
-        typer.echo(f"simroute: config error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise config_error(exc) from exc
+    if tokens:
+        from router.auth import AuthConfigError, configured_tokens
+
+        try:
+            configured_tokens(cfg.service.tokens)
+        except AuthConfigError as exc:
+            raise config_error(exc) from exc
+    return cfg
+
+
+def config_error(exc: Exception) -> typer.Exit:
+    """Say a config error (the first thing on stderr) and the exit to raise: status 2."""
+    typer.echo(f"simroute: config error: {exc}", err=True)
+    return typer.Exit(2)
 
 
 def read_store[T](cfg: Config, query: Callable[[Any], Awaitable[T]]) -> T:
@@ -51,6 +69,28 @@ def read_store[T](cfg: Config, query: Callable[[Any], Awaitable[T]]) -> T:
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
+
+
+# A reporting command's `--json`: its report as JSON on stdout, for scripts.
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON (one object per line) instead of tables.")]
+# Wide enough for any report's table on one line: a pipe or a log has no width to fit.
+_OFF_TERMINAL_WIDTH = 10_000
+
+
+def report_console() -> Any:
+    """The rich console a report prints its tables on: the terminal's width on a
+    terminal; elsewhere (a pipe, a file, a CI log) no width limit, so no column is cut
+    to `fide…` (rich would assume 80 columns) and nothing wraps."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=_OFF_TERMINAL_WIDTH, soft_wrap=True)
+
+
+def print_json(value: Any) -> None:
+    """One JSON object on its own line of stdout (a `--json` report's unit)."""
+    typer.echo(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def log_to_stderr(verbose: bool) -> None:

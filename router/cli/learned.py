@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from router.cli.common import ConfigOption, load_or_exit, read_store
+from router.cli.common import ConfigOption, JsonOption, load_or_exit, print_json, read_store, report_console
 from router.config import Config
 
 ModelOption = Annotated[Path | None, typer.Option("--model", help="The model file (default: learned.model of the config).")]
@@ -53,12 +53,13 @@ def _settings(cfg: Config):
     )
 
 
-def train(config: ConfigOption = None, model: ModelOption = None) -> None:
+def train(config: ConfigOption = None, model: ModelOption = None, json_output: JsonOption = False) -> None:
     """Train the learned router on the store's records: one calibrated classifier per route
     (sim, replay) where the labels allow, with cross-validated ROC-AUC and calibration; then
     decide the stored sessions again as the router would, per threshold, and pick the one
     that keeps learned.target_fidelity. Prints what the router would deliver and why the
-    other calls stay real; saves the model and its card."""
+    other calls stay real; saves the model and its card. With --json, prints the card
+    (and where the model was saved) as one JSON object."""
     from rich.console import Console
     from rich.progress import Progress
 
@@ -70,7 +71,6 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
     from router.reports.train_curve import workload_curve
 
     cfg = load_or_exit(config)
-    console = Console()
     rows, catalog = _rows_and_catalog(cfg)
     labels = labels_from_rows(rows, max_divergence=cfg.learned.max_divergence)
     if not labels:
@@ -79,7 +79,7 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
         )
         raise typer.Exit(1)
     settings = _settings(cfg)
-    with Progress(console=console, transient=True) as progress:
+    with Progress(console=Console(stderr=True), transient=True) as progress:  # progress is not the report: stderr
         task = progress.add_task("training", total=steps_for(labels, settings))
         result = train_routes(labels, settings, advance=lambda what: progress.update(task, advance=1, description=what or "training"))
         progress.update(task, description="deciding the stored sessions again")
@@ -112,6 +112,10 @@ def train(config: ConfigOption = None, model: ModelOption = None) -> None:
         "promise": decided.promise.to_json() if decided.promise is not None else None,
     }
     save_model(path, result.classifiers, decided.thresholds, n_bits=N_BITS, card=card)
+    if json_output:
+        print_json({"model": str(path), "card": str(card_path(path)), **card})
+        return
+    console = report_console()
     print_reports(console, result.reports, decided, target=cfg.learned.target_fidelity)
     console.print(f"saved {path} and {card_path(path)} ({len(rows)} records, {len(labels)} labels)")
 
@@ -163,7 +167,6 @@ SessionOption = Annotated[
     list[str] | None,
     typer.Option("--session", help="Decide only this session (repeatable), from what was known before its first call."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")]
 
 
 def evaluate(
@@ -173,10 +176,6 @@ def evaluate(
     model), each from a fresh session state and what was known at its start, and print
     the share of calls served off the real side, the fidelity kept against their real
     answers, and why the other calls stayed real."""
-    import json
-
-    from rich.console import Console
-
     from router.reports.learned_eval import evaluate_rows, render
 
     cfg = load_or_exit(config)
@@ -187,10 +186,10 @@ def evaluate(
         raise typer.Exit(1)
     report = evaluate_rows(cfg, rows, catalog=catalog, model_path=model, sessions=wanted)
     if json_output:
-        typer.echo(json.dumps(report.to_json()))
+        print_json(report.to_json())
         return
     title = f"policy replayed over stored sessions{f' (model {report.model})' if report.model else ''}"
-    Console().print(render(report, title=title))
+    report_console().print(render(report, title=title))
 
 
 def reload(config: ConfigOption = None) -> None:

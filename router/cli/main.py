@@ -1,6 +1,6 @@
 """The `simroute` command line: the typer app and its commands, each group in its own
 module (serving.py, records.py, maintenance.py, setup.py, explain.py, learned.py,
-shadow.py, demo.py, pins.py)."""
+shadow.py, demo.py, export.py, pins.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ os.environ.setdefault("FASTMCP_ENABLE_RICH_TRACEBACKS", "false")
 import typer
 
 from router.cli.explain import explain
+from router.cli.export import export
 from router.cli.learned import evaluate, reload, train
 from router.cli.maintenance import drain, prune, worker
 from router.cli.pins import pins_app
@@ -45,6 +46,7 @@ app.command("http-proxy")(http_proxy)
 app.command()(ca)
 app.command("check-config")(check_config)
 app.command()(explain)
+app.command()(export)
 app.command()(demo)
 for command in (noise, diff, train):
     app.command()(command)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from typing import Annotated
 
 import typer
 
-from router.cli.common import ConfigOption, load_or_exit, read_store
+from router.cli.common import ConfigOption, JsonOption, load_or_exit, print_json, read_store
 
 
 def records(
     config: ConfigOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    as_json: JsonOption = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the newest N records.")] = None,
     session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
     channel: Annotated[str | None, typer.Option(help="Only this channel (mcp, shell, browser, http).")] = None,
@@ -49,19 +49,26 @@ def records(
     rows = read_store(cfg, lambda store: store.recent(limit=limit, **filters))
     for row in rows:
         if as_json:
-            typer.echo(json.dumps(row, ensure_ascii=False))
+            print_json(row)
         else:
             divergence = f"  {row['divergence']:.3f} {row.get('divergence_kind') or ''}" if row.get("divergence") is not None else ""
+            perturbed = row.get("perturbation")
+            if perturbed:
+                divergence += f"  perturbed {perturbed['kind']} ({perturbed['rule']}, call {perturbed['n']})"
             typer.echo(
                 f"{row['id'][:12]}  {row['session'][:14]:14} #{row['step']:<3} {row['server']}.{row['tool']:<22} "
                 f"{row['route']:7} {row['provenance']:7} {row['latency_ms']:9.2f} ms  {row['policy']}  {row.get('status', '')}{divergence}"
             )
 
 
-def recordings(config: ConfigOption = None) -> None:
+def recordings(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """List the named recordings (`replay.recording`) in the store."""
     cfg = load_or_exit(config)
     found = read_store(cfg, lambda store: store.recordings())
+    if as_json:
+        for info in found:
+            print_json(dataclasses.asdict(info))
+        return
     if not found:
         typer.echo("simroute: no named recordings (set replay.recording: NAME while recording)", err=True)
     for info in found:

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from router.cli.common import ConfigOption, load_or_exit, log_to_stderr, parse_host_port, stop_cleanly_on_sigterm
+from router.cli.common import ConfigOption, config_error, load_or_exit, log_to_stderr, parse_host_port, stop_cleanly_on_sigterm
 from router.config import Config
 
 
@@ -26,7 +26,7 @@ def mcp(
     log_to_stderr(verbose)
     if not verbose:  # the browser's proxy (mitmproxy) logs every connection at INFO
         logging.getLogger("mitmproxy").setLevel(logging.WARNING)
-    cfg = load_or_exit(config)
+    cfg = load_or_exit(config, tokens=True)
     if not cfg.upstreams and not cfg.local_channels():
         typer.echo(
             "simroute: config error: nothing to serve: no MCP servers configured (mcpServers) and simroute's own tools are disabled",
@@ -42,8 +42,7 @@ def mcp(
         runtime = Runtime(cfg)
         options = http_run_options(runtime, parse_host_port(http)[0]) if http else {}
     except AuthConfigError as exc:
-        typer.echo(f"simroute: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise config_error(exc) from exc
     server = build_server(runtime)
     stop_cleanly_on_sigterm()
     if http:
@@ -85,7 +84,7 @@ def serve(
     log_to_stderr(verbose)
     if not verbose:  # mitmproxy logs every connection at INFO
         logging.getLogger("mitmproxy").setLevel(logging.WARNING)
-    cfg = load_or_exit(config)
+    cfg = load_or_exit(config, tokens=True)
     if not cfg.upstreams and not cfg.local_channels() and not cfg.http.enabled:
         typer.echo(
             "simroute: config error: nothing to serve: no MCP servers, simroute's own tools and the HTTP channel are disabled", err=True
@@ -104,8 +103,7 @@ def serve(
         )
         options = http_run_options(runtime, host)
     except AuthConfigError as exc:
-        typer.echo(f"simroute: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise config_error(exc) from exc
     server = build_server(runtime)
     from router.dashboard.wiring import mount, runtime_dashboard
 
@@ -136,7 +134,7 @@ def http_proxy(
     log_to_stderr(verbose)
     if not verbose:  # mitmproxy logs every connection at INFO
         logging.getLogger("mitmproxy").setLevel(logging.WARNING)
-    cfg = load_or_exit(config)
+    cfg = load_or_exit(config, tokens=True)
     if not cfg.http.enabled:
         typer.echo(f"simroute: config error: {cfg.source}: http.enabled is false: the HTTP channel is turned off", err=True)
         raise typer.Exit(2)
@@ -158,7 +156,7 @@ async def _serve_http_proxy(cfg: Config, port: int | None) -> int:
     try:
         runtime = Runtime(cfg, http_channel_port=cfg.http.port if port is None else port)
     except AuthConfigError as exc:
-        typer.echo(f"simroute: {exc}", err=True)
+        typer.echo(f"simroute: config error: {exc}", err=True)
         return 2
     try:
         await runtime.start()
@@ -182,7 +180,7 @@ def dashboard(
 ) -> None:
     """Serve the divergence dashboard (/dashboard) and Prometheus metrics (/metrics) on the config's record store."""
     log_to_stderr(verbose)
-    cfg = load_or_exit(config)
+    cfg = load_or_exit(config, tokens=True)
     from router.auth import AuthConfigError, check_bind, configured_tokens
     from router.dashboard.wiring import standalone_app
 
@@ -190,8 +188,7 @@ def dashboard(
         tokens = configured_tokens(cfg.service.tokens)
         check_bind(host, tokens, what="the dashboard")
     except AuthConfigError as exc:
-        typer.echo(f"simroute: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise config_error(exc) from exc
     if cfg.store.redis_url is None and not cfg.store_path.exists():
         typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
         raise typer.Exit(1)

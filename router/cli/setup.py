@@ -28,8 +28,8 @@ def ca(
 
 
 def check_config(config: ConfigOption = None) -> None:
-    """Validate a config file and print what it configures."""
-    cfg = load_or_exit(config)
+    """Validate a config file (and the tokens: SIMROUTE_TOKEN, service.tokens) and print what it configures."""
+    cfg = load_or_exit(config, tokens=True)
     rehearsal = (
         f" with rehearsal ({len(cfg.rehearsal.allow)} allow rule(s), diverted calls get {cfg.rehearsal.on_divert})"
         if cfg.rehearsal.enabled

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
-from router.cli.common import ConfigOption, load_or_exit, read_store
+from router.cli.common import ConfigOption, JsonOption, load_or_exit, print_json, read_store, report_console
 from router.config import Config
 
 
@@ -18,7 +17,7 @@ def read_rows(cfg: Config) -> list[dict[str, Any]]:
 
 def noise(
     config: ConfigOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    as_json: JsonOption = False,
     noisy_only: Annotated[bool, typer.Option("--noisy", help="Only the paths called noise.")] = False,
 ) -> None:
     """Show the noise table learned from repeated real calls: per tool and path, how often
@@ -32,17 +31,15 @@ def noise(
     rows = [row for row in model.table() if row.noisy or not noisy_only]
     if as_json:
         for row in rows:
-            typer.echo(
-                json.dumps(
-                    {
-                        "tool": row.tool,
-                        "path": row.path,
-                        "disagreements": row.disagreements,
-                        "pairs": row.pairs,
-                        "lower_bound": row.lower_bound,
-                        "noisy": row.noisy,
-                    }
-                )
+            print_json(
+                {
+                    "tool": row.tool,
+                    "path": row.path,
+                    "disagreements": row.disagreements,
+                    "pairs": row.pairs,
+                    "lower_bound": row.lower_bound,
+                    "noisy": row.noisy,
+                }
             )
         return
     if not rows:
@@ -63,8 +60,6 @@ def diff(
 ) -> None:
     """Show a shadowed call's real and simulated sides side by side, divergent lines and
     paths marked (red), masked noise marked (dim)."""
-    from rich.console import Console
-
     from router.cli.diff_view import render_diff
     from shadow.store.queries import QueryError, record_by_id
 
@@ -77,4 +72,4 @@ def diff(
     if not row.get("shadow"):
         typer.echo(f"simroute: record {row['id']} has no simulated side (route {row['route']}, status {row['status']})", err=True)
         raise typer.Exit(1)
-    Console().print(render_diff(row, max_lines=lines))
+    report_console().print(render_diff(row, max_lines=lines))

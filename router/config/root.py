@@ -18,6 +18,7 @@ from backends.browser.options import BrowserConfig
 from backends.mcp.servers import ServerSpec
 from backends.options import Strict
 from backends.shell.options import ShellConfig
+from policies.perturbation import PerturbationsConfig
 from policies.rules import Rule, parse_rule
 from router.config.episodes import EpisodesConfig
 from router.config.sections import (
@@ -34,6 +35,7 @@ from router.config.sections import (
     StoreConfig,
     WorldModelConfig,
 )
+from router.config.yaml_document import DocumentTooLarge, check_depth, check_expanded_size, describe_yaml_error
 from router.types import Mode, Route
 
 DEFAULT_CONFIG_NAME = "simroute.yaml"
@@ -66,6 +68,9 @@ class Config(Strict):
     pins: PinsConfig = Field(default=PinsConfig(), description="Tool-definition pins (the rug-pull defence).")
     learned: LearnedConfig = Field(default=LearnedConfig(), description="The learned router.")
     episodes: EpisodesConfig = Field(default=EpisodesConfig(), description="Episodes for RL loops.")
+    perturbations: PerturbationsConfig = Field(
+        default=PerturbationsConfig(), description="Seeded perturbations: faults, delays and cut answers on every route."
+    )
     cost: dict[str, dict[str, NonNegativeFloat]] = Field(
         default={}, description="The price of a real call per server and tool (globs); default 1.0."
     )
@@ -253,13 +258,15 @@ def load_config(path: str | Path | None) -> Config:
 
 def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None = None) -> Config:
     try:
+        check_depth(text)  # before compose and safe_load, which recurse per level
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        check_expanded_size(root)  # before anything walks the values
         data = yaml.safe_load(text)
+    except DocumentTooLarge as exc:
+        raise ConfigError(f"{source}:{exc.line}: {exc}") from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{where}: invalid YAML: {problem}") from exc
+        line, problem = describe_yaml_error(exc, text)
+        raise ConfigError(f"{source}:{line}: invalid YAML: {problem}") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -280,6 +287,10 @@ def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None =
                 loc: tuple[Any, ...] = (*where, i, *_split_key(key)) if problem else (*where, i)
                 line = _line_for(loc, lines)
                 raise ConfigError(f"{source}:{line}: {_format_loc(loc)}: {problem or exc}") from exc
+            plan = rule.get("perturbation") if isinstance(rule, dict) else None
+            if plan is not None and plan not in config.perturbations.plans:
+                loc = (*where, i, "perturbation")
+                raise ConfigError(f"{source}:{_line_for(loc, lines)}: {_format_loc(loc)}: {plan!r} is not one of perturbations.plans")
     return config
 
 
@@ -318,8 +329,15 @@ def _line_for(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
 def _format_loc(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        out += f"[{part}]" if isinstance(part, int) else (f".{_printable(part)}" if out else _printable(part))
     return out or "(top level)"
+
+
+def _printable(key: Any) -> str:
+    """A key as written, or quoted with escapes when it holds a line break or another
+    control character (one problem per line of the message)."""
+    text = str(key)
+    return text if text.isprintable() else repr(text)
 
 
 def _describe(error: Any, source: str, lines: dict[tuple[Any, ...], int]) -> str:
@@ -328,7 +346,7 @@ def _describe(error: Any, source: str, lines: dict[tuple[Any, ...], int]) -> str
     if loc and loc[0] == "mcp_servers":
         loc = ("mcpServers", *loc[1:])
     line = _line_for(loc, lines)
-    message = error["msg"]
+    message = " ".join(str(error["msg"]).split())  # one line, whatever the value quoted in it
     if error["type"] == "extra_forbidden":
         message = "unknown key"
     elif error["type"] == "value_error":

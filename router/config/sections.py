@@ -266,6 +266,21 @@ class ServiceConfig(Strict):
     tokens: dict[str, str] = Field(default={}, description="Named tokens (`name: token`, 16+ characters); with any, HTTP clients need one.")
     allowed_hosts: list[str] = Field(default=[], description="`Host` values the MCP endpoint accepts beyond loopback and its bind address.")
     allowed_origins: list[str] = Field(default=[], description="Browser `Origin`s the MCP endpoint accepts beyond loopback and its own.")
+    shared_namespaces: list[str] = Field(
+        default=[],
+        description=(
+            "Token names whose recordings every token may use (replay, world-model examples), after its own: e.g. a CI "
+            "token's golden recordings. Any other token's recordings are never served to another token."
+        ),
+    )
+
+    @field_validator("shared_namespaces")
+    @classmethod
+    def _namespace_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not name or any(ch in name for ch in "/: \t"):
+                raise ValueError(f"a shared namespace is a token name (a word without '/', ':' or spaces), got {name!r}")
+        return names
 
     @field_validator("tokens")
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -43,6 +44,8 @@ def record_filter(params: Any, *, now: float) -> RecordFilter:
         until = float(params["until"]) if params.get("until") else None
     except ValueError as exc:
         raise BadQuery(f"since/until must be epoch seconds: {exc}") from exc
+    if not all(math.isfinite(t) for t in (since, until) if t is not None):  # `inf`, `nan` parse as floats
+        raise BadQuery("since/until must be finite epoch seconds")
     pick = {name: (params.get(name) or None) for name in ("channel", "server", "tool", "route", "session")}
     return RecordFilter(since=since, until=until, divergent=params.get("divergent") in ("1", "true", "on"), **pick)
 
@@ -131,7 +134,7 @@ class Dashboard:
 
     async def records(self, params: Any, *, now: float) -> dict[str, Any]:
         try:
-            limit = min(int(params.get("limit") or 50), MAX_PAGE)
+            limit = max(1, min(int(params.get("limit") or 50), MAX_PAGE))  # SQLite reads a negative LIMIT as none
         except ValueError as exc:
             raise BadQuery(f"limit must be a number: {exc}") from exc
         rows = await self.store.page(

@@ -33,6 +33,7 @@ from backends.replay import ReplayBackend, ReplayHit, ReplayMiss
 from policies import learned, rehearsal
 from policies.base import Policy, decide
 from router.engine.pending import Outcome, Pending
+from router.engine.perturbing import Perturber, note_of
 from router.engine.replay_modes import ReplayModes
 from router.engine.session_state import LocalSessionState, SessionState, claim_locally
 from router.engine.watchers import CallWatcher, RecordWriter
@@ -70,6 +71,7 @@ class Engine:
         session_state: SessionState | None = None,
         redactor: Redactor | None = None,
         watchers: Sequence[CallWatcher] = (),
+        perturber: Perturber | None = None,
     ) -> None:
         self.policies = list(policies)
         self.records = records
@@ -87,6 +89,8 @@ class Engine:
         # What watches each call's events (router/engine/watchers.py): the record writer
         # first (every call leaves a record), then e.g. the noise learner.
         self.watchers: list[CallWatcher] = [RecordWriter(records), *watchers]
+        # Seeded perturbation plans (router/engine/perturbing.py); none: no call is perturbed.
+        self.perturber = perturber or Perturber()
         self.owner = this_process_owner()
 
     async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False) -> Outcome:
@@ -142,6 +146,8 @@ class Engine:
         if session.pinned != pins:
             await self._save_pins(session)
         pending = Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
+        if self.perturber.active or session.perturbation is not None:
+            pending.perturbation = await self.perturber.decide(pending, self.session_state)
         pending.in_flight, session.in_flight = True, session.in_flight + 1  # a session busy with a call is not idle
         for watcher in self.watchers:
             watcher.decided(pending)
@@ -180,9 +186,12 @@ class Engine:
     async def serve(self, pending: Pending) -> Observation | None:
         """The observation of a route that needs no real side (sim, replay, deny), or
         None when the real side must answer; `pending.needs_real` then says so too.
-        A backend that raises answers with an error observation (recorded as any)."""
+        A backend that raises answers with an error observation (recorded as any). A
+        perturbation's delay comes first; its fault answers instead of any route."""
         try:
-            observation, pending.route_note = await self._execute(pending)
+            observation = await self.perturber.before_route(pending) if pending.perturbation is not None else None
+            if observation is None:
+                observation, pending.route_note = await self._execute(pending)
         except Exception as exc:
             log.exception("serving %s.%s by %s failed", pending.call.server, pending.call.tool, pending.decision.route)
             observation = Observation.error(f"simroute: the {pending.decision.route} route failed: {type(exc).__name__}: {exc}")
@@ -229,6 +238,10 @@ class Engine:
         unrecorded answer."""
         session, decision = pending.session, pending.decision
         route_note = pending.route_note
+        if pending.perturbation is not None:  # empty, truncate: the answer changed; the record keeps the route's own
+            observation, pending.unperturbed = self.perturber.after_route(pending, observation)
+            if pending.perturbation.kind not in ("empty", "truncate") or pending.unperturbed is not None:
+                route_note = "; ".join(n for n in (route_note, note_of(pending.perturbation, str(decision.route))) if n)
         shadowed = self._shadows(decision, observation, session)
         status = "pending" if shadowed else "complete"
         if shadowed and decision.route is Route.REAL:
@@ -250,7 +263,8 @@ class Engine:
                 log.error("%s", exc)
                 observation = Observation.error(f"{exc}. The call's answer is withheld.")
                 shadowed = False
-        session.add_turn(Turn(record.call, record.served))  # the world model's history: as stored (redacted)
+        # The world model's history: as stored (redacted), a perturbed turn marked (never an example).
+        session.add_turn(Turn(record.call, record.served, perturbed=record.perturbation is not None))
         if pending.in_flight:
             pending.in_flight, session.in_flight = False, session.in_flight - 1
         session.touch()
@@ -295,8 +309,11 @@ class Engine:
         return await self.complete(pending, observation)
 
     def _record(self, pending: Pending, observation: Observation, note: str, *, status: str) -> Record:
+        unperturbed = pending.unperturbed
         if self.redactor is not None:
             observation = self.redactor.observation(observation, session_id=pending.call.session_id)
+            if unperturbed is not None:
+                unperturbed = self.redactor.observation(unperturbed, session_id=pending.call.session_id)
         return Record(
             call=pending.stored_call,
             decision=pending.decision,
@@ -314,6 +331,8 @@ class Engine:
             owner=self.owner,
             reads_only=pending.reads_only(),
             ended=None if status == "started" else time.time(),
+            perturbation=pending.perturbation.meta() if pending.perturbation is not None else None,
+            unperturbed=unperturbed,
         )
 
     def _shadows(self, decision: Decision, observation: Observation, session: Session) -> bool:

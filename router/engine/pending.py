@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backends.replay import CallKeys
-from router.types import Call, Decision, Observation, Session
+from router.types import Call, Decision, Observation, Perturbation, Session
 from shadow.records import Record, new_record_id
 
 
@@ -36,6 +36,10 @@ class Pending:
     needs_real: bool = False
     written_ahead: bool = False
     in_flight: bool = False  # counted in its session's calls in flight (begun, not complete)
+    # What a perturbation plan decided for the call (router/engine/perturbing.py), and
+    # the route's own answer when the perturbation changed it (kept in the record).
+    perturbation: Perturbation | None = None
+    unperturbed: Observation | None = None
     # What watchers keep about the call between its events (router/engine/watchers.py),
     # each under keys of its own; mitmproxy's flow.metadata.
     metadata: dict[str, Any] = field(default_factory=dict)

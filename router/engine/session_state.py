@@ -1,8 +1,10 @@
 """Per-session routing state a call claims when it begins: its step, its
 occurrence of a replay key, the session's pins, the servers a real call with
 side effects has changed in the session (their recordings are stale to it: the
-learned router does not replay them), and the servers rehearsal diverted to sim
-(their later reads must see the simulated world, on whichever replica serves them).
+learned router does not replay them), the servers rehearsal diverted to sim
+(their later reads must see the simulated world, on whichever replica serves them),
+and the call numbers of perturbation rules (a seeded plan gives the same
+perturbations whichever replica serves a call).
 
 `LocalSessionState` keeps it in the process (one router). `RedisSessionState`
 shares it through Redis, so an agent session can move between router replicas:
@@ -28,6 +30,9 @@ class SessionState(Protocol):
 
     async def save_pins(self, session: Session) -> None: ...
 
+    async def count(self, session: Session, counters: list[str]) -> list[int]:
+        """Claim the next number of each counter (a perturbation rule's calls, 1-based)."""
+
     async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
         """Share new side-effect marks ((channel, server, tool)) of the session."""
 
@@ -44,6 +49,9 @@ class LocalSessionState:
     async def save_pins(self, session: Session) -> None:
         return None
 
+    async def count(self, session: Session, counters: list[str]) -> list[int]:
+        return count_locally(session, counters)
+
     async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
         return None
 
@@ -56,3 +64,10 @@ def claim_locally(session: Session, replay_key: str) -> tuple[int, int]:
     session.steps += 1
     occurrence = session.occurrences[replay_key] = session.occurrences.get(replay_key, 0) + 1
     return step, occurrence
+
+
+def count_locally(session: Session, counters: list[str]) -> list[int]:
+    counts = session.perturbation_counts
+    for name in counters:
+        counts[name] = counts.get(name, 0) + 1
+    return [counts[name] for name in counters]

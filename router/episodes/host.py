@@ -117,6 +117,7 @@ class EpisodeHost:
             replay_from=parsed.recording,
             scope=parsed.scope(config),
             answered={},
+            perturbation=parsed.perturbation_plan(config),  # drawn from the episode's seed
         )
         if self.runtime.sessions.find(session.id) is not None or self.runtime.sessions.ended(session.id) is not None:
             raise EpisodeError(f"simroute: episode {episode_id!r} exists already (ids are not reused)", 409)

@@ -6,11 +6,12 @@ credential simroute issued it (valid with tokens on), and closes with the episod
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import httpx2 as httpx
 
-from backends.http.messages import PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER
+from backends.http.messages import PERTURBATION_HEADER, PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER
 from router.http.ca import certificate_path
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class EpisodeHttp:
             "record_id": response.headers.get(RECORD_HEADER),
             "policy": None,
         }
+        if PERTURBATION_HEADER in response.headers:  # a perturbation the agent got: {kind, rule, seed, n}
+            meta["perturbation"] = json.loads(response.headers[PERTURBATION_HEADER])
         structured = {"status": response.status_code, "headers": dict(response.headers), "body": response.text}
         own = meta["provenance"] == "none" and response.status_code >= 400  # simroute's own answer: a refusal or a failure
         result = {

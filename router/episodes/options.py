@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
 
 from backends.options import Strict
+from policies.perturbation import Plan, PlanConfig, compile_plan
 from router.config import Config
 from router.config.episodes import EpisodeRoute
 
@@ -44,6 +45,10 @@ class EpisodeOptions(Strict):
     )
     max_steps: PositiveInt | None = Field(default=None, description="Steps after which the episode is truncated (done).")
     verifier: str | None = Field(default=None, description="The verifier that scores it (default: episodes.default_verifier).")
+    perturbation: str | PlanConfig | None = Field(
+        default=None,
+        description="A perturbation plan: the name of one in perturbations.plans, or a plan; drawn from the episode's seed.",
+    )
 
     @classmethod
     def parse(cls, data: dict[str, Any] | None, config: Config) -> EpisodeOptions:
@@ -73,11 +78,23 @@ class EpisodeOptions(Strict):
         verifier = self.verifier
         if verifier is not None and verifier not in section.verifiers:
             raise EpisodeOptionsError(f"invalid episode options: verifier: {verifier!r} is not one of episodes.verifiers")
+        plan = self.perturbation
+        if isinstance(plan, str) and plan not in config.perturbations.plans:
+            raise EpisodeOptionsError(f"invalid episode options: perturbation: {plan!r} is not one of perturbations.plans")
         if self.files and "shell" not in self.in_play_channels(config):
             raise EpisodeOptionsError("invalid episode options: files: the shell channel is not in play")
         for path in self.files:
             if path.startswith("/") or ".." in path.split("/") or not path.strip():
                 raise EpisodeOptionsError(f"invalid episode options: files: {path!r} is not a relative path under /workspace")
+
+    def perturbation_plan(self, config: Config) -> Plan | None:
+        """The episode's own perturbation plan (None: the configured one applies)."""
+        plan = self.perturbation
+        if plan is None:
+            return None
+        if isinstance(plan, str):
+            return compile_plan(plan, config.perturbations.plans[plan])
+        return compile_plan("episode", plan)
 
     @property
     def mode(self) -> str | None:

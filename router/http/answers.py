@@ -13,6 +13,7 @@ a request body over `http.max_request_bytes` (413, see `mitmproxy_patches.py`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from backends.http.decode import Decoded, decode_bounded
 from backends.http.messages import (
+    PERTURBATION_HEADER,
     PROVENANCE_HEADER,
     RECORD_HEADER,
     ROUTE_HEADER,
@@ -29,13 +31,14 @@ from backends.http.messages import (
     encode_body,
     error_structured,
     observation_of,
+    response_parts,
     response_record,
 )
 from router.config import HttpConfig
 from router.http import errors, mitmproxy_patches
 from router.http.access import Refused
 from router.http.door import UNAUTHENTICATED_SESSION, HttpDoor
-from router.http.flows import fields, server_of, streams, url_of
+from router.http.flows import fields, make_response, server_of, streams, url_of
 from router.http.pinning import Pins
 from router.http.probes import PROBE, is_probe, sender
 from router.http.tunnels import open_websocket
@@ -83,6 +86,8 @@ class RealAnswers:
         response.headers[ROUTE_HEADER] = str(real.pending.decision.route)
         if real.pending.decision.safety:
             response.headers[SAFETY_HEADER] = real.pending.decision.safety
+        if real.pending.perturbation is not None:
+            response.headers[PERTURBATION_HEADER] = json.dumps(real.pending.perturbation.meta(), separators=(",", ":"))
         if response.status_code == 101:
             if real.timer is not None:
                 real.timer.cancel()
@@ -109,9 +114,17 @@ class RealAnswers:
             return
         observation, decoded = self._observation(response, capture, real.started)
         note = "; ".join(n for n in (real.note, "streamed" if capture is not None else "", decoded.note()) if n)
+        perturbation = real.pending.perturbation
+        if capture is not None and perturbation is not None and perturbation.kind in ("empty", "truncate"):
+            # The body went to the agent as it came: the record says what the agent got.
+            real.pending.perturbation = None
+            note += f"; perturbation {perturbation.kind} ({perturbation.rule}) not applied: the body streamed"
         engine = self.door.engine
         outcome = await engine.complete(real.pending, observation, note=note)
-        if real.capture is None:  # not sent yet: the agent sees the record's id too
+        if real.capture is None and real.pending.unperturbed is not None:
+            # A perturbation changed the answer (empty, truncate): the agent gets the changed one.
+            flow.response = make_response(*response_parts(outcome.observation, fallback_status=502), real.pending.decision.route, outcome)
+        elif real.capture is None:  # not sent yet: the agent sees the record's id too
             response.headers[RECORD_HEADER] = outcome.record.id
         engine.probe(real.pending, outcome.record, self._probe(flow))
 

@@ -4,9 +4,10 @@ header fields, whether a response streams, and the answers simroute makes itself
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
-from backends.http.messages import PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER, SAFETY_HEADER
+from backends.http.messages import PERTURBATION_HEADER, PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER, SAFETY_HEADER
 from router.types import Route
 from shadow.compare.http_canonical import authority
 
@@ -63,4 +64,6 @@ def make_response(
         response.headers[RECORD_HEADER] = outcome.record.id
         if outcome.record.decision.safety:
             response.headers[SAFETY_HEADER] = outcome.record.decision.safety
+        if outcome.record.perturbation is not None:
+            response.headers[PERTURBATION_HEADER] = json.dumps(outcome.record.perturbation, separators=(",", ":"))
     return response

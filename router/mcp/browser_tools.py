@@ -23,6 +23,7 @@ from backends.browser.page_state import PageState, scheme_refusal
 from backends.browser.pool import BrowserPool
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
+from router.mcp.results import own_answer_meta
 
 CHANNEL = "browser"
 
@@ -34,9 +35,15 @@ Element = Annotated[
 
 
 def result_of(state: PageState) -> ToolResult:
-    """The tool result for a page state; an error with no page (an unknown ref) is text only."""
+    """The tool result for a page state; an error with no page (an unknown ref) is text only;
+    simroute's own refusal (an address policy) is marked so (provenance `none`)."""
     structured = None if state.snapshot is None and state.url is None and state.is_error else state.structured()
-    return ToolResult(content=[TextContent(type="text", text=state.text())], structured_content=structured, is_error=state.is_error)
+    return ToolResult(
+        content=[TextContent(type="text", text=state.text())],
+        structured_content=structured,
+        is_error=state.is_error,
+        meta=own_answer_meta() if state.refused else None,
+    )
 
 
 def browser_tools(pool: BrowserPool) -> list[LocalTool]:

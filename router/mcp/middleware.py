@@ -163,7 +163,7 @@ class RoutingMiddleware(Middleware):
             except Exception as exc:  # noqa: BLE001 -- the real side's boundary: whatever the upstream or tool raised becomes an error observation (_real_failure)
                 return await self._real_failure(exc, call, local is None, session.id, time.perf_counter() - started)
             upstream.append(result)
-            return observation_from_result(result, latency_s=time.perf_counter() - started)
+            return observation_from_result(result, latency_s=time.perf_counter() - started, local=local is not None)
 
         note = (
             "; ".join(n for n in (self._schema_change_note(server), self.runtime.pins.note(server, upstream_tool)) if n)

@@ -14,12 +14,25 @@ from shadow.records import Record
 _CONTENT = TypeAdapter(list[ContentBlock])
 
 
-def observation_from_result(result: ToolResult, *, latency_s: float) -> Observation:
+# The `_meta` key by which one of simroute's own tools (shell, browser) says its result is
+# simroute's own answer (a refusal, a sandbox that cannot be had), not the environment's.
+# Read only from simroute's own tools (an upstream could set any key), never relayed.
+OWN_ANSWER_META = "simroute_own_answer"
+
+
+def own_answer_meta() -> dict[str, Any]:
+    return {OWN_ANSWER_META: True}
+
+
+def observation_from_result(result: ToolResult, *, latency_s: float, local: bool = False) -> Observation:
+    """`local`: the result comes from one of simroute's own tools, which may mark it as
+    simroute's own answer (provenance `none`)."""
+    own = local and bool((result.meta or {}).get(OWN_ANSWER_META))
     return Observation(
         content=[block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content],
         structured=result.structured_content,
         is_error=bool(getattr(result, "is_error", False)),
-        provenance=Provenance.REAL,
+        provenance=Provenance.NONE if own else Provenance.REAL,
         latency_s=latency_s,
     )
 
@@ -34,6 +47,7 @@ def simroute_meta(record: Record) -> dict[str, Any]:
         **({"safety_class": record.decision.safety, "safety_reason": record.decision.safety_reason} if record.decision.safety else {}),
         "record_id": record.id,
         **({"note": record.note} if record.note else {}),
+        **({"perturbation": record.perturbation} if record.perturbation is not None else {}),
     }
 
 

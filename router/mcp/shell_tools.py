@@ -14,10 +14,12 @@ from fastmcp.tools.base import Tool, ToolResult
 from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 
+from backends.errors import BackendUnavailable
 from backends.shell.sandboxes import Sandboxes
 from router.config import ShellConfig
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
+from router.mcp.results import own_answer_meta
 
 CHANNEL = "shell"
 
@@ -45,7 +47,12 @@ def shell_tools(sandboxes: Sandboxes, config: ShellConfig) -> list[LocalTool]:
         ] = None,
     ) -> ToolResult:
         session_id = agent_session_id(get_context())
-        result = await sandboxes.exec(session_id, command, timeout_s=config.command_timeout(timeout_s))
+        try:
+            result = await sandboxes.exec(session_id, command, timeout_s=config.command_timeout(timeout_s))
+        except BackendUnavailable as exc:
+            # No sandbox to run in (no Docker engine, a failed preparation, stopping): simroute's
+            # own answer, said in the result rather than raised (a traceback logged per call).
+            return ToolResult(content=[TextContent(type="text", text=f"simroute: {exc}")], is_error=True, meta=own_answer_meta())
         return ToolResult(
             content=[TextContent(type="text", text=result.text())],
             structured_content=result.structured(),

@@ -18,6 +18,7 @@ from policies.base import decide
 from policies.rules import RulesPolicy
 from policies.safety.policy import SafetyPolicy
 from router.config import Config
+from router.engine.perturbing import Perturber
 from router.engine.tool_catalog import ToolCatalog
 from router.reports.learned_policy import learned_json
 from router.runtime.policy_chain import build_policies
@@ -110,6 +111,7 @@ class Explainer:
         self.catalog = catalog if catalog is not None else ToolCatalog()
         self.learned = learned  # the learned router, loaded with its model and statistics
         self.policies = build_policies(config, tools_meta=self.catalog.lookup, learned=learned)
+        self.perturber = Perturber.from_config(config.perturbations)
 
     def explain(self, call: Call) -> dict[str, Any]:
         session = Session(call.session_id)
@@ -130,7 +132,25 @@ class Explainer:
             result["shadow_rate"] = decision.shadow_rate
         if decision.deadline_s is not None:
             result["deadline_s"] = decision.deadline_s
+        perturbation = self._perturbation(call, session, decision)
+        if perturbation is not None:
+            result["perturbation"] = perturbation
         return result
+
+    def _perturbation(self, call: Call, session: Session, decision: Decision) -> dict[str, Any] | None:
+        """The plan the call falls under, its rules that match, and what the plan decides
+        for it as a session's first call (the decision the router makes, n = 1)."""
+        plan = self.perturber.plan_for(session, decision.perturbation)
+        if plan is None:
+            return None
+        matched = plan.matching(call, decision.safety)
+        seed, key = plan.key(session.id, session.seed)
+        first = plan.decide([(rule, 1) for rule, _ in matched], seed=seed, key=key, step=0)
+        return {
+            "plan": plan.name,
+            "rules_matching": [f"{plan.name}:{rule.name}" for rule, _ in matched],
+            "first_call": first.meta() if first is not None else None,
+        }
 
     def _rules_tried(self, call: Call, session: Session, decision: Decision) -> list[dict[str, Any]]:
         """The rule lists in chain order, each up to its first match; a list after the

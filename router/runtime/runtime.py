@@ -7,7 +7,6 @@ them in `aclose()`.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 
@@ -18,6 +17,7 @@ from backends.shell.sandboxes import Sandboxes
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
+from router.engine.perturbing import Perturber
 from router.engine.pin_guard import PinGuard
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
@@ -28,6 +28,7 @@ from router.http.addresses import BrowserAddresses, ChannelAddresses
 from router.http.browser_egress import BrowserEgress
 from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
+from router.runtime.collector import settle_after_start
 from router.runtime.policy_chain import build_policies, replay_modes
 from router.runtime.world import ExampleLookup, build_engine, build_simulator
 from router.types import Call
@@ -72,6 +73,7 @@ class Runtime:
             source=ReplaySource(config.replay.from_),
             scheme_inputs=config.replay_key_scheme(),
             namespaced=self.tokens.enabled,
+            shared_namespaces=config.service.shared_namespaces,
         )
         # The world model loads on first use (or in the background at start when a
         # route can reach it); loading is never charged to a call's deadline.
@@ -79,6 +81,7 @@ class Runtime:
         self.examples = ExampleLookup(self.store)
         self.examples.call_key_of = lambda call: self.replay.keys(call).replay
         self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
+        self.examples.visible = self.replay.visible
         self.simulator = build_simulator(config, self.store, self.world_model, self.examples)
         self.shadow_runner = ShadowRunner(
             simulator=self.simulator,
@@ -119,6 +122,7 @@ class Runtime:
             # Real answers to repeated calls teach the noise table, off the agent's path; a
             # sample of calls known read-only is made again: pairs without repeated agent calls.
             watchers=[NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate)],
+            perturber=Perturber.from_config(config.perturbations),
         )
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).
@@ -253,12 +257,7 @@ class Runtime:
         # With Redis, `simroute worker` processes complete pending work, not every replica.
         if self.config.shadow.drain_on_start and self.config.store.redis_url is None and await self.store.pending(limit=1):
             self._in_background(self._drain(), "simroute-shadow-drain")
-        # What is alive once started (modules, the config, compiled patterns, tables) lives
-        # as long as the process: out of the cycle collector's generations, a full
-        # collection scans only what calls made since, and pauses the loop less. Garbage
-        # is collected first: frozen cycles would never be.
-        gc.collect()
-        gc.freeze()
+        settle_after_start()  # the cycle collector's pauses kept off the calls (collector.py)
         return self
 
     def _in_background(self, work, name: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ class ExampleLookup:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.call_key_of = lambda call: None  # set by the runtime: the call's replay key (the store's lookup)
         self.exact_key_of = lambda call: ""  # set by the runtime: the call's stored key (the domains' ranking)
+        # set by the runtime: whether a row recorded in one session may be shown to another
+        # (with tokens, another token's recordings are not, unless its namespace is shared)
+        self.visible: Callable[[str, str], bool] = lambda session_id, recorded_in: True
         # Prefetched rows by the call object's identity (its arguments make it unhashable), taken once.
         self._fetched: dict[int, tuple[Call, list[dict[str, Any]]]] = {}
 
@@ -50,10 +54,11 @@ class ExampleLookup:
         while len(self._fetched) > _FETCHED_KEPT:  # rows nobody asked for (the call failed first)
             self._fetched.pop(next(iter(self._fetched)))
 
-    def _query(self, call: Call):
-        return self.store.examples(
+    async def _query(self, call: Call) -> list[dict[str, Any]]:
+        rows = await self.store.examples(
             call.channel, call.server, call.tool, exclude_session=call.session_id, call_key=self.call_key_of(call), limit=self.limit
         )
+        return [row for row in rows if self.visible(call.session_id, str(row.get("session") or ""))]
 
 
 class HistoryReadBack:
@@ -73,10 +78,12 @@ class HistoryReadBack:
     async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
         if self.shared and not background:
             earlier = await self.store.session_records(session.id, before_step=session.steps - 1, limit=HISTORY_IN_MEMORY)
-            session = self._with_history(session, [Turn(r.call, r.served) for r in earlier])
+            session = self._with_history(session, [Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier])
         elif session.forgotten > 0:
             older = await self.store.session_records(session.id, before_step=session.forgotten, limit=HISTORY_IN_MEMORY)
-            session = self._with_history(session, [Turn(r.call, r.served) for r in older] + list(session.history))
+            session = self._with_history(
+                session, [Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in older] + list(session.history)
+            )
         if self.examples is not None and call.channel in getattr(self.inner, "domains", {}):
             await self.examples.prefetch(call)
         return await self.inner.simulate(call, session, deadline_s=deadline_s, background=background)
@@ -111,12 +118,18 @@ def build_engine(config: Config) -> Any:
 
 
 def build_simulator(config: Config, store: RecordStore, engine: Any, examples: ExampleLookup) -> Simulator:
-    """One simulator for every channel; each channel's domain builds its prompts and
-    ranks its recorded examples (backends/world_model/grounding.py) from the rows the
-    store's capped example lookup returns."""
+    """One simulator for every channel, its sessions' whole history read back from the store."""
+    simulator = build_world_simulator(config, store, engine, examples)
+    return HistoryReadBack(simulator, store, shared=config.store.redis_url is not None, examples=examples)
+
+
+def build_world_simulator(config: Config, store: RecordStore, engine: Any, examples: ExampleLookup) -> Any:
+    """The world-model simulator: each channel's domain builds its prompts and ranks its
+    recorded examples (backends/world_model/grounding.py) from the rows the store's
+    capped example lookup returns. `simroute export` builds its prompts with it too."""
     from backends.world_model.simulator import WorldModelSimulator
 
-    simulator = WorldModelSimulator(
+    return WorldModelSimulator(
         engine,
         domains={
             "mcp": _mcp_domain(config, store, examples),
@@ -130,7 +143,6 @@ def build_simulator(config: Config, store: RecordStore, engine: Any, examples: E
         # Thinking models on an endpoint spend most of their budget thinking.
         size_budgets=config.world_model.engine == "llama",
     )
-    return HistoryReadBack(simulator, store, shared=config.store.redis_url is not None, examples=examples)
 
 
 def _mcp_domain(config: Config, store: RecordStore, examples: ExampleLookup) -> Any:

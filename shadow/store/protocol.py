@@ -10,7 +10,7 @@ Record rows are the JSON objects of `Record.to_json()`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -51,6 +51,7 @@ class ReplayRow:
     session: str
     provenance: str
     observation: Observation
+    perturbed: bool = False  # a perturbation delayed, changed or replaced the answer: never replayed
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,13 @@ class RecordStore(DashboardQueries, Protocol):
 
     async def recent(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
         """Records, oldest first; with `limit`, the newest `limit`."""
+
+    def session_ids(self, *, prefix: str = "", page: int = 500) -> AsyncIterator[str]:
+        """Every session id (those starting with `prefix`), read `page` at a time (an
+        export streams the whole store with it). A session may be named twice (Redis's SCAN)."""
+
+    def session_rows(self, session: str, *, page: int = 500) -> AsyncIterator[dict[str, Any]]:
+        """Every record of `session` in (step, id) order, read `page` at a time."""
 
     async def learning_rows(self, *, since: float, limit: int) -> list[dict[str, Any]]:
         """Records from `since` (a timestamp, inclusive), oldest first, at most `limit`

@@ -18,26 +18,30 @@ from router.cli.launch import free_port, stop, wait_for_port
 
 
 @contextlib.contextmanager
-def serve_process(config: Path, log: Path, **env: str) -> Iterator[tuple[subprocess.Popen, int]]:
-    """`simroute serve` launched as a user launches it; yields the process and its MCP port."""
+def serve_process(config: Path, log: Path, *, http_port: int | None = None, **env: str) -> Iterator[tuple[subprocess.Popen, int]]:
+    """`simroute serve` launched as a user launches it; yields the process and its MCP
+    port (its HTTP proxy on `http_port`, default any free port)."""
     port = free_port()
+    proxy_port = http_port or free_port()
     process = subprocess.Popen(
-        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(free_port())],
+        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(proxy_port)],
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
     try:
         wait_for_port(port, process, describe=log.read_text)
+        if http_port is not None:  # asked for: the test talks to the proxy too
+            wait_for_port(proxy_port, process, describe=log.read_text)
         yield process, port
     finally:
         stop(process)
 
 
 @contextlib.contextmanager
-def serving(config: Path, log: Path, **env: str) -> Iterator[int]:
+def serving(config: Path, log: Path, *, http_port: int | None = None, **env: str) -> Iterator[int]:
     """`simroute serve` launched as a user launches it; yields its MCP port."""
-    with serve_process(config, log, **env) as (_, port):
+    with serve_process(config, log, http_port=http_port, **env) as (_, port):
         yield port
 
 

@@ -28,7 +28,7 @@ class RecordReads(RedisBase):
         if not rows:
             return None
         row = rows[0]
-        return ReplayRow(row["id"], session, row["provenance"], Observation.from_json(row["observation"]))
+        return ReplayRow(row["id"], session, row["provenance"], Observation.from_json(row["observation"]), perturbed="perturbation" in row)
 
     async def examples(
         self, channel: str, server: str, tool: str, *, exclude_session: str, call_key: str | None, limit: int

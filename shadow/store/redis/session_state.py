@@ -1,7 +1,8 @@
 """Agent-session routing state shared through Redis, so an agent session can move
 between router replicas (the protocol is `router.engine.session_state.SessionState`):
 step and occurrence counters are atomic increments, pins a hash, the side-effect and
-diversion marks sets, all read in one round trip per call."""
+diversion marks sets, all read in one round trip per call; perturbation rules' call
+numbers a hash of counters, claimed in a second round trip by calls a plan matches."""
 
 from __future__ import annotations
 
@@ -46,6 +47,22 @@ class RedisSessionState:
         # not know the sim pin comes from rehearsal, and a read would go real.
         session.diverted.update(tuple(mark.split("\x1f", 1)) for mark in diversions)
         return int(claimed_steps) - 1, int(occurrence)
+
+    async def count(self, session: Session, counters: list[str]) -> list[int]:
+        """Claim the next number of each counter, atomically across replicas."""
+        key = self.store._key("sess", session.id, "pert")
+
+        async def work(r):
+            pipe = r.pipeline(transaction=True)
+            for name in counters:
+                pipe.hincrby(key, name, 1)
+            pipe.expire(key, self.ttl_s)
+            return await pipe.execute()
+
+        claimed = (await self.store._run("claiming perturbation call numbers", work))[: len(counters)]
+        numbers = [int(n) for n in claimed]
+        session.perturbation_counts.update(zip(counters, numbers, strict=True))
+        return numbers
 
     async def save_pins(self, session: Session) -> None:
         pins = self._keys(session.id)[2]

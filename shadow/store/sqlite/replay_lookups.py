@@ -36,7 +36,8 @@ class ReplayLookups(SQLiteBase):
         if row is None:
             return None
         record_id, provenance, body = row
-        return ReplayRow(record_id, session, provenance, Observation.from_json(json.loads(body)["observation"]))
+        data = json.loads(body)
+        return ReplayRow(record_id, session, provenance, Observation.from_json(data["observation"]), perturbed="perturbation" in data)
 
     async def examples(
         self, channel: str, server: str, tool: str, *, exclude_session: str, call_key: str | None, limit: int

@@ -242,6 +242,7 @@ async def test_allowlist_blocks_other_hosts_and_their_subrequests(make_config, s
         assert not result.is_error and page["title"] == "About"
         result, text, _ = await call_tool(client, "browser_navigate", url=f"http://localhost:{site.server.server_address[1]}/")
         assert result.is_error and "blocked" in text and "allowed_domains" in text
+        assert meta_of(result)["provenance"] == "none"  # simroute's refusal: never replayed or learned as the web's
         # A page's own requests and links to other hosts are blocked too.
         _, _, page = await call_tool(client, "browser_navigate", url=site.url("/outside"))
         _, text, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Elsewhere"'))

@@ -58,10 +58,12 @@ async def test_metadata_and_unlisted_private_addresses_are_refused_and_a_pages_f
     async with stdio_client(config) as client:
         result, text, _ = await call_tool(client, "browser_navigate", url="http://169.254.169.254/latest/meta-data/")
         assert result.is_error and "metadata" in text
+        assert meta_of(result)["provenance"] == "none"  # simroute's own refusal, not the web's answer
         result, text, _ = await call_tool(client, "browser_navigate", url=other_site.url("/about"))
         assert result.is_error and "browser.allowed_origins" in text and "loopback" in text
+        assert meta_of(result)["provenance"] == "none" and "simroute_own_answer" not in (result.meta or {})
         result, _, page = await call_tool(client, "browser_navigate", url=site.url("/about"))
-        assert not result.is_error and page["title"] == "About"
+        assert not result.is_error and page["title"] == "About" and meta_of(result)["provenance"] == "real"
 
         # A page's own fetch to a loopback origin not in the allowlist: refused by the proxy, recorded.
         script = (
@@ -74,6 +76,8 @@ async def test_metadata_and_unlisted_private_addresses_are_refused_and_a_pages_f
         while page.get("title") == "start" and time.monotonic() < deadline:
             _, _, page = await call_tool(client, "browser_snapshot")
     assert other_site.requests == []  # never reached
+    navigations = [r for r in records_of(config) if r["channel"] == "browser" and r["tool"] == "browser_navigate"]
+    assert [r["provenance"] for r in navigations[:3]] == ["none", "none", "real"]
     refused = [r for r in records_of(config) if r["channel"] == "http" and r["policy"] == "browser-address"]
     assert [r["arguments"]["path"] for r in refused] == ["/secret"] and refused[0]["route"] == "deny"
     assert refused[0]["session"] == records_of(config)[0]["session"]  # the agent's session, through its context's credential

@@ -78,3 +78,33 @@ def test_a_taken_proxy_port_is_a_clear_error(tmp_path):
         )
     assert out.returncode == 1
     assert f"simroute: the HTTP proxy cannot listen on 127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr
+
+
+SHORT_TOKEN_ERROR = "simroute: config error: SIMROUTE_TOKEN is shorter than 16 characters: use a random one (e.g. `openssl rand -hex 24`)"
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1", "0.0.0.0"])
+def test_a_short_simroute_token_is_refused_first_with_exit_status_2(tmp_path, bind):
+    # Every channel on (MCP, the HTTP proxy, the shell, the browser): the refusal comes
+    # before any of them starts and says anything, as for any config error.
+    config = http_config(tmp_path, mcpServers={"time": time_server()})
+    out = subprocess.run(
+        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"{bind}:{free_port()}", "--http-proxy", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "SIMROUTE_TOKEN": "too-short"},
+    )
+    assert out.returncode == 2, out.stderr
+    first, *rest = out.stderr.splitlines()
+    assert first == SHORT_TOKEN_ERROR and rest == [] and out.stdout == ""
+
+
+def test_check_config_refuses_a_short_simroute_token_as_serve_would(tmp_path):
+    config = http_config(tmp_path, mcpServers={"time": time_server()})
+    command = [simroute_executable(), "check-config", "--config", str(config)]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env={**os.environ, "SIMROUTE_TOKEN": "too-short"})
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [SHORT_TOKEN_ERROR] and refused.stdout == ""
+    accepted = subprocess.run(command, capture_output=True, text=True, timeout=60, env={**os.environ, "SIMROUTE_TOKEN": "x" * 16})
+    assert accepted.returncode == 0 and ": ok" in accepted.stdout

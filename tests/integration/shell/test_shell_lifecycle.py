@@ -208,3 +208,23 @@ def test_the_reaper_removes_only_simroute_sandboxes_of_gone_owners(make_config):
                 c.remove(force=True)
             except docker.errors.NotFound:
                 pass
+
+
+async def test_a_sandbox_that_cannot_be_had_is_said_without_a_traceback_in_the_log(tmp_path, routers):
+    # simroute's own answer (provenance none), as a result: not an exception logged with
+    # its traceback once per call by `simroute serve`.
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+    from kit.serve import serving
+
+    workspace = tmp_path / "workspace"
+    workspace.symlink_to(tmp_path / "deleted-project")  # dangling: the copy into the sandbox fails
+    config = write_config(tmp_path, mode="real", shell={"enabled": True, "pool_size": 0, "workspace": str(workspace)})
+    log = tmp_path / "serve.log"
+    with serving(config, log) as port:
+        async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=120) as client:
+            results = [await client.call_tool("shell_exec", {"command": "ls"}, raise_on_error=False) for _ in range(3)]
+    for result in results:
+        assert result.is_error and meta_of(result)["provenance"] == "none" and "could not be prepared" in result.content[0].text
+    assert "Traceback" not in log.read_text() and not routers.sandboxes()
+    assert [(r["provenance"], r["observation"]["is_error"]) for r in records_of(config)] == [("none", True)] * 3

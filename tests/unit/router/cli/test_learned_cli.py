@@ -67,7 +67,7 @@ def test_explain_shows_the_learned_probabilities(trained):
 
 def test_eval_compares_the_model_with_the_rules(trained):
     folder, config, _ = trained
-    learned = CliRunner().invoke(app, ["eval", "--config", str(config)], env={"COLUMNS": "200"})
+    learned = CliRunner().invoke(app, ["eval", "--config", str(config)])
     assert learned.exit_code == 0, learned.output
     assert "fidelity kept" in learned.output and "model" in learned.output and "why they stayed real" in learned.output
     (folder / "real").mkdir()
@@ -108,3 +108,39 @@ def test_train_with_one_class_uses_the_per_tool_estimate_and_exits_0(tmp_path):
     out = CliRunner().invoke(app, ["train", "--config", str(config)])
     assert out.exit_code == 0, out.output
     assert "no classifier" in out.output and "the evidence rule and the per-tool estimates decide" in out.output
+
+
+def test_reports_off_a_terminal_print_whole_tables_at_any_width(trained):
+    # A piped or logged run (CliRunner's output is not a terminal) gets every column whole,
+    # whatever width the environment claims: no `fide…`, `shad…`.
+    folder, config, out = trained
+    evaluated = CliRunner().invoke(app, ["eval", "--config", str(config)], env={"COLUMNS": "80"})
+    assert evaluated.exit_code == 0, evaluated.output
+    for output in (out.output, evaluated.output):
+        assert "…" not in output and "fidelity kept" in output and "cost saved" in output and "replay misses" in output
+    assert max(len(line) for line in evaluated.output.splitlines()) > 80  # the table was not squeezed into 80 columns
+    assert "\x1b[" not in evaluated.output  # and no terminal colour codes in a log
+
+
+def test_train_json_prints_the_card_and_where_the_model_went(trained, tmp_path):
+    folder, config, _ = trained
+    model = tmp_path / "other.skops"
+    out = CliRunner().invoke(app, ["train", "--config", str(config), "--model", str(model), "--json"])
+    assert out.exit_code == 0, out.output
+    [line] = out.stdout.splitlines()  # one JSON object, nothing else on stdout (no tables, no progress)
+    report = json.loads(line)
+    assert report["model"] == str(model) and model.is_file() and report["data"]["records"] == 500
+    assert report["routes"]["sim"]["trained"] and report["routes"]["sim"]["threshold"] is not None and report["promise"]["calls"] == 500
+    assert json.loads((tmp_path / "other.card.json").read_text())["routes"] == report["routes"]
+
+
+def test_recordings_json_lists_each_named_recording(tmp_path):
+    rows = generate(40)
+    for row in rows:
+        row["recording"] = "golden" if row["session"] in ("s0", "s1") else None
+    config = write_config(tmp_path, mode="replay")
+    fill(tmp_path / "records.db", rows)
+    out = CliRunner().invoke(app, ["recordings", "--config", str(config), "--json"])
+    assert out.exit_code == 0, out.output
+    [golden] = [json.loads(line) for line in out.stdout.splitlines()]
+    assert golden["name"] == "golden" and golden["sessions"] == 2 and golden["records"] == 20 and golden["first_ts"] <= golden["last_ts"]

@@ -110,3 +110,9 @@ def test_world_model_chat_format_reaches_the_engine_and_a_bad_name_fails_at_load
     assert "s.yaml:2: world_model.chat_format: 'chatmll' is not a registered chat format" in message
     assert "chatml" in message.split("valid formats", 1)[1]  # the valid names are listed
     assert "is a completion handler" in error_of("world_model:\n  chat_format: functionary\n")
+
+
+def test_shared_namespaces_name_tokens():
+    assert parse_config("service: {shared_namespaces: [ci]}").service.shared_namespaces == ["ci"]
+    with pytest.raises(ConfigError, match="service.shared_namespaces.*a shared namespace is a token name"):
+        parse_config("service: {shared_namespaces: ['ci/golden']}")

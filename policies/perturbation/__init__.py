@@ -1,0 +1,16 @@
+"""Seeded perturbation plans: pure decisions of which calls get a fault, a delay or a
+cut answer. The engine claims the call numbers and applies the decision
+(router/engine/perturbing.py); nothing here does I/O."""
+
+from policies.perturbation.config import DelayDistribution, PerturbationRuleConfig, PerturbationsConfig, PlanConfig
+from policies.perturbation.plan import PerturbationRule, Plan, compile_plan
+
+__all__ = [
+    "DelayDistribution",
+    "PerturbationRule",
+    "PerturbationRuleConfig",
+    "PerturbationsConfig",
+    "Plan",
+    "PlanConfig",
+    "compile_plan",
+]

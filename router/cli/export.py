@@ -1,0 +1,157 @@
+"""`simroute export`: records as world-model training data (shadow/export/), with
+the prompts built by the live simulator's code (router/runtime/training_prompts.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from router.cli.common import ConfigOption, load_or_exit
+from router.config import Config
+
+FormatOption = Annotated[
+    list[str] | None,
+    typer.Option("--format", "-f", help="agentworldbench, messages or preference; repeat for several (default: all three)."),
+]
+
+
+def export(
+    out: Annotated[
+        Path, typer.Argument(help="The folder the dataset is written to (FORMAT/train.jsonl, FORMAT/test.jsonl, dataset.json).")
+    ],
+    config: ConfigOption = None,
+    formats: FormatOption = None,
+    since: Annotated[str | None, typer.Option(help="Only records from the last 10m, 2h, 1d…, or since an ISO date.")] = None,
+    until: Annotated[str | None, typer.Option(help="Only records before an ISO date (or 10m, 2h… ago).")] = None,
+    channel: Annotated[str | None, typer.Option(help="Only this channel (mcp, shell, browser, http).")] = None,
+    tool: Annotated[str | None, typer.Option(help="Only this tool (TOOL or SERVER.TOOL).")] = None,
+    server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
+    session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
+    min_divergence: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Only shadowed calls whose sides diverged at least this much (the hard cases).")
+    ] = None,
+    status: Annotated[
+        list[str] | None, typer.Option(help="Only records of this status; repeat for several (default: complete, pending, skipped).")
+    ] = None,
+    provenance: Annotated[
+        list[str] | None, typer.Option(help="Only calls the agent was served this provenance (real, sim, replay); repeatable.")
+    ] = None,
+    token: Annotated[list[str] | None, typer.Option(help="Only the sessions of this token's namespace; repeatable.")] = None,
+    test_fraction: Annotated[float, typer.Option(min=0.0, max=1.0, help="The share of sessions in the test split.")] = 0.1,
+    seed: Annotated[int, typer.Option(help="The split's seed: the same seed, the same split.")] = 0,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a dataset already in OUT.")] = False,
+) -> None:
+    """Export records as world-model training data: real observations as targets, the prompts the live world model gets."""
+    from shadow.export.options import FORMATS, ExportFilter, ExportPlan, SessionSplit
+    from shadow.store.queries import QueryError, parse_since
+
+    cfg = load_or_exit(config)
+    try:
+        since_ts = parse_since(since) if since else None
+        until_ts = parse_since(until) if until else None
+    except QueryError as exc:
+        raise typer.BadParameter(str(exc).replace("--since", "--since/--until")) from exc
+    if tool and "." in tool and server is None:
+        server, _, tool = tool.rpartition(".")
+    try:
+        plan = ExportPlan(
+            formats=tuple(dict.fromkeys(formats or FORMATS)),
+            filter=ExportFilter(
+                since=since_ts,
+                until=until_ts,
+                channel=channel,
+                server=server,
+                tool=tool,
+                session=session,
+                min_divergence=min_divergence,
+                statuses=tuple(status or ("complete", "pending", "skipped")),
+                provenances=tuple(provenance or ()),
+                tokens=tuple(token or ()),
+            ),
+            split=SessionSplit(test_fraction=test_fraction, seed=seed),
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if (out / "dataset.json").exists() and not overwrite:
+        typer.echo(f"simroute: {out} already holds a dataset (--overwrite replaces it)", err=True)
+        raise typer.Exit(1)
+    if cfg.store.redis_url is None and not cfg.store_path.exists():
+        typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
+        raise typer.Exit(1)
+    document = asyncio.run(_run(cfg, plan, out))
+    lines = document["counts"]["lines"]
+    summary = ", ".join(f"{name} {sides['train']}/{sides['test']}" for name, sides in lines.items())
+    typer.echo(f"simroute: exported {summary} (train/test lines) from {document['counts']['records_read']} records to {out}", err=True)
+
+
+async def _run(cfg: Config, plan: Any, out: Path) -> dict[str, Any]:
+    from router.runtime.training_prompts import LivePrompts
+    from shadow.export.run import card, export
+    from shadow.store.protocol import StoreError
+
+    store = await cfg.open_store(read_only=True).open()
+    try:
+        with _ProgressBar(await store.count()) as advance:
+            counts = await export(store, LivePrompts(cfg, store), plan, out, progress=advance)
+    except StoreError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    finally:
+        await store.aclose()
+    document = card(
+        counts,
+        plan,
+        source=_source(cfg),
+        version=_version(),
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    )
+    (out / "dataset.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return document
+
+
+class _ProgressBar:
+    """A progress bar over the records read, on a terminal only (a pipe or a log gets none)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._bar: Any = None
+
+    def __enter__(self):
+        if not sys.stderr.isatty():
+            return lambda n: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        self._bar = Progress("exporting", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
+        self._bar.start()
+        task = self._bar.add_task("records", total=self.total)
+        return lambda n: self._bar.advance(task, n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _source(cfg: Config) -> dict[str, Any]:
+    if cfg.store.redis_url is None:
+        return {"store": "sqlite", "path": str(cfg.store_path)}
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(cfg.store.redis_url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")  # never the password
+    return {"store": "redis", "url": parts._replace(netloc=netloc).geturl()}
+
+
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("simroute")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,74 @@
+"""The live world-model prompt code, for `simroute export`: the prompt of an
+exported example is built by the simulator the router serves with (the same
+domains, options and budget, from the same config), so training and serving
+never drift apart. Demonstrations from other sessions are left out (the example
+lookup has no event loop to query the store from): they would carry answers of
+held-out sessions into training prompts. A session's own earlier observations of
+the same call, which the live prompt also shows, stay."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from router.config import Config
+from router.runtime.world import ExampleLookup, build_world_simulator
+from router.types import Call, Observation, Session, Turn
+from shadow.store.protocol import RecordStore
+
+# The AgentWorldBench domain each channel's simulation belongs to (an HTTP request is
+# put to the model as an MCP-style action: world-model-protocol, Domains).
+DOMAINS = {"mcp": "MCP", "shell": "Terminal", "browser": "Web", "http": "MCP"}
+
+
+class EstimatedTokens:
+    """Token counts as the engines estimate them before a model is loaded (three
+    characters a token; an endpoint's server owns its tokenizer): an export loads no model."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 3
+
+
+class LivePrompts:
+    """A `shadow.export.examples.PromptBuilder` made of the live simulator."""
+
+    def __init__(self, config: Config, store: RecordStore) -> None:
+        # No loop: the lookup answers no rows, so no other session's answer is shown.
+        self.simulator = build_world_simulator(config, store, EstimatedTokens(), ExampleLookup(store))
+
+    def domain(self, channel: str) -> str | None:
+        return DOMAINS.get(channel) if channel in self.simulator.domains else None
+
+    def prompt(self, call: Call, history: Sequence[Turn]) -> list[dict[str, Any]]:
+        grounding, messages = self.simulator.grounded_messages(call, Session(id=call.session_id, history=list(history)))
+        shown = [turn.observation.provenance for turn in history if turn.call.channel == call.channel and turn.call.server == call.server]
+        demonstrated = [(row.get("observation") or {}).get("provenance", "none") for row in grounding.rows]
+        return marked(messages, [str(p) for p in shown], demonstrated)
+
+    def rendered(self, call: Call, history: Sequence[Turn], observation: Observation) -> str:
+        from backends.world_model.grounding import Grounding
+
+        # The observation as the next prompt shows it: its last history turn (no
+        # demonstrations after it), rendered by the domain's own code.
+        session = Session(id=call.session_id, history=[*history, Turn(call, observation)])
+        messages = self.simulator.messages_for(call, session, grounding=Grounding())
+        if len(messages) < 3 or messages[-2]["role"] != "assistant":
+            raise ValueError(f"the {call.channel} domain's prompt does not end with the turn just added")
+        return messages[-2]["content"]
+
+
+def marked(messages: list[dict[str, str]], shown: Sequence[str], demonstrated: Sequence[str]) -> list[dict[str, Any]]:
+    """The prompt's assistant turns with the provenance of the observation each shows.
+    The demonstrations are the last turns before the action (a prompt that had to
+    shrink drops the oldest of them first); before them, the history turns of the
+    call's environment (channel and server), the oldest dropped first: both aligned
+    from the newest."""
+    out: list[dict[str, Any]] = [dict(message) for message in messages]
+    assistants = [message for message in out if message["role"] == "assistant"]
+    examples = min(len(demonstrated), len(assistants))
+    history, shown_examples = assistants[: len(assistants) - examples], assistants[len(assistants) - examples :]
+    for message, provenance in zip(reversed(shown_examples), reversed(demonstrated), strict=False):
+        message["provenance"] = provenance
+    for message, provenance in zip(reversed(history), reversed(shown), strict=False):
+        message["provenance"] = provenance
+    return out

@@ -1,0 +1,140 @@
+"""The export's driver: every session of the store (of the token namespaces asked
+for), each read in step order a page at a time, its examples written as they
+come. Memory holds one session's recent history and the open files, never the
+store: it stays flat as the store grows (benchmarks/export_scaling.py)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from shadow.export.examples import Example, PromptBuilder, SessionExamples, Skips
+from shadow.export.formats import WRITERS
+from shadow.export.options import SPLITS, ExportPlan
+from shadow.export.seen import SeenOnDisk
+from shadow.records import Record
+from shadow.store.protocol import RecordStore
+
+
+@dataclass(slots=True)
+class ExportCounts:
+    records: int = 0
+    sessions: Counter[str] = field(default_factory=Counter)  # by split, those that gave examples
+    lines: dict[str, Counter[str]] = field(default_factory=dict)  # by format, then split
+    by_domain: Counter[str] = field(default_factory=Counter)  # examples (real targets)
+    by_route: Counter[str] = field(default_factory=Counter)
+    duplicates: int = 0  # examples (or pairs) identical to one already written
+    skips: Skips = field(default_factory=Skips)
+
+
+def dataset_files(plan: ExportPlan) -> dict[str, dict[str, str]]:
+    """Where each format's split goes, relative to the output folder."""
+    return {name: {side: f"{name}/{side}.jsonl" for side in SPLITS} for name in plan.formats}
+
+
+async def export(
+    store: RecordStore, builder: PromptBuilder, plan: ExportPlan, out: Path, *, progress: Callable[[int], None] = lambda n: None
+) -> ExportCounts:
+    """Writes `plan`'s formats under `out` (see `dataset_files`); returns the counts."""
+    counts = ExportCounts(lines={name: Counter() for name in plan.formats})
+    with tempfile.TemporaryDirectory(prefix="simroute-export-") as scratch, ExitStack() as stack:
+        files: dict[tuple[str, str], IO[str]] = {}
+        for name, sides in dataset_files(plan).items():
+            for side, relative in sides.items():
+                (out / relative).parent.mkdir(parents=True, exist_ok=True)
+                files[name, side] = stack.enter_context((out / relative).open("w", encoding="utf-8"))
+        seen = SeenOnDisk(Path(scratch) / "seen.db").open()
+        stack.callback(seen.close)
+        pairs = "preference" in plan.formats
+        async for session in _sessions(store, plan):
+            if not seen.add("session\0" + session):
+                continue  # named twice by the store's listing
+            side = plan.split.side(session)
+            examples = SessionExamples(builder, plan.filter, counts.skips, pairs=pairs)
+            wrote = False
+            async for row in store.session_rows(session):
+                counts.records += 1
+                progress(1)
+                try:
+                    record = Record.from_json(row)
+                except (AttributeError, KeyError, TypeError, ValueError):
+                    counts.skips.unreadable += 1
+                    continue
+                example = examples.feed(record)
+                if example is not None:
+                    wrote = _write(example, side, plan, files, seen, counts) or wrote
+            if wrote:
+                counts.sessions[side] += 1
+    return counts
+
+
+async def _sessions(store: RecordStore, plan: ExportPlan) -> AsyncIterator[str]:
+    where = plan.filter
+    if where.session is not None:
+        if where.in_scope(where.session):
+            yield where.session
+        return
+    for prefix in where.prefixes:
+        async for session in store.session_ids(prefix=prefix):
+            yield session
+
+
+def _write(
+    example: Example, side: str, plan: ExportPlan, files: dict[tuple[str, str], IO[str]], seen: SeenOnDisk, counts: ExportCounts
+) -> bool:
+    wrote = False
+    identity = json.dumps([example.prompt, example.target], ensure_ascii=False, sort_keys=True)
+    if seen.add("example\0" + identity):
+        for name in plan.formats:
+            if name != "preference":
+                _line(files[name, side], WRITERS[name](example, side))
+                counts.lines[name][side] += 1
+                wrote = True
+        counts.by_domain[example.domain] += 1
+        counts.by_route[str(example.record.decision.route)] += 1
+    else:
+        counts.duplicates += 1
+    if "preference" in plan.formats and example.rejected is not None:
+        if seen.add("pair\0" + identity + "\0" + example.rejected):
+            _line(files["preference", side], WRITERS["preference"](example, side))
+            counts.lines["preference"][side] += 1
+            wrote = True
+        else:
+            counts.duplicates += 1
+    return wrote
+
+
+def _line(file: IO[str], value: Any) -> None:
+    file.write(json.dumps(value, ensure_ascii=False) + "\n")
+
+
+def card(counts: ExportCounts, plan: ExportPlan, *, source: dict[str, Any], version: str, created: str) -> dict[str, Any]:
+    """The dataset card (`dataset.json`): what was exported, from where, how."""
+    return {
+        "simroute_version": version,
+        "created": created,
+        "source": source,
+        "formats": list(plan.formats),
+        "files": dataset_files(plan),
+        "filters": plan.filter.describe(),
+        "split": {
+            "by": "session",
+            "seed": plan.split.seed,
+            "test_fraction": plan.split.test_fraction,
+            "sessions": {side: counts.sessions[side] for side in SPLITS},
+        },
+        "counts": {
+            "records_read": counts.records,
+            "lines": {name: {side: by_side[side] for side in SPLITS} for name, by_side in counts.lines.items()},
+            "examples_by_domain": dict(sorted(counts.by_domain.items())),
+            "examples_by_route": dict(sorted(counts.by_route.items())),
+            "duplicates_collapsed": counts.duplicates,
+            "skipped": counts.skips.as_dict(),
+        },
+    }
