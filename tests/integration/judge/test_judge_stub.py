@@ -138,5 +138,12 @@ def test_no_store_leaves_no_scores_and_a_down_judge_is_a_clear_error(tmp_path: P
             await store.aclose()
 
     assert asyncio.run(summary()) == []
+    with judge_stub() as stub:
+        table = CliRunner().invoke(app, ["judge", "--config", str(config), "--endpoint", stub.url, "--no-store"])
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    (control,) = [line for line in lines if "real vs real (control)" in line]
+    assert "100.0" in control and any("Spearman" in line and "1.000" in line for line in lines)
+    assert any("forecast" in line and "65.0 (5)" in line and "100.0 (3)" in line for line in lines)
     down = CliRunner().invoke(app, ["judge", "--config", str(config), "--endpoint", f"http://127.0.0.1:{free_port()}/v1"])
     assert down.exit_code == 1 and "unreachable" in down.output
