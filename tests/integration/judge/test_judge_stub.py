@@ -1,7 +1,8 @@
 """`simroute judge` against an OpenAI-compatible judge written here (kit/judge.py) on
 real SQLite and Redis stores: verdicts parsed, a malformed verdict asked once more and
 then counted as failed, control pairs scored, the scores stored beside the records
-and shown by the dashboard's API (`simroute dashboard`, launched as a user launches it)."""
+and shown by the dashboard's API (`simroute dashboard`, launched as a user launches it)
+and, on SQLite, by its fidelity and record views in headless Chromium."""
 
 from __future__ import annotations
 
@@ -64,7 +65,29 @@ def _check_report(report: dict, stub) -> None:
     assert all(body["temperature"] == 0.0 and body["response_format"]["type"] == "json_schema" for body in stub.bodies)
 
 
-async def _dashboard_judge(config: Path, tmp_path: Path, record_id: str) -> tuple[dict, dict]:
+def _in_chromium(url: str, record_id: str) -> tuple[list[str], str, list[str]]:
+    """The fidelity view's header and forecast row, and the record view's judge table, as Chromium shows them."""
+    from playwright.sync_api import sync_playwright
+
+    from backends.browser.pool import BASE_ARGS
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=list(BASE_ARGS))
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.goto(f"{url}/dashboard?view=fidelity")
+            page.wait_for_selector("#main[data-ready='1']", timeout=15_000)
+            header = [th.inner_text() for th in page.query_selector_all("#fidelity thead th")]
+            row = next(r.inner_text() for r in page.query_selector_all("#fidelity tbody tr") if "forecast" in r.inner_text())
+            page.goto(f"{url}/dashboard?view=record&id={record_id}")
+            page.wait_for_selector("#main[data-ready='1']", timeout=15_000)
+            judged = [r.inner_text() for r in page.query_selector_all("#judge tbody tr")]
+        finally:
+            browser.close()
+    return header, row, judged
+
+
+async def _dashboard_judge(config: Path, tmp_path: Path, record_id: str, *, browser: bool = False) -> tuple[dict, dict]:
     port = free_port()
     log = tmp_path / "dashboard.log"
     process = subprocess.Popen(
@@ -78,14 +101,20 @@ async def _dashboard_judge(config: Path, tmp_path: Path, record_id: str) -> tupl
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
             fidelity = (await http.get("/dashboard/api/fidelity")).json()
             record = (await http.get("/dashboard/api/record", params={"id": record_id})).json()
+        if browser:
+            header, row, judged = await asyncio.to_thread(_in_chromium, f"http://127.0.0.1:{port}", record_id)
+            assert header[-2:] == ["Judge score", "Judge control"]
+            assert row.split("\t")[-2:] == ["65.0", "100.0"]
+            (scored,) = judged
+            assert scored.split("\t")[:8] == ["stub-judge (judge-v1)", "simulated", "1", "1", "1", "1", "1", "0.000"]
     finally:
         stop(process)
     return fidelity, record
 
 
-async def _stored_and_shown(config: Path, tmp_path: Path, rows: list[dict]) -> None:
+async def _stored_and_shown(config: Path, tmp_path: Path, rows: list[dict], *, browser: bool = False) -> None:
     rome = next(row for row in rows if row["arguments"]["city"] == "Rome")
-    fidelity, record = await _dashboard_judge(config, tmp_path, rome["id"])
+    fidelity, record = await _dashboard_judge(config, tmp_path, rome["id"], browser=browser)
     (row,) = [r for r in fidelity["rows"] if r["tool"] == "forecast"]
     judge = row["judge"]
     assert judge["model"] == "stub-judge" and judge["pairs"] == 5 and judge["controls"] == 3
@@ -101,7 +130,7 @@ async def test_judge_on_sqlite(tmp_path: Path):
     with judge_stub() as stub:
         report = await asyncio.to_thread(_judge, config, stub.url)
     _check_report(report, stub)
-    await _stored_and_shown(config, tmp_path, rows)
+    await _stored_and_shown(config, tmp_path, rows, browser=True)
     # Judged again by the same model: each score replaced, not doubled.
     with judge_stub() as stub:
         again = await asyncio.to_thread(_judge, config, stub.url, "--limit", "2", "--controls", "0")
