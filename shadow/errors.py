@@ -18,6 +18,11 @@ nothing else of the driver leaks out.
   for the next drain.
 - `QueryError` (`store/queries.py`): a filter or record id the user gave cannot be
   used; the command line prints its message.
+- `JudgeError` (`judge/run.py`): the judge model gave no answer for one pair (a
+  timeout, its server's error; router/runtime/judge_model.py translates the
+  engine's errors): the pair counts as failed and `simroute judge` goes on.
+  - `JudgeUnavailable`: the judge's endpoint cannot be reached: the run stops
+    and the command line says where it looked.
 - `RedactionKeyError` (`redaction.py`): the redaction key cannot be read or
   created; it stops the router at startup.
 

@@ -1,6 +1,6 @@
 """The `simroute` command line: the typer app and its commands, each group in its own
 module (serving.py, records.py, maintenance.py, setup.py, explain.py, learned.py,
-shadow.py, demo.py, export.py, pins.py)."""
+shadow.py, demo.py, export.py, pins.py, judge.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import typer
 
 from router.cli.explain import explain
 from router.cli.export import export
+from router.cli.judge import judge
 from router.cli.learned import evaluate, reload, train
 from router.cli.maintenance import drain, prune, worker
 from router.cli.pins import pins_app
@@ -47,6 +48,7 @@ app.command()(ca)
 app.command("check-config")(check_config)
 app.command()(explain)
 app.command()(export)
+app.command()(judge)
 app.command()(demo)
 for command in (noise, diff, train):
     app.command()(command)

@@ -106,6 +106,11 @@ function withRouter(r) {
     for (const c of r.router.candidates) out[`p_${c.route}`] = c.probability;
     out.router_sources = r.router.candidates.map((c) => `${c.route}: ${c.source}${c.threshold === null ? "" : `, threshold ${fmt(c.threshold)}`}`).join("; ");
   }
+  // `simroute judge`'s scores (0-100) when a judge scored the tool: simulated pairs, and
+  // real-vs-real control pairs (the judge's score for "indistinguishable").
+  out.judge_score = r.judge ? r.judge.score : null;
+  out.judge_control = r.judge ? r.judge.control : null;
+  out.judge_title = r.judge ? `judge ${r.judge.model} (${r.judge.prompt_versions.join(", ")}): ${r.judge.pairs} simulated pairs, ${r.judge.controls} control pairs` : "";
   return out;
 }
 
@@ -117,10 +122,13 @@ async function fidelity(main) {
   const columns = [["channel", "Channel"], ["server", "Server"], ["tool", "Tool"], ["calls", "Calls"], ["shadow_pairs", "Shadow pairs"],
     ["mean_divergence", "Mean divergence"], ["kinds", "Kinds"], ["noise_pairs", "Noise pairs"], ["noisy_paths", "Noisy paths"],
     ["decision", "Router decision"], ["p_sim", "P(ok) sim"], ["p_replay", "P(ok) replay"]];
+  // The judge's columns show only when some tool was judged (`simroute judge`).
+  if (rows.some((r) => r.judge)) columns.push(["judge_score", "Judge score"], ["judge_control", "Judge control"]);
   const head = el("tr", {}, ...columns.map(([key, title]) => el("th", { onclick: () => go({ sort: key }) }, title + (key === sortKey ? " ▼" : ""))));
   const cell = (r, key) => {
     if (key === "kinds") return el("td", {}, Object.entries(r.kinds).map(([k, n]) => `${k}: ${n}`).join(", "));
     if (key === "mean_divergence" || key === "p_sim" || key === "p_replay") return el("td", { class: key, title: r.router_sources || "" }, fmt(r[key]));
+    if (key === "judge_score" || key === "judge_control") return el("td", { class: key, title: r.judge_title }, r[key] === null ? "—" : r[key].toFixed(1));
     if (key === "decision") return el("td", { class: r.router ? "decision" : "decision note", title: r.router_reason }, r.decision);
     return el("td", {}, String(r[key] ?? ""));
   };
@@ -189,7 +197,7 @@ function lineDiff(mode, diff) {
 }
 
 async function record(main) {
-  const { record: r, diffs = {} } = await api("record", { id: state().get("id") });
+  const { record: r, diffs = {}, judge: judged = [] } = await api("record", { id: state().get("id") });
   if (!r) { main.append(el("p", {}, "No such record.")); return; }
   const evidence = Object.assign({ divergent: [], masked: [], note: "" }, r.divergence_evidence || {});
   main.append(el("h2", {}, `${r.channel} ${r.server}.${r.tool} — ${r.route} (${r.provenance})`),
@@ -217,6 +225,12 @@ async function record(main) {
         ...evidence.masked.map((m) => el("tr", { class: "masked", "data-path": m }, el("td", {}, m), el("td", {}, "noise (masked)"), el("td"), el("td"))))));
   }
   if (evidence.note) main.append(el("p", { class: "note" }, evidence.note));
+  if (judged.length) {
+    main.append(el("h3", {}, "Judge scores"), el("table", { id: "judge" },
+      el("thead", {}, el("tr", {}, ...["Judge", "Pair", "Format", "Factuality", "Consistency", "Realism", "Quality", "Score (0-100)", "Reason"].map((t) => el("th", {}, t)))),
+      el("tbody", {}, ...judged.map((j) => el("tr", { "data-judge": j.judge, "data-kind": j.kind }, el("td", {}, `${j.judge} (${j.prompt_version})`), el("td", {}, j.kind),
+        ...["format", "factuality", "consistency", "realism", "quality"].map((d) => el("td", {}, String(j.scores[d]))), el("td", {}, fmt(j.score)), el("td", {}, j.reason || ""))))));
+  }
 }
 
 // A route's figures from the model card: the threshold `simroute train` chose by deciding the

@@ -127,9 +127,11 @@ class Dashboard:
         }
 
     async def fidelity(self, params: Any, *, now: float) -> dict[str, Any]:
-        rows = await self.store.fidelity(record_filter(params, now=now))
+        where = record_filter(params, now=now)
+        rows = await self.store.fidelity(where)
         if self.outlook is not None:
             await self.outlook.annotate(rows)
+        await annotate_judge(self.store, where, rows)
         return {"rows": rows}
 
     async def records(self, params: Any, *, now: float) -> dict[str, Any]:
@@ -147,8 +149,9 @@ class Dashboard:
         if not record_id:
             raise BadQuery("id is required")
         row = await self.store.record(record_id)
+        judged = await self.store.judge_scores(record_id) if row and hasattr(self.store, "judge_scores") else []
         # Line diffs cost a difflib pass over the record's text: off the event loop.
-        return {"record": row, "diffs": await asyncio.to_thread(record_diffs, row) if row else {}}
+        return {"record": row, "diffs": await asyncio.to_thread(record_diffs, row) if row else {}, "judge": judged}
 
     async def router(self, params: Any, *, now: float) -> dict[str, Any]:
         if self.model_card is None or not self.model_card.exists():
@@ -173,6 +176,34 @@ class Dashboard:
             return refused
         await self.totals.refresh()
         return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+async def annotate_judge(store: Any, where: RecordFilter, rows: list[dict[str, Any]]) -> None:
+    """Add each fidelity row's `judge` scores (`simroute judge`): of the judge model that
+    scored the most of the tool's pairs, the mean 0–100 score of its simulated pairs
+    and of its real-vs-real control pairs (the score of "indistinguishable"); None
+    when no judge scored the tool."""
+    summary = await store.judge_summary(where) if hasattr(store, "judge_summary") else []
+    best: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for entry in summary:
+        key = (entry["channel"], entry["server"], entry["tool"])
+        size = entry["simulated"]["pairs"] + entry["control"]["pairs"]
+        if key not in best or size > best[key]["simulated"]["pairs"] + best[key]["control"]["pairs"]:
+            best[key] = entry
+    for row in rows:
+        entry = best.get((row["channel"], row["server"], row["tool"]))
+        row["judge"] = (
+            None
+            if entry is None
+            else {
+                "model": entry["judge"],
+                "score": entry["simulated"]["score"],
+                "pairs": entry["simulated"]["pairs"],
+                "control": entry["control"]["score"],
+                "controls": entry["control"]["pairs"],
+                "prompt_versions": entry["prompt_versions"],
+            }
+        )
 
 
 _NO_STORE = {"cache-control": "no-store"}

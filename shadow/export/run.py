@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from shadow.export.examples import Example, PromptBuilder, SessionExamples, Skips
 from shadow.export.formats import WRITERS
-from shadow.export.options import SPLITS, ExportPlan
+from shadow.export.options import SPLITS, ExportFilter, ExportPlan
 from shadow.export.seen import SeenOnDisk
 from shadow.records import Record
 from shadow.store.protocol import RecordStore
@@ -75,7 +75,12 @@ async def export(
 
 
 async def _sessions(store: RecordStore, plan: ExportPlan) -> AsyncIterator[str]:
-    where = plan.filter
+    async for session in sessions(store, plan.filter):
+        yield session
+
+
+async def sessions(store: RecordStore, where: ExportFilter) -> AsyncIterator[str]:
+    """The sessions `where` reads: the one it names, or those of its token namespaces."""
     if where.session is not None:
         if where.in_scope(where.session):
             yield where.session

@@ -1,10 +1,12 @@
-"""An OpenAI-compatible world model for tests: it answers one fixed observation and
+"""An OpenAI-compatible model for tests: it answers one fixed observation (or what a
+`reply` function makes of each request: a judge's verdict, tests/kit/judge.py) and
 keeps every request body it was sent, so a test can read the prompts simroute built."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -17,9 +19,10 @@ class _Server(ThreadingHTTPServer):
 
 class ModelStub:
     """An OpenAI-compatible /v1/chat/completions that answers one fixed observation
-    (`answer`) and keeps every request body it was sent."""
+    (`answer`), or the message content `reply(body)` makes of each request, and keeps
+    every request body it was sent."""
 
-    def __init__(self, answer: str = "report simulated") -> None:
+    def __init__(self, answer: str = "report simulated", *, reply: Callable[[dict], str] | None = None) -> None:
         self.bodies: list[dict] = []
         stub = self
 
@@ -27,15 +30,16 @@ class ModelStub:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.bodies.append(body)
-                message = {"role": "assistant", "content": f"<predicted_observation>{answer}</predicted_observation>"}
-                reply = json.dumps(
+                content = reply(body) if reply is not None else f"<predicted_observation>{answer}</predicted_observation>"
+                message = {"role": "assistant", "content": content}
+                encoded = json.dumps(
                     {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
                 ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply)))
+                self.send_header("Content-Length", str(len(encoded)))
                 self.end_headers()
-                self.wfile.write(reply)
+                self.wfile.write(encoded)
 
             def log_message(self, *args) -> None:
                 pass

@@ -13,12 +13,13 @@ to the spool, which flushes them in order when it returns.
 
 Its parts, one concept each, are mixins of `base.RedisBase` (client, scripts, key
 names, error translation): `writes.py`, `reads.py`, `maintenance.py`,
-`noise_table.py`, `models.py`, `export_reads.py`, `tool_pins.py`.
+`noise_table.py`, `models.py`, `export_reads.py`, `tool_pins.py`, `judge_scores.py`.
 """
 
 from __future__ import annotations
 
 from shadow.store.redis.export_reads import ExportReads
+from shadow.store.redis.judge_scores import JudgeScores
 from shadow.store.redis.maintenance import StoreMaintenance
 from shadow.store.redis.models import LearnedModels
 from shadow.store.redis.noise_table import NoiseTable
@@ -29,5 +30,5 @@ from shadow.store.redis.writes import RecordWrites
 __all__ = ["RedisStore"]
 
 
-class RedisStore(StoreMaintenance, RecordWrites, RecordReads, NoiseTable, LearnedModels, ExportReads, ToolPins):
+class RedisStore(StoreMaintenance, RecordWrites, RecordReads, NoiseTable, LearnedModels, ExportReads, ToolPins, JudgeScores):
     """The record store protocol (`shadow/store/protocol.py`) on Redis, shared by replicas."""

@@ -12,13 +12,14 @@ migrated in place when opened.
 
 Its parts, one concept each, are mixins of `base.SQLiteBase` (the file, its
 threads, error translation): `writes.py`, `reads.py`, `replay_lookups.py`,
-`noise_table.py`, `maintenance.py`, `export_reads.py`, `tool_pins.py`.
+`noise_table.py`, `maintenance.py`, `export_reads.py`, `tool_pins.py`, `judge_scores.py`.
 """
 
 from __future__ import annotations
 
 from shadow.store.sqlite.base import create_private_file
 from shadow.store.sqlite.export_reads import ExportReads
+from shadow.store.sqlite.judge_scores import JudgeScores
 from shadow.store.sqlite.maintenance import StoreMaintenance
 from shadow.store.sqlite.noise_table import NoiseTable
 from shadow.store.sqlite.reads import RecordReads
@@ -30,5 +31,5 @@ from shadow.store.sqlite.writes import RecordWrites
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "create_private_file"]
 
 
-class SQLiteStore(RecordWrites, RecordReads, ReplayLookups, NoiseTable, StoreMaintenance, ExportReads, ToolPins):
+class SQLiteStore(RecordWrites, RecordReads, ReplayLookups, NoiseTable, StoreMaintenance, ExportReads, ToolPins, JudgeScores):
     """The record store protocol (`shadow/store/protocol.py`) on one SQLite file."""
