@@ -9,6 +9,7 @@ from policies.rehearsal import RehearsalGate
 from policies.rules import RulesPolicy
 from policies.safety import SafetyClassifier, ToolLookup, no_tools
 from policies.safety.verdict import SafetyClass
+from policies.virtual import VirtualServers
 from router.config import Config
 from router.engine.replay_modes import ReplayModes
 from router.types import Route
@@ -56,3 +57,8 @@ def build_policies(config: Config, *, tools_meta: ToolLookup = no_tools, learned
     return default_policies(
         rules=config.parsed_rules(), mode=config.mode, classifier=classifier, rehearsal=rehearsal_gate(config, learned), learned=learned
     )
+
+
+def virtual_servers(config: Config) -> VirtualServers:
+    """The config's virtual MCP servers and their recordings: no decision sends them real."""
+    return VirtualServers({name: spec.recording for name, spec in config.virtual_servers.items()})

@@ -14,7 +14,6 @@ from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
 from backends.replay import ReplayBackend
 from backends.shell.sandboxes import Sandboxes
-from policies.virtual import VirtualServers
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
@@ -29,7 +28,7 @@ from router.http.browser_egress import BrowserEgress
 from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
 from router.runtime.collector import settle_after_start
-from router.runtime.policy_chain import build_policies, replay_modes
+from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
 from router.runtime.world import ExampleLookup, build_engine, build_simulator, tools_of
 from router.types import Call
 from shadow.compare.noise import NoiseRule
@@ -120,7 +119,7 @@ class Runtime:
             # sample of calls known read-only is made again: pairs without repeated agent calls.
             watchers=[NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate)],
             perturber=Perturber.from_config(config.perturbations),
-            virtual=VirtualServers({name: spec.recording for name, spec in config.virtual_servers.items()}),
+            virtual=virtual_servers(config),
         )
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).

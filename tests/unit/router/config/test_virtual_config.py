@@ -53,3 +53,17 @@ def test_a_bad_declaration_is_a_clear_error(tools, error):
     with pytest.raises(ConfigError) as raised:
         parse_config(f"mcpServers:\n  v:\n    type: virtual\n    tools:\n      {tools}\n", source="s.yaml")
     assert error in str(raised.value)
+
+
+def test_explain_shows_the_route_a_virtual_server_is_served():
+    from router.reports.explain import Explainer, call_from_json
+
+    config = parse_config(DECLARED + "rules:\n  - match: {tool: get_forecast}\n    route: shadow\n")
+    explainer = Explainer(config)
+    forecast = explainer.explain(call_from_json({"server": "weather", "name": "get_forecast", "arguments": {"city": "Lima"}}, config))
+    assert (forecast["route"], forecast["policy"]) == ("replay", "virtual")
+    assert "rules:rule[0] chose shadow" in forecast["reason"] and "recording 'golden'" in forecast["reason"]
+    assert forecast["safety_class"] == "safe"
+    assert [entry["matched"] for entry in forecast["rules_tried"]] == [True]
+    time = explainer.explain(call_from_json({"server": "time", "name": "get_current_time"}, config))
+    assert time["route"] == "real"  # a real server keeps its route
