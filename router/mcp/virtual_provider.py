@@ -63,5 +63,8 @@ class VirtualProvider(Provider):
     def forget(self, kind: str) -> None:
         """Nothing to forget: a virtual server's listing is its declaration."""
 
+    async def relist(self) -> None:
+        """Nothing to list again: the declaration changes only with the config."""
+
     def snapshot(self) -> list[dict]:
         return self.spec.definitions()
