@@ -105,14 +105,24 @@ class ReplayBackend:
         return self.keys(call).replay
 
     async def lookup(
-        self, call: Call, session: Session, *, occurrence: int, key: str, substitute: ReplayAlias | None = None
+        self,
+        call: Call,
+        session: Session,
+        *,
+        occurrence: int,
+        key: str,
+        substitute: ReplayAlias | None = None,
+        source: ReplaySource | None = None,
     ) -> ReplayHit | ReplayMiss:
         """The recorded answer of `key` for this occurrence; with `substitute`, the
-        recording of another value of an echoed argument, with this call's value put in."""
+        recording of another value of an echoed argument, with this call's value put in;
+        `source`: where to look, whatever the session's or the configured source (a
+        virtual server's own recording)."""
         started = time.perf_counter()
         source_session = session.replay_sources.get(key)
         if source_session is None:
-            source = ReplaySource(session.replay_from) if session.replay_from else self.source  # an episode's own recording
+            if source is None:
+                source = ReplaySource(session.replay_from) if session.replay_from else self.source  # an episode's own recording
             for candidate in self._visible_keys(key, session.id):
                 source_session = await self.store.replay_session(candidate, exclude_session=session.id, source=source)
                 if source_session is not None:

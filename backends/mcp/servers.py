@@ -1,5 +1,6 @@
 """An MCP server entry of the config file: stdio (`command`) or remote (`url`), as in
-Claude Desktop, Cursor and VS Code configs. The upstream pool opens sessions to them."""
+Claude Desktop, Cursor and VS Code configs, or virtual (`type: virtual`, declared only
+here: backends/mcp/virtual.py). The upstream pool opens sessions to the real ones."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, PositiveFloat, Tag
 
+from backends.mcp.virtual import VirtualServer
 from backends.options import Strict
 
 
@@ -36,15 +38,21 @@ class RemoteServer(Strict):
 
 def _server_kind(value: Any) -> str:
     if isinstance(value, dict):
+        if value.get("type") == "virtual" or ("tools" in value and "command" not in value and "url" not in value):
+            return "virtual"
         if "url" in value or value.get("type") in ("http", "streamable-http", "sse"):
             return "remote"
         return "stdio"
+    if isinstance(value, VirtualServer):
+        return "virtual"
     return "remote" if isinstance(value, RemoteServer) else "stdio"
 
 
 # A server entry is stdio (`command`) or remote (`url`), as in Claude Desktop,
-# Cursor and VS Code configs.
+# Cursor and VS Code configs, or virtual (`type: virtual`).
 ServerSpec = Annotated[
-    Annotated[StdioServer, Tag("stdio")] | Annotated[RemoteServer, Tag("remote")],
+    Annotated[StdioServer, Tag("stdio")] | Annotated[RemoteServer, Tag("remote")] | Annotated[VirtualServer, Tag("virtual")],
     Discriminator(_server_kind),
 ]
+# The servers simroute connects to (the upstream pool's).
+RealServerSpec = StdioServer | RemoteServer

@@ -27,7 +27,8 @@ def _rows_and_catalog(cfg: Config):
         rows = await store.recent(limit=cfg.learned.max_records)
         catalog = ToolCatalog()
         for server in sorted({*cfg.upstreams, *(row["server"] for row in rows if row.get("channel") == "mcp")}):
-            catalog.update(server, await store.load_tool_snapshot(server) or [])
+            virtual = cfg.virtual_servers.get(server)  # a virtual server's tools are as declared
+            catalog.update(server, virtual.definitions() if virtual is not None else await store.load_tool_snapshot(server) or [])
         return rows, catalog
 
     return read_store(cfg, query)

@@ -1,6 +1,6 @@
 """The `simroute` command line: the typer app and its commands, each group in its own
 module (serving.py, records.py, maintenance.py, setup.py, explain.py, learned.py,
-shadow.py, demo.py, export.py, pins.py, judge.py)."""
+shadow.py, demo.py, export.py, pins.py, judge.py, virtualize.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from router.cli.records import recordings, records
 from router.cli.serving import dashboard, http_proxy, mcp, serve
 from router.cli.setup import ca, check_config
 from router.cli.shadow import diff, noise
+from router.cli.virtualize import virtualize
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="simroute: route an agent's tool calls to real or simulated environments."
@@ -55,6 +56,7 @@ for command in (noise, diff, train):
 app.command("eval")(evaluate)
 app.command()(reload)
 app.add_typer(pins_app, name="pins")
+app.command()(virtualize)
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ import yaml
 from pydantic import Field, NonNegativeFloat, PositiveFloat, ValidationError, field_validator, model_validator
 
 from backends.browser.options import BrowserConfig
-from backends.mcp.servers import ServerSpec
+from backends.mcp.servers import RealServerSpec, ServerSpec
+from backends.mcp.virtual import VirtualServer
 from backends.options import Strict
 from backends.shell.options import ShellConfig
 from policies.perturbation import PerturbationsConfig
@@ -124,7 +125,18 @@ class Config(Strict):
 
     @property
     def upstreams(self) -> dict[str, ServerSpec]:
+        """Every MCP server agents see, real or virtual."""
         return {**self.mcp_servers, **self.servers}
+
+    @property
+    def real_upstreams(self) -> dict[str, RealServerSpec]:
+        """The servers simroute connects to (not the virtual ones)."""
+        return {name: spec for name, spec in self.upstreams.items() if not isinstance(spec, VirtualServer)}
+
+    @property
+    def virtual_servers(self) -> dict[str, VirtualServer]:
+        """The servers declared only here (`type: virtual`): no real side exists for them."""
+        return {name: spec for name, spec in self.upstreams.items() if isinstance(spec, VirtualServer)}
 
     @property
     def store_path(self) -> Path:
@@ -194,6 +206,7 @@ class Config(Strict):
         simulating = {Route.SIM, Route.SHADOW}
         return (
             self.uses_learned()
+            or bool(self.virtual_servers)  # a virtual server answers from the world model
             or self.mode in simulating
             or any(rule.route in simulating for rule in self.parsed_rules())
             or self.replay.on_miss == "sim"
@@ -236,7 +249,7 @@ class Config(Strict):
         return (spec.sim_timeout if spec is not None and spec.sim_timeout else None) or self.world_model.deadline_s
 
     def timeout_for(self, server: str) -> float:
-        spec = self.upstreams.get(server)
+        spec = self.real_upstreams.get(server)
         return (spec.timeout if spec is not None and spec.timeout else None) or self.call_timeout_s
 
 
@@ -354,4 +367,4 @@ def _describe(error: Any, source: str, lines: dict[tuple[Any, ...], int]) -> str
     return f"{source}:{line}: {_format_loc(loc)}: {message}"
 
 
-_UNION_TAGS = {"stdio", "remote"}
+_UNION_TAGS = {"stdio", "remote", "virtual"}

@@ -29,12 +29,13 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
-from backends.replay import ReplayBackend, ReplayHit, ReplayMiss
+from backends.replay import ReplayBackend
 from policies import learned, rehearsal
 from policies.base import Policy, decide
+from policies.virtual import VirtualServers
 from router.engine.pending import Outcome, Pending
 from router.engine.perturbing import Perturber, note_of
-from router.engine.replay_modes import ReplayModes
+from router.engine.replay_modes import ReplayModes, replay_route
 from router.engine.session_state import LocalSessionState, SessionState, claim_locally
 from router.engine.watchers import CallWatcher, RecordWriter
 from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
@@ -72,6 +73,7 @@ class Engine:
         redactor: Redactor | None = None,
         watchers: Sequence[CallWatcher] = (),
         perturber: Perturber | None = None,
+        virtual: VirtualServers | None = None,
     ) -> None:
         self.policies = list(policies)
         self.records = records
@@ -91,6 +93,8 @@ class Engine:
         self.watchers: list[CallWatcher] = [RecordWriter(records), *watchers]
         # Seeded perturbation plans (router/engine/perturbing.py); none: no call is perturbed.
         self.perturber = perturber or Perturber()
+        # Virtual MCP servers (policies/virtual.py): no decision sends their calls real.
+        self.virtual = virtual or VirtualServers()
         self.owner = this_process_owner()
 
     async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False) -> Outcome:
@@ -143,6 +147,7 @@ class Engine:
         except Exception as exc:
             log.exception("deciding %s.%s failed", call.server, call.tool)
             decision = Decision(Route.DENY, "engine", f"a routing policy failed: {type(exc).__name__}: {exc}")
+        decision = self.virtual.route(call, decision)
         if session.pinned != pins:
             await self._save_pins(session)
         pending = Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
@@ -365,28 +370,9 @@ class Engine:
         if route is Route.DENY:
             return Observation.error(f"simroute denied this call ({decision.policy}): {decision.reason}"), ""
         assert route is Route.REPLAY
-        return await self._replay(pending)
-
-    async def _replay(self, pending: Pending) -> tuple[Observation | None, str]:
-        modes, occurrence = self.replay_modes, pending.occurrence
-        if modes.record_mode == "all":
-            return None, "replay.record_mode is 'all': served real and recorded"
-        alias = pending.decision.replay_as
-        if alias is not None:  # a recording made for another value of an argument the tool only echoes
-            found = await self.replay.lookup(pending.call, pending.session, occurrence=occurrence, key=alias.key, substitute=alias)
-        else:
-            found = await self.replay.lookup(pending.call, pending.session, occurrence=occurrence, key=pending.keys.replay)
-        if isinstance(found, ReplayHit):
-            also = f", made for {alias.argument} {alias.recorded!r}, the value substituted" if alias is not None else ""
-            return found.observation, f"replayed record {found.record_id} (occurrence {occurrence}{also})"
-        assert isinstance(found, ReplayMiss)
-        miss = f"replay miss (occurrence {occurrence}: {found.reason})"
-        action = modes.on_miss_for(found)
-        if action == "real":
-            return None, f"{miss}; served real"
-        if action == "sim":
-            return await self._sim(pending.stored_call, pending.session, pending.decision.deadline_s), f"{miss}; served sim"
-        return Observation.error(f"simroute: {miss}, and {modes.describe_miss_policy()}"), miss
+        return await replay_route(
+            pending, self.replay, self.replay_modes, self.virtual, lambda: self._sim(pending.stored_call, session, decision.deadline_s)
+        )
 
     async def _sim(self, call: Call, session: Session, deadline_s: float | None = None) -> Observation:
         if (call.channel, call.tool) in _NOT_SIMULATED:

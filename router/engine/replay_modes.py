@@ -6,12 +6,23 @@
   recording is replayed, and running past it is an error: recording stops.
 - `all`: the replay route always goes real, and is recorded.
 `on_miss` (`real`, `sim`, `error`), when given, decides misses whatever the mode.
+A virtual MCP server has no real side: its calls replay its own recording (when it has
+one), never record real, and a miss is simulated whatever the modes say.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from backends.replay import ReplayBackend, ReplayHit, ReplayMiss
+from policies.virtual import VirtualServers
+from router.types import Observation
+from shadow.store.protocol import ReplaySource
+
+if TYPE_CHECKING:
+    from router.engine.pending import Pending
 
 RecordMode = Literal["once", "new_episodes", "none", "all"]
 MissAction = Literal["real", "sim", "error"]
@@ -41,3 +52,35 @@ class ReplayModes:
         if self.on_miss is not None:
             return f"replay.on_miss is {self.on_miss!r}"
         return f"replay.record_mode is {self.record_mode!r}"
+
+
+async def replay_route(
+    pending: Pending,
+    replay: ReplayBackend,
+    modes: ReplayModes,
+    virtual: VirtualServers,
+    simulate: Callable[[], Awaitable[Observation]],
+) -> tuple[Observation | None, str]:
+    """(observation, note) of the replay route; observation None: the real side answers."""
+    call, occurrence = pending.call, pending.occurrence
+    no_real_side = virtual.is_virtual(call)
+    if modes.record_mode == "all" and not no_real_side:
+        return None, "replay.record_mode is 'all': served real and recorded"
+    alias = pending.decision.replay_as  # a recording made for another value of an argument the tool only echoes
+    recording = virtual.recording_of(call)
+    source = ReplaySource(recording) if recording is not None else None  # a virtual server's own recording
+    key = alias.key if alias is not None else pending.keys.replay
+    found = await replay.lookup(call, pending.session, occurrence=occurrence, key=key, substitute=alias, source=source)
+    if isinstance(found, ReplayHit):
+        also = f", made for {alias.argument} {alias.recorded!r}, the value substituted" if alias is not None else ""
+        return found.observation, f"replayed record {found.record_id} (occurrence {occurrence}{also})"
+    assert isinstance(found, ReplayMiss)
+    miss = f"replay miss (occurrence {occurrence}: {found.reason})"
+    if no_real_side:  # the world model answers, flagged sim: never passed off as recorded
+        return await simulate(), f"{miss}; virtual server {call.server!r}: served sim"
+    action = modes.on_miss_for(found)
+    if action == "real":
+        return None, f"{miss}; served real"
+    if action == "sim":
+        return await simulate(), f"{miss}; served sim"
+    return Observation.error(f"simroute: {miss}, and {modes.describe_miss_policy()}"), miss

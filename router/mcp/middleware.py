@@ -39,6 +39,7 @@ from router.mcp.reads import (
 )
 from router.mcp.results import observation_from_result, result_from_observation, simroute_meta
 from router.mcp.retries import answered_once, retry_key
+from router.mcp.virtual_provider import VirtualProvider
 from router.runtime.runtime import Runtime
 from router.types import Call, Observation, Provenance, Session
 
@@ -86,7 +87,7 @@ class RoutingMiddleware(Middleware):
         self,
         runtime: Runtime,
         names: ToolNames,
-        providers: Mapping[str, SnapshotProxyProvider],
+        providers: Mapping[str, SnapshotProxyProvider | VirtualProvider],
         local: Mapping[str, LocalTool] | None = None,
     ) -> None:
         self.runtime = runtime

@@ -20,6 +20,7 @@ from router.mcp.local_tools import LocalTool
 from router.mcp.middleware import RoutingMiddleware, ToolNames
 from router.mcp.provider import SnapshotProxyProvider
 from router.mcp.shell_tools import shell_tools
+from router.mcp.virtual_provider import VirtualProvider
 from router.runtime.runtime import Runtime
 
 INSTRUCTIONS = (
@@ -58,8 +59,11 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
 
     server = FastMCP("simroute", instructions=INSTRUCTIONS, lifespan=lifespan)
     names = ToolNames(list(runtime.config.upstreams))
-    providers = {
-        upstream: SnapshotProxyProvider(
+    virtual = runtime.config.virtual_servers
+    providers: dict[str, SnapshotProxyProvider | VirtualProvider] = {
+        upstream: VirtualProvider(upstream, virtual[upstream])
+        if upstream in virtual
+        else SnapshotProxyProvider(
             _upstream_client_factory(runtime, upstream),
             server=upstream,
             store=runtime.store,

@@ -21,7 +21,7 @@ from router.config import Config
 from router.engine.perturbing import Perturber
 from router.engine.tool_catalog import ToolCatalog
 from router.reports.learned_policy import learned_json
-from router.runtime.policy_chain import build_policies
+from router.runtime.policy_chain import build_policies, virtual_servers
 from router.types import Call, Decision, Route, Session
 
 SESSION = "explain"
@@ -110,12 +110,16 @@ class Explainer:
         self.config = config
         self.catalog = catalog if catalog is not None else ToolCatalog()
         self.learned = learned  # the learned router, loaded with its model and statistics
+        for server, spec in config.virtual_servers.items():  # the gate reads a virtual server's declared annotations
+            self.catalog.update(server, spec.definitions())
         self.policies = build_policies(config, tools_meta=self.catalog.lookup, learned=learned)
+        self.virtual = virtual_servers(config)  # applied after the chain, as the engine applies it
         self.perturber = Perturber.from_config(config.perturbations)
 
     def explain(self, call: Call) -> dict[str, Any]:
         session = Session(call.session_id)
-        decision = decide(self.policies, call, session, fallback=_FALLBACK)
+        chosen = decide(self.policies, call, session, fallback=_FALLBACK)
+        decision = self.virtual.route(call, chosen)
         result: dict[str, Any] = {
             "call": {"channel": call.channel, "server": call.server, "tool": call.tool},
             "route": str(decision.route),
@@ -123,7 +127,7 @@ class Explainer:
             "reason": decision.reason,
             "safety_class": decision.safety,
             "safety_reason": decision.safety_reason,
-            "rules_tried": self._rules_tried(call, session, decision),
+            "rules_tried": self._rules_tried(call, session, chosen),
         }
         if decision.policy == "learned" and self.learned is not None:
             gate = self.policies[0] if isinstance(self.policies[0], SafetyPolicy) else None

@@ -11,6 +11,7 @@ from policies.rehearsal import RehearsalGate
 from policies.rules import RulesPolicy
 from policies.safety import SafetyClassifier, ToolLookup, no_tools
 from policies.safety.verdict import SafetyClass
+from policies.virtual import VirtualServers
 from router.config import Config
 from router.engine.replay_modes import ReplayModes
 from router.types import Route
@@ -66,3 +67,8 @@ def build_policies(
         learned=learned,
         holds=holds,
     )
+
+
+def virtual_servers(config: Config) -> VirtualServers:
+    """The config's virtual MCP servers and their recordings: no decision sends them real."""
+    return VirtualServers({name: spec.recording for name, spec in config.virtual_servers.items()})

@@ -29,8 +29,8 @@ from router.http.browser_egress import BrowserEgress
 from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
 from router.runtime.collector import settle_after_start
-from router.runtime.policy_chain import build_policies, replay_modes
-from router.runtime.world import ExampleLookup, build_engine, build_simulator
+from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
+from router.runtime.world import ExampleLookup, build_engine, build_simulator, tools_of
 from router.types import Call
 from shadow.compare.noise import NoiseRule
 from shadow.noise_learner import NoiseLearner
@@ -54,7 +54,8 @@ class Runtime:
         self.records = RecordLog(self.store, config.spool_path)
         if http_channel_port is not None:  # refused before anything is built for it
             check_bind(config.http.listen_host, self.tokens, what="the HTTP proxy")
-        self.upstreams = UpstreamPool(config.upstreams, connect_timeout_s=config.startup_timeout_s)
+        # Virtual servers have no process and no connection: the pool knows only the real ones.
+        self.upstreams = UpstreamPool(config.real_upstreams, connect_timeout_s=config.startup_timeout_s)
         # The shell channel's real side; the Docker engine is reached in start(), not here.
         self.shell = (
             Sandboxes(config.shell, workspace=config.shell_workspace, warm_pool=config.may_run_real("shell"))
@@ -123,6 +124,7 @@ class Runtime:
             # sample of calls known read-only is made again: pairs without repeated agent calls.
             watchers=[NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate)],
             perturber=Perturber.from_config(config.perturbations),
+            virtual=virtual_servers(config),
         )
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).
@@ -232,8 +234,8 @@ class Runtime:
 
     async def start(self) -> Runtime:
         await self.open_store()
-        for server in self.config.upstreams:  # the gate's MCP annotations, as last listed
-            self.tool_catalog.update(server, self.store.tool_snapshot(server) or [])
+        for server in self.config.upstreams:  # the gate's MCP annotations, as last listed (a virtual server's: declared)
+            self.tool_catalog.update(server, tools_of(self.config, self.store, server))
         self.sessions.start()
         if self.learned is not None:
             await self.learned.start()
@@ -278,7 +280,7 @@ class Runtime:
         list, the longest part of a first simulated call's prompt) is read now, at
         background priority, so the process's first session with it starts past it."""
         for server in self.config.upstreams:
-            tools = self.store.tool_snapshot(server) or []
+            tools = tools_of(self.config, self.store, server)
             if not tools:
                 continue
             call = Call("mcp", server, str(tools[0].get("name", "")), {}, "\0read-ahead")

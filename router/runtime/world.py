@@ -145,13 +145,20 @@ def build_world_simulator(config: Config, store: RecordStore, engine: Any, examp
     )
 
 
+def tools_of(config: Config, store: RecordStore, server: str) -> list[dict[str, Any]]:
+    """A server's tool definitions: a virtual server's as declared, a real one's as last listed."""
+    virtual = config.virtual_servers.get(server)
+    return virtual.definitions() if virtual is not None else store.tool_snapshot(server) or []
+
+
 def _mcp_domain(config: Config, store: RecordStore, examples: ExampleLookup) -> Any:
     from backends.world_model.mcp_domain import McpDomain
 
     wm = config.world_model
+    virtual = config.virtual_servers
 
     def tools_for(server: str) -> list[dict]:
-        return store.tool_snapshot(server) or []
+        return tools_of(config, store, server)
 
     def output_schema_for(server: str, tool: str) -> dict | None:
         for definition in tools_for(server):
@@ -166,9 +173,14 @@ def _mcp_domain(config: Config, store: RecordStore, examples: ExampleLookup) -> 
         demonstrations=wm.demonstrations,
         output_schema_for=output_schema_for,
         tool_list=wm.tool_list if wm.tool_list != "auto" else ("signatures" if wm.engine == "llama" else "json"),
-        initial_state=wm.initial_state,
-        simulation_instruction=wm.simulation_instruction,
+        # A virtual server's own documents, unless world_model names the server too.
+        initial_state={**_declared(virtual, "initial_state"), **wm.initial_state},
+        simulation_instruction={**_declared(virtual, "simulation_instruction"), **wm.simulation_instruction},
     )
+
+
+def _declared(virtual: dict[str, Any], key: str) -> dict[str, str]:
+    return {name: getattr(spec, key) for name, spec in virtual.items() if getattr(spec, key)}
 
 
 def _terminal_domain(config: Config, examples: ExampleLookup) -> Any:
