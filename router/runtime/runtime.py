@@ -20,6 +20,7 @@ from router.engine.engine import Engine
 from router.engine.perturbing import Perturber
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
+from router.engine.stated_facts import FactKeeper
 from router.engine.tool_catalog import ToolCatalog
 from router.engine.watchers import NoiseWatch
 from router.http.access import ProxyGate, SessionCredentials
@@ -103,6 +104,7 @@ class Runtime:
         # are loaded at start and kept fresh by background tasks, never on a call's path.
         self.learned = self._learned_service() if config.uses_learned() else None
         self.noise_learner = NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s)
+        session_state = self._session_state()
         self.engine = Engine(
             policies=build_policies(config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None),
             records=self.records,
@@ -113,10 +115,14 @@ class Runtime:
             shadow_rate=config.shadow.rate,
             deadline_for=self._deadline_for,
             sim_deadline_for=self._sim_deadline_for,
-            session_state=self._session_state(),
+            session_state=session_state,
             # Real answers to repeated calls teach the noise table, off the agent's path; a
             # sample of calls known read-only is made again: pairs without repeated agent calls.
-            watchers=[NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate)],
+            # The facts answers state are given back to the world model, in sessions it may answer.
+            watchers=[
+                NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate),
+                FactKeeper(session_state, limit=config.world_model.facts_kept, every_session=config.may_simulate()),
+            ],
             perturber=Perturber.from_config(config.perturbations),
         )
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
