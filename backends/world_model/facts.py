@@ -179,6 +179,9 @@ def _answer(call: Call, observation: Observation) -> tuple[str, str] | None:
         url, title = structured.get("url"), structured.get("title")
         return (f"page {url}", str(title or "(untitled)")) if url else None
     args = json.dumps(arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    if structured:  # a tool's structured answer, compact; a text tool's wrapped `{"result": …}`, the text
+        only = structured.get("result") if list(structured) == ["result"] else None
+        return f"{call.server}.{call.tool}({args})", only if isinstance(only, str) else _compact(dict(structured))
     return f"{call.server}.{call.tool}({args})", observation.text
 
 
@@ -198,14 +201,14 @@ def keep_facts(kept: dict[str, tuple[int, str]], new: Mapping[str, str], *, step
 def render_facts(kept: Mapping[str, tuple[int, str]], *, shown: str = "", budget_chars: int | None = None) -> str:
     """The facts block for a prompt: facts whose value `shown` (the prompt) does not
     already carry, oldest first, within `budget_chars`; "" when there are none."""
-    lines, used = [], len(FACTS_HEADING) + 1
+    lines, used = [], len(FACTS_HEADING)
     shown = " ".join(shown.split())
     for key, (_, value) in sorted(kept.items(), key=lambda item: (item[1][0], item[0])):
         if len(value) >= SHOWN_MIN_CHARS and value in shown:
             continue  # the prompt's history still shows it
         line = f"- {key}: {value}"
-        if budget_chars is not None and used + len(line) + 1 > budget_chars:
+        if budget_chars is not None and used + 1 + len(line) > budget_chars:
             break
         lines.append(line)
-        used += len(line) + 1
+        used += 1 + len(line)
     return "\n".join([FACTS_HEADING, *lines]) if lines else ""

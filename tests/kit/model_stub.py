@@ -1,10 +1,12 @@
-"""An OpenAI-compatible world model for tests: it answers one fixed observation and
-keeps every request body it was sent, so a test can read the prompts simroute built."""
+"""An OpenAI-compatible world model for tests: it answers one fixed observation (or
+what a function of the request makes of it) and keeps every request body it was
+sent, so a test can read the prompts simroute built."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -17,9 +19,9 @@ class _Server(ThreadingHTTPServer):
 
 class ModelStub:
     """An OpenAI-compatible /v1/chat/completions that answers one fixed observation
-    (`answer`) and keeps every request body it was sent."""
+    (`answer`, or `answer(body)` for each request body) and keeps every request body it was sent."""
 
-    def __init__(self, answer: str = "report simulated") -> None:
+    def __init__(self, answer: str | Callable[[dict], str] = "report simulated") -> None:
         self.bodies: list[dict] = []
         stub = self
 
@@ -27,7 +29,8 @@ class ModelStub:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.bodies.append(body)
-                message = {"role": "assistant", "content": f"<predicted_observation>{answer}</predicted_observation>"}
+                observation = answer(body) if callable(answer) else answer
+                message = {"role": "assistant", "content": f"<predicted_observation>{observation}</predicted_observation>"}
                 reply = json.dumps(
                     {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
                 ).encode()

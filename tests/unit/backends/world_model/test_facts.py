@@ -44,6 +44,8 @@ def test_a_text_answer_is_kept_by_its_call_cut_short_and_an_error_states_nothing
     [(key, value)] = facts.items()
     assert key == 'weather.forecast({"city":"Lima"})' and value.startswith("Lima: 19 °C, light drizzle") and len(value) == 240
     assert stated_facts(call, text("no such city", is_error=True)) == {}
+    wrapped = text('{\n  "result": "19 °C"\n}', structured={"result": "19 °C"})  # a text tool's answer, wrapped by FastMCP
+    assert stated_facts(call, wrapped) == {'weather.forecast({"city":"Lima"})': "19 °C"}
 
 
 def test_a_session_keeps_its_oldest_facts_updates_them_and_drops_new_ones_past_the_limit():
@@ -59,4 +61,6 @@ def test_the_block_lists_facts_oldest_first_leaves_out_what_the_prompt_shows_and
     block = render_facts(kept, shown="... shown in   the history already ...")
     assert block.splitlines() == [FACTS_HEADING, "- first: Ada Park", "- second: " + "x" * 50]
     assert render_facts(kept, budget_chars=len(FACTS_HEADING) + 20).splitlines() == [FACTS_HEADING, "- first: Ada Park"]
+    whole = render_facts(kept)
+    assert render_facts(kept, budget_chars=len(whole)) == whole  # exactly its own size fits
     assert render_facts({}) == ""
