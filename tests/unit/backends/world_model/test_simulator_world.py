@@ -5,6 +5,8 @@ from backends.world_model.facts import FACTS_HEADING
 from backends.world_model.http_domain import HttpDomain
 from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
+from backends.world_model.terminal_domain import TerminalDomain
+from backends.world_model.web_domain import WebDomain
 from router.types import Call, Observation, Provenance, Session, Turn
 
 
@@ -15,7 +17,9 @@ class Engine:
 
 def simulator(**options) -> WorldModelSimulator:
     mcp = McpDomain(tools_for=lambda server: [{"name": "t"}], output_schema_for=lambda server, tool: None)
-    return WorldModelSimulator(Engine(), domains={"mcp": mcp, "http": HttpDomain()}, max_tokens=64, **options)  # type: ignore[arg-type]
+    return WorldModelSimulator(
+        Engine(), domains={"mcp": mcp, "http": HttpDomain(), "shell": TerminalDomain(), "browser": WebDomain()}, max_tokens=64, **options
+    )  # type: ignore[arg-type]
 
 
 MCP = Call("mcp", "crm", "t", {"n": 99}, "s")
@@ -24,7 +28,9 @@ HTTP = Call("http", "api.test", "GET", {"method": "GET", "url": "http://api.test
 
 def test_the_configured_world_reaches_every_channel_and_an_episode_world_stands_in_for_it():
     sim = simulator(world="Current date: 2031-04-02")
-    for call in (MCP, HTTP):
+    shell = Call("shell", "shell", "shell_exec", {"command": "date"}, "s")
+    browser = Call("browser", "browser", "browser_navigate", {"url": "https://lumen.test/"}, "s")
+    for call in (MCP, HTTP, shell, browser):
         assert "Current date: 2031-04-02" in sim.messages_for(call, Session("s"), grounding=None)[0]["content"]
     episode = Session("e", world={"*": "Current date: 1999-12-31"})
     system = sim.messages_for(HTTP, episode)[0]["content"]
