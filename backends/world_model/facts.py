@@ -32,6 +32,10 @@ from router.types import Call, Observation
 VALUE_CHARS = 240
 KEY_CHARS = 160
 ENTITIES_PER_ANSWER = 16
+# Bounds on the work one answer costs (facts are kept on the agent's path): a longer
+# answer is not parsed as JSON, and only a list's first elements are looked into.
+PARSED_CHARS = 65_536
+LIST_ELEMENTS = 64
 # A value this long found in the prompt is shown there already (a shorter one, a
 # number or a name, may be there by chance).
 SHOWN_MIN_CHARS = 16
@@ -85,6 +89,8 @@ def _json_of(call: Call, observation: Observation) -> Any:
 
 
 def _loads(text: str) -> Any:
+    if len(text) > PARSED_CHARS or not text.lstrip().startswith(("{", "[")):
+        return None
     try:
         return json.loads(text)
     except ValueError:
@@ -97,7 +103,7 @@ def _entities(server: str, value: Any) -> Iterator[tuple[str, str]]:
     while stack and found < ENTITIES_PER_ANSWER:
         item, depth = stack.pop(0)
         if isinstance(item, list) and depth < 4:
-            stack.extend((element, depth + 1) for element in item)
+            stack.extend((element, depth + 1) for element in item[:LIST_ELEMENTS])
         elif isinstance(item, Mapping) and depth < 4:
             identifier = _identifier(item)
             if identifier is not None:
