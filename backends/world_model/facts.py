@@ -51,7 +51,7 @@ _SEPARATORS = re.compile(r"\s*(?:&&|;|\n)\s*")
 
 
 def _short(text: str, limit: int = VALUE_CHARS) -> str:
-    text = " ".join(str(text).split())
+    text = " ".join(str(text)[: limit * 8].split())  # a long answer is not split whole
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
