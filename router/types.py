@@ -238,6 +238,10 @@ class Session:
     # one), and the call numbers its rules claimed when state is not shared.
     perturbation: Any = None
     perturbation_counts: dict[str, int] = field(default_factory=dict)
+    # Facts the session's answers stated (backends/world_model/facts.py): name -> (the
+    # step that last stated it, its value). Given back to the world model, so the world
+    # stays consistent when the turns that stated them no longer fit its context.
+    facts: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def is_episode(self) -> bool:

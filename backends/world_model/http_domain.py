@@ -61,10 +61,12 @@ class HttpDomain:
         self.simulation_instruction = dict(simulation_instruction or {})
         self.body_chars = body_chars
 
-    def system(self, host: str) -> str:
+    def system(self, host: str, world: str | None = None) -> str:
+        """`world`: the session's world document (configured, or an episode's)."""
         parts = [TASK.format(host=host), f"## Action space\nHTTP/1.1 requests to {host}, written as raw HTTP messages."]
-        if state := self.initial_state.get(host):
-            parts.append("## Initial state\n" + state.strip())
+        state = [text.strip() for text in (self.initial_state.get(host), world) if text and text.strip()]
+        if state:
+            parts.append("## Initial state\n" + "\n\n".join(state))
         if instruction := self.simulation_instruction.get(host):
             parts.append("## Simulation instruction\n" + instruction.strip())
         return "\n\n".join(parts)
@@ -113,7 +115,7 @@ class HttpDomain:
         def render_final(number: int) -> str:
             return self.render_action(call, number) + "\n\n" + CLOSING.format(what="HTTP server")
 
-        system = self.system(call.server)
+        system = self.system(call.server, session.world_for(call.channel))
         if grounding is None:
             grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)
         examples = [render_example(past, structured) for past, structured in map(_example_of, grounding.rows)]

@@ -17,6 +17,7 @@ tagged `sim` that names the cause.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -24,11 +25,14 @@ from typing import Any
 
 from backends.world_model.domain import Domain
 from backends.world_model.engine import Completion, WorldModelEngine, WorldModelError
+from backends.world_model.facts import render_facts
 from backends.world_model.grounding import Grounding, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
 from router.types import Call, Observation, Provenance, Session
 
 log = logging.getLogger("simroute.sim")
+
+FACTS_SHARE = 4  # the facts block takes at most 1/FACTS_SHARE of the prompt budget
 
 
 class WorldModelSimulator:
@@ -41,6 +45,7 @@ class WorldModelSimulator:
         context_tokens: int = 4096,
         constrained_output: bool = True,
         size_budgets: bool = True,
+        world: str | None = None,
     ) -> None:
         self.engine = engine
         self.domains = dict(domains)
@@ -53,6 +58,9 @@ class WorldModelSimulator:
         # A tool's budget follows the sizes of its real answers (off for thinking
         # models, whose budget is mostly thinking).
         self.size_budgets = size_budgets
+        # The configured world document (rendered), told to every session whose own
+        # world (an episode's, merged with it at reset) does not replace it.
+        self.world = world or None
         # Told of every completion (the call's channel names the domain): /metrics counts
         # the world model's tokens and generation time with them.
         self.observers: list[Callable[[str, Completion], None]] = []
@@ -87,7 +95,28 @@ class WorldModelSimulator:
 
     def _messages(self, domain: Domain, call: Call, session: Session, grounding: Any) -> list[dict[str, Any]]:
         budget = self.context_tokens - self.max_tokens_for(call.channel)
-        return domain.messages(call, session, budget_tokens=budget, count_tokens=self.engine.count_tokens, grounding=grounding)
+        count_tokens = self.engine.count_tokens
+        session = self.in_world(session)
+        if not session.facts:
+            return domain.messages(call, session, budget_tokens=budget, count_tokens=count_tokens, grounding=grounding)
+        # The facts the session's answers stated, in the last message (the system message
+        # and history stay a cached prefix), within a quarter of the budget; those the
+        # history the domain fitted still shows are left out.
+        whole = render_facts(session.facts)
+        reserve = min(budget // FACTS_SHARE, count_tokens(whole) + 8)
+        messages = domain.messages(call, session, budget_tokens=budget - reserve, count_tokens=count_tokens, grounding=grounding)
+        chars = len(whole) * max(0, reserve - 8) // max(1, count_tokens(whole))
+        block = render_facts(session.facts, shown="\n".join(m["content"] for m in messages), budget_chars=chars)
+        if block:
+            messages[-1] = {**messages[-1], "content": block + "\n\n" + messages[-1]["content"]}
+        return messages
+
+    def in_world(self, session: Session) -> Session:
+        """The session as its prompts see it: with the configured world unless its own
+        (`session.world["*"]`, set by an episode) stands in for it."""
+        if self.world is None or "*" in session.world:
+            return session
+        return dataclasses.replace(session, world={"*": self.world, **session.world})
 
     async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
         started = time.monotonic()

@@ -146,13 +146,16 @@ class WebDomain:
 
     # --- the prompt ------------------------------------------------------------------
 
-    def system(self) -> str:
+    def system(self, world: str | None = None) -> str:
+        """`world`: the session's world document (configured, or an episode's)."""
         parts = [TASK, "## Action space\n```json\n" + json.dumps(ACTIONS, indent=2) + "\n```"]
         state = []
         if self.allowed_domains:
             state.append(f"The browser may load pages of these sites only: {', '.join(self.allowed_domains)}.")
         if self.initial_state:
             state.append(self.initial_state.strip())
+        if world:
+            state.append(world.strip())
         if state:
             parts.append("## Initial state\n" + "\n\n".join(state))
         if self.simulation_instruction:
@@ -200,7 +203,7 @@ class WebDomain:
     ) -> list[dict[str, str]]:
         turns = self.pages(call, session)
         first_state = self.initial_state.strip() if self.initial_state else NO_PAGE
-        system = self.system()
+        system = self.system(session.world_for(call.channel))
         # Demonstrations are (action, page) turns of their own, right before the current
         # action: small models answer in the real format only when a real observation of
         # the same tool is the turn just before. After the history, so the system +

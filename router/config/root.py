@@ -304,6 +304,14 @@ def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None =
             if plan is not None and plan not in config.perturbations.plans:
                 loc = (*where, i, "perturbation")
                 raise ConfigError(f"{source}:{_line_for(loc, lines)}: {_format_loc(loc)}: {plan!r} is not one of perturbations.plans")
+    world = config.world_model.world
+    if world is not None:  # its file read now: a missing world file is a config error, not a failed call
+        try:
+            config.world_model.world = world.loaded(config.base_dir)
+            config.world_model.world.render()
+        except ValueError as exc:
+            loc = ("world_model", "world", "file") if world.file else ("world_model", "world")
+            raise ConfigError(f"{source}:{_line_for(loc, lines)}: {_format_loc(loc)}: {exc}") from exc
     return config
 
 

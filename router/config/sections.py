@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from backends.options import Strict
+from backends.world_model.world import WorldDocument
 from shadow.secret_patterns import CREDENTIAL_FIELDS
 
 
@@ -144,6 +145,10 @@ class WorldModelConfig(Strict):
     demonstrations: int = Field(default=2, ge=0, description="Recorded real observations of the same tool shown to the model per prompt.")
     initial_state: dict[str, str] = Field(default={}, description="Per server (`shell`, `browser`, a host): what the simulated side holds.")
     simulation_instruction: dict[str, str] = Field(default={}, description="Per server: controls, e.g. `Fail every third call with a 503.`")
+    world: WorldDocument | None = Field(
+        default=None, description="A fictional world every simulated server, host, shell and browser of a session is told."
+    )
+    facts_kept: int = Field(default=48, ge=0, description="Facts a session's answers stated, kept and given back to the model (0: none).")
 
     @field_validator("chat_format")
     @classmethod

@@ -3,8 +3,9 @@ occurrence of a replay key, the session's pins, the servers a real call with
 side effects has changed in the session (their recordings are stale to it: the
 learned router does not replay them), the servers rehearsal diverted to sim
 (their later reads must see the simulated world, on whichever replica serves them),
-and the call numbers of perturbation rules (a seeded plan gives the same
-perturbations whichever replica serves a call).
+the call numbers of perturbation rules (a seeded plan gives the same
+perturbations whichever replica serves a call), and the facts the session's
+answers stated (the world model is told them on whichever replica simulates).
 
 `LocalSessionState` keeps it in the process (one router). `RedisSessionState`
 shares it through Redis, so an agent session can move between router replicas:
@@ -26,7 +27,7 @@ class SessionState(Protocol):
 
     async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
         """Claim the call's (step, occurrence of `replay_key`); refreshes `session.pinned`,
-        `session.side_effects` and `session.diverted`."""
+        `session.side_effects`, `session.diverted` and `session.facts`."""
 
     async def save_pins(self, session: Session) -> None: ...
 
@@ -38,6 +39,9 @@ class SessionState(Protocol):
 
     async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
         """Share new diversion marks ((channel, server)) of the session."""
+
+    async def save_facts(self, session: Session, facts: dict[str, tuple[int, str]], *, limit: int) -> None:
+        """Share stated facts (name -> (step, value)) of the session, at most `limit` kept."""
 
 
 class LocalSessionState:
@@ -57,6 +61,9 @@ class LocalSessionState:
 
     async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
         return None
+
+    async def save_facts(self, session: Session, facts: dict[str, tuple[int, str]], *, limit: int) -> None:
+        return None  # kept in `session.facts` already
 
 
 def claim_locally(session: Session, replay_key: str) -> tuple[int, int]:

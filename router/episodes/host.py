@@ -113,7 +113,7 @@ class EpisodeHost:
             idle_ttl_s=parsed.ttl_s or config.episodes.idle_ttl_s,
             seed=seed,
             policies=self.routes.chain(parsed),
-            world={"*": parsed.world} if parsed.world else {},
+            world={"*": world} if (world := parsed.world_text(config)) is not None else {},
             replay_from=parsed.recording,
             scope=parsed.scope(config),
             answered={},

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, ValidationError
 
 from backends.options import Strict
+from backends.world_model.world import WorldDocument, world_of
 from policies.perturbation import Plan, PlanConfig, compile_plan
 from router.config import Config
 from router.config.episodes import EpisodeRoute
@@ -38,7 +39,10 @@ class EpisodeOptions(Strict):
         default={},
         description="The shell's initial files (path under /workspace → text): written into a real sandbox, told to a simulated one.",
     )
-    world: str | None = Field(default=None, description="A world document: the initial state simulated servers start from.")
+    world: str | WorldDocument | None = Field(
+        default=None,
+        description="A world document (text, or date/facts/text): extends the configured world_model.world (`replace: true`: stands alone).",
+    )
     recording: str | None = Field(default=None, min_length=1, description="The named recording this episode's replays come from.")
     ttl_s: PositiveFloat | None = Field(
         default=None, description="Idle time after which the episode is reaped (default: episodes.idle_ttl_s)."
@@ -78,6 +82,12 @@ class EpisodeOptions(Strict):
         verifier = self.verifier
         if verifier is not None and verifier not in section.verifiers:
             raise EpisodeOptionsError(f"invalid episode options: verifier: {verifier!r} is not one of episodes.verifiers")
+        if isinstance(self.world, WorldDocument) and self.world.file is not None:
+            raise EpisodeOptionsError("invalid episode options: world.file: an episode's world is sent inline, not read from a file")
+        try:
+            self.world_text(config)
+        except ValueError as exc:
+            raise EpisodeOptionsError(f"invalid episode options: world: {exc}") from exc
         plan = self.perturbation
         if isinstance(plan, str) and plan not in config.perturbations.plans:
             raise EpisodeOptionsError(f"invalid episode options: perturbation: {plan!r} is not one of perturbations.plans")
@@ -86,6 +96,15 @@ class EpisodeOptions(Strict):
         for path in self.files:
             if path.startswith("/") or ".." in path.split("/") or not path.strip():
                 raise EpisodeOptionsError(f"invalid episode options: files: {path!r} is not a relative path under /workspace")
+
+    def world_text(self, config: Config) -> str | None:
+        """The episode's world as the model reads it: the configured world extended (or
+        replaced) by its own; None when it has none of its own (the configured one applies)."""
+        own = world_of(self.world)
+        if own is None:
+            return None
+        configured = config.world_model.world
+        return (configured.merged(own) if configured is not None else own).render()
 
     def perturbation_plan(self, config: Config) -> Plan | None:
         """The episode's own perturbation plan (None: the configured one applies)."""

@@ -21,6 +21,7 @@ from router.engine.perturbing import Perturber
 from router.engine.pin_guard import PinGuard
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
+from router.engine.stated_facts import FactKeeper
 from router.engine.tool_catalog import ToolCatalog
 from router.engine.watchers import NoiseWatch
 from router.http.access import ProxyGate, SessionCredentials
@@ -107,6 +108,7 @@ class Runtime:
         self.noise_learner = NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s)
         # Tool-definition pins: what a changed upstream tool's calls get until a person accepts it.
         self.pins = PinGuard(self.store, policy=config.pins.policy, refresh_s=config.pins.refresh_s)
+        session_state = self._session_state()
         self.engine = Engine(
             policies=build_policies(
                 config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None, holds=[self.pins]
@@ -119,10 +121,14 @@ class Runtime:
             shadow_rate=config.shadow.rate,
             deadline_for=self._deadline_for,
             sim_deadline_for=self._sim_deadline_for,
-            session_state=self._session_state(),
+            session_state=session_state,
             # Real answers to repeated calls teach the noise table, off the agent's path; a
             # sample of calls known read-only is made again: pairs without repeated agent calls.
-            watchers=[NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate)],
+            # The facts answers state are given back to the world model, in sessions it may answer.
+            watchers=[
+                NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate),
+                FactKeeper(session_state, limit=config.world_model.facts_kept, every_session=config.may_simulate()),
+            ],
             perturber=Perturber.from_config(config.perturbations),
             virtual=virtual_servers(config),
         )

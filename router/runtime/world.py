@@ -142,6 +142,7 @@ def build_world_simulator(config: Config, store: RecordStore, engine: Any, examp
         constrained_output=config.world_model.engine == "llama",
         # Thinking models on an endpoint spend most of their budget thinking.
         size_budgets=config.world_model.engine == "llama",
+        world=config.world_model.world.render() if config.world_model.world is not None else None,
     )
 
 

@@ -1,6 +1,7 @@
-"""An OpenAI-compatible model for tests: it answers one fixed observation (or what a
-`reply` function makes of each request: a judge's verdict, tests/kit/judge.py) and
-keeps every request body it was sent, so a test can read the prompts simroute built."""
+"""An OpenAI-compatible model for tests: it answers one fixed observation, what a
+function of the request makes of it, or what a `reply` function makes of each request
+(a judge's verdict, tests/kit/judge.py), and keeps every request body it was sent, so a
+test can read the prompts simroute built."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ class _Server(ThreadingHTTPServer):
 
 class ModelStub:
     """An OpenAI-compatible /v1/chat/completions that answers one fixed observation
-    (`answer`), or the message content `reply(body)` makes of each request, and keeps
-    every request body it was sent."""
+    (`answer`, or `answer(body)` for each request body), or the message content
+    `reply(body)` makes of each request, and keeps every request body it was sent."""
 
-    def __init__(self, answer: str = "report simulated", *, reply: Callable[[dict], str] | None = None) -> None:
+    def __init__(self, answer: str | Callable[[dict], str] = "report simulated", *, reply: Callable[[dict], str] | None = None) -> None:
         self.bodies: list[dict] = []
         stub = self
 
@@ -30,7 +31,11 @@ class ModelStub:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.bodies.append(body)
-                content = reply(body) if reply is not None else f"<predicted_observation>{answer}</predicted_observation>"
+                if reply is not None:
+                    content = reply(body)
+                else:
+                    observation = answer(body) if callable(answer) else answer
+                    content = f"<predicted_observation>{observation}</predicted_observation>"
                 message = {"role": "assistant", "content": content}
                 encoded = json.dumps(
                     {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}

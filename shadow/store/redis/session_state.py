@@ -1,13 +1,26 @@
 """Agent-session routing state shared through Redis, so an agent session can move
 between router replicas (the protocol is `router.engine.session_state.SessionState`):
 step and occurrence counters are atomic increments, pins a hash, the side-effect and
-diversion marks sets, all read in one round trip per call; perturbation rules' call
-numbers a hash of counters, claimed in a second round trip by calls a plan matches."""
+diversion marks sets, the stated facts a hash, all read in one round trip per call;
+perturbation rules' call numbers a hash of counters, claimed in a second round trip by
+calls a plan matches."""
 
 from __future__ import annotations
 
 from router.types import Route, Session
 from shadow.store.redis.base import RedisBase
+
+# Stated facts: a fact already kept is updated, a new one kept only while the hash
+# holds fewer than the limit (ARGV[1]); the rest of ARGV are name, "step\x1fvalue" pairs.
+_SAVE_FACTS = """
+local limit = tonumber(ARGV[1])
+for i = 2, #ARGV, 2 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 or redis.call('HLEN', KEYS[1]) < limit then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+return 1
+"""
 
 
 class RedisSessionState:
@@ -25,6 +38,7 @@ class RedisSessionState:
 
     async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
         steps, occurrences, pins, effects, diverted = self._keys(session.id)
+        facts = self.store._key("sess", session.id, "facts")
 
         async def work(r):
             pipe = r.pipeline(transaction=True)
@@ -33,11 +47,12 @@ class RedisSessionState:
             pipe.hgetall(pins)
             pipe.smembers(effects)
             pipe.smembers(diverted)
+            pipe.hgetall(facts)
             for key in (steps, occurrences, pins, effects, diverted):
                 pipe.expire(key, self.ttl_s)
             return await pipe.execute()
 
-        claimed_steps, occurrence, pinned, marks, diversions = (await self.store._run("claiming a session step", work))[:5]
+        claimed_steps, occurrence, pinned, marks, diversions, stated = (await self.store._run("claiming a session step", work))[:6]
         session.steps = int(claimed_steps)
         session.occurrences[replay_key] = int(occurrence)
         session.pinned = {tuple(field.split("\x1f", 1)): Route(route) for field, route in pinned.items()}
@@ -46,6 +61,7 @@ class RedisSessionState:
         # The same for diversions: without them a replica that did not divert would
         # not know the sim pin comes from rehearsal, and a read would go real.
         session.diverted.update(tuple(mark.split("\x1f", 1)) for mark in diversions)
+        session.facts.update(_fact(name, stored) for name, stored in stated.items())
         return int(claimed_steps) - 1, int(occurrence)
 
     async def count(self, session: Session, counters: list[str]) -> list[int]:
@@ -76,6 +92,19 @@ class RedisSessionState:
     async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
         await self._add_marks(self._keys(session.id)[4], marks, "sharing rehearsal diversions")
 
+    async def save_facts(self, session: Session, facts: dict[str, tuple[int, str]], *, limit: int) -> None:
+        key = self.store._key("sess", session.id, "facts")
+        pairs = [part for name, (step, value) in facts.items() for part in (name, f"{step}\x1f{value}")]
+        if pairs:
+
+            async def work(r):
+                pipe = r.pipeline(transaction=True)
+                pipe.eval(_SAVE_FACTS, 1, key, limit, *pairs)
+                pipe.expire(key, self.ttl_s)
+                return await pipe.execute()
+
+            await self.store._run("sharing stated facts", work)
+
     async def _add_marks(self, key: str, marks: set[tuple[str, str]] | set[tuple[str, str, str]], doing: str) -> None:
         members = ["\x1f".join(mark) for mark in marks]
         if members:
@@ -94,3 +123,8 @@ def _write_mark(mark: str) -> tuple[str, str, str]:
     named the tool has none (""), which blocks the whole server's recordings."""
     channel, server, tool = (mark.split("\x1f", 2) + ["", ""])[:3]
     return channel, server, tool
+
+
+def _fact(name: str, stored: str) -> tuple[str, tuple[int, str]]:
+    step, _, value = stored.partition("\x1f")
+    return name, (int(step) if step.isdigit() else 0, value)

@@ -347,3 +347,31 @@ async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
     assert "masked as noise: $.result.datetime#instant" in shown.stdout
     missing = diff("ffff0000")
     assert missing.returncode == 1 and "no record with id ffff0000" in missing.stderr
+
+
+async def test_facts_stated_on_one_replica_are_told_on_another_within_the_limit(tmp_path, redis_server):
+    """Replica A keeps the facts its simulated answer stated; replica B, with its own
+    session object, has them from the step it claims; past the limit new facts are
+    not kept (the oldest stay), and a fact stated again is updated."""
+    from kit.engine import FakeSimulator
+
+    from router.engine.stated_facts import FactKeeper
+    from shadow.store.redis.session_state import RedisSessionState
+
+    store = redis_store(redis_server)
+    a, _ = await make_engine(tmp_path / "a", store=store, mode=Route.SIM)
+    b, _ = await make_engine(tmp_path / "b", store=store, mode=Route.SIM)
+    for engine in (a, b):
+        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.watchers.append(FactKeeper(engine.session_state, limit=2))
+    on_a, on_b = Session("agent"), Session("agent")
+    a.simulator = FakeSimulator('[{"id": 1, "name": "Ada"}, {"id": 2, "name": "Bo"}]')
+    await a.handle(c("agent", op="list"), on_a, FakeReal())
+    b.simulator = FakeSimulator('{"id": 3, "name": "Cy"}')
+    await b.handle(c("agent", op="get"), on_b, FakeReal())
+    assert on_b.facts == {"srv id=1": (0, "name=Ada"), "srv id=2": (0, "name=Bo")}  # A's facts; Cy: full
+    a.simulator = FakeSimulator('{"id": 2, "name": "Bo Lind"}')
+    await a.handle(c("agent", op="rename"), on_a, FakeReal())
+    await b.handle(c("agent", op="get"), on_b, FakeReal())
+    assert on_b.facts["srv id=2"] == (2, "name=Bo Lind")
+    await store.aclose()

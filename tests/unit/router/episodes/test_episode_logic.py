@@ -42,6 +42,9 @@ def test_options_are_checked_against_the_config():
         ({"files": {"x": "1"}, "channels": ["mcp"]}, "the shell channel is not in play"),
         ({"seed": 3}, "seed"),  # unknown keys are errors, not ignored
         ({"ttl_s": -1}, "ttl_s"),
+        ({"world": {"file": "/etc/passwd"}}, "world.file: an episode's world is sent inline"),
+        ({"world": {"dates": "2031"}}, "world"),
+        ({"world": "x" * 40_000}, "world: the world document has 40000 characters"),
     ]:
         with pytest.raises(EpisodeOptionsError, match=says):
             EpisodeOptions.parse(bad, CONFIG)

@@ -1,0 +1,45 @@
+"""Keeps the facts a session's answers state (backends/world_model/facts.py) in the
+session's state, shared by replicas, so the world model is told them back when the
+turns that stated them no longer fit its context.
+
+A watcher (router/engine/watchers.py): told each finished call's record, it keeps what
+the answer the agent got states, as stored (secrets redacted). A perturbed answer or
+simroute's own (a denial, a deadline) states nothing about the world.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from backends.world_model.facts import keep_facts, stated_facts
+from router.engine.pending import Pending
+from router.engine.session_state import SessionState
+from router.engine.watchers import CallWatcher
+from router.types import Provenance
+from shadow.records import Record
+from shadow.store.protocol import StoreError
+
+log = logging.getLogger("simroute.facts")
+
+
+class FactKeeper(CallWatcher):
+    def __init__(self, session_state: SessionState, *, limit: int, every_session: bool = True) -> None:
+        self.session_state = session_state
+        self.limit = limit  # facts kept per session (0: none)
+        # False when the config routes nothing to the world model: only episodes (whose
+        # own route may be sim) keep facts, a real-only router does no work for them.
+        self.every_session = every_session
+
+    async def finished(self, pending: Pending, record: Record) -> None:
+        served, session = record.served, pending.session
+        if not self.limit or not (self.every_session or session.is_episode):
+            return
+        if record.perturbation is not None or served.provenance is Provenance.NONE or record.status == "started":
+            return
+        changed = keep_facts(session.facts, stated_facts(record.call, served), step=record.step, limit=self.limit)
+        if not changed:
+            return
+        try:
+            await self.session_state.save_facts(session, changed, limit=self.limit)
+        except StoreError as exc:  # kept on this replica; another one will not be told them
+            log.warning("stated facts of session %s not shared: %s", session.id[:8], exc)
