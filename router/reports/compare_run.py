@@ -102,10 +102,15 @@ class Target:
     """A held-out call, what the agent had seen before it, and its real answer."""
 
     record: Record
-    history: list[Turn]
+    turns: list[Turn]  # the session's turns, shared by its targets (a copy each would grow with the square)
+    seen: int  # how many of them the agent had seen before this call
     real: Observation
     floor: float | None = None
     schema: dict[str, Any] | None = field(default=None)
+
+    @property
+    def history(self) -> list[Turn]:
+        return self.turns[: self.seen]
 
 
 async def targets(store: RecordStore, sessions: Sequence[str], *, max_calls: int | None) -> list[Target]:
@@ -122,7 +127,7 @@ async def targets(store: RecordStore, sessions: Sequence[str], *, max_calls: int
             if real is not None and record.call.channel in DOMAINS:
                 if max_calls is not None and len(out) == max_calls:
                     return out
-                out.append(Target(record, list(history), real, schema=_output_schema(store, record)))
+                out.append(Target(record, history, len(history), real, schema=_output_schema(store, record)))
             if record.status in ("complete", "pending", "skipped"):
                 history.append(Turn(record.call, record.served, perturbed=record.perturbation is not None))
     return out
@@ -198,7 +203,7 @@ async def run_candidate(
             call = target.record.call
             engine.reset()
             await lookup.prefetch(call)
-            session = Session(id=call.session_id, history=list(target.history), steps=target.record.step)
+            session = Session(id=call.session_id, history=target.history, steps=target.record.step)
             simulated = await simulator.simulate(call, session, deadline_s=cfg.world_model.deadline_s)
             for messages in engine.prompts:
                 on_prompt(candidate, target.record, messages)

@@ -60,3 +60,30 @@ def test_held_out_calls_have_a_real_answer_and_the_history_before_them(tmp_path)
             await store.aclose()
 
     asyncio.run(main())
+
+
+def test_the_floor_is_two_real_answers_to_the_same_call_from_different_sessions(tmp_path):
+    from types import SimpleNamespace
+
+    from router.reports.compare_run import add_floors
+    from shadow.compare.canonical import call_key
+
+    class Keys:
+        def keys(self, call):
+            key = call_key(call.channel, call.server, call.tool, call.arguments)
+            return SimpleNamespace(replay=key, exact=key)
+
+    async def main():
+        store = await SQLiteStore(tmp_path / "records.db").open()
+        try:
+            await fill_store(store, 40)  # `alerts` (no arguments) in every session, answered differently each time
+            found = await targets(store, ["s00000001"], max_calls=None)
+            await add_floors(store, found, Keys())
+            alerts = [t for t in found if t.record.call.tool == "alerts"]
+            forecasts = [t for t in found if t.record.call.tool == "forecast"]
+            assert alerts and all(t.floor is not None and 0 < t.floor <= 1 for t in alerts)
+            assert forecasts and all(t.floor is None for t in forecasts)  # each city asked once: no other real answer
+        finally:
+            await store.aclose()
+
+    asyncio.run(main())
