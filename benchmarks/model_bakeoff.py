@@ -3,10 +3,13 @@
 benchmarks/sim_fidelity.py — mean divergence per channel, well-formed rate and
 latency of the simulated calls.
 
-The workload is run real and recorded once, then real again from a fresh state
-(the answers to compare with), then simulated from a fresh state once per model,
-one model after the other in the same run, each from a copy of the same records.
-The ratio line is Gemma / SmolLM2 (below 1: Gemma is closer to real, faster).
+A thin caller of `simroute compare-models` (what a team runs on its own records):
+the workload is run real and recorded once (the training side: the only examples
+the models are shown), then real again from a fresh state into the same store (the
+held-out sessions). `simroute compare-models --session …` then replays the held-out
+sessions' calls against each model, one after the other, each call with the history
+the agent saw before it, and scores each simulation against the real answer. The
+ratio line is Gemma / SmolLM2 (below 1: Gemma is closer to real, faster).
 
 Before judging a file, its GGUF metadata is printed: `general.name`,
 `general.finetune`, whether it has a `tokenizer.chat_template`. A file without a
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import tempfile
 import threading
 from http.server import ThreadingHTTPServer
@@ -60,6 +64,40 @@ def describe(path: Path) -> dict[str, str | None]:
         "general.size_label": meta.get("general.size_label"),
         "tokenizer.chat_template": "present" if meta.get("tokenizer.chat_template") else None,
     }
+
+
+def compare_models(config: Path, name: str, path: Path, held_out: list[str], channels: set[str]) -> list[dict]:
+    """`simroute compare-models` with one candidate on the held-out sessions: its
+    per-call rows in the shape sim_fidelity prints (channel, call, divergence,
+    well-formed, latency, the simulated text), in the workload's order."""
+    from kit.launch import simroute_executable
+
+    command = [simroute_executable(), "compare-models", "--config", str(config), "--model", f"{name}={path}", "--json"]
+    done = subprocess.run(
+        command + [arg for session in held_out for arg in ("--session", session)],
+        capture_output=True,
+        text=True,
+        env=fidelity.env_for(fidelity.ROOT),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"simroute compare-models failed ({done.returncode}): {done.stderr[-2000:]}")
+    calls = json.loads(done.stdout)["calls"]
+    order = {"mcp": 0, "shell": 1, "http": 2}
+    calls.sort(key=lambda c: (order.get(c["channel"], 3), c["session"], c["step"]))
+    return [
+        {
+            "channel": c["channel"],
+            "label": f"{c['server']}.{c['tool']} #{c['step']}",
+            "latency_s": c["latency_s"],
+            "divergence": c["divergence"],
+            "well_formed": c["well_formed"],
+            "problem": c["problem"],
+            "sim": c["simulated"][:60],
+        }
+        for c in calls
+        if c["channel"] in channels
+    ]
 
 
 def main() -> None:
@@ -99,19 +137,18 @@ def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory(prefix="model-bakeoff-") as tmp:
         folder = Path(tmp)
-        recorded = fidelity.write_config(folder, folder / "recorded.db", "real")
+        from kit.launch import records_of
+
+        recorded = fidelity.write_config(folder, folder / "records.db", "real")
         fidelity.phase(recorded, fidelity.ROOT, api, channels)
-        compared = fidelity.write_config(folder, folder / "compared.db", "real")
-        fidelity.phase(compared, fidelity.ROOT, api, channels)
-        real = fidelity.observations(compared)
-        for index, (name, _, settings) in enumerate(models):
-            store = folder / f"sim-{index}.db"
-            store.write_bytes((folder / "recorded.db").read_bytes())  # the same records for each model
-            simulated = fidelity.write_config(folder, store, "sim", world_model=settings)
-            timings = fidelity.phase(simulated, fidelity.ROOT, api, channels)
-            sim_observations = fidelity.observations(simulated)
-            sim_observations = {ch: obs[-len(real[ch]) :] for ch, obs in sim_observations.items() if ch in real}
-            results[name] = fidelity.score(real, sim_observations, timings)
+        training = {row["session"] for row in records_of(recorded)}
+        compared = folder / "compared.yaml"  # the same store; its own HTTP session (named after the file)
+        compared.write_text(recorded.read_text())
+        fidelity.phase(compared, fidelity.ROOT, api, channels)  # the answers to compare with
+        held_out = sorted({row["session"] for row in records_of(recorded)} - training)
+        for name, path, settings in models:
+            config = fidelity.write_config(folder, folder / "records.db", "real", world_model=settings)
+            results[name] = compare_models(config, name, path, held_out, channels)
     server.shutdown()
 
     fidelity.print_per_call(results)

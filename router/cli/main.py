@@ -1,6 +1,6 @@
 """The `simroute` command line: the typer app and its commands, each group in its own
 module (serving.py, records.py, maintenance.py, setup.py, explain.py, learned.py,
-shadow.py, demo.py, export.py, pins.py, judge.py, virtualize.py)."""
+shadow.py, demo.py, export.py, pins.py, judge.py, virtualize.py, compare_models.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ os.environ.setdefault("FASTMCP_ENABLE_RICH_TRACEBACKS", "false")
 
 import typer
 
+from router.cli.compare_models import compare_models
 from router.cli.explain import explain
 from router.cli.export import export
 from router.cli.judge import judge
@@ -50,6 +51,7 @@ app.command("check-config")(check_config)
 app.command()(explain)
 app.command()(export)
 app.command()(judge)
+app.command("compare-models")(compare_models)
 app.command()(demo)
 for command in (noise, diff, train):
     app.command()(command)

@@ -19,6 +19,7 @@ from shadow.store.protocol import RecordStore
 EXAMPLE_CANDIDATES = 32
 _EXAMPLE_DEADLINE_S = 10.0
 _FETCHED_KEPT = 1024
+_WITHHELD_OVERFETCH = 4
 
 
 class ExampleLookup:
@@ -35,6 +36,10 @@ class ExampleLookup:
         # set by the runtime: whether a row recorded in one session may be shown to another
         # (with tokens, another token's recordings are not, unless its namespace is shared)
         self.visible: Callable[[str, str], bool] = lambda session_id, recorded_in: True
+        # Set by `simroute compare-models`: the held-out sessions, whose answers are never
+        # shown (a model measured on a call must not be shown that call's real answer from
+        # a sibling held-out session: that would measure the lookup, not the model).
+        self.withheld: Callable[[str], bool] | None = None
         # Prefetched rows by the call object's identity (its arguments make it unhashable), taken once.
         self._fetched: dict[int, tuple[Call, list[dict[str, Any]]]] = {}
 
@@ -55,10 +60,17 @@ class ExampleLookup:
             self._fetched.pop(next(iter(self._fetched)))
 
     async def _query(self, call: Call) -> list[dict[str, Any]]:
+        withheld = self.withheld
+        # Withheld rows are dropped after the capped query: ask for more so the training
+        # side still fills the cap when held-out sessions are among the newest.
+        limit = self.limit if withheld is None else self.limit * _WITHHELD_OVERFETCH
         rows = await self.store.examples(
-            call.channel, call.server, call.tool, exclude_session=call.session_id, call_key=self.call_key_of(call), limit=self.limit
+            call.channel, call.server, call.tool, exclude_session=call.session_id, call_key=self.call_key_of(call), limit=limit
         )
-        return [row for row in rows if self.visible(call.session_id, str(row.get("session") or ""))]
+        shown = [row for row in rows if self.visible(call.session_id, str(row.get("session") or ""))]
+        if withheld is not None:
+            shown = [row for row in shown if not withheld(str(row.get("session") or ""))][: self.limit]
+        return shown
 
 
 class HistoryReadBack:

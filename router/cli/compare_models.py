@@ -1,0 +1,145 @@
+"""`simroute compare-models`: candidate world models measured on held-out recorded
+sessions (router/reports/compare_run.py), as the table a team chooses what to
+serve from (router/reports/model_compare.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from router.cli.common import ConfigOption, load_or_exit
+from router.config import Config
+
+ModelOption = Annotated[
+    list[str],
+    typer.Option(
+        "--model",
+        "-m",
+        help="A candidate: NAME=FILE.gguf (in-process) or NAME=http://host:port/v1 (OpenAI-compatible); repeat for several.",
+    ),
+]
+
+
+def compare_models(
+    models: ModelOption,
+    config: ConfigOption = None,
+    session: Annotated[list[str] | None, typer.Option(help="Hold out this recorded session; repeatable.")] = None,
+    test_split: Annotated[
+        Path | None, typer.Option(help="Hold out the sessions of an exported split file (agentworldbench/test.jsonl).")
+    ] = None,
+    test_fraction: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Else hold out this share of sessions (`simroute export`'s split).")
+    ] = 0.1,
+    seed: Annotated[int, typer.Option(help="The split's seed (the same as the export's: the same sessions).")] = 0,
+    max_sessions: Annotated[int | None, typer.Option(min=1, help="Replay at most this many held-out sessions.")] = None,
+    max_calls: Annotated[int | None, typer.Option(min=1, help="Simulate at most this many held-out calls per candidate.")] = None,
+    temperature: Annotated[
+        float | None, typer.Option(min=0.0, help="Sampling temperature for every candidate (default: world_model.temperature).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows and every call as JSON instead of the table.")] = False,
+    prompts: Annotated[Path | None, typer.Option(help="Also write every prompt sent to a candidate here (JSON lines).")] = None,
+) -> None:
+    """Measure candidate world models on held-out recorded sessions: divergence from the real answers, per domain and tool."""
+    from router.reports.compare_run import parse_candidate
+    from router.reports.held_out import HeldOut, sessions_of_split
+    from shadow.export.options import SessionSplit
+
+    cfg = load_or_exit(config, tokens=True)  # the token namespaces decide which examples a session sees
+    try:
+        candidates = [parse_candidate(text) for text in models]
+        if len({c.name for c in candidates}) < len(candidates):
+            raise ValueError("two candidates have the same name (NAME=… tells them apart)")
+        if session and test_split is not None:
+            raise ValueError("--session and --test-split both name the held-out sessions: give one")
+        if test_split is not None:
+            held_out = HeldOut(sessions=sessions_of_split(test_split))
+        elif session:
+            held_out = HeldOut(sessions=frozenset(session))
+        else:
+            held_out = HeldOut(split=SessionSplit(test_fraction=test_fraction, seed=seed))
+    except (OSError, ValueError) as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if cfg.store.redis_url is None and not cfg.store_path.exists():
+        typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
+        raise typer.Exit(1)
+    document = asyncio.run(
+        _run(cfg, candidates, held_out, max_sessions=max_sessions, max_calls=max_calls, temperature=temperature, prompts=prompts)
+    )
+    if as_json:
+        typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    from router.reports.model_compare import ToolRow, render
+
+    held = document["held_out"]
+    typer.echo(f"held out: {held['sessions']} sessions, {held['calls']} calls with a real answer")
+    typer.echo(render([ToolRow(**row) for row in document["rows"]]))
+
+
+async def _run(
+    cfg: Config,
+    candidates: list[Any],
+    held_out: Any,
+    *,
+    max_sessions: int | None,
+    max_calls: int | None,
+    temperature: float | None,
+    prompts: Path | None,
+) -> dict[str, Any]:
+    from router.reports.compare_run import add_floors, held_out_sessions, run_candidate, targets
+    from router.reports.model_compare import summarize
+    from shadow.store.protocol import StoreError
+
+    store = await cfg.open_store(read_only=True).open()
+    sink = prompts.open("w", encoding="utf-8") if prompts is not None else None
+
+    def on_prompt(candidate: Any, record: Any, messages: list[dict[str, Any]]) -> None:
+        if sink is not None:
+            line = {"candidate": candidate.name, "session": record.call.session_id, "step": record.step, "messages": messages}
+            sink.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+    try:
+        keys = _replay_keys(cfg, store)
+        sessions = await held_out_sessions(store, held_out, max_sessions=max_sessions)
+        found = await targets(store, sessions, max_calls=max_calls)
+        if not found:
+            typer.echo(f"simroute: the held-out sessions ({len(sessions)}) hold no call with a real answer", err=True)
+            raise typer.Exit(1)
+        await add_floors(store, found, keys)
+        calls = []
+        for candidate in candidates:
+            calls += await run_candidate(cfg, store, candidate, found, held_out, keys, temperature=temperature, on_prompt=on_prompt)
+    except StoreError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    finally:
+        await store.aclose()
+        if sink is not None:
+            sink.close()
+    return {
+        "candidates": [{"name": c.name, "model": c.location} for c in candidates],
+        "held_out": {**held_out.describe(), "sessions": len(sessions), "calls": len(found)},
+        "rows": [row.as_json() for row in summarize(calls)],
+        "calls": [call.as_json() for call in calls],
+    }
+
+
+def _replay_keys(cfg: Config, store: Any) -> Any:
+    """The call keys the router computes (replay's: ignored arguments, canonical HTTP,
+    token namespaces), so the example lookup finds what the live one finds."""
+    from backends.replay import ReplayBackend
+    from router.auth import configured_tokens
+    from shadow.store.protocol import ReplaySource
+
+    return ReplayBackend(
+        store,
+        ignore_arguments=cfg.replay.ignore_arguments,
+        canonical={"http": cfg.http_canonical()},
+        source=ReplaySource(cfg.replay.from_),
+        scheme_inputs=cfg.replay_key_scheme(),
+        namespaced=configured_tokens(cfg.service.tokens).enabled,
+        shared_namespaces=cfg.service.shared_namespaces,
+    )
