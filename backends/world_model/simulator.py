@@ -26,7 +26,7 @@ from backends.world_model.domain import Domain
 from backends.world_model.engine import Completion, WorldModelEngine, WorldModelError
 from backends.world_model.grounding import Grounding, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
-from router.types import Call, Observation, Provenance, Session
+from router.types import Call, Observation, Provenance, Session, Steer
 
 log = logging.getLogger("simroute.sim")
 
@@ -89,7 +89,12 @@ class WorldModelSimulator:
         budget = self.context_tokens - self.max_tokens_for(call.channel)
         return domain.messages(call, session, budget_tokens=budget, count_tokens=self.engine.count_tokens, grounding=grounding)
 
-    async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
+    async def simulate(
+        self, call: Call, session: Session, *, deadline_s: float, background: bool = False, steer: Steer | None = None
+    ) -> Observation:
+        """`steer`: a meaning-level perturbation's instruction, added to this call's last
+        message only (the history's prefix stays the same for the engine's cache), and
+        its check, held like the domain's."""
         started = time.monotonic()
         domain = self.domains.get(call.channel)
         if domain is None:
@@ -102,6 +107,8 @@ class WorldModelSimulator:
             started = time.monotonic()  # loading the model is not charged to the call's deadline
             # Grounding reads recorded examples from the store and tokenises: off the event loop.
             grounding, messages = await asyncio.to_thread(self._grounded_messages, domain, call, session)
+            if steer is not None:
+                messages[-1] = {**messages[-1], "content": steer.instruction + "\n\n" + messages[-1]["content"]}
             ceiling = self.max_tokens_for(call.channel)
             max_tokens = generation_budget(grounding.answer_tokens, ceiling) if self.size_budgets else ceiling
             constraint = domain.constraint(call, session, grounding, max_tokens=max_tokens)
@@ -124,7 +131,7 @@ class WorldModelSimulator:
                     observe(call.channel, completion)
                 try:
                     observation = domain.observation(call, parse_prediction(completion.text))
-                    problem = constraint.check(observation) or ""
+                    problem = constraint.check(observation) or (steer.check(observation) if steer is not None else None) or ""
                 except (InvalidPrediction, EmptyPrediction) as exc:
                     problem = str(exc)
                 if not problem:

@@ -33,11 +33,11 @@ from backends.replay import ReplayBackend, ReplayHit, ReplayMiss
 from policies import learned, rehearsal
 from policies.base import Policy, decide
 from router.engine.pending import Outcome, Pending
-from router.engine.perturbing import Perturber, note_of
+from router.engine.perturbing import Perturber
 from router.engine.replay_modes import ReplayModes
 from router.engine.session_state import LocalSessionState, SessionState, claim_locally
 from router.engine.watchers import CallWatcher, RecordWriter
-from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
+from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Steer, Turn
 from shadow.owners import this_process_owner
 from shadow.records import Record
 from shadow.redaction import Redactor, typed_into
@@ -236,12 +236,11 @@ class Engine:
         """Record what the agent gets (shadow work submitted when the route asks for it).
         If the record cannot be written, the agent gets an error instead of an
         unrecorded answer."""
-        session, decision = pending.session, pending.decision
-        route_note = pending.route_note
-        if pending.perturbation is not None:  # empty, truncate: the answer changed; the record keeps the route's own
-            observation, pending.unperturbed = self.perturber.after_route(pending, observation)
-            if pending.perturbation.kind not in ("empty", "truncate") or pending.unperturbed is not None:
-                route_note = "; ".join(n for n in (route_note, note_of(pending.perturbation, str(decision.route))) if n)
+        session, decision, route_note = pending.session, pending.decision, pending.route_note
+        if pending.perturbation is not None:  # an answer kind changed the answer; the record keeps the route's own
+            steered = (lambda steer: self._sim(pending.stored_call, session, decision.deadline_s, steer)) if self.simulator else None
+            observation, perturbed = await self.perturber.after_route(pending, observation, state=self.session_state, simulate=steered)
+            route_note = "; ".join(n for n in (route_note, perturbed) if n)
         shadowed = self._shadows(decision, observation, session)
         status = "pending" if shadowed else "complete"
         if shadowed and decision.route is Route.REAL:
@@ -360,8 +359,8 @@ class Engine:
             return None, ""
         if route is Route.SHADOW:
             return None, "" if self.shadow is not None else "shadow: no world model configured, served real only"
-        if route is Route.SIM:
-            return await self._sim(pending.stored_call, session, decision.deadline_s), ""
+        if route is Route.SIM:  # a paginated listing is asked for whole
+            return await self._sim(pending.stored_call, session, decision.deadline_s, self.perturber.route_steer(pending)), ""
         if route is Route.DENY:
             return Observation.error(f"simroute denied this call ({decision.policy}): {decision.reason}"), ""
         assert route is Route.REPLAY
@@ -385,16 +384,17 @@ class Engine:
         if action == "real":
             return None, f"{miss}; served real"
         if action == "sim":
-            return await self._sim(pending.stored_call, pending.session, pending.decision.deadline_s), f"{miss}; served sim"
+            steer = self.perturber.route_steer(pending)
+            return await self._sim(pending.stored_call, pending.session, pending.decision.deadline_s, steer), f"{miss}; served sim"
         return Observation.error(f"simroute: {miss}, and {modes.describe_miss_policy()}"), miss
 
-    async def _sim(self, call: Call, session: Session, deadline_s: float | None = None) -> Observation:
+    async def _sim(self, call: Call, session: Session, deadline_s: float | None = None, steer: Steer | None = None) -> Observation:
         if (call.channel, call.tool) in _NOT_SIMULATED:
             return Observation.error(f"simroute: the sim route does not simulate {call.tool} yet (route it real, replay or deny)")
         if self.simulator is None:
             return Observation.error("simroute: the sim route needs a world model, and none is configured (see the world_model section)")
         try:
-            return await self.simulator.simulate(call, session, deadline_s=deadline_s or self.sim_deadline_for(call))
+            return await self.simulator.simulate(call, session, deadline_s=deadline_s or self.sim_deadline_for(call), steer=steer)
         except Exception as exc:
             log.exception("simulating %s.%s failed", call.server, call.tool)
             return Observation.error(f"simroute: the simulator failed: {type(exc).__name__}: {exc}")
