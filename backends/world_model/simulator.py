@@ -110,7 +110,10 @@ class WorldModelSimulator:
             if steer is not None:
                 messages[-1] = {**messages[-1], "content": steer.instruction + "\n\n" + messages[-1]["content"]}
             ceiling = self.max_tokens_for(call.channel)
-            max_tokens = generation_budget(grounding.answer_tokens, ceiling) if self.size_budgets else ceiling
+            # A steered answer is not held to the recorded answers' size: a listing asked for whole
+            # is longer than the one recorded, and the model spaces JSON more than servers do.
+            sized = self.size_budgets and steer is None
+            max_tokens = generation_budget(grounding.answer_tokens, ceiling) if sized else ceiling
             constraint = domain.constraint(call, session, grounding, max_tokens=max_tokens)
             problem = ""
             for attempt in range(2):

@@ -109,15 +109,13 @@ class Perturber:
     @staticmethod
     def route_steer(pending: Pending) -> Steer | None:
         """The world model's steer on the sim route's own answer: a listing to paginate
-        is asked for whole, more than a page of it, and checked to be a listing."""
+        is asked for whole, and checked to be a listing."""
         perturbation = pending.perturbation
         if perturbation is None or perturbation.kind != "paginate" or pending.page is not None:
             return None
         call, size = pending.stored_call, perturbation.page_size
-        instruction = (
-            f"## Perturbation for this action: paginate\nThe agent is given this listing in pages of {size} items. "
-            f"Answer with the complete listing, every item (more than {size} when the state holds them), in the tool's format."
-        )
+        # Told mildly: asked for "every item, more than a page", the bundled model repeats items until it runs out of tokens.
+        instruction = f"## Perturbation for this action: paginate\nThe agent is given this listing in pages of {size} items: answer with the whole listing, as the server returns it."
         return Steer("paginate", instruction, check=lambda o: None if listing_of(call, o) is not None else "not a listing to paginate")
 
     async def after_route(

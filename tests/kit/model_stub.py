@@ -17,17 +17,18 @@ class _Server(ThreadingHTTPServer):
 
 class ModelStub:
     """An OpenAI-compatible /v1/chat/completions that answers one fixed observation
-    (`answer`) and keeps every request body it was sent."""
+    (`answer`, which a test may change between calls) and keeps every request body it was sent."""
 
     def __init__(self, answer: str = "report simulated") -> None:
         self.bodies: list[dict] = []
+        self.answer = answer
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.bodies.append(body)
-                message = {"role": "assistant", "content": f"<predicted_observation>{answer}</predicted_observation>"}
+                message = {"role": "assistant", "content": f"<predicted_observation>{stub.answer}</predicted_observation>"}
                 reply = json.dumps(
                     {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
                 ).encode()
