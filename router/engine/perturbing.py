@@ -126,6 +126,8 @@ class Perturber:
         perturbation = pending.perturbation
         assert perturbation is not None
         changed: Observation | None = None
+        if pending.unperturbed is not None:  # the front door changed it already (a streamed HTTP body, cut as it passed)
+            return observation, self.note(pending, str(pending.decision.route))
         if perturbation.kind in ANSWER_KINDS and not observation.is_error and pending.page is None:
             if perturbation.kind == "mislead":
                 changed = await simulate(mislead(observation)) if simulate is not None else Observation.error(_NO_WORLD_MODEL)
