@@ -238,8 +238,8 @@ class Engine:
         unrecorded answer."""
         session, decision, route_note = pending.session, pending.decision, pending.route_note
         if pending.perturbation is not None:  # an answer kind changed the answer; the record keeps the route's own
-            steered = (lambda steer: self._sim(pending.stored_call, session, decision.deadline_s, steer)) if self.simulator else None
-            observation, perturbed = await self.perturber.after_route(pending, observation, state=self.session_state, simulate=steered)
+            sim, state = (self._sim if self.simulator else None), self.session_state  # a mislead's truth is redacted first
+            observation, perturbed = await self.perturber.after_route(pending, observation, state=state, sim=sim, redactor=self.redactor)
             route_note = "; ".join(n for n in (route_note, perturbed) if n)
         shadowed = self._shadows(decision, observation, session)
         status = "pending" if shadowed else "complete"

@@ -35,16 +35,17 @@ from policies.perturbation import PerturbationsConfig, Plan, compile_plan
 from router.engine.fault_shapes import fault_observation, shaped_observation
 from router.engine.pages import cursor_for, cursor_in, listing_of, pages_of
 from router.engine.session_state import SessionState, count_locally
-from router.types import ANSWER_KINDS, Observation, Perturbation, Route, Session, Steer
+from router.types import ANSWER_KINDS, Call, Observation, Perturbation, Route, Session, Steer
 from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
     from router.engine.pending import Pending
+    from shadow.redaction import Redactor
 
 log = logging.getLogger("simroute.engine")
 
-# The simulated side, asked for one steered answer (None: no world model is configured).
-SteeredSim = Callable[[Steer], Awaitable[Observation]] | None
+# The engine's sim route: (call, session, deadline_s, steer) -> the simulated answer.
+SimRoute = Callable[[Call, Session, float | None, Steer | None], Awaitable[Observation]]
 
 
 class Perturber:
@@ -114,15 +115,20 @@ class Perturber:
         if perturbation is None or perturbation.kind != "paginate" or pending.page is not None:
             return None
         call, size = pending.stored_call, perturbation.page_size
-        # Told mildly: asked for "every item, more than a page", the bundled model repeats items until it runs out of tokens.
-        instruction = f"## Perturbation for this action: paginate\nThe agent is given this listing in pages of {size} items: answer with the whole listing, as the server returns it."
+        # Told mildly: asked for "every item, more than a page", the bundled model repeated items until its tokens ran out.
+        instruction = (
+            f"## Perturbation for this action: paginate\nThe agent is given this listing in pages of {size} items: "
+            "answer with the whole listing, as the server returns it."
+        )
         return Steer("paginate", instruction, check=lambda o: None if listing_of(call, o) is not None else "not a listing to paginate")
 
     async def after_route(
-        self, pending: Pending, observation: Observation, *, state: SessionState, simulate: SteeredSim
+        self, pending: Pending, observation: Observation, *, state: SessionState, sim: SimRoute | None, redactor: Redactor | None = None
     ) -> tuple[Observation, str]:
         """(what the agent gets, the record's remark on the perturbation); the route's own
-        answer, when a perturbation changed it, is kept as `pending.unperturbed`."""
+        answer, when a perturbation changed it, is kept as `pending.unperturbed`. `sim`:
+        the engine's sim route (None: no world model); `redactor`: a mislead's truth
+        reaches the world model redacted, as the session's history does."""
         perturbation = pending.perturbation
         assert perturbation is not None
         changed: Observation | None = None
@@ -130,7 +136,7 @@ class Perturber:
             return observation, self.note(pending, str(pending.decision.route))
         if perturbation.kind in ANSWER_KINDS and not observation.is_error and pending.page is None:
             if perturbation.kind == "mislead":
-                changed = await simulate(mislead(observation)) if simulate is not None else Observation.error(_NO_WORLD_MODEL)
+                changed = await self._mislead(pending, observation, sim, redactor)
             elif perturbation.kind == "paginate":
                 changed = await self._paginate(pending, perturbation, observation, state)
             else:
@@ -138,6 +144,14 @@ class Perturber:
         if changed is not None:
             pending.unperturbed = observation
         return changed or observation, self.note(pending, str(pending.decision.route))
+
+    @staticmethod
+    async def _mislead(pending: Pending, truth: Observation, sim: SimRoute | None, redactor: Redactor | None) -> Observation:
+        if sim is None:
+            return Observation.error(_NO_WORLD_MODEL)
+        if redactor is not None:
+            truth = redactor.observation(truth, session_id=pending.call.session_id)
+        return await sim(pending.stored_call, pending.session, pending.decision.deadline_s, mislead(truth))
 
     @staticmethod
     async def _paginate(pending: Pending, perturbation: Perturbation, observation: Observation, state: SessionState) -> Observation | None:
@@ -148,12 +162,10 @@ class Perturber:
         if pages is None:
             return None
         first = pending.perturbation = replace(perturbation, page=1)
-        kept = {}
+        meta = {field: getattr(first, field) for field in ("kind", "rule", "seed", "n", "page_size", "cursor_argument")}
+        call, kept = pending.call, {}
         for index, page in enumerate(pages[1:], start=2):
-            meta = {field: getattr(first, field) for field in ("kind", "rule", "seed", "n", "page_size", "cursor_argument")}
-            cursor = cursor_for(first, session.id, index)
-            call = pending.call
-            kept[cursor] = {
+            kept[cursor_for(first, session.id, index)] = {
                 "channel": call.channel,
                 "server": call.server,
                 "tool": call.tool,

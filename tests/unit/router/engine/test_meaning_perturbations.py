@@ -85,3 +85,20 @@ async def test_mislead_without_a_world_model_is_a_clear_error(tmp_path):
     engine.perturber = perturber({"kind": "mislead"})
     outcome = await engine.handle(c("a"), Session("a"), Listing(2))
     assert outcome.observation.is_error and "needs a world model" in outcome.observation.text
+
+
+async def test_a_secret_in_the_real_answer_reaches_the_world_model_redacted(tmp_path):
+    from shadow.redaction import Redactor
+
+    engine, _ = await make_engine(tmp_path)
+    engine.perturber = perturber({"kind": "mislead"})
+    engine.simulator = SteeredSimulator({"token": "wrong"})
+    engine.redactor = Redactor(key=b"test-key")
+    secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"
+
+    async def leaky(call):
+        return Observation([{"type": "text", "text": f"token {secret}"}], Provenance.REAL)
+
+    await engine.handle(c("a"), Session("a"), leaky)
+    [steer] = engine.simulator.steers
+    assert secret not in steer.instruction and "token" in steer.instruction
