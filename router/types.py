@@ -134,6 +134,8 @@ class Decision:
 
 # Perturbations that answer instead of the call (the call goes to no side).
 FAULT_KINDS = frozenset({"error", "timeout", "rate_limit"})
+# Perturbations that change the route's answer after it ran (the record keeps the route's own).
+ANSWER_KINDS = frozenset({"empty", "truncate", "paginate", "mislead"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,9 @@ class Perturbation:
     retry_after_s: float | None = None  # error (429, 503), rate_limit: the Retry-After the agent is told
     keep: float = 1.0  # truncate: the share of a list or text kept
     limit: int | None = None  # rate_limit: the calls a bucket allows
+    page_size: int = 0  # paginate: the items of a page
+    cursor_argument: str = "cursor"  # paginate: the argument a follow-up call passes the cursor in
+    page: int = 0  # paginate: the page the agent got (1: the first)
 
     @property
     def is_fault(self) -> bool:
@@ -165,7 +170,20 @@ class Perturbation:
         out: dict[str, Any] = {"kind": self.kind, "rule": self.rule, "seed": self.seed, "n": self.n}
         if self.kind in ("latency", "timeout"):
             out["delay_s"] = round(self.delay_s, 6)
+        if self.kind == "paginate" and self.page:
+            out["page"] = self.page
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    """A meaning-level perturbation's hold on one simulated answer: an instruction
+    added to the world model's prompt for this call only, and a check of the answer
+    against the perturbation's kind (None: it holds; else why not)."""
+
+    kind: str
+    instruction: str
+    check: Callable[[Observation], str | None] = field(default=lambda observation: None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +260,8 @@ class Session:
     # step that last stated it, its value). Given back to the world model, so the world
     # stays consistent when the turns that stated them no longer fit its context.
     facts: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # Pages of paginated listings still to be served, by cursor, when state is not shared.
+    pages: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def is_episode(self) -> bool:
@@ -282,6 +302,9 @@ CallNext = Callable[[Call], Awaitable[Observation]]
 class Simulator(Protocol):
     """The simulated side: predicts the observation of a call in its session.
     Never raises for a model failure: it answers with an error observation.
-    `background` work (shadowing) yields to the agent's own simulated calls."""
+    `background` work (shadowing) yields to the agent's own simulated calls; `steer`
+    (a meaning-level perturbation) shapes one answer and is checked against it."""
 
-    async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation: ...
+    async def simulate(
+        self, call: Call, session: Session, *, deadline_s: float, background: bool = False, steer: Steer | None = None
+    ) -> Observation: ...

@@ -167,7 +167,9 @@ def ordered_like(schema: dict[str, Any], samples: Sequence[Any]) -> dict[str, An
     write them (then the `required` order, then the rest). The grammar emits
     properties in schema order, and a stored schema may have its keys sorted; a
     small model copies a recorded answer token by token only while the grammar lets
-    it write the fields in the same order."""
+    it write the fields in the same order. Arrays are held to twice the longest
+    recorded (plus one) where the schema sets no bound: a small model that starts
+    repeating items has to close the list before its tokens run out."""
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
@@ -181,8 +183,11 @@ def ordered_like(schema: dict[str, Any], samples: Sequence[Any]) -> dict[str, An
         order += [key for key in properties if key not in order]
         out["properties"] = {key: ordered_like(properties[key], [o[key] for o in objects if key in o]) for key in order}
     items = schema.get("items")
+    arrays = [s for s in samples if isinstance(s, list)]
     if isinstance(items, dict):
-        out["items"] = ordered_like(items, [item for s in samples if isinstance(s, list) for item in s])
+        out["items"] = ordered_like(items, [item for s in arrays for item in s])
+    if arrays and schema.get("type") == "array" and "maxItems" not in schema:
+        out["maxItems"] = max(2 * max(len(a) for a in arrays) + 1, int(schema.get("minItems") or 0))
     for combinator in ("anyOf", "oneOf", "allOf"):
         if isinstance(schema.get(combinator), list):
             out[combinator] = [ordered_like(sub, samples) for sub in schema[combinator]]

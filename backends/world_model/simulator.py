@@ -28,7 +28,7 @@ from backends.world_model.engine import Completion, WorldModelEngine, WorldModel
 from backends.world_model.facts import render_facts
 from backends.world_model.grounding import Grounding, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
-from router.types import Call, Observation, Provenance, Session
+from router.types import Call, Observation, Provenance, Session, Steer
 
 log = logging.getLogger("simroute.sim")
 
@@ -118,7 +118,12 @@ class WorldModelSimulator:
             return session
         return dataclasses.replace(session, world={"*": self.world, **session.world})
 
-    async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
+    async def simulate(
+        self, call: Call, session: Session, *, deadline_s: float, background: bool = False, steer: Steer | None = None
+    ) -> Observation:
+        """`steer`: a meaning-level perturbation's instruction, added to this call's last
+        message only (the history's prefix stays the same for the engine's cache), and
+        its check, held like the domain's."""
         started = time.monotonic()
         domain = self.domains.get(call.channel)
         if domain is None:
@@ -131,8 +136,13 @@ class WorldModelSimulator:
             started = time.monotonic()  # loading the model is not charged to the call's deadline
             # Grounding reads recorded examples from the store and tokenises: off the event loop.
             grounding, messages = await asyncio.to_thread(self._grounded_messages, domain, call, session)
+            if steer is not None:
+                messages[-1] = {**messages[-1], "content": steer.instruction + "\n\n" + messages[-1]["content"]}
             ceiling = self.max_tokens_for(call.channel)
-            max_tokens = generation_budget(grounding.answer_tokens, ceiling) if self.size_budgets else ceiling
+            # A steered answer is not held to the recorded answers' size: a listing asked for whole
+            # is longer than the one recorded, and the model spaces JSON more than servers do.
+            sized = self.size_budgets and steer is None
+            max_tokens = generation_budget(grounding.answer_tokens, ceiling) if sized else ceiling
             constraint = domain.constraint(call, session, grounding, max_tokens=max_tokens)
             problem = ""
             for attempt in range(2):
@@ -153,7 +163,7 @@ class WorldModelSimulator:
                     observe(call.channel, completion)
                 try:
                     observation = domain.observation(call, parse_prediction(completion.text))
-                    problem = constraint.check(observation) or ""
+                    problem = constraint.check(observation) or (steer.check(observation) if steer is not None else None) or ""
                 except (InvalidPrediction, EmptyPrediction) as exc:
                     problem = str(exc)
                 if not problem:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 
 from policies.rules import parse_rule
 
-Kind = Literal["error", "latency", "timeout", "rate_limit", "empty", "truncate"]
+Kind = Literal["error", "latency", "timeout", "rate_limit", "empty", "truncate", "paginate", "mislead"]
 
 
 class _Strict(BaseModel):
@@ -39,7 +39,7 @@ class PerturbationRuleConfig(_Strict):
     hold), and what (`kind`). The first rule of a plan that fires perturbs the call."""
 
     name: str | None = Field(default=None, min_length=1, description="The rule's name in records (default: `<kind>[<index>]`).")
-    kind: Kind = Field(description="`error`, `latency`, `timeout`, `rate_limit`, `empty` or `truncate`.")
+    kind: Kind = Field(description="`error`, `latency`, `timeout`, `rate_limit`, `empty`, `truncate`, `paginate` or `mislead`.")
     match: dict[str, Any] = Field(
         default={}, description="Which calls, in the match keys of routing `rules` (channel, server, tool, path, host…; globs)."
     )
@@ -64,6 +64,10 @@ class PerturbationRuleConfig(_Strict):
         default=None, description="`rate_limit`: the window's length in calls (unset: the bucket never refills)."
     )
     keep: float = Field(default=0.5, ge=0.0, lt=1.0, description="`truncate`: the share of a list's items (or a text) kept.")
+    page_size: PositiveInt = Field(default=10, description="`paginate`: the items of a page.")
+    cursor_argument: str = Field(
+        default="cursor", min_length=1, description="`paginate`: the argument a follow-up call passes the cursor in."
+    )
 
     @field_validator("match")
     @classmethod

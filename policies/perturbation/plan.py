@@ -68,6 +68,8 @@ class PerturbationRule:
             keep=config.keep if config.kind == "truncate" else 0.0 if config.kind == "empty" else 1.0,
             limit=config.limit,
             exit_code=config.exit_code,
+            page_size=config.page_size if config.kind == "paginate" else 0,
+            cursor_argument=config.cursor_argument,
         )
 
 

@@ -78,7 +78,10 @@ async function overview(main) {
     el("span", { id: "total-calls" }, `${total} calls`),
     el("span", {}, `simulated or replayed: ${total ? ((100 * notReal) / total).toFixed(1) : 0}%`),
     el("span", {}, `shadow queue: ${data.shadow_queue ?? "–"}`),
-    el("span", {}, `shadow skipped: ${data.shadow_skipped ?? "–"}`)));
+    el("span", {}, `shadow skipped: ${data.shadow_skipped ?? "–"}`),
+    el("span", { id: "perturbed-calls", title: "calls this router perturbed since it started, by kind" },
+      `perturbed: ${Object.values(data.perturbations || {}).reduce((n, c) => n + c, 0)}`
+      + (Object.keys(data.perturbations || {}).length ? ` (${Object.entries(data.perturbations).map(([k, c]) => `${k} ${c}`).join(", ")})` : ""))));
   if (!total) { main.append(el("p", { class: "note" }, "No records in this range.")); return; }
   const grid = el("div", { class: "charts" });
   main.append(grid);
@@ -141,16 +144,19 @@ async function fidelity(main) {
 function recordRow(r) {
   // A call rehearsal kept away from the real world (diverted to sim, or denied).
   const diverted = (r.policy || "").startsWith("rehearsal") && r.route !== "real";
-  return el("tr", { class: diverted ? "clickable diverted" : "clickable", "data-id": r.id, onclick: () => go({ view: "record", id: r.id }) },
+  const p = r.perturbation;  // what a perturbation plan did to the call
+  const classes = ["clickable", diverted ? "diverted" : "", p ? "perturbed" : ""].filter(Boolean).join(" ");
+  return el("tr", { class: classes, "data-id": r.id, onclick: () => go({ view: "record", id: r.id }) },
     el("td", {}, when(r.ts)), el("td", {}, el("a", { onclick: (e) => { e.stopPropagation(); go({ view: "session", session: r.session }); } }, r.session)),
     el("td", {}, String(r.step)), el("td", {}, r.channel), el("td", {}, `${r.server}.${r.tool}`), el("td", {}, r.route),
     el("td", {}, r.provenance), el("td", {}, r.status), el("td", {}, fmt(r.divergence)), el("td", {}, r.divergence_kind || ""),
-    el("td", { title: r.reason || "" }, r.policy || ""));
+    el("td", { title: r.reason || "" }, r.policy || ""),
+    el("td", { class: "perturbation" }, p ? `${p.kind} (${p.rule}, call ${p.n}${p.page ? `, page ${p.page}` : ""})` : ""));
 }
 
 async function records(main, { session = false } = {}) {
   const data = await api("records", { limit: 100 });
-  const head = el("tr", {}, ...["Time", "Session", "Step", "Channel", "Tool", "Route", "Provenance", "Status", "Divergence", "Kind", "Policy"].map((t) => el("th", {}, t)));
+  const head = el("tr", {}, ...["Time", "Session", "Step", "Channel", "Tool", "Route", "Provenance", "Status", "Divergence", "Kind", "Policy", "Perturbation"].map((t) => el("th", {}, t)));
   const rows = session ? data.rows.slice().reverse() : data.rows;
   const body = el("tbody", {}, ...rows.map(recordRow));
   main.append(el("h2", {}, session ? `Session ${state().get("session")}` : "Records"), el("table", { id: "records" }, el("thead", {}, head), body));
@@ -201,7 +207,9 @@ async function record(main) {
   if (!r) { main.append(el("p", {}, "No such record.")); return; }
   const evidence = Object.assign({ divergent: [], masked: [], note: "" }, r.divergence_evidence || {});
   main.append(el("h2", {}, `${r.channel} ${r.server}.${r.tool} — ${r.route} (${r.provenance})`),
-    el("p", {}, `Decision: ${r.route} by ${r.policy}: ${r.reason}`), el("p", {}, `Session `, el("a", { onclick: () => go({ view: "session", session: r.session, id: null }) }, r.session), ` step ${r.step}; divergence ${fmt(r.divergence)} (${r.divergence_kind || "not shadowed"})`),
+    el("p", {}, `Decision: ${r.route} by ${r.policy}: ${r.reason}`),
+    ...(r.perturbation ? [el("p", { class: "perturbation" }, `Perturbed: ${r.perturbation.kind} by ${r.perturbation.rule} (seed ${r.perturbation.seed}, call ${r.perturbation.n})${r.note ? ` — ${r.note}` : ""}`)] : []),
+    el("p", {}, `Session `, el("a", { onclick: () => go({ view: "session", session: r.session, id: null }) }, r.session), ` step ${r.step}; divergence ${fmt(r.divergence)} (${r.divergence_kind || "not shadowed"})`),
     el("pre", { class: "tree" }, JSON.stringify(r.arguments, null, 2)));
   const modes = DIFF_MODES.filter(([mode]) => mode === "tree" || diffs[mode]);
   const fallback = diffs.screen ? "screen" : diffs.snapshot ? "snapshot" : "tree";

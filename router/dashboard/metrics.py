@@ -1,7 +1,8 @@
 """Prometheus metrics: what this process routed, and totals from the store.
 
 Counted where records are written (`RecordLog.observers`): a call is counted
-once, when its record first reaches a finished status; its divergence when the
+once, when its record first reaches a finished status (a perturbed one counted by
+its perturbation's kind too); its divergence when the
 shadow comparison lands (possibly later, in a second write of the record).
 The world model's tokens and generation time are counted per completion
 (`WorldModelSimulator.observers`), by engine and domain (the call's channel).
@@ -78,6 +79,12 @@ class CallMetrics:
             buckets=GENERATION_BUCKETS_S,
             registry=self.registry,
         )
+        self.perturbations = Counter(
+            "simroute_perturbations",
+            "Calls a perturbation plan faulted, delayed or changed, by channel and kind.",
+            ("channel", "kind"),
+            registry=self.registry,
+        )
         self.store_errors = Counter(
             "simroute_store_errors", "Record writes the store refused (the record went to the spool).", registry=self.registry
         )
@@ -94,6 +101,8 @@ class CallMetrics:
             outcome = "error" if record.served.is_error else record.status
             self.calls.labels(record.call.channel, str(record.decision.route), str(record.served.provenance), outcome).inc()
             self.latency.labels(str(record.decision.route)).observe(max(record.served.latency_s, 0.0))
+            if record.perturbation is not None:
+                self.perturbations.labels(record.call.channel, str(record.perturbation.get("kind"))).inc()
             divergence_counted = False
         if record.divergence is not None and not divergence_counted:
             self.divergence.labels(record.call.channel).observe(record.divergence)

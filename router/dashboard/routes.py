@@ -166,8 +166,18 @@ class Dashboard:
         return {"policy": self.pins_policy, "pins": await self.store.pins(), "changes": await self.store.pin_changes()}
 
     def _live(self) -> dict[str, Any]:
-        gauges = {m.name: m.samples[0].value for m in self.metrics.registry.collect() if m.name.startswith("simroute_shadow") and m.samples}
-        return {"shadow_queue": gauges.get("simroute_shadow_queue_depth"), "shadow_skipped": gauges.get("simroute_shadow_skipped")}
+        """This process's live figures: the shadow queue, and the calls it perturbed by kind."""
+        families = list(self.metrics.registry.collect())
+        gauges = {m.name: m.samples[0].value for m in families if m.name.startswith("simroute_shadow") and m.samples}
+        perturbations: dict[str, int] = {}
+        for sample in (s for m in families if m.name == "simroute_perturbations" for s in m.samples if s.name.endswith("_total")):
+            kind = sample.labels["kind"]
+            perturbations[kind] = perturbations.get(kind, 0) + int(sample.value)
+        return {
+            "shadow_queue": gauges.get("simroute_shadow_queue_depth"),
+            "shadow_skipped": gauges.get("simroute_shadow_skipped"),
+            "perturbations": perturbations,
+        }
 
     # --- /metrics ----------------------------------------------------------------------------
 
@@ -223,6 +233,7 @@ _SUMMARY_FIELDS = (
     "policy",
     "reason",
     "latency_ms",
+    "perturbation",  # {kind, rule, seed, n}: the call was faulted, delayed or its answer changed
 )
 
 

@@ -34,11 +34,11 @@ from policies import learned, rehearsal
 from policies.base import Policy, decide
 from policies.virtual import VirtualServers
 from router.engine.pending import Outcome, Pending
-from router.engine.perturbing import Perturber, note_of
+from router.engine.perturbing import Perturber
 from router.engine.replay_modes import ReplayModes, replay_route
 from router.engine.session_state import LocalSessionState, SessionState, claim_locally
 from router.engine.watchers import CallWatcher, RecordWriter
-from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Turn
+from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Steer, Turn
 from shadow.owners import this_process_owner
 from shadow.records import Record
 from shadow.redaction import Redactor, typed_into
@@ -241,12 +241,11 @@ class Engine:
         """Record what the agent gets (shadow work submitted when the route asks for it).
         If the record cannot be written, the agent gets an error instead of an
         unrecorded answer."""
-        session, decision = pending.session, pending.decision
-        route_note = pending.route_note
-        if pending.perturbation is not None:  # empty, truncate: the answer changed; the record keeps the route's own
-            observation, pending.unperturbed = self.perturber.after_route(pending, observation)
-            if pending.perturbation.kind not in ("empty", "truncate") or pending.unperturbed is not None:
-                route_note = "; ".join(n for n in (route_note, note_of(pending.perturbation, str(decision.route))) if n)
+        session, decision, route_note = pending.session, pending.decision, pending.route_note
+        if pending.perturbation is not None:  # an answer kind changed the answer; the record keeps the route's own
+            sim, state = (self._sim if self.simulator else None), self.session_state  # a mislead's truth is redacted first
+            observation, perturbed = await self.perturber.after_route(pending, observation, state=state, sim=sim, redactor=self.redactor)
+            route_note = "; ".join(n for n in (route_note, perturbed) if n)
         shadowed = self._shadows(decision, observation, session)
         status = "pending" if shadowed else "complete"
         if shadowed and decision.route is Route.REAL:
@@ -365,22 +364,23 @@ class Engine:
             return None, ""
         if route is Route.SHADOW:
             return None, "" if self.shadow is not None else "shadow: no world model configured, served real only"
-        if route is Route.SIM:
-            return await self._sim(pending.stored_call, session, decision.deadline_s), ""
+        if route is Route.SIM:  # a paginated listing is asked for whole
+            return await self._sim(pending.stored_call, session, decision.deadline_s, self.perturber.route_steer(pending)), ""
         if route is Route.DENY:
             return Observation.error(f"simroute denied this call ({decision.policy}): {decision.reason}"), ""
         assert route is Route.REPLAY
+        steer = self.perturber.route_steer(pending)
         return await replay_route(
-            pending, self.replay, self.replay_modes, self.virtual, lambda: self._sim(pending.stored_call, session, decision.deadline_s)
+            pending, self.replay, self.replay_modes, self.virtual, lambda: self._sim(pending.stored_call, session, decision.deadline_s, steer)
         )
 
-    async def _sim(self, call: Call, session: Session, deadline_s: float | None = None) -> Observation:
+    async def _sim(self, call: Call, session: Session, deadline_s: float | None = None, steer: Steer | None = None) -> Observation:
         if (call.channel, call.tool) in _NOT_SIMULATED:
             return Observation.error(f"simroute: the sim route does not simulate {call.tool} yet (route it real, replay or deny)")
         if self.simulator is None:
             return Observation.error("simroute: the sim route needs a world model, and none is configured (see the world_model section)")
         try:
-            return await self.simulator.simulate(call, session, deadline_s=deadline_s or self.sim_deadline_for(call))
+            return await self.simulator.simulate(call, session, deadline_s=deadline_s or self.sim_deadline_for(call), steer=steer)
         except Exception as exc:
             log.exception("simulating %s.%s failed", call.server, call.tool)
             return Observation.error(f"simroute: the simulator failed: {type(exc).__name__}: {exc}")

@@ -40,6 +40,8 @@ class Pending:
     # the route's own answer when the perturbation changed it (kept in the record).
     perturbation: Perturbation | None = None
     unperturbed: Observation | None = None
+    # A paginated listing's page a follow-up call's cursor asked for (from session state).
+    page: Observation | None = None
     # What watchers keep about the call between its events (router/engine/watchers.py),
     # each under keys of its own; mitmproxy's flow.metadata.
     metadata: dict[str, Any] = field(default_factory=dict)

@@ -7,7 +7,14 @@ application to what the agent gets — the same on every route.
   behind an answer the agent saw as failed); its observation has provenance `none`;
 - `latency` delays the call before its route runs;
 - `empty` and `truncate` change the answer after the route ran; the changed answer
-  has provenance `none` (simroute made it) and the record keeps the route's answer.
+  has provenance `none` (simroute made it) and the record keeps the route's answer;
+- `paginate` cuts a listing the route answered into pages (router/engine/pages.py):
+  the agent gets the first with a cursor, the rest wait in session state, and a
+  follow-up call with a cursor gets its page from there (no side is asked again);
+  on `sim` the world model is told the listing is paginated and gives it whole;
+- `mislead` has the world model re-answer with the route's answer as the ground
+  truth it must not give (backends/world_model/steering.py): plausible, well-formed
+  for the tool, wrong; provenance `sim`, and the record keeps the route's answer.
 
 A perturbed answer is never a replay source, a learned-router label or a world-model
 example: those read only answers of provenance `real` (or `sim`, for labels), and a
@@ -17,21 +24,28 @@ perturbed record is marked (`Record.perturbation`) for the readers that look fur
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
 
+from backends.world_model.steering import mislead
 from policies.perturbation import PerturbationsConfig, Plan, compile_plan
 from router.engine.fault_shapes import fault_observation, shaped_observation
+from router.engine.pages import cursor_for, cursor_in, listing_of, pages_of
 from router.engine.session_state import SessionState, count_locally
-from router.types import Observation, Perturbation, Route, Session
+from router.types import ANSWER_KINDS, Call, Observation, Perturbation, Route, Session, Steer
 from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
     from router.engine.pending import Pending
+    from shadow.redaction import Redactor
 
 log = logging.getLogger("simroute.engine")
+
+# The engine's sim route: (call, session, deadline_s, steer) -> the simulated answer.
+SimRoute = Callable[[Call, Session, float | None, Steer | None], Awaitable[Observation]]
 
 
 class Perturber:
@@ -61,6 +75,11 @@ class Perturber:
         plan = self.plan_for(session, pending.decision.perturbation)
         if plan is None or pending.decision.route is Route.DENY:
             return None
+        cursor = cursor_in(call)
+        if cursor is not None and (page := await _page(state, session, cursor)) is not None:
+            if (page["channel"], page["server"], page["tool"]) == (call.channel, call.server, call.tool):
+                pending.page = Observation.from_json(page["observation"])
+                return Perturbation(**page["perturbation"])
         matched = plan.matching(call, pending.decision.safety)
         if not matched:
             return None
@@ -80,6 +99,8 @@ class Perturber:
         perturbation = pending.perturbation
         if perturbation is None:
             return None
+        if pending.page is not None:  # a follow-up with a cursor: its page, kept in session state
+            return pending.page
         if perturbation.kind == "latency" or perturbation.kind == "timeout":
             await anyio.sleep(perturbation.delay_s)
         if not perturbation.is_fault:
@@ -87,19 +108,103 @@ class Perturber:
         return fault_observation(pending.call, perturbation, pending.session.history, latency_s=perturbation.delay_s)
 
     @staticmethod
-    def after_route(pending: Pending, observation: Observation) -> tuple[Observation, Observation | None]:
-        """(what the agent gets, the route's own answer when a perturbation changed it)."""
+    def route_steer(pending: Pending) -> Steer | None:
+        """The world model's steer on the sim route's own answer: a listing to paginate
+        is asked for whole, and checked to be a listing."""
         perturbation = pending.perturbation
-        if perturbation is None or perturbation.kind not in ("empty", "truncate") or observation.is_error:
-            return observation, None
-        return shaped_observation(pending.call, perturbation, observation), observation
+        if perturbation is None or perturbation.kind != "paginate" or pending.page is not None:
+            return None
+        call, size = pending.stored_call, perturbation.page_size
+        # Told mildly: asked for "every item, more than a page", the bundled model repeated items until its tokens ran out.
+        instruction = (
+            f"## Perturbation for this action: paginate\nThe agent is given this listing in pages of {size} items: "
+            "answer with the whole listing, as the server returns it."
+        )
+        return Steer("paginate", instruction, check=lambda o: None if listing_of(call, o) is not None else "not a listing to paginate")
+
+    async def after_route(
+        self, pending: Pending, observation: Observation, *, state: SessionState, sim: SimRoute | None, redactor: Redactor | None = None
+    ) -> tuple[Observation, str]:
+        """(what the agent gets, the record's remark on the perturbation); the route's own
+        answer, when a perturbation changed it, is kept as `pending.unperturbed`. `sim`:
+        the engine's sim route (None: no world model); `redactor`: a mislead's truth
+        reaches the world model redacted, as the session's history does."""
+        perturbation = pending.perturbation
+        assert perturbation is not None
+        changed: Observation | None = None
+        if pending.unperturbed is not None:  # the front door changed it already (a streamed HTTP body, cut as it passed)
+            return observation, self.note(pending, str(pending.decision.route))
+        if perturbation.kind in ANSWER_KINDS and not observation.is_error and pending.page is None:
+            if perturbation.kind == "mislead":
+                changed = await self._mislead(pending, observation, sim, redactor)
+            elif perturbation.kind == "paginate":
+                changed = await self._paginate(pending, perturbation, observation, state)
+            else:
+                changed = shaped_observation(pending.call, perturbation, observation)
+        if changed is not None:
+            pending.unperturbed = observation
+        return changed or observation, self.note(pending, str(pending.decision.route))
+
+    @staticmethod
+    async def _mislead(pending: Pending, truth: Observation, sim: SimRoute | None, redactor: Redactor | None) -> Observation:
+        if sim is None:
+            return Observation.error(_NO_WORLD_MODEL)
+        if redactor is not None:
+            truth = redactor.observation(truth, session_id=pending.call.session_id)
+        return await sim(pending.stored_call, pending.session, pending.decision.deadline_s, mislead(truth))
+
+    @staticmethod
+    async def _paginate(pending: Pending, perturbation: Perturbation, observation: Observation, state: SessionState) -> Observation | None:
+        """The first page (None: the answer is not a listing of more than a page); the
+        others kept in session state by their cursors."""
+        session = pending.session
+        pages = pages_of(pending.call, observation, perturbation, session.id)
+        if pages is None:
+            return None
+        first = pending.perturbation = replace(perturbation, page=1)
+        meta = {field: getattr(first, field) for field in ("kind", "rule", "seed", "n", "page_size", "cursor_argument")}
+        call, kept = pending.call, {}
+        for index, page in enumerate(pages[1:], start=2):
+            kept[cursor_for(first, session.id, index)] = {
+                "channel": call.channel,
+                "server": call.server,
+                "tool": call.tool,
+                "of": pending.record_id,
+                "pages": len(pages),
+                "observation": page.to_json(),
+                "perturbation": {**meta, "page": index},
+            }
+        try:
+            await state.save_pages(session, kept)
+        except StoreError as exc:  # shared state unreachable: this replica keeps the pages
+            log.warning("pages of a listing not shared (%s); kept for session %s locally", exc, session.id[:8])
+            session.pages.update(kept)
+        return pages[0]
+
+    @staticmethod
+    def note(pending: Pending, route: str) -> str:
+        """The record's remark on a perturbed call ("" when it says nothing new)."""
+        perturbation = pending.perturbation
+        if perturbation is None or (perturbation.kind in ANSWER_KINDS and pending.unperturbed is None and pending.page is None):
+            return ""
+        what = f"perturbation {perturbation.kind} ({perturbation.rule}, call {perturbation.n})"
+        if perturbation.is_fault:
+            return f"{what}: answered by simroute; the call was not sent to the {route} side"
+        if pending.page is not None:
+            return f"{what}: page {perturbation.page} of a listing, from session state; the call was not sent to the {route} side"
+        if perturbation.kind == "paginate":
+            return f"{what}: the {route} answer was cut into pages, this the first (the record keeps it as `unperturbed`)"
+        if perturbation.kind in ANSWER_KINDS:
+            return f"{what}: the {route} answer was changed (the record keeps it as `unperturbed`)"
+        return f"{what}: delayed {perturbation.delay_s:.3f}s"
 
 
-def note_of(perturbation: Perturbation, route: str) -> str:
-    """The record's remark on a perturbed call."""
-    what = f"perturbation {perturbation.kind} ({perturbation.rule}, call {perturbation.n})"
-    if perturbation.is_fault:
-        return f"{what}: answered by simroute; the call was not sent to the {route} side"
-    if perturbation.kind in ("empty", "truncate"):
-        return f"{what}: the {route} answer was changed (the record keeps it as `unperturbed`)"
-    return f"{what}: delayed {perturbation.delay_s:.3f}s"
+_NO_WORLD_MODEL = "simroute: the mislead perturbation needs a world model, and none is configured (see the world_model section)"
+
+
+async def _page(state: SessionState, session: Session, cursor: str) -> dict | None:
+    try:
+        return await state.page(session, cursor)
+    except StoreError as exc:  # shared state unreachable: what this replica kept
+        log.warning("pages of a listing unavailable (%s); reading session %s's own", exc, session.id[:8])
+        return session.pages.get(cursor)

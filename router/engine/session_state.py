@@ -4,8 +4,10 @@ side effects has changed in the session (their recordings are stale to it: the
 learned router does not replay them), the servers rehearsal diverted to sim
 (their later reads must see the simulated world, on whichever replica serves them),
 the call numbers of perturbation rules (a seeded plan gives the same
-perturbations whichever replica serves a call), and the facts the session's
-answers stated (the world model is told them on whichever replica simulates).
+perturbations whichever replica serves a call), the facts the session's answers
+stated (the world model is told them on whichever replica simulates), and the pages
+of paginated listings still to be served, by cursor (a follow-up call gets the next
+page whichever replica serves it).
 
 `LocalSessionState` keeps it in the process (one router). `RedisSessionState`
 shares it through Redis, so an agent session can move between router replicas:
@@ -17,7 +19,7 @@ context, an upstream MCP session) stays on the replica that opened it.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from router.types import Session
 
@@ -33,6 +35,12 @@ class SessionState(Protocol):
 
     async def count(self, session: Session, counters: list[str]) -> list[int]:
         """Claim the next number of each counter (a perturbation rule's calls, 1-based)."""
+
+    async def save_pages(self, session: Session, pages: dict[str, dict[str, Any]]) -> None:
+        """Keep the pages of a paginated listing, by the cursor that asks for each."""
+
+    async def page(self, session: Session, cursor: str) -> dict[str, Any] | None:
+        """The page a cursor asks for (None: a cursor the session was not given)."""
 
     async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
         """Share new side-effect marks ((channel, server, tool)) of the session."""
@@ -55,6 +63,12 @@ class LocalSessionState:
 
     async def count(self, session: Session, counters: list[str]) -> list[int]:
         return count_locally(session, counters)
+
+    async def save_pages(self, session: Session, pages: dict[str, dict[str, Any]]) -> None:
+        session.pages.update(pages)
+
+    async def page(self, session: Session, cursor: str) -> dict[str, Any] | None:
+        return session.pages.get(cursor)
 
     async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
         return None

@@ -41,8 +41,9 @@ from router.http.door import UNAUTHENTICATED_SESSION, HttpDoor
 from router.http.flows import fields, make_response, server_of, streams, url_of
 from router.http.pinning import Pins
 from router.http.probes import PROBE, is_probe, sender
+from router.http.stream_cuts import StreamCut, cut_stream
 from router.http.tunnels import open_websocket
-from router.types import Call, Observation, Provenance
+from router.types import ANSWER_KINDS, Call, Observation, Provenance
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -64,6 +65,7 @@ class RealSide:
     timed_out: bool = False
     note: str = ""  # remarks for the record (a request body whose decoding was cut)
     websocket: bool = False
+    cut: StreamCut | None = None  # a streamed body cut by a perturbation (empty, truncate)
 
 
 class RealAnswers:
@@ -96,7 +98,10 @@ class RealAnswers:
             # A stream may rightly last long (server-sent events): the deadline was for its start.
             if real.timer is not None:
                 real.timer.cancel()
-            real.capture = response.stream = BodyCapture(self.config.max_body_bytes)
+            real.capture = BodyCapture(self.config.max_body_bytes)
+            # empty, truncate: cut as it passes (stream_cuts.py); else passed whole.
+            real.cut = cut_stream(response, real.pending.perturbation, real.capture)
+            response.stream = real.cut or real.capture
 
     async def response(self, flow: http.HTTPFlow) -> None:
         real: RealSide | None = flow.metadata.pop(REAL, None)
@@ -115,7 +120,10 @@ class RealAnswers:
         observation, decoded = self._observation(response, capture, real.started)
         note = "; ".join(n for n in (real.note, "streamed" if capture is not None else "", decoded.note()) if n)
         perturbation = real.pending.perturbation
-        if capture is not None and perturbation is not None and perturbation.kind in ("empty", "truncate"):
+        if real.cut is not None:  # cut as it streamed: the record holds what the agent got, the real body beside it
+            real.pending.unperturbed, observation = observation, self._observation(response, real.cut.sent, real.started)[0]
+            observation.provenance = Provenance.NONE
+        elif capture is not None and perturbation is not None and perturbation.kind in ANSWER_KINDS:
             # The body went to the agent as it came: the record says what the agent got.
             real.pending.perturbation = None
             note += f"; perturbation {perturbation.kind} ({perturbation.rule}) not applied: the body streamed"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from router.config import Config
-from router.types import HISTORY_IN_MEMORY, Call, Observation, Session, Simulator, Turn
+from router.types import HISTORY_IN_MEMORY, Call, Observation, Session, Simulator, Steer, Turn
 from shadow.store.protocol import RecordStore
 
 # Recorded rows a domain ranks its examples from: a capped, indexed store query.
@@ -87,7 +87,9 @@ class HistoryReadBack:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    async def simulate(self, call: Call, session: Session, *, deadline_s: float, background: bool = False) -> Observation:
+    async def simulate(
+        self, call: Call, session: Session, *, deadline_s: float, background: bool = False, steer: Steer | None = None
+    ) -> Observation:
         if self.shared and not background:
             earlier = await self.store.session_records(session.id, before_step=session.steps - 1, limit=HISTORY_IN_MEMORY)
             session = self._with_history(session, [Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier])
@@ -98,7 +100,7 @@ class HistoryReadBack:
             )
         if self.examples is not None and call.channel in getattr(self.inner, "domains", {}):
             await self.examples.prefetch(call)
-        return await self.inner.simulate(call, session, deadline_s=deadline_s, background=background)
+        return await self.inner.simulate(call, session, deadline_s=deadline_s, background=background, steer=steer)
 
     @staticmethod
     def _with_history(session: Session, history: list[Turn]) -> Session:

@@ -32,7 +32,7 @@ class FakeSimulator:
     def __init__(self, text: str = "sim says hi", delay: float = 0.0) -> None:
         self.text, self.delay, self.seen_history = text, delay, []
 
-    async def simulate(self, call, session, *, deadline_s, background=False):
+    async def simulate(self, call, session, *, deadline_s, background=False, steer=None):
         self.seen_history.append([t.call.arguments for t in session.history])
         await asyncio.sleep(self.delay)
         return Observation([{"type": "text", "text": self.text}], Provenance.SIM, latency_s=self.delay)

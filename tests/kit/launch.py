@@ -40,6 +40,11 @@ def toolbox_server(**env: str) -> dict:
     return {"command": sys.executable, "args": [str(TOOLBOX)], **({"env": env} if env else {})}
 
 
+def catalog_server() -> dict:
+    """The shop catalog test server (tests/servers/catalog.py): tools with output schemas."""
+    return {"command": sys.executable, "args": [str(ROOT / "tests" / "servers" / "catalog.py")]}
+
+
 def write_config(directory: Path, **sections) -> Path:
     """A config file in `directory`. simroute's own channels (shell, browser) are off
     unless a test asks for them: the shell's warm pool would start Docker sandboxes for

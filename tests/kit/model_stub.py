@@ -20,11 +20,13 @@ class _Server(ThreadingHTTPServer):
 
 class ModelStub:
     """An OpenAI-compatible /v1/chat/completions that answers one fixed observation
-    (`answer`, or `answer(body)` for each request body), or the message content
-    `reply(body)` makes of each request, and keeps every request body it was sent."""
+    (`answer`, or `answer(body)` for each request body; a test may change it between
+    calls), or the message content `reply(body)` makes of each request, and keeps every
+    request body it was sent."""
 
     def __init__(self, answer: str | Callable[[dict], str] = "report simulated", *, reply: Callable[[dict], str] | None = None) -> None:
         self.bodies: list[dict] = []
+        self.answer = answer
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,7 +36,7 @@ class ModelStub:
                 if reply is not None:
                     content = reply(body)
                 else:
-                    observation = answer(body) if callable(answer) else answer
+                    observation = stub.answer(body) if callable(stub.answer) else stub.answer
                     content = f"<predicted_observation>{observation}</predicted_observation>"
                 message = {"role": "assistant", "content": content}
                 encoded = json.dumps(

@@ -3,9 +3,13 @@ between router replicas (the protocol is `router.engine.session_state.SessionSta
 step and occurrence counters are atomic increments, pins a hash, the side-effect and
 diversion marks sets, the stated facts a hash, all read in one round trip per call;
 perturbation rules' call numbers a hash of counters, claimed in a second round trip by
-calls a plan matches."""
+calls a plan matches; the pages of paginated listings a hash by cursor (JSON), read
+by calls that carry one."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from router.types import Route, Session
 from shadow.store.redis.base import RedisBase
@@ -79,6 +83,26 @@ class RedisSessionState:
         numbers = [int(n) for n in claimed]
         session.perturbation_counts.update(zip(counters, numbers, strict=True))
         return numbers
+
+    async def save_pages(self, session: Session, pages: dict[str, dict[str, Any]]) -> None:
+        key = self.store._key("sess", session.id, "pages")
+        mapping = {cursor: json.dumps(page, ensure_ascii=False) for cursor, page in pages.items()}
+        session.pages.update(pages)
+        if not mapping:
+            return
+
+        async def work(r):
+            pipe = r.pipeline(transaction=True)
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, self.ttl_s)
+            return await pipe.execute()
+
+        await self.store._run("keeping a listing's pages", work)
+
+    async def page(self, session: Session, cursor: str) -> dict[str, Any] | None:
+        key = self.store._key("sess", session.id, "pages")
+        found = await self.store._run("reading a listing's page", lambda r: r.hget(key, cursor))
+        return json.loads(found) if found is not None else session.pages.get(cursor)
 
     async def save_pins(self, session: Session) -> None:
         pins = self._keys(session.id)[2]

@@ -93,3 +93,31 @@ def test_two_serve_processes_sharing_redis_answer_an_http_session_with_the_plans
             assert seen == expected, session
         for client in clients:
             client.close()
+
+
+async def test_a_listing_paginated_on_one_replica_is_followed_on_the_other(tmp_path, redis_server):
+    import json
+
+    from router.engine.pages import next_cursor
+    from router.types import Observation, Provenance
+
+    store = RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}")
+    a, _ = await make_engine(tmp_path / "a", store=store)
+    b, _ = await make_engine(tmp_path / "b", store=store)
+    plan = {"seed": 1, "rules": [{"name": "pages", "kind": "paginate", "page_size": 2}]}
+    for engine in (a, b):
+        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.perturber = Perturber({"p": compile_plan("p", PlanConfig.model_validate(plan))}, default="p")
+    asked = []
+
+    async def listing(call):
+        asked.append(call)
+        value = {"items": list(range(5))}
+        return Observation([{"type": "text", "text": json.dumps(value)}], Provenance.REAL, structured=value)
+
+    first = await a.handle(c("agent"), Session("agent"), listing)
+    second = await b.handle(c("agent", cursor=next_cursor(first.observation)), Session("agent"), listing)  # b never saw page 1
+    third = await a.handle(c("agent", cursor=next_cursor(second.observation)), Session("agent"), listing)
+    assert [o.observation.structured["items"] for o in (first, second, third)] == [[0, 1], [2, 3], [4]]
+    assert next_cursor(third.observation) is None and len(asked) == 1
+    await store.aclose()

@@ -241,3 +241,12 @@ def test_the_mcp_domain_allows_a_fence_only_when_the_recordings_have_one(vocab):
     assert not grammar_allows(vocab, grammar_with("plain text answer"), FENCED)
     assert grammar_allows(vocab, grammar_with("plain text answer"), "another plain answer")
     assert grammar_allows(vocab, grammar_with("```\nfenced by the real tool\n```"), FENCED)
+
+
+def test_arrays_are_held_to_twice_the_longest_recorded_so_a_repeating_model_closes_them():
+    schema = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}
+    bounded = grammars.ordered_like(schema, [{"items": ["a", "b"]}, {"items": ["c"]}])
+    assert bounded["properties"]["items"]["maxItems"] == 5
+    assert "maxItems" not in grammars.ordered_like(schema, [])["properties"]["items"]  # nothing recorded: no bound
+    own = {"type": "object", "properties": {"items": {"type": "array", "maxItems": 3}}}
+    assert grammars.ordered_like(own, [{"items": list(range(9))}])["properties"]["items"]["maxItems"] == 3  # the schema's own wins

@@ -109,3 +109,12 @@ def test_runtime_gauges_expose_the_spool_size_and_spooled_records_they_are_fed()
     assert got[("simroute_spool_bytes", ())] == 4096 and got[("simroute_spooled_records_total", ())] == 3
     live["spool_bytes"] = 0  # read at scrape time: a flushed spool shows as empty at the next scrape
     assert samples(metrics)[("simroute_spool_bytes", ())] == 0
+
+
+def test_a_perturbed_call_is_counted_once_by_its_kind():
+    metrics = CallMetrics()
+    perturbed = {"kind": "mislead", "rule": "p:lies", "seed": 1, "n": 1}
+    metrics.observe(record("pending", perturbation=perturbed), stored=True)
+    metrics.observe(record("complete", perturbation=perturbed), stored=True)
+    metrics.observe(record("complete", id="r2"), stored=True)  # not perturbed
+    assert samples(metrics)[("simroute_perturbations_total", (("channel", "mcp"), ("kind", "mislead")))] == 1

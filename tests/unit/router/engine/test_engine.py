@@ -165,7 +165,7 @@ async def test_backend_exceptions_are_recorded_as_simroutes_errors(tmp_path):
     engine, store = await make_engine(tmp_path, mode=Route.SIM)
 
     class Exploding:
-        async def simulate(self, call, session, *, deadline_s, background=False):
+        async def simulate(self, call, session, *, deadline_s, background=False, steer=None):
             raise RuntimeError("the simulator broke")
 
     engine.simulator = Exploding()
