@@ -274,12 +274,20 @@ class ServiceConfig(Strict):
         ),
     )
 
-    @field_validator("shared_namespaces")
+    operator_tokens: list[str] = Field(
+        default=[],
+        description=(
+            "Token names whose dashboard and /metrics show every namespace (an operator's); any other token sees "
+            "only its own records and the shared namespaces'."
+        ),
+    )
+
+    @field_validator("shared_namespaces", "operator_tokens")
     @classmethod
     def _namespace_names(cls, names: list[str]) -> list[str]:
         for name in names:
             if not name or any(ch in name for ch in "/: \t"):
-                raise ValueError(f"a shared namespace is a token name (a word without '/', ':' or spaces), got {name!r}")
+                raise ValueError(f"a namespace is a token name (a word without '/', ':' or spaces), got {name!r}")
         return names
 
     @field_validator("tokens")

@@ -37,8 +37,9 @@ def _outlook(config: Config, store: Any, service: Any = None) -> RouterOutlook:
 
 
 def runtime_dashboard(runtime: Runtime) -> Dashboard:
-    """The dashboard of a serving runtime: its record writes are counted."""
-    metrics = CallMetrics()
+    """The dashboard of a serving runtime: its record writes are counted (per token
+    namespace when tokens are on)."""
+    metrics = CallMetrics(namespaced=runtime.tokens.enabled)
     runtime.records.observers.append(metrics.observe)
     runtime.simulator.observers.append(metrics.completion_observer(runtime.config.world_model.engine))
 
@@ -62,8 +63,20 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
     totals = StoreTotals(runtime.store)
     metrics.add_collector(totals)
     return Dashboard(
-        runtime.store, runtime.tokens, metrics, totals, _card_path(runtime.config), _outlook(runtime.config, runtime.store, runtime.learned)
+        runtime.store,
+        runtime.tokens,
+        metrics,
+        totals,
+        _card_path(runtime.config),
+        _outlook(runtime.config, runtime.store, runtime.learned),
+        **_tenancy(runtime.config),
     )
+
+
+def _tenancy(config: Config) -> dict[str, Any]:
+    """Which namespaces every token's view shows, and which tokens see them all."""
+    service = config.service
+    return {"shared_namespaces": tuple(service.shared_namespaces), "operator_tokens": frozenset(service.operator_tokens)}
 
 
 def _noise_learning(learner: Any) -> dict[str, float]:
@@ -91,10 +104,10 @@ def standalone_app(config: Config, tokens: Any):
     from starlette.applications import Starlette
 
     store = config.open_store(read_only=True)
-    metrics = CallMetrics()
+    metrics = CallMetrics(namespaced=tokens.enabled)
     totals = StoreTotals(store)
     metrics.add_collector(totals)
-    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config), _outlook(config, store))
+    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config), _outlook(config, store), **_tenancy(config))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -35,6 +35,8 @@ class ExampleLookup:
         # set by the runtime: whether a row recorded in one session may be shown to another
         # (with tokens, another token's recordings are not, unless its namespace is shared)
         self.visible: Callable[[str, str], bool] = lambda session_id, recorded_in: True
+        # ... and the session prefixes it may be shown, for the store's query (None: all)
+        self.namespaces: Callable[[str], tuple[str, ...] | None] = lambda session_id: None
         # Prefetched rows by the call object's identity (its arguments make it unhashable), taken once.
         self._fetched: dict[int, tuple[Call, list[dict[str, Any]]]] = {}
 
@@ -55,8 +57,16 @@ class ExampleLookup:
             self._fetched.pop(next(iter(self._fetched)))
 
     async def _query(self, call: Call) -> list[dict[str, Any]]:
+        # The namespace limit goes into the store's query: filtered afterwards, another
+        # token's newer rows could fill the limit and leave the session no example.
         rows = await self.store.examples(
-            call.channel, call.server, call.tool, exclude_session=call.session_id, call_key=self.call_key_of(call), limit=self.limit
+            call.channel,
+            call.server,
+            call.tool,
+            exclude_session=call.session_id,
+            call_key=self.call_key_of(call),
+            limit=self.limit,
+            namespaces=self.namespaces(call.session_id),
         )
         return [row for row in rows if self.visible(call.session_id, str(row.get("session") or ""))]
 
