@@ -12,7 +12,7 @@ import time
 
 from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
-from backends.replay import ReplayBackend
+from backends.replay import ReplayBackend, namespace_of
 from backends.shell.sandboxes import Sandboxes
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
@@ -103,7 +103,12 @@ class Runtime:
         # The learned router (mode: learned, route: learned): its model and statistics
         # are loaded at start and kept fresh by background tasks, never on a call's path.
         self.learned = self._learned_service() if config.uses_learned() else None
-        self.noise_learner = NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s)
+        self.noise_learner = NoiseLearner(
+            self.store,
+            probe_delay_s=config.shadow.noise_probe_delay_s,
+            scope=namespace_of if self.tokens.enabled else lambda session_id: "",
+        )
+        self.shadow_runner.noise_scopes = lambda session_id: self.replay.visible_namespaces(session_id) or ("",)
         self.engine = Engine(
             policies=build_policies(config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None),
             records=self.records,

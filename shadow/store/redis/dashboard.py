@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from shadow.compare.canonical import tool_key
+from shadow.compare.noise import merged_noise
 from shadow.store.dashboard_rows import fidelity_of, overview_of
 from shadow.store.namespaces import in_namespaces
 from shadow.store.protocol import RecordFilter, StoreError
@@ -66,7 +67,7 @@ async def overview(store: Any, where: RecordFilter, bucket_s: float) -> list[dic
 
 async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
     if where.namespaces is not None:
-        return await _with_noise(store, fidelity_of(await _scanned(store, where)))
+        return await _with_noise(store, fidelity_of(await _scanned(store, where)), where.namespaces)
     _unsupported(where, ("route", "session", "divergent"), "fidelity table")
     since = math.floor(where.since / 3600) * 3600
     tools: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -99,9 +100,12 @@ async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
     return await _with_noise(store, out)
 
 
-async def _with_noise(store: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def _with_noise(store: Any, rows: list[dict[str, Any]], scopes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """The noise table's counts of each row's tool in the view's namespaces (with
+    tokens, the table is kept per namespace)."""
     for row in rows:
-        noise = await store.noise_stats(tool_key(row["channel"], row["server"], row["tool"]))
+        key = tool_key(row["channel"], row["server"], row["tool"])
+        noise = merged_noise([await store.noise_stats(scope + key) for scope in scopes or ("",)])
         row["noise_pairs"], row["noisy_paths"] = noise.pairs, len(noise.disagreements)
     return rows
 

@@ -170,9 +170,11 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
     for (channel, server, tool), (calls, pairs, divergence_sum, *kinds) in sorted(tools.items()):
         if not calls:
             continue
-        key = tool_key(channel, server, tool)
-        noise = db.execute("SELECT pairs FROM noise_pairs WHERE tool_key = ?", (key,)).fetchone()
-        paths = db.execute("SELECT COUNT(*) FROM noise_paths WHERE tool_key = ?", (key,)).fetchone()
+        # The noise table of the view's namespaces (with tokens, kept per namespace).
+        keys = [scope + tool_key(channel, server, tool) for scope in where.namespaces or ("",)]
+        marks = ", ".join("?" * len(keys))
+        noise = db.execute(f"SELECT TOTAL(pairs) FROM noise_pairs WHERE tool_key IN ({marks})", keys).fetchone()
+        paths = db.execute(f"SELECT COUNT(DISTINCT path) FROM noise_paths WHERE tool_key IN ({marks})", keys).fetchone()
         rows.append(
             {
                 "channel": channel,
@@ -182,7 +184,7 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
                 "shadow_pairs": int(pairs),
                 "mean_divergence": divergence_sum / pairs if pairs else None,
                 "kinds": {k: int(n) for k, n in zip(KINDS, kinds, strict=True) if n},
-                "noise_pairs": noise[0] if noise else 0,
+                "noise_pairs": int(noise[0]) if noise else 0,
                 "noisy_paths": paths[0] if paths else 0,
             }
         )
