@@ -160,7 +160,9 @@ class RecordStore(DashboardQueries, Protocol):
         from `since` to `until`, whichever process made it (shadow/store/server_writes.py).
         The noise learner asks before it learns from two answers of that server."""
 
-    async def recordings(self) -> list[RecordingInfo]: ...
+    async def recordings(self, *, namespaces: Sequence[str] | None = None) -> list[RecordingInfo]:
+        """The named recordings, newest first; with `namespaces` (session prefixes), counted
+        over those namespaces' sessions only (a recording none of them made is left out)."""
 
     async def aggregates(self) -> dict[str, Any]:
         """Counts by channel, route, provenance and status (for the dashboard and metrics)."""

@@ -106,8 +106,11 @@ class RecordReads(RedisBase):
         )
         return bool(found)
 
-    async def recordings(self) -> list[RecordingInfo]:
+    async def recordings(self, *, namespaces: Sequence[str] | None = None) -> list[RecordingInfo]:
         names = await self._run("listing recordings", lambda r: r.smembers(self._key("recordings")))
+        if namespaces is not None:  # the aggregates count every token's: counted from the sessions instead
+            scoped = [await self._recording_in(name, namespaces) for name in names]
+            return sorted((info for info in scoped if info is not None), key=lambda info: info.last_ts, reverse=True)
         out = []
         for name in names:
             stats = await self._command("reading a recording", "hgetall", self._key("recording", name))
@@ -116,6 +119,17 @@ class RecordReads(RedisBase):
                 RecordingInfo(name, sessions, int(stats.get("records", 0)), float(stats.get("first", 0)), float(stats.get("last", 0)))
             )
         return sorted(out, key=lambda info: info.last_ts, reverse=True)
+
+    async def _recording_in(self, name: str, namespaces: Sequence[str]) -> RecordingInfo | None:
+        """A recording counted over the sessions of `namespaces` that it holds."""
+        members = await self._command("reading a recording", "smembers", self._key("recording", name, "sessions"))
+        sessions = sorted(session for session in members if in_namespaces(session, namespaces))
+        stamps: list[float] = []
+        for session in sessions:
+            key = self._key("session", session)
+            ids: list[str] = await self._command("reading a session", "zrange", key, 0, -1)
+            stamps += [row["ts"] for row in await self._bodies(ids) if row.get("recording") == name]
+        return RecordingInfo(name, len(sessions), len(stamps), min(stamps), max(stamps)) if stamps else None
 
     async def aggregates(self) -> dict[str, Any]:
         counts = await self._run("reading aggregates", lambda r: r.hgetall(self._key("agg")))

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 NOW = time.time()
 
 
-def record(session: str, ts: float, text: str, *, divergence: float | None = None) -> dict:
+def record(session: str, ts: float, text: str, *, divergence: float | None = None, recording: str | None = None) -> dict:
     made = Record(
         Call("mcp", "srv", "get_balance", {}, session),
         Decision(Route.REAL, "mode", ""),
@@ -31,6 +31,7 @@ def record(session: str, ts: float, text: str, *, divergence: float | None = Non
         step=1,
         call_key="k",
         ts=ts,
+        recording=recording,
     )
     made.occurrence = 1
     made.divergence = divergence
@@ -39,8 +40,8 @@ def record(session: str, ts: float, text: str, *, divergence: float | None = Non
 
 async def filled(store):
     """ci's one golden record first, then 40 of alice's (newer), then one of bob's."""
-    await store.upsert([record("ci/golden", NOW - 100, "balance 2222")])
-    await store.upsert([record(f"alice/s{n:02}", NOW - 90 + n, "balance 1111", divergence=0.5) for n in range(40)])
+    await store.upsert([record("ci/golden", NOW - 100, "balance 2222", recording="golden")])
+    await store.upsert([record(f"alice/s{n:02}", NOW - 90 + n, "balance 1111", divergence=0.5, recording="mine") for n in range(40)])
     await store.upsert([record("bob/old", NOW - 40, "balance 3333")])
     return store
 
@@ -78,3 +79,11 @@ async def test_a_tokens_dashboard_views_count_only_its_namespaces(store):
     page = await store.page(bob, limit=50)
     assert [row["session"] for row in page] == ["bob/old", "ci/golden"]
     assert await store.page(RecordFilter(since=NOW - 3600, session="alice/s01", namespaces=("bob/",)), limit=50) == []
+
+
+async def test_named_recordings_are_counted_per_namespace(store):
+    everyone = {info.name: (info.sessions, info.records) for info in await store.recordings()}
+    assert everyone == {"mine": (40, 40), "golden": (1, 1)}
+    bobs = await store.recordings(namespaces=("bob/", "ci/"))
+    assert [(info.name, info.sessions, info.records, info.first_ts) for info in bobs] == [("golden", 1, 1, NOW - 100)]
+    assert await store.recordings(namespaces=("bob/",)) == []
