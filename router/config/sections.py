@@ -269,8 +269,9 @@ class ServiceConfig(Strict):
     shared_namespaces: list[str] = Field(
         default=[],
         description=(
-            "Token names whose recordings every token may use (replay, world-model examples), after its own: e.g. a CI "
-            "token's golden recordings. Any other token's recordings are never served to another token."
+            "Token names whose recordings every token may use after its own (replay, world-model examples, learned "
+            "statistics, noise, the dashboard): e.g. a CI token's golden recordings. Any other token's records never "
+            "reach another token."
         ),
     )
 
