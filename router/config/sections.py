@@ -278,7 +278,7 @@ class ServiceConfig(Strict):
     operator_tokens: list[str] = Field(
         default=[],
         description=(
-            "Token names whose dashboard and /metrics show every namespace (an operator's); any other token sees "
+            "Token names whose dashboard and /metrics show every namespace (an operator's; a lone token does too); any other token sees "
             "only its own records and the shared namespaces'."
         ),
     )

@@ -69,14 +69,17 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
         totals,
         _card_path(runtime.config),
         _outlook(runtime.config, runtime.store, runtime.learned),
-        **_tenancy(runtime.config),
+        **_tenancy(runtime.config, runtime.tokens),
     )
 
 
-def _tenancy(config: Config) -> dict[str, Any]:
-    """Which namespaces every token's view shows, and which tokens see them all."""
+def _tenancy(config: Config, tokens: Any) -> dict[str, Any]:
+    """Which namespaces every token's view shows, and which tokens see them all: those
+    of `service.operator_tokens`, and a lone token (no other tenant to keep apart; it
+    also sees the records made without a token, e.g. over stdio)."""
     service = config.service
-    return {"shared_namespaces": tuple(service.shared_namespaces), "operator_tokens": frozenset(service.operator_tokens)}
+    operators = frozenset(service.operator_tokens) | (tokens.names if len(tokens.names) == 1 else frozenset())
+    return {"shared_namespaces": tuple(service.shared_namespaces), "operator_tokens": operators}
 
 
 def _noise_learning(learner: Any) -> dict[str, float]:
@@ -107,7 +110,7 @@ def standalone_app(config: Config, tokens: Any):
     metrics = CallMetrics(namespaced=tokens.enabled)
     totals = StoreTotals(store)
     metrics.add_collector(totals)
-    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config), _outlook(config, store), **_tenancy(config))
+    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config), _outlook(config, store), **_tenancy(config, tokens))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
