@@ -161,6 +161,14 @@ class ReplayBackend:
         theirs = namespace_of(recorded_in)
         return theirs == namespace_of(session_id) or theirs in self.shared
 
+    def visible_namespaces(self, session_id: str) -> tuple[str, ...] | None:
+        """The session prefixes whose records session `session_id` may be shown (its
+        own, then the shared ones), for store queries; None without tokens (all)."""
+        if not self.namespaced:
+            return None
+        own = namespace_of(session_id)
+        return (own, *(prefix for prefix in self.shared if prefix != own)) if own else self.shared
+
     def _visible_keys(self, key: str, session_id: str) -> list[str]:
         """`key` in the caller's namespace, then in each shared namespace: where its
         recordings may come from."""

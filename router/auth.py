@@ -42,6 +42,10 @@ class Tokens:
     def enabled(self) -> bool:
         return bool(self._names)
 
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._names.values())
+
     def name_of(self, presented: str | None) -> str | None:
         """The name of a valid token, else None."""
         if not presented:

@@ -26,6 +26,10 @@ changed what the call reads between the two answers:
   not seen;
 - values counting up between the answers are state, not noise (`is_counter_step`).
 
+With tokens on, pairs are made within a token namespace and counted under its
+prefix (`alice/` + the tool key): one token's answers never teach another's table
+(the shadow runner reads a session's own namespace and the shared ones).
+
 The previous answers are kept in memory (a bounded LRU by call key), so learning
 costs no store query; a queue bounds the comparisons, and a full queue drops
 pairs (counted) rather than slow the agent down. Once a tool has given
@@ -81,8 +85,13 @@ class NoiseLearner:
         sample_every: int = 20,
         max_probes: int = 4,
         probe_delay_s: float = 1.0,
+        scope: Callable[[str], str] = lambda session_id: "",
     ) -> None:
         self.store = store
+        # A session id -> the prefix of its token namespace ('' without tokens): pairs
+        # are made and counted per namespace, so one token's answers never teach
+        # another's noise table.
+        self.scope = scope
         self.keys = keys
         self.full_pairs = full_pairs
         self.sample_every = sample_every
@@ -131,13 +140,14 @@ class NoiseLearner:
         if record.served.provenance is not Provenance.REAL or record.status not in ("complete", "pending"):
             return
         call = record.call
-        previous = self._previous.pop(record.call_key, None)
+        previous_key = self.scope(call.session_id) + record.call_key
+        previous = self._previous.pop(previous_key, None)
         if not read_only:
             return  # the call itself may have changed what it reads
         if sent_in is None:  # an answer that may reflect a write in progress is no baseline either
             self.unsettled += previous is not None
             return
-        self._previous[record.call_key] = (record.served, sent_in, record.ts)
+        self._previous[previous_key] = (record.served, sent_in, record.ts)
         if len(self._previous) > self.keys:
             self._previous.popitem(last=False)
         if previous is None:
@@ -197,7 +207,7 @@ class NoiseLearner:
             self._worker = asyncio.get_running_loop().create_task(self._learn_forever(), name="simroute-noise-learner")
 
     def _worth_learning(self, call: Call) -> bool:
-        key = tool_key(call.channel, call.server, call.tool)
+        key = self.scope(call.session_id) + tool_key(call.channel, call.server, call.tool)
         seen = self._pairs_seen[key] = self._pairs_seen.get(key, 0) + 1
         return seen <= self.full_pairs or seen % self.sample_every == 0
 
@@ -211,8 +221,9 @@ class NoiseLearner:
                     continue
                 # The comparison runs in a worker thread: a large pair never stalls the loop.
                 disagreeing = await asyncio.to_thread(pair_disagreements, pair.first, pair.second, channel=call.channel)
+                scope = self.scope(call.session_id)
                 await self.store.add_noise_observation(
-                    tool_key(call.channel, call.server, call.tool), disagreeing, name=f"{call.server}.{call.tool}"
+                    scope + tool_key(call.channel, call.server, call.tool), disagreeing, name=f"{scope}{call.server}.{call.tool}"
                 )
                 self.learned += 1
             # Boundary: the learner's background loop. A pair that cannot be learned is

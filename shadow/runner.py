@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -94,6 +94,9 @@ class ShadowRunner:
         self.redactor: Redactor | None = None  # set once the key is loaded (the runtime's start)
         self.noise = noise  # learned noise counts; without them, the built-in detectors only
         self.noise_rule = noise_rule
+        # With tokens, set by the runtime: the noise table's namespaces a session may use
+        # (its own and the shared ones), as key prefixes.
+        self.noise_scopes: Callable[[str], Sequence[str]] = lambda session_id: ("",)
 
     @property
     def in_flight(self) -> int:
@@ -138,7 +141,8 @@ class ShadowRunner:
             simulated = self.redactor.observation(simulated)
         record.shadow = simulated
         call = record.call
-        noise = await noise_for_tool(self.noise, tool_key(call.channel, call.server, call.tool), rule=self.noise_rule)
+        scopes = self.noise_scopes(call.session_id)
+        noise = await noise_for_tool(self.noise, tool_key(call.channel, call.server, call.tool), rule=self.noise_rule, scopes=scopes)
         if max(text_size(record.served), text_size(simulated)) <= INLINE_COMPARE_CHARS:
             # A small pair compares in well under 0.1 ms: cheaper on the loop than the
             # hop to a thread and the fight for the GIL that an agent's call would wait out.

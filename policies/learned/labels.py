@@ -15,6 +15,10 @@
 Real calls not classed `safe` and the reads around them feed `WriteEffects`
 (write_effects.py): which writes leave which reads unchanged.
 
+With tokens on, all of it is kept per token namespace (tenancy.py): a token's
+statistics and labels come from its own records, and a replay label looks for
+a recording in the token's own namespace, then in the shared ones.
+
 Rows are record JSON objects (`Record.to_json()`), from SQLite or Redis alike.
 `LabelBuilder` is incremental: the router feeds it new records off the decision
 path; `simroute train` feeds it everything at once.
@@ -29,6 +33,7 @@ from typing import Any
 from policies.learned.echoes import EchoEvidence
 from policies.learned.features import CallFacts, ToolStats, tool_key
 from policies.learned.replay_sources import Missed, ReplaySources, Served, replayable
+from policies.learned.tenancy import NO_TOKENS, Tenancy
 from policies.learned.write_effects import WriteEffects
 from router.types import Observation
 from shadow.compare.divergence import BUILTIN_NOISE, compare
@@ -70,8 +75,9 @@ class LabelBuilder:
     """Turns records, in time order, into labels, keeping per-tool statistics and
     the set of replay keys that have a real recording."""
 
-    def __init__(self, *, max_divergence: float = 0.2) -> None:
+    def __init__(self, *, max_divergence: float = 0.2, tenancy: Tenancy = NO_TOKENS) -> None:
         self.max_divergence = max_divergence
+        self.tenancy = tenancy
         self.stats: dict[str, ToolStats] = {}
         self.sources = ReplaySources()
         self.writes = WriteEffects()
@@ -91,7 +97,7 @@ class LabelBuilder:
             # What the agent saw was perturbed (even only delayed): no label, never a replay source.
             self.sources.note(row, row.get("replay_key") or row.get("call_key") or "", None)
             return []
-        key = tool_key(row["channel"], row["server"], row["tool"])
+        key = self.tenancy.own(row["session"]) + tool_key(row["channel"], row["server"], row["tool"])
         stats = self.stats.setdefault(key, ToolStats())
         # The facts as they were before this call: per-tool stats up to now.
         facts = CallFacts(
@@ -140,9 +146,14 @@ class LabelBuilder:
 
     def serve(self, row: dict[str, Any], key: str, replay_key: str) -> Served | Missed:
         """What replay would serve this record's call: its own key's recording, else one
-        made for another value of an argument the tool only echoes (echoes.py)."""
+        made for another value of an argument the tool only echoes (echoes.py); with
+        tokens, a shared namespace's recording when the token has none of its own.
+        `key`: the tool's key in the session's namespace."""
         session, occurrence = row["session"], int(row.get("occurrence") or 1)
-        served = self.sources.serve(replay_key, session, occurrence)
+        for visible in self.tenancy.visible_keys(replay_key, session):
+            served = self.sources.serve(visible, session, occurrence)
+            if isinstance(served, Served) or served.has_source:
+                break
         if isinstance(served, Served) or served.has_source or row.get("safety_class") != "safe":
             return served
         alias = self.echoes.alias(key, replay_key, row["channel"], row["server"], row["tool"], row.get("arguments") or {})
@@ -183,5 +194,5 @@ class LabelBuilder:
         return out
 
 
-def labels_from_rows(rows: Iterable[dict[str, Any]], *, max_divergence: float = 0.2) -> list[Label]:
-    return LabelBuilder(max_divergence=max_divergence).add_all(rows)
+def labels_from_rows(rows: Iterable[dict[str, Any]], *, max_divergence: float = 0.2, tenancy: Tenancy = NO_TOKENS) -> list[Label]:
+    return LabelBuilder(max_divergence=max_divergence, tenancy=tenancy).add_all(rows)

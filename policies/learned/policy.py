@@ -152,7 +152,9 @@ class LearnedPolicy:
 
     def assess(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Assessment:
         settings, state, model = self.settings, self.state, self.model
-        key = tool_key(call.channel, call.server, call.tool)
+        own_key = state.tenancy.own(call.session_id) + tool_key(call.channel, call.server, call.tool)
+        # The statistics this session's token may be served: its own and the shared namespaces'.
+        key = state.tenancy.view_key(call.session_id, tool_key(call.channel, call.server, call.tool), state.stats)
         stats = state.stats.get(key)
         real_latency = (stats.mean_latency("real") if stats else None) or 0.0
         real_cost = self._real_price(call.server, call.tool) + settings.latency_weight * real_latency
@@ -190,8 +192,8 @@ class LearnedPolicy:
             # The replay key costs a canonical encoding and a digest: made only for a
             # replay the probability would allow.
             replay_key = self._replay_key(call, entry) if route == "replay" and candidate.eligible else None
-            if route == "replay" and candidate.eligible and replay_key not in self.state.recorded_keys:
-                alias = self._echo_alias(call, key, replay_key)
+            if route == "replay" and candidate.eligible and (replay_key is None or not state.recorded(replay_key, call.session_id)):
+                alias = self._echo_alias(call, own_key, replay_key)
                 if alias is None:
                     candidate = Candidate(route, None, None, "no real recording of this call", cost)
                 else:
@@ -229,9 +231,10 @@ class LearnedPolicy:
         if call.channel in STATEFUL_CHANNELS:
             return f"not eligible on the stateful {call.channel} channel"
         if session.side_effects:
-            free = self.state.independent.get(tool_key(call.channel, call.server, call.tool), frozenset())
+            own = self.state.tenancy.own(call.session_id)  # write effects are learned per token namespace
+            free = self.state.independent.get(own + tool_key(call.channel, call.server, call.tool), frozenset())
             for channel, server, tool in session.side_effects:
-                if channel == call.channel and server == call.server and tool_key(channel, server, tool) not in free:
+                if channel == call.channel and server == call.server and own + tool_key(channel, server, tool) not in free:
                     what = f"{tool!r} on {server!r}" if tool else f"{server!r}"
                     return f"not eligible after a real call with side effects ({what}) in this session that may have changed it"
         return ""

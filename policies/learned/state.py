@@ -1,7 +1,9 @@
 """What the learned router knows besides its model, held in memory and replaced
 whole (one reference swap) when refreshed off the decision path: per-tool
 statistics, the few-label estimates (prior.py), the replay keys that have a real
-recording, and which writes leave which reads unchanged (write_effects.py)."""
+recording, and which writes leave which reads unchanged (write_effects.py).
+With tokens on, statistics are per token namespace, each merged with the shared
+namespaces' (tenancy.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from policies.learned.echoes import EchoIndex
 from policies.learned.features import ToolStats
 from policies.learned.labels import ROUTES, LabelBuilder
 from policies.learned.prior import fit_prior
+from policies.learned.tenancy import NO_TOKENS, Tenancy
 
 DEFAULT_PRIOR_STRENGTH = 4.0
 
@@ -28,6 +31,12 @@ class LearnedState:
     # read tool key -> the write tool keys of its server known to leave its answers unchanged
     independent: dict[str, frozenset[str]] = field(default_factory=dict)
     echoes: EchoIndex = EchoIndex()  # recordings replayable for another value of an echoed argument
+    tenancy: Tenancy = NO_TOKENS  # how the keys above are kept per token namespace
+
+    def recorded(self, replay_key: str, session_id: str) -> bool:
+        """Whether replay has a real recording of `replay_key` the session may be served
+        (its own namespace's or a shared one's)."""
+        return any(key in self.recorded_keys for key in self.tenancy.visible_keys(replay_key, session_id))
 
 
 EMPTY_STATE = LearnedState()
@@ -36,8 +45,9 @@ EMPTY_STATE = LearnedState()
 class StateBuilder:
     """Feeds records to a `LabelBuilder` as they come and makes state snapshots."""
 
-    def __init__(self, *, max_divergence: float, prior_strength: float = DEFAULT_PRIOR_STRENGTH) -> None:
-        self.labels = LabelBuilder(max_divergence=max_divergence)
+    def __init__(self, *, max_divergence: float, prior_strength: float = DEFAULT_PRIOR_STRENGTH, tenancy: Tenancy = NO_TOKENS) -> None:
+        self.labels = LabelBuilder(max_divergence=max_divergence, tenancy=tenancy)
+        self.tenancy = tenancy
         self.prior_strength = prior_strength
         self.count = 0
         self._recorded: frozenset[str] = frozenset()
@@ -53,14 +63,16 @@ class StateBuilder:
         return labels
 
     def snapshot(self) -> LearnedState:
-        stats = {key: replace(s) for key, s in self.labels.stats.items()}
-        sim_time = sum(s.sim_latency for s in stats.values())
-        sim_answers = sum(s.sim_answers for s in stats.values())
+        stats = self.tenancy.views({key: replace(s) for key, s in self.labels.stats.items()})
+        # The world model's own speed (not any token's data): over every namespace, once each.
+        sim_time = sum(s.sim_latency for s in self.labels.stats.values())
+        sim_answers = sum(s.sim_answers for s in self.labels.stats.values())
         priors: dict[tuple[str, str], float] = {}
         for route in ROUTES:
             by_kind: dict[str, list[tuple[str, int, int]]] = {}
             for key, s in stats.items():
                 n, ok = s.labels(route), s.successes(route)
+                # The kind (channel), in its namespace: priors are per token too.
                 by_kind.setdefault(key.split("\x1f", 1)[0], []).append((key, ok, n - ok))
             for tools in by_kind.values():
                 prior = fit_prior(((ok, bad) for _, ok, bad in tools), strength=self.prior_strength)
@@ -76,4 +88,5 @@ class StateBuilder:
             self.count,
             self.labels.writes.independent(),
             self.labels.echoes.index(),
+            self.tenancy,
         )

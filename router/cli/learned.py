@@ -70,10 +70,11 @@ def train(config: ConfigOption = None, model: ModelOption = None, json_output: J
     from policies.learned.training import steps_for
     from policies.learned.training import train as train_routes
     from router.reports.train_curve import workload_curve
+    from router.runtime.policy_chain import learned_tenancy
 
     cfg = load_or_exit(config)
     rows, catalog = _rows_and_catalog(cfg)
-    labels = labels_from_rows(rows, max_divergence=cfg.learned.max_divergence)
+    labels = labels_from_rows(rows, max_divergence=cfg.learned.max_divergence, tenancy=learned_tenancy(cfg))
     if not labels:
         typer.echo(
             "simroute: no labels yet: shadow some calls first (mode: shadow, shadow.rate, or repeated real calls for replay)", err=True

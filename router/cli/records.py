@@ -61,10 +61,19 @@ def records(
             )
 
 
-def recordings(config: ConfigOption = None, as_json: JsonOption = False) -> None:
-    """List the named recordings (`replay.recording`) in the store."""
+def recordings(
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    token: Annotated[list[str] | None, typer.Option(help="Only the sessions of this token's namespace; repeatable.")] = None,
+) -> None:
+    """List the named recordings (`replay.recording`) in the store; with --token, as
+    those token namespaces made them (sessions and records counted there only)."""
     cfg = load_or_exit(config)
-    found = read_store(cfg, lambda store: store.recordings())
+    for name in token or ():
+        if not name or "/" in name:
+            raise typer.BadParameter(f"a token namespace is a token's name without '/', got {name!r}", param_hint="--token")
+    namespaces = tuple(f"{name}/" for name in token) if token else None
+    found = read_store(cfg, lambda store: store.recordings(namespaces=namespaces))
     if as_json:
         for info in found:
             print_json(dataclasses.asdict(info))

@@ -274,17 +274,26 @@ class ServiceConfig(Strict):
     shared_namespaces: list[str] = Field(
         default=[],
         description=(
-            "Token names whose recordings every token may use (replay, world-model examples), after its own: e.g. a CI "
-            "token's golden recordings. Any other token's recordings are never served to another token."
+            "Token names whose recordings every token may use after its own (replay, world-model examples, learned "
+            "statistics, noise, the dashboard): e.g. a CI token's golden recordings. Any other token's records never "
+            "reach another token."
         ),
     )
 
-    @field_validator("shared_namespaces")
+    operator_tokens: list[str] = Field(
+        default=[],
+        description=(
+            "Token names whose dashboard and /metrics show every namespace (an operator's; a lone token does too); any other token sees "
+            "only its own records and the shared namespaces'."
+        ),
+    )
+
+    @field_validator("shared_namespaces", "operator_tokens")
     @classmethod
     def _namespace_names(cls, names: list[str]) -> list[str]:
         for name in names:
             if not name or any(ch in name for ch in "/: \t"):
-                raise ValueError(f"a shared namespace is a token name (a word without '/', ':' or spaces), got {name!r}")
+                raise ValueError(f"a namespace is a token name (a word without '/', ':' or spaces), got {name!r}")
         return names
 
     @field_validator("tokens")

@@ -31,31 +31,36 @@ _UNFINISHED = frozenset({"started"})  # written ahead of the call: not served ye
 _REMEMBERED_IDS = 65536  # records counted recently: a later write of the same record is not a new call
 LATENCY_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 DIVERGENCE_BUCKETS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+_ALL_TOKENS_PREFIX = "simroute_store_records"  # StoreTotals' families: every token's records together
 GENERATION_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
 
 
 class CallMetrics:
-    """The counters and histograms of routed calls, in their own registry."""
+    """The counters and histograms of routed calls, in their own registry. With tokens
+    (`namespaced`), the call metrics carry a `namespace` label (the token's name) and a
+    token's scrape shows only its own namespaces' series (`exposition(namespaces)`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, namespaced: bool = False) -> None:
         self.registry = CollectorRegistry()
+        self.namespaced = namespaced
+        scope = ("namespace",) if namespaced else ()
         self.calls = Counter(
             "simroute_calls",
             "Routed calls, by channel, route, provenance and outcome.",
-            ("channel", "route", "provenance", "outcome"),
+            ("channel", "route", "provenance", "outcome", *scope),
             registry=self.registry,
         )
         self.latency = Histogram(
             "simroute_call_latency_seconds",
             "Time to serve a call, per route.",
-            ("route",),
+            ("route", *scope),
             buckets=LATENCY_BUCKETS_S,
             registry=self.registry,
         )
         self.divergence = Histogram(
             "simroute_divergence",
             "Divergence of shadowed calls (0 same, 1 unrelated), per channel.",
-            ("channel",),
+            ("channel", *scope),
             buckets=DIVERGENCE_BUCKETS,
             registry=self.registry,
         )
@@ -82,7 +87,7 @@ class CallMetrics:
         self.perturbations = Counter(
             "simroute_perturbations",
             "Calls a perturbation plan faulted, delayed or changed, by channel and kind.",
-            ("channel", "kind"),
+            ("channel", "kind", *scope),
             registry=self.registry,
         )
         self.store_errors = Counter(
@@ -97,15 +102,16 @@ class CallMetrics:
         if record.status in _UNFINISHED and record.divergence is None:
             return
         divergence_counted = self._counted.get(record.id)
+        scope = (_namespace(record.call.session_id),) if self.namespaced else ()
         if divergence_counted is None:
             outcome = "error" if record.served.is_error else record.status
-            self.calls.labels(record.call.channel, str(record.decision.route), str(record.served.provenance), outcome).inc()
-            self.latency.labels(str(record.decision.route)).observe(max(record.served.latency_s, 0.0))
+            self.calls.labels(record.call.channel, str(record.decision.route), str(record.served.provenance), outcome, *scope).inc()
+            self.latency.labels(str(record.decision.route), *scope).observe(max(record.served.latency_s, 0.0))
             if record.perturbation is not None:
-                self.perturbations.labels(record.call.channel, str(record.perturbation.get("kind"))).inc()
+                self.perturbations.labels(record.call.channel, str(record.perturbation.get("kind")), *scope).inc()
             divergence_counted = False
         if record.divergence is not None and not divergence_counted:
-            self.divergence.labels(record.call.channel).observe(record.divergence)
+            self.divergence.labels(record.call.channel, *scope).observe(record.divergence)
             divergence_counted = True
         self._counted[record.id] = divergence_counted
         self._counted.move_to_end(record.id)
@@ -126,8 +132,34 @@ class CallMetrics:
     def add_collector(self, collector: Collector) -> None:
         self.registry.register(collector)
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+    def exposition(self, namespaces: tuple[str, ...] | None = None) -> bytes:
+        """The text format; with `namespaces` (a token's view: session prefixes), only
+        those namespaces' call series, and none of the store's totals (every token's)."""
+        if namespaces is None:
+            return generate_latest(self.registry)
+        return generate_latest(_TokenView(self.registry, frozenset(prefix.rstrip("/") for prefix in namespaces)))
+
+
+def _namespace(session_id: str) -> str:
+    """The token name a namespaced session id starts with ('' for none)."""
+    token, slash, _ = session_id.partition("/")
+    return token if slash else ""
+
+
+class _TokenView:
+    """A registry as one token may read it: series of other namespaces left out, and
+    the store's totals (counted over every token) too."""
+
+    def __init__(self, registry: CollectorRegistry, names: frozenset[str]) -> None:
+        self.registry, self.names = registry, names
+
+    def collect(self) -> Iterator[Any]:
+        for family in self.registry.collect():
+            if family.name.startswith(_ALL_TOKENS_PREFIX):
+                continue
+            # Families collected anew per scrape: filtering them changes no stored metric.
+            family.samples = [s for s in family.samples if "namespace" not in s.labels or s.labels["namespace"] in self.names]
+            yield family
 
 
 class RuntimeGauges(Collector):

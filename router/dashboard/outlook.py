@@ -27,20 +27,24 @@ from router.types import Call, Session
 _SESSION = "dashboard-outlook"
 
 
-def tool_outlook(policy: LearnedPolicy, channel: str, server: str, tool: str, example: dict[str, Any] | None) -> dict[str, Any]:
+def tool_outlook(
+    policy: LearnedPolicy, channel: str, server: str, tool: str, example: dict[str, Any] | None, *, session: str = _SESSION
+) -> dict[str, Any]:
     """The decision and per-route probabilities for one tool. `example`: the tool's
-    newest real record (its arguments, replay key and safety class), or None."""
+    newest real record (its arguments, replay key and safety class), or None.
+    `session`: the viewer's session id (with tokens, in its namespace: the
+    statistics are that token's)."""
     arguments = (example or {}).get("arguments") or {}
-    call = Call(channel, server, tool, arguments, _SESSION)
+    call = Call(channel, server, tool, arguments, session)
     recorded_key = (example or {}).get("replay_key") or (example or {}).get("call_key")
     # The example is a real recording of this very call: replay has something to serve.
     # Replay is eligible when the state knows a real recording of this key (as on the decision path).
     view = LearnedPolicy(
         policy.settings, replay_key_of=(lambda _call: recorded_key) if recorded_key else None, model=policy.model, state=policy.state
     )
-    probabilities = view.assess(call, Session(_SESSION), SAFE_READ)
+    probabilities = view.assess(call, Session(session), SAFE_READ)
     safety = _verdict(example)
-    decided = view.assess(call, Session(_SESSION), safety)
+    decided = view.assess(call, Session(session), safety)
     return {
         "decision": str(decided.route),
         "reason": decided.reason,
@@ -94,14 +98,17 @@ class RouterOutlook:
                 self._refreshed = time.monotonic()
         return self.service.policy
 
-    async def annotate(self, rows: list[dict[str, Any]]) -> None:
-        """Add each fidelity row's `router` outlook (None: not available yet)."""
+    async def annotate(self, rows: list[dict[str, Any]], *, namespaces: tuple[str, ...] | None = None) -> None:
+        """Add each fidelity row's `router` outlook (None: not available yet), as the
+        viewer's token sees it (`namespaces`: its own first)."""
+        session = f"{namespaces[0]}{_SESSION}" if namespaces else _SESSION
         policy = await self.policy()
         for row in rows:
             row["router"] = None
             if policy is None or policy.model is None:
                 continue
             examples = await self.store.examples(
-                row["channel"], row["server"], row["tool"], exclude_session=_SESSION, call_key=None, limit=1
+                row["channel"], row["server"], row["tool"], exclude_session=session, call_key=None, limit=1, namespaces=namespaces
             )
-            row["router"] = tool_outlook(policy, row["channel"], row["server"], row["tool"], examples[0] if examples else None)
+            example = examples[0] if examples else None
+            row["router"] = tool_outlook(policy, row["channel"], row["server"], row["tool"], example, session=session)

@@ -21,9 +21,10 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from router.auth import Tokens
-from router.dashboard.access import refusal
+from router.dashboard.access import refusal, token_name
 from router.dashboard.metrics import CONTENT_TYPE, CallMetrics, StoreTotals
 from shadow.compare.line_diff import record_diffs
+from shadow.store.namespaces import in_namespaces
 from shadow.store.protocol import RecordFilter, StoreError
 
 CHART_JS = Path("/usr/share/javascript/chart.js/chart.min.js")  # Debian's libjs-chart.js (MIT)
@@ -36,9 +37,10 @@ class BadQuery(ValueError):
     """A query string the API cannot read (answered with 400)."""
 
 
-def record_filter(params: Any, *, now: float) -> RecordFilter:
+def record_filter(params: Any, *, now: float, namespaces: tuple[str, ...] | None = None) -> RecordFilter:
     """A RecordFilter from the query string: since/until (epoch seconds; default the
-    last 24 h), channel, server, tool, route, session, divergent=1."""
+    last 24 h), channel, server, tool, route, session, divergent=1; limited to
+    `namespaces` (the caller's token's view)."""
     try:
         since = float(params.get("since") or now - DEFAULT_RANGE_S)
         until = float(params["until"]) if params.get("until") else None
@@ -47,7 +49,8 @@ def record_filter(params: Any, *, now: float) -> RecordFilter:
     if not all(math.isfinite(t) for t in (since, until) if t is not None):  # `inf`, `nan` parse as floats
         raise BadQuery("since/until must be finite epoch seconds")
     pick = {name: (params.get(name) or None) for name in ("channel", "server", "tool", "route", "session")}
-    return RecordFilter(since=since, until=until, divergent=params.get("divergent") in ("1", "true", "on"), **pick)
+    divergent = params.get("divergent") in ("1", "true", "on")
+    return RecordFilter(since=since, until=until, divergent=divergent, namespaces=namespaces, **pick)
 
 
 def bucket_for(where: RecordFilter, *, now: float) -> float:
@@ -65,6 +68,18 @@ class Dashboard:
     model_card: Path | None = None
     outlook: Any = None  # a RouterOutlook: the router's decision and probabilities per tool
     pins_policy: str = "warn"  # the config's pins.policy, shown with the pins
+    shared_namespaces: tuple[str, ...] = ()  # service.shared_namespaces: every token's view shows them
+    operator_tokens: frozenset[str] = frozenset()  # service.operator_tokens: these tokens' views show everything
+
+    def namespaces(self, request: Request) -> tuple[str, ...] | None:
+        """The session prefixes a request may see: with tokens, its token's and the
+        shared namespaces' (None: every record, tokens off)."""
+        if not self.tokens.enabled:
+            return None
+        own = token_name(request, self.tokens)
+        if own in self.operator_tokens:
+            return None
+        return tuple(dict.fromkeys(f"{name}/" for name in (own, *self.shared_namespaces) if name))
 
     def routes(self) -> list[Route]:
         return [
@@ -107,7 +122,8 @@ class Dashboard:
             if (refused := refusal(request, self.tokens)) is not None:
                 return refused
             try:
-                return JSONResponse(await handler(request.query_params, now=time.time()), headers=_NO_STORE)
+                view = await handler(request.query_params, now=time.time(), namespaces=self.namespaces(request))
+                return JSONResponse(view, headers=_NO_STORE)
             except BadQuery as exc:
                 return JSONResponse({"error": str(exc)}, status_code=400)
             except StoreError as exc:
@@ -115,45 +131,50 @@ class Dashboard:
 
         return endpoint
 
-    async def overview(self, params: Any, *, now: float) -> dict[str, Any]:
-        where = record_filter(params, now=now)
+    async def overview(self, params: Any, *, now: float, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
+        where = record_filter(params, now=now, namespaces=namespaces)
         bucket_s = bucket_for(where, now=now)
         return {
             "bucket_s": bucket_s,
             "since": where.since,
             "until": where.until or now,
             "rows": await self.store.overview(where, bucket_s=bucket_s),
-            **self._live(),
+            **self._live(namespaces),
         }
 
-    async def fidelity(self, params: Any, *, now: float) -> dict[str, Any]:
-        where = record_filter(params, now=now)
+    async def fidelity(self, params: Any, *, now: float, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
+        where = record_filter(params, now=now, namespaces=namespaces)
         rows = await self.store.fidelity(where)
         if self.outlook is not None:
-            await self.outlook.annotate(rows)
+            await self.outlook.annotate(rows, namespaces=namespaces)
         await annotate_judge(self.store, where, rows)
         return {"rows": rows}
 
-    async def records(self, params: Any, *, now: float) -> dict[str, Any]:
+    async def records(self, params: Any, *, now: float, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
         try:
             limit = max(1, min(int(params.get("limit") or 50), MAX_PAGE))  # SQLite reads a negative LIMIT as none
         except ValueError as exc:
             raise BadQuery(f"limit must be a number: {exc}") from exc
         rows = await self.store.page(
-            record_filter(params, now=now), before=params.get("before") or None, after=params.get("after") or None, limit=limit
+            record_filter(params, now=now, namespaces=namespaces),
+            before=params.get("before") or None,
+            after=params.get("after") or None,
+            limit=limit,
         )
         return {"rows": [_summary(row) for row in rows]}
 
-    async def record(self, params: Any, *, now: float) -> dict[str, Any]:
+    async def record(self, params: Any, *, now: float, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
         record_id = params.get("id")
         if not record_id:
             raise BadQuery("id is required")
         row = await self.store.record(record_id)
+        if row is not None and not in_namespaces(str(row.get("session") or ""), namespaces):
+            row = None  # another token's record: as if there were none
         judged = await self.store.judge_scores(record_id) if row and hasattr(self.store, "judge_scores") else []
         # Line diffs cost a difflib pass over the record's text: off the event loop.
         return {"record": row, "diffs": await asyncio.to_thread(record_diffs, row) if row else {}, "judge": judged}
 
-    async def router(self, params: Any, *, now: float) -> dict[str, Any]:
+    async def router(self, params: Any, *, now: float, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
         if self.model_card is None or not self.model_card.exists():
             return {"card": None}
         try:
@@ -161,16 +182,21 @@ class Dashboard:
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot read the learned model card {self.model_card}: {exc}") from exc
 
-    async def pins(self, params: Any, *, now: float) -> dict[str, Any]:
-        """Tool-definition pins and the changes upstreams made to pinned tools (oldest first)."""
+    async def pins(self, params: Any, *, now: float, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
+        """Tool-definition pins and the changes upstreams made to pinned tools (oldest
+        first). Every token sees them: they describe the upstream servers, not its records."""
         return {"policy": self.pins_policy, "pins": await self.store.pins(), "changes": await self.store.pin_changes()}
 
-    def _live(self) -> dict[str, Any]:
-        """This process's live figures: the shadow queue, and the calls it perturbed by kind."""
+    def _live(self, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
+        """This process's live figures: the shadow queue, and the calls it perturbed by
+        kind (with tokens, those of the namespaces the request may see)."""
         families = list(self.metrics.registry.collect())
         gauges = {m.name: m.samples[0].value for m in families if m.name.startswith("simroute_shadow") and m.samples}
+        visible = None if namespaces is None else {prefix.rstrip("/") for prefix in namespaces}
         perturbations: dict[str, int] = {}
         for sample in (s for m in families if m.name == "simroute_perturbations" for s in m.samples if s.name.endswith("_total")):
+            if visible is not None and sample.labels.get("namespace") not in visible:
+                continue
             kind = sample.labels["kind"]
             perturbations[kind] = perturbations.get(kind, 0) + int(sample.value)
         return {
@@ -185,7 +211,7 @@ class Dashboard:
         if (refused := refusal(request, self.tokens)) is not None:
             return refused
         await self.totals.refresh()
-        return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
+        return Response(self.metrics.exposition(self.namespaces(request)), media_type=CONTENT_TYPE)
 
 
 async def annotate_judge(store: Any, where: RecordFilter, rows: list[dict[str, Any]]) -> None:

@@ -37,8 +37,9 @@ def _outlook(config: Config, store: Any, service: Any = None) -> RouterOutlook:
 
 
 def runtime_dashboard(runtime: Runtime) -> Dashboard:
-    """The dashboard of a serving runtime: its record writes are counted."""
-    metrics = CallMetrics()
+    """The dashboard of a serving runtime: its record writes are counted (per token
+    namespace when tokens are on)."""
+    metrics = CallMetrics(namespaced=runtime.tokens.enabled)
     runtime.records.observers.append(metrics.observe)
     runtime.simulator.observers.append(metrics.completion_observer(runtime.config.world_model.engine))
 
@@ -69,7 +70,17 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
         _card_path(runtime.config),
         _outlook(runtime.config, runtime.store, runtime.learned),
         pins_policy=runtime.config.pins.policy,
+        **_tenancy(runtime.config, runtime.tokens),
     )
+
+
+def _tenancy(config: Config, tokens: Any) -> dict[str, Any]:
+    """Which namespaces every token's view shows, and which tokens see them all: those
+    of `service.operator_tokens`, and a lone token (no other tenant to keep apart; it
+    also sees the records made without a token, e.g. over stdio)."""
+    service = config.service
+    operators = frozenset(service.operator_tokens) | (tokens.names if len(tokens.names) == 1 else frozenset())
+    return {"shared_namespaces": tuple(service.shared_namespaces), "operator_tokens": operators}
 
 
 def _noise_learning(learner: Any) -> dict[str, float]:
@@ -97,10 +108,19 @@ def standalone_app(config: Config, tokens: Any):
     from starlette.applications import Starlette
 
     store = config.open_store(read_only=True)
-    metrics = CallMetrics()
+    metrics = CallMetrics(namespaced=tokens.enabled)
     totals = StoreTotals(store)
     metrics.add_collector(totals)
-    dashboard = Dashboard(store, tokens, metrics, totals, _card_path(config), _outlook(config, store), pins_policy=config.pins.policy)
+    dashboard = Dashboard(
+        store,
+        tokens,
+        metrics,
+        totals,
+        _card_path(config),
+        _outlook(config, store),
+        **_tenancy(config, tokens),
+        pins_policy=config.pins.policy,
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

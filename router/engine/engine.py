@@ -371,7 +371,11 @@ class Engine:
         assert route is Route.REPLAY
         steer = self.perturber.route_steer(pending)
         return await replay_route(
-            pending, self.replay, self.replay_modes, self.virtual, lambda: self._sim(pending.stored_call, session, decision.deadline_s, steer)
+            pending,
+            self.replay,
+            self.replay_modes,
+            self.virtual,
+            lambda: self._sim(pending.stored_call, session, decision.deadline_s, steer),
         )
 
     async def _sim(self, call: Call, session: Session, deadline_s: float | None = None, steer: Steer | None = None) -> Observation:

@@ -17,7 +17,7 @@ from router.config import Config
 from router.engine.tool_catalog import ToolCatalog
 from router.reports.learned_policy import explained_policy
 from router.reports.workload import ExplainedPolicy, RecordedCall, WorkloadReport, recorded_workload, run_workload
-from router.runtime.policy_chain import build_policies, learned_settings, replay_modes
+from router.runtime.policy_chain import build_policies, learned_settings, learned_tenancy, replay_modes
 from router.types import Mode
 
 
@@ -33,7 +33,13 @@ def evaluate_rows(
     learned = explained_policy(cfg, model_path) if cfg.uses_learned() or model_path is not None else None
     if learned is not None and model_path is not None and not cfg.uses_learned():
         cfg = cfg.model_copy(update={"mode": Mode.LEARNED})  # --model with a config that does not use it: evaluate it as the mode
-    calls = recorded_workload(rows, max_divergence=cfg.learned.max_divergence, prior_strength=cfg.learned.prior_strength, sessions=sessions)
+    calls = recorded_workload(
+        rows,
+        max_divergence=cfg.learned.max_divergence,
+        prior_strength=cfg.learned.prior_strength,
+        sessions=sessions,
+        tenancy=learned_tenancy(cfg),
+    )
     return decide_again(cfg, calls, learned, catalog)
 
 

@@ -18,7 +18,7 @@ from policies.learned.persistence import load_model
 from router.auth import configured_tokens
 from router.config import Config
 from router.reports.workload import ExplainedPolicy
-from router.runtime.policy_chain import learned_settings
+from router.runtime.policy_chain import learned_settings, learned_tenancy
 
 
 def replay_key_function(cfg: Config):
@@ -38,7 +38,9 @@ def loaded_policy(cfg: Config, model_path: Path | None = None, *, rows: list[dic
     """A LearnedPolicy with the model (if its file exists) and statistics from `rows`."""
     path = model_path or cfg.learned_model_path
     model = load_model(path) if path.exists() else None
-    builder = StateBuilder(max_divergence=cfg.learned.max_divergence, prior_strength=cfg.learned.prior_strength)
+    builder = StateBuilder(
+        max_divergence=cfg.learned.max_divergence, prior_strength=cfg.learned.prior_strength, tenancy=learned_tenancy(cfg)
+    )
     builder.add(sorted(rows, key=lambda r: (r["ts"], r["id"])))
     return LearnedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model, state=builder.snapshot())
 

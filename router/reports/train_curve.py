@@ -29,7 +29,7 @@ from router.engine.tool_catalog import ToolCatalog
 from router.reports.learned_eval import decide_again
 from router.reports.learned_policy import replay_key_function
 from router.reports.workload import ExplainedPolicy, RecordedCall, WorkloadReport, recorded_workload
-from router.runtime.policy_chain import learned_settings
+from router.runtime.policy_chain import learned_settings, learned_tenancy
 from router.types import Mode
 
 GRID = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99)
@@ -66,7 +66,9 @@ def workload_curve(
     if not cfg.uses_learned():
         cfg = cfg.model_copy(update={"mode": Mode.LEARNED})  # the curve is of the learned router, whatever the config's mode
     section = cfg.learned
-    calls = recorded_workload(rows, max_divergence=section.max_divergence, prior_strength=section.prior_strength)
+    calls = recorded_workload(
+        rows, max_divergence=section.max_divergence, prior_strength=section.prior_strength, tenancy=learned_tenancy(cfg)
+    )
     scorers = {route: LinearScorer.from_classifier(classifier) for route, classifier in classifiers.items()}
     thresholds = {route: NEVER for route in scorers}
     result = TrainCurve(thresholds)

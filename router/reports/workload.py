@@ -38,6 +38,7 @@ from policies.learned.features import tool_key
 from policies.learned.labels import acceptable, is_real_answer
 from policies.learned.policy import Assessment
 from policies.learned.replay_sources import Missed, Served
+from policies.learned.tenancy import NO_TOKENS, Tenancy
 from router.engine.replay_modes import ReplayModes
 from router.types import Call, Decision, Route, Session
 
@@ -110,12 +111,17 @@ class WorkloadReport:
 
 
 def recorded_workload(
-    rows: Iterable[dict[str, Any]], *, max_divergence: float, prior_strength: float, sessions: set[str] | None = None
+    rows: Iterable[dict[str, Any]],
+    *,
+    max_divergence: float,
+    prior_strength: float,
+    sessions: set[str] | None = None,
+    tenancy: Tenancy = NO_TOKENS,
 ) -> list[RecordedCall]:
     """The calls of `sessions` (default: every session) that got a real answer, in
     time order, each with what replay would serve it and the learned state at its
     session's start. One pass over `rows`; every row feeds the statistics."""
-    builder = StateBuilder(max_divergence=max_divergence, prior_strength=prior_strength)
+    builder = StateBuilder(max_divergence=max_divergence, prior_strength=prior_strength, tenancy=tenancy)
     started: dict[str, LearnedState] = {}
     out: list[RecordedCall] = []
     for row in sorted(rows, key=lambda r: (r["ts"], r["id"])):
@@ -128,7 +134,7 @@ def recorded_workload(
         if state is None:
             state = started[session] = builder.snapshot()
         key = row.get("replay_key") or row.get("call_key") or ""
-        served = builder.labels.serve(row, tool_key(row["channel"], row["server"], row["tool"]), key)
+        served = builder.labels.serve(row, tenancy.own(session) + tool_key(row["channel"], row["server"], row["tool"]), key)
         labels = {label.route: label for label in builder.add_row(row)}
         replay, sim = labels.get("replay"), labels.get("sim")
         out.append(

@@ -20,6 +20,7 @@ from typing import Any
 from policies.errors import ModelLoadError
 from policies.learned import LearnedPolicy, StateBuilder
 from policies.learned.persistence import load_model, load_model_bytes
+from policies.learned.tenancy import NO_TOKENS, Tenancy
 from shadow.store.protocol import StoreError
 from shadow.store.redis.base import REDIS_ERRORS
 
@@ -39,6 +40,7 @@ class LearnedService:
         watch_s: float = 1.0,
         max_records: int = 50_000,
         publish_poll_s: float = 10.0,
+        tenancy: Tenancy = NO_TOKENS,
     ) -> None:
         self.policy = policy
         self.store = store
@@ -47,7 +49,8 @@ class LearnedService:
         self.watch_s = watch_s
         self.publish_poll_s = publish_poll_s  # the fallback behind the reload channel's announcements
         self.max_records = max_records
-        self.builder = StateBuilder(max_divergence=max_divergence, prior_strength=prior_strength)
+        # Statistics per token namespace, the shared namespaces counted for every token.
+        self.builder = StateBuilder(max_divergence=max_divergence, prior_strength=prior_strength, tenancy=tenancy)
         self.last_error: str | None = None
         self.loads = 0  # models loaded (tests, logs)
         self._file_seen: tuple[int, int, int] | None = None
@@ -181,7 +184,7 @@ class LearnedService:
 
 def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None) -> LearnedService:
     """The service of a learned policy configured by `config.learned`, on `store`."""
-    from router.runtime.policy_chain import learned_settings
+    from router.runtime.policy_chain import learned_settings, learned_tenancy
 
     section = config.learned
     return LearnedService(
@@ -193,6 +196,7 @@ def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None)
         refresh_s=section.refresh_s,
         watch_s=section.watch_s,
         max_records=section.max_records,
+        tenancy=learned_tenancy(config),
     )
 
 

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from policies.base import Policy
 from policies.chain import default_policies
 from policies.learned import LearnedPolicy, LearnedSettings
+from policies.learned.tenancy import Tenancy
 from policies.rehearsal import RehearsalGate
 from policies.rules import RulesPolicy
 from policies.safety import SafetyClassifier, ToolLookup, no_tools
 from policies.safety.verdict import SafetyClass
 from policies.virtual import VirtualServers
+from router.auth import configured_tokens
 from router.config import Config
 from router.engine.replay_modes import ReplayModes
 from router.types import Route
@@ -46,6 +48,11 @@ def learned_settings(config: Config) -> LearnedSettings:
         simulate_side_effects=section.simulate_side_effects,
         replay_min_sessions=section.replay_min_sessions,
     )
+
+
+def learned_tenancy(config: Config) -> Tenancy:
+    """How the learned router keeps token namespaces apart (per token when tokens are on)."""
+    return Tenancy(configured_tokens(config.service.tokens).enabled, tuple(config.service.shared_namespaces))
 
 
 def build_policies(

@@ -12,7 +12,7 @@ import time
 
 from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
-from backends.replay import ReplayBackend
+from backends.replay import ReplayBackend, namespace_of
 from backends.shell.sandboxes import Sandboxes
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
@@ -84,6 +84,7 @@ class Runtime:
         self.examples.call_key_of = lambda call: self.replay.keys(call).replay
         self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
         self.examples.visible = self.replay.visible
+        self.examples.namespaces = self.replay.visible_namespaces
         self.simulator = build_simulator(config, self.store, self.world_model, self.examples)
         self.shadow_runner = ShadowRunner(
             simulator=self.simulator,
@@ -105,7 +106,12 @@ class Runtime:
         # The learned router (mode: learned, route: learned): its model and statistics
         # are loaded at start and kept fresh by background tasks, never on a call's path.
         self.learned = self._learned_service() if config.uses_learned() else None
-        self.noise_learner = NoiseLearner(self.store, probe_delay_s=config.shadow.noise_probe_delay_s)
+        self.noise_learner = NoiseLearner(
+            self.store,
+            probe_delay_s=config.shadow.noise_probe_delay_s,
+            scope=namespace_of if self.tokens.enabled else lambda session_id: "",
+        )
+        self.shadow_runner.noise_scopes = lambda session_id: self.replay.visible_namespaces(session_id) or ("",)
         # Tool-definition pins: what a changed upstream tool's calls get until a person accepts it.
         self.pins = PinGuard(self.store, policy=config.pins.policy, refresh_s=config.pins.refresh_s)
         session_state = self._session_state()

@@ -40,6 +40,8 @@ class ExampleLookup:
         # shown (a model measured on a call must not be shown that call's real answer from
         # a sibling held-out session: that would measure the lookup, not the model).
         self.withheld: Callable[[str], bool] | None = None
+        # ... and the session prefixes it may be shown, for the store's query (None: all)
+        self.namespaces: Callable[[str], tuple[str, ...] | None] = lambda session_id: None
         # Prefetched rows by the call object's identity (its arguments make it unhashable), taken once.
         self._fetched: dict[int, tuple[Call, list[dict[str, Any]]]] = {}
 
@@ -65,7 +67,13 @@ class ExampleLookup:
         # side still fills the cap when held-out sessions are among the newest.
         limit = self.limit if withheld is None else self.limit * _WITHHELD_OVERFETCH
         rows = await self.store.examples(
-            call.channel, call.server, call.tool, exclude_session=call.session_id, call_key=self.call_key_of(call), limit=limit
+            call.channel,
+            call.server,
+            call.tool,
+            exclude_session=call.session_id,
+            call_key=self.call_key_of(call),
+            limit=limit,
+            namespaces=self.namespaces(call.session_id),
         )
         shown = [row for row in rows if self.visible(call.session_id, str(row.get("session") or ""))]
         if withheld is not None:

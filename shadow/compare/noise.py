@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -136,10 +136,27 @@ def is_counter_step(difference: Difference) -> bool:
     return len(moved) == 1 and moved[0][1] - moved[0][0] in COUNTER_STEPS
 
 
-async def noise_for_tool(store: NoiseStore | None, tool_key: str, *, rule: NoiseRule = NoiseRule()) -> Noise:
-    """The noise mask of one tool, from the store's counts (built-in detectors only without a store)."""
-    paths = (await store.noise_stats(tool_key)).noisy(rule) if store is not None else frozenset()
-    return Noise(builtin=rule.builtin_detectors, paths=paths)
+async def noise_for_tool(store: NoiseStore | None, tool_key: str, *, rule: NoiseRule = NoiseRule(), scopes: Sequence[str] = ("",)) -> Noise:
+    """The noise mask of one tool, from the store's counts (built-in detectors only
+    without a store). With tokens, the counts are kept per token namespace (the
+    learner prefixes the tool key): `scopes` are the prefixes a session may use (its
+    own and the shared namespaces'), their counts added up."""
+    if store is None:
+        return Noise(builtin=rule.builtin_detectors, paths=frozenset())
+    stats = merged_noise([await store.noise_stats(scope + tool_key) for scope in scopes])
+    return Noise(builtin=rule.builtin_detectors, paths=stats.noisy(rule))
+
+
+def merged_noise(parts: Sequence[NoiseStats]) -> NoiseStats:
+    """The counts of several namespaces of one tool, added up."""
+    if len(parts) == 1:
+        return parts[0]
+    total = NoiseStats()
+    for part in parts:
+        total.pairs += part.pairs
+        for path, count in part.disagreements.items():
+            total.disagreements[path] = total.disagreements.get(path, 0) + count
+    return total
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,8 @@ class RecordFilter:
     route: str | None = None
     session: str | None = None
     divergent: bool = False
+    # With tokens: the session prefixes (`alice/`) the view may show (None: every session).
+    namespaces: tuple[str, ...] | None = None
 
 
 class DashboardQueries(Protocol):
@@ -117,10 +119,20 @@ class RecordStore(DashboardQueries, Protocol):
         """The `occurrence`-th (1-based) call of `replay_key` in `session`."""
 
     async def examples(
-        self, channel: str, server: str, tool: str, *, exclude_session: str, call_key: str | None, limit: int
+        self,
+        channel: str,
+        server: str,
+        tool: str,
+        *,
+        exclude_session: str,
+        call_key: str | None,
+        limit: int,
+        namespaces: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Real records of one tool from other sessions, at most `limit`: those of the
-        same call (`call_key`: its replay key) first, newest first, then the tool's newest."""
+        same call (`call_key`: its replay key) first, newest first, then the tool's newest;
+        with `namespaces` (session prefixes), only from those (in the query, so another
+        token's records never use up the limit)."""
 
     async def pending(self, *, limit: int = 1000) -> list[dict[str, Any]]:
         """Records whose off-path shadow work has not finished, oldest first."""
@@ -148,7 +160,9 @@ class RecordStore(DashboardQueries, Protocol):
         from `since` to `until`, whichever process made it (shadow/store/server_writes.py).
         The noise learner asks before it learns from two answers of that server."""
 
-    async def recordings(self) -> list[RecordingInfo]: ...
+    async def recordings(self, *, namespaces: Sequence[str] | None = None) -> list[RecordingInfo]:
+        """The named recordings, newest first; with `namespaces` (session prefixes), counted
+        over those namespaces' sessions only (a recording none of them made is left out)."""
 
     async def aggregates(self) -> dict[str, Any]:
         """Counts by channel, route, provenance and status (for the dashboard and metrics)."""

@@ -5,7 +5,9 @@ calls, pairs, the divergence sum and kinds. A day's overview reads 1,440 small
 hashes in one pipeline, never the records.
 
 Pages walk the time-ordered `all` set (or a session's set) newest first; filters
-the set does not index are applied to a bounded window of records.
+the set does not index are applied to a bounded window of records. The aggregates
+are kept for all tokens together: a token's view (its namespaces) is counted from
+the range's records instead, newest first, at most `_SCAN_WINDOW * _SCAN_STEPS`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import math
 from typing import Any
 
 from shadow.compare.canonical import tool_key
+from shadow.compare.noise import merged_noise
+from shadow.store.dashboard_rows import fidelity_of, overview_of
+from shadow.store.namespaces import in_namespaces
 from shadow.store.protocol import RecordFilter, StoreError
 
 SEP = "\x1f"  # between the parts of an aggregate's field name
@@ -41,6 +46,8 @@ async def _hashes(store: Any, index: str, prefix: str, since: float, until: floa
 
 
 async def overview(store: Any, where: RecordFilter, bucket_s: float) -> list[dict[str, Any]]:
+    if where.namespaces is not None:
+        return overview_of(await _scanned(store, where), bucket_s)
     _unsupported(where, ("server", "tool", "session", "divergent"), "overview")
     since = math.floor(where.since / 60) * 60
     cells: dict[tuple[float, str, str, str], dict[str, int]] = {}
@@ -59,6 +66,8 @@ async def overview(store: Any, where: RecordFilter, bucket_s: float) -> list[dic
 
 
 async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
+    if where.namespaces is not None:
+        return await _with_noise(store, fidelity_of(await _scanned(store, where)), where.namespaces)
     _unsupported(where, ("route", "session", "divergent"), "fidelity table")
     since = math.floor(where.since / 3600) * 3600
     tools: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -76,23 +85,34 @@ async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
                 row["kinds"][measure[5:]] = row["kinds"].get(measure[5:], 0) + int(value)
             else:
                 row[measure] += float(value) if measure == "divsum" else int(value)
-    out = []
-    for (channel, server, tool), row in sorted(tools.items()):
-        noise = await store.noise_stats(tool_key(channel, server, tool))
-        out.append(
-            {
-                "channel": channel,
-                "server": server,
-                "tool": tool,
-                "calls": row["calls"],
-                "shadow_pairs": row["pairs"],
-                "mean_divergence": row["divsum"] / row["pairs"] if row["pairs"] else None,
-                "kinds": row["kinds"],
-                "noise_pairs": noise.pairs,
-                "noisy_paths": len(noise.disagreements),
-            }
-        )
-    return out
+    out = [
+        {
+            "channel": channel,
+            "server": server,
+            "tool": tool,
+            "calls": row["calls"],
+            "shadow_pairs": row["pairs"],
+            "mean_divergence": row["divsum"] / row["pairs"] if row["pairs"] else None,
+            "kinds": row["kinds"],
+        }
+        for (channel, server, tool), row in sorted(tools.items())
+    ]
+    return await _with_noise(store, out)
+
+
+async def _with_noise(store: Any, rows: list[dict[str, Any]], scopes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """The noise table's counts of each row's tool in the view's namespaces (with
+    tokens, the table is kept per namespace)."""
+    for row in rows:
+        key = tool_key(row["channel"], row["server"], row["tool"])
+        noise = merged_noise([await store.noise_stats(scope + key) for scope in scopes or ("",)])
+        row["noise_pairs"], row["noisy_paths"] = noise.pairs, len(noise.disagreements)
+    return rows
+
+
+async def _scanned(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
+    """The records of the view (a token's namespaces), newest first, bounded."""
+    return await page(store, where, before=None, after=None, limit=_SCAN_WINDOW * _SCAN_STEPS)
 
 
 def _matches(row: dict[str, Any], where: RecordFilter) -> bool:
@@ -102,6 +122,8 @@ def _matches(row: dict[str, Any], where: RecordFilter) -> bool:
         value = getattr(where, column)
         if value and row.get(column) != value:
             return False
+    if not in_namespaces(row["session"], where.namespaces):
+        return False
     return not where.divergent or (row.get("divergence") or 0) > 0
 
 

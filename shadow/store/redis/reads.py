@@ -5,15 +5,19 @@ recordings, and the dashboard's aggregates and pages (`dashboard.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from router.types import Observation
 from shadow.compare.canonical import tool_key
 from shadow.records import Record
+from shadow.store.namespaces import in_namespaces
 from shadow.store.protocol import RecordFilter, RecordingInfo, ReplayRow, ReplaySource
 from shadow.store.redis import dashboard
 from shadow.store.redis.base import RedisBase
 from shadow.store.redis.dashboard import SEP
+
+_EXAMPLE_WINDOWS = 20  # windows of a tool's examples read past other tokens' records
 
 
 class RecordReads(RedisBase):
@@ -31,19 +35,40 @@ class RecordReads(RedisBase):
         return ReplayRow(row["id"], session, row["provenance"], Observation.from_json(row["observation"]), perturbed="perturbation" in row)
 
     async def examples(
-        self, channel: str, server: str, tool: str, *, exclude_session: str, call_key: str | None, limit: int
+        self,
+        channel: str,
+        server: str,
+        tool: str,
+        *,
+        exclude_session: str,
+        call_key: str | None,
+        limit: int,
+        namespaces: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        async def ids(key: str) -> list[str]:
-            return await self._run("reading examples", lambda r: r.zrevrange(key, 0, 2 * limit))
+        window = 2 * limit + 1
+
+        async def ids(key: str, start: int) -> list[str]:
+            return await self._run("reading examples", lambda r: r.zrevrange(key, start, start + window - 1))
 
         out: list[dict[str, Any]] = []
         seen: set[str] = set()
         sources = ([self._key("ex", "call", call_key)] if call_key else []) + [self._key("ex", "tool", tool_key(channel, server, tool))]
         for key in sources:
-            for row in await self._bodies([i for i in await ids(key) if i not in seen]):
-                if len(out) < limit and row["session"] != exclude_session and row["provenance"] == "real":
-                    seen.add(row["id"])
-                    out.append(row)
+            # Limited to some namespaces, read on past other tokens' records (a bounded number of windows).
+            for step in range(_EXAMPLE_WINDOWS if namespaces is not None else 1):
+                batch = await ids(key, step * window)
+                for row in await self._bodies([i for i in batch if i not in seen]):
+                    session = row["session"]
+                    if (
+                        len(out) < limit
+                        and session != exclude_session
+                        and row["provenance"] == "real"
+                        and in_namespaces(session, namespaces)
+                    ):
+                        seen.add(row["id"])
+                        out.append(row)
+                if len(out) >= limit or len(batch) < window:
+                    break
         return out
 
     async def pending(self, *, limit: int = 1000) -> list[dict[str, Any]]:
@@ -81,8 +106,11 @@ class RecordReads(RedisBase):
         )
         return bool(found)
 
-    async def recordings(self) -> list[RecordingInfo]:
+    async def recordings(self, *, namespaces: Sequence[str] | None = None) -> list[RecordingInfo]:
         names = await self._run("listing recordings", lambda r: r.smembers(self._key("recordings")))
+        if namespaces is not None:  # the aggregates count every token's: counted from the sessions instead
+            scoped = [await self._recording_in(name, namespaces) for name in names]
+            return sorted((info for info in scoped if info is not None), key=lambda info: info.last_ts, reverse=True)
         out = []
         for name in names:
             stats = await self._command("reading a recording", "hgetall", self._key("recording", name))
@@ -91,6 +119,17 @@ class RecordReads(RedisBase):
                 RecordingInfo(name, sessions, int(stats.get("records", 0)), float(stats.get("first", 0)), float(stats.get("last", 0)))
             )
         return sorted(out, key=lambda info: info.last_ts, reverse=True)
+
+    async def _recording_in(self, name: str, namespaces: Sequence[str]) -> RecordingInfo | None:
+        """A recording counted over the sessions of `namespaces` that it holds."""
+        members = await self._command("reading a recording", "smembers", self._key("recording", name, "sessions"))
+        sessions = sorted(session for session in members if in_namespaces(session, namespaces))
+        stamps: list[float] = []
+        for session in sessions:
+            key = self._key("session", session)
+            ids: list[str] = await self._command("reading a session", "zrange", key, 0, -1)
+            stamps += [row["ts"] for row in await self._bodies(ids) if row.get("recording") == name]
+        return RecordingInfo(name, len(sessions), len(stamps), min(stamps), max(stamps)) if stamps else None
 
     async def aggregates(self) -> dict[str, Any]:
         counts = await self._run("reading aggregates", lambda r: r.hgetall(self._key("agg")))

@@ -2,7 +2,9 @@
 
 The overview and the fidelity table read the per-minute counts the store keeps
 at write time (`minute_counts`), plus the records of the range's partial first
-and last minutes; a session's view reads its records (`records_by_session`).
+and last minutes; a session's view reads its records (`records_by_session`), and
+a token's view (its namespaces) the range's records (`records_by_ts`): the counts
+are kept for all tokens together.
 Pages read a time range through `records_by_ts`. So no view reads the store's
 whole history; `tests/unit/test_dashboard_queries.py` checks the plans.
 """
@@ -16,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from shadow.compare.canonical import tool_key
+from shadow.store.namespaces import sql_clause
 from shadow.store.protocol import RecordFilter
 from shadow.store.sqlite.minute_counts import KINDS
 
@@ -39,8 +42,10 @@ def _clause(
 
 
 def where_clause(where: RecordFilter) -> tuple[str, list[Any]]:
-    """The filter over the records."""
-    return _clause(where, "ts", where.since, where.until, ("session", "channel", "server", "tool", "route"), "divergence > 0")
+    """The filter over the records (a token's view: its namespaces' sessions only)."""
+    clause, params = _clause(where, "ts", where.since, where.until, ("session", "channel", "server", "tool", "route"), "divergence > 0")
+    scope, scope_params = sql_clause(where.namespaces)
+    return (f"{clause} AND {scope}", [*params, *scope_params]) if scope else (clause, params)
 
 
 def overview_sql(where: RecordFilter, bucket_s: float) -> tuple[str, list[Any]]:
@@ -98,9 +103,9 @@ def fidelity_counts_sql(where: RecordFilter, first_minute: int, end_minute: int 
 
 def whole_minutes(where: RecordFilter, bucket_s: float = 60.0) -> tuple[int, int | None] | None:
     """The whole minutes of the range the counts can answer for, [first, end); None when
-    the counts cannot serve the query (a session filter, buckets not whole minutes, a
-    range inside one minute)."""
-    if where.session or bucket_s % 60:
+    the counts cannot serve the query (a session or namespace filter, buckets not whole
+    minutes, a range inside one minute)."""
+    if where.session or where.namespaces is not None or bucket_s % 60:
         return None
     first = math.ceil(where.since / 60)
     end = math.floor(where.until / 60) if where.until is not None else None
@@ -165,9 +170,11 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
     for (channel, server, tool), (calls, pairs, divergence_sum, *kinds) in sorted(tools.items()):
         if not calls:
             continue
-        key = tool_key(channel, server, tool)
-        noise = db.execute("SELECT pairs FROM noise_pairs WHERE tool_key = ?", (key,)).fetchone()
-        paths = db.execute("SELECT COUNT(*) FROM noise_paths WHERE tool_key = ?", (key,)).fetchone()
+        # The noise table of the view's namespaces (with tokens, kept per namespace).
+        keys = [scope + tool_key(channel, server, tool) for scope in where.namespaces or ("",)]
+        marks = ", ".join("?" * len(keys))
+        noise = db.execute(f"SELECT TOTAL(pairs) FROM noise_pairs WHERE tool_key IN ({marks})", keys).fetchone()
+        paths = db.execute(f"SELECT COUNT(DISTINCT path) FROM noise_paths WHERE tool_key IN ({marks})", keys).fetchone()
         rows.append(
             {
                 "channel": channel,
@@ -177,7 +184,7 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
                 "shadow_pairs": int(pairs),
                 "mean_divergence": divergence_sum / pairs if pairs else None,
                 "kinds": {k: int(n) for k, n in zip(KINDS, kinds, strict=True) if n},
-                "noise_pairs": noise[0] if noise else 0,
+                "noise_pairs": int(noise[0]) if noise else 0,
                 "noisy_paths": paths[0] if paths else 0,
             }
         )

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from shadow.records import Record
+from shadow.store.namespaces import sql_clause
 from shadow.store.protocol import RecordFilter, RecordingInfo
 from shadow.store.sqlite import dashboard
 from shadow.store.sqlite.base import SQLiteBase
@@ -74,11 +75,13 @@ class RecordReads(SQLiteBase):
         )
         return row is not None
 
-    async def recordings(self) -> list[RecordingInfo]:
+    async def recordings(self, *, namespaces: Sequence[str] | None = None) -> list[RecordingInfo]:
+        scope, params = sql_clause(namespaces)
         rows = await self._read(
             lambda db: db.execute(
                 "SELECT recording, COUNT(DISTINCT session), COUNT(*), MIN(ts), MAX(ts) FROM records"
-                " WHERE recording IS NOT NULL GROUP BY recording ORDER BY MAX(ts) DESC"
+                f" WHERE recording IS NOT NULL{' AND ' + scope if scope else ''} GROUP BY recording ORDER BY MAX(ts) DESC",
+                params,
             ).fetchall()
         )
         return [RecordingInfo(*row) for row in rows]

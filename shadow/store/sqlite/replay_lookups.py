@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from router.types import Observation
 from shadow.compare.canonical import tool_key
+from shadow.store.namespaces import in_namespaces, sql_clause
 from shadow.store.protocol import ReplayRow, ReplaySource
 from shadow.store.sqlite import replay_sources
 from shadow.store.sqlite.base import SQLiteBase
@@ -40,21 +42,32 @@ class ReplayLookups(SQLiteBase):
         return ReplayRow(record_id, session, provenance, Observation.from_json(data["observation"]), perturbed="perturbation" in data)
 
     async def examples(
-        self, channel: str, server: str, tool: str, *, exclude_session: str, call_key: str | None, limit: int
+        self,
+        channel: str,
+        server: str,
+        tool: str,
+        *,
+        exclude_session: str,
+        call_key: str | None,
+        limit: int,
+        namespaces: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
         key = tool_key(channel, server, tool)
+        scope, scope_params = sql_clause(namespaces)
+        scope = f" AND {scope}" if scope else ""
 
         def work(db: sqlite3.Connection) -> list[str]:
             bodies: list[str] = []
             seen: set[str] = set()
             if call_key is not None:  # the same call (by replay key: volatile arguments left out) first
-                for rid, body in _same_call(db, call_key, exclude_session, limit):
+                for rid, body in _same_call(db, call_key, exclude_session, limit, namespaces):
                     seen.add(rid)
                     bodies.append(body)
             if len(bodies) < limit:
                 for rid, body in db.execute(
-                    "SELECT id, body FROM records WHERE tool_key = ? AND provenance = 'real' AND session != ? ORDER BY ts DESC LIMIT ?",
-                    (key, exclude_session, limit + len(seen)),
+                    "SELECT id, body FROM records WHERE tool_key = ? AND provenance = 'real' AND session != ?"
+                    f"{scope} ORDER BY ts DESC LIMIT ?",
+                    (key, exclude_session, *scope_params, limit + len(seen)),
                 ):
                     if rid not in seen and len(bodies) < limit:
                         bodies.append(body)
@@ -63,7 +76,9 @@ class ReplayLookups(SQLiteBase):
         return [json.loads(body) for body in await self._read(work)]
 
 
-def _same_call(db: sqlite3.Connection, replay_key: str, exclude_session: str, limit: int) -> list[tuple[str, str]]:
+def _same_call(
+    db: sqlite3.Connection, replay_key: str, exclude_session: str, limit: int, namespaces: Sequence[str] | None
+) -> list[tuple[str, str]]:
     """(id, body) of the newest real records of `replay_key` in the key's latest
     sessions other than `exclude_session`, newest first."""
     found = []
@@ -72,6 +87,8 @@ def _same_call(db: sqlite3.Connection, replay_key: str, exclude_session: str, li
         (replay_key, exclude_session, replay_sources.SESSIONS_PER_KEY),
     ).fetchall()
     for (session,) in sessions:
+        if not in_namespaces(session, namespaces):
+            continue
         found += db.execute(
             "SELECT ts, id, body FROM records WHERE session = ? AND replay_key = ? AND provenance = 'real' ORDER BY occurrence DESC LIMIT ?",
             (session, replay_key, limit),

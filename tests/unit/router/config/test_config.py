@@ -114,5 +114,5 @@ def test_world_model_chat_format_reaches_the_engine_and_a_bad_name_fails_at_load
 
 def test_shared_namespaces_name_tokens():
     assert parse_config("service: {shared_namespaces: [ci]}").service.shared_namespaces == ["ci"]
-    with pytest.raises(ConfigError, match="service.shared_namespaces.*a shared namespace is a token name"):
+    with pytest.raises(ConfigError, match="service.shared_namespaces.*a namespace is a token name"):
         parse_config("service: {shared_namespaces: ['ci/golden']}")

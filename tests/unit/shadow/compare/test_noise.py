@@ -207,3 +207,31 @@ def test_the_configured_rule_decides_what_simroute_noise_calls_noise(tmp_path):
     assert noisy() is True
     assert noisy(min_pairs=5) is False
     assert noisy(min_rate=0.5, z=3.0) is False  # a stricter confidence: 3 of 3 is not enough
+
+
+async def test_one_tokens_answers_never_teach_anothers_noise_table():
+    """With tokens, pairs are made within a namespace and counted under its prefix: alice's
+    and bob's answers alternating make no pair across them; a session reads its own
+    namespace's counts and the shared ones', never another token's."""
+    from backends.replay import namespace_of
+
+    store = MemoryNoiseStore()
+    learner = NoiseLearner(store, scope=namespace_of)
+    key = tool_key("mcp", "quotes", "get_quote")
+
+    def read(n, session, price):
+        answered = record(n, {"price": price})
+        answered.call = Call("mcp", "quotes", "get_quote", {"q": 1}, session)
+        learner.offer(answered, read_only=True, sent_in=learner.quiet_epoch("mcp", "quotes"))
+
+    for n in range(0, 8, 2):
+        read(n, f"alice/s{n}", 1.0)  # alice's price never moves ...
+        read(n + 1, f"ci/s{n}", float(n))  # ... ci's does, every time
+    await learner.wait(5)
+    await learner.aclose()
+    assert store.stats["alice/" + key].pairs == 3 and store.stats["alice/" + key].disagreements == {}
+    assert store.stats["ci/" + key].pairs == 3 and set(store.stats["ci/" + key].disagreements) == {"$.result.price"}
+    assert store.stats[key].pairs == 0  # no pair across the two namespaces
+    assert (await noise_for_tool(store, key, scopes=("alice/",))).paths == frozenset()
+    assert (await noise_for_tool(store, key, scopes=("bob/",))).paths == frozenset()  # never ci's unless shared
+    assert (await noise_for_tool(store, key, scopes=("bob/", "ci/"))).paths == {"$.result.price"}  # ci shared
