@@ -36,6 +36,7 @@ from backends.world_model.chat_formats import registered_formatter, template_for
 from backends.world_model.engine import Completion, ContextOverflow, ModelUnavailable, WorldModelError, WorldModelTimeout
 from backends.world_model.llama_contexts import ContextPool, LlamaContext, SystemStates
 from backends.world_model.llama_grammar import check_grammar, gbnf_grammar, schema_grammar
+from backends.world_model.llama_logs import route_llama_logs
 from backends.world_model.model_access import Cancelled, PriorityLock, run_to_the_end
 
 _read_aheads = itertools.count(1)
@@ -97,6 +98,7 @@ class LlamaCppEngine:
         import llama_cpp
         from llama_cpp import Llama
 
+        route_llama_logs()  # after llama-cpp-python installed its own callback at import
         try:
             llama = Llama(
                 model_path=str(self.model_path),
