@@ -42,6 +42,11 @@ def compare_models(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows and every call as JSON instead of the table.")] = False,
     prompts: Annotated[Path | None, typer.Option(help="Also write every prompt sent to a candidate here (JSON lines).")] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="Also score each simulated call with a judge model at this OpenAI-compatible URL (`simroute judge`'s)."),
+    ] = None,
+    judge_model: Annotated[str, typer.Option(help="The judge model's name at --judge.")] = "default",
 ) -> None:
     """Measure candidate world models on held-out recorded sessions: divergence from the real answers, per domain and tool."""
     from router.reports.compare_run import parse_candidate
@@ -67,7 +72,16 @@ def compare_models(
         typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
         raise typer.Exit(1)
     document = asyncio.run(
-        _run(cfg, candidates, held_out, max_sessions=max_sessions, max_calls=max_calls, temperature=temperature, prompts=prompts)
+        _run(
+            cfg,
+            candidates,
+            held_out,
+            max_sessions=max_sessions,
+            max_calls=max_calls,
+            temperature=temperature,
+            prompts=prompts,
+            judge=(judge, judge_model) if judge else None,
+        )
     )
     if as_json:
         typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
@@ -88,11 +102,21 @@ async def _run(
     max_calls: int | None,
     temperature: float | None,
     prompts: Path | None,
+    judge: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     from router.reports.compare_run import add_floors, held_out_sessions, run_candidate, targets
     from router.reports.model_compare import summarize
+    from shadow.judge.run import JudgeUnavailable
     from shadow.store.protocol import StoreError
 
+    judge_model = None
+    if judge is not None:
+        import os
+
+        from router.cli.judge import API_KEY_VARIABLE
+        from router.runtime.judge_model import EngineJudge
+
+        judge_model = EngineJudge(judge[0], model=judge[1], api_key=os.environ.get(API_KEY_VARIABLE) or None)
     store = await cfg.open_store(read_only=True).open()
     sink = prompts.open("w", encoding="utf-8") if prompts is not None else None
 
@@ -111,12 +135,19 @@ async def _run(
         await add_floors(store, found, keys)
         calls = []
         for candidate in candidates:
-            calls += await run_candidate(cfg, store, candidate, found, held_out, keys, temperature=temperature, on_prompt=on_prompt)
+            calls += await run_candidate(
+                cfg, store, candidate, found, held_out, keys, temperature=temperature, on_prompt=on_prompt, judge=judge_model
+            )
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
+    except JudgeUnavailable as exc:
+        typer.echo(f"simroute: the judge is unavailable: {exc}", err=True)
+        raise typer.Exit(1) from exc
     finally:
         await store.aclose()
+        if judge_model is not None:
+            await judge_model.aclose()
         if sink is not None:
             sink.close()
     return {

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ from router.runtime.training_prompts import DOMAINS
 from router.runtime.world import ExampleLookup, build_engine, build_world_simulator
 from router.types import Observation, Session, Turn
 from shadow.compare.divergence import compare
+from shadow.judge.pairs import Pair
+from shadow.judge.run import JudgeModel, judge_pair
 from shadow.records import Record
 from shadow.store.protocol import RecordStore
 
@@ -187,6 +189,8 @@ async def run_candidate(
     *,
     temperature: float | None,
     on_prompt: Callable[[Candidate, Record, list[dict[str, Any]]], None] = lambda candidate, record, messages: None,
+    judge: JudgeModel | None = None,
+    judge_deadline_s: float = 120.0,
 ) -> list[CallResult]:
     cfg = candidate_config(config, candidate, temperature=temperature)
     engine = MeteredEngine(build_engine(cfg))
@@ -207,10 +211,20 @@ async def run_candidate(
             simulated = await simulator.simulate(call, session, deadline_s=cfg.world_model.deadline_s)
             for messages in engine.prompts:
                 on_prompt(candidate, target.record, messages)
-            results.append(_result(candidate, target, simulated, engine.completions))
+            result = _result(candidate, target, simulated, engine.completions)
+            if judge is not None and result.well_formed:  # a failed simulation has no answer to score
+                result = replace(result, judge_score=await _judge_score(judge, target, simulated, judge_deadline_s))
+            results.append(result)
     finally:
         await engine.inner.aclose()
     return results
+
+
+async def _judge_score(judge: JudgeModel, target: Target, simulated: Observation, deadline_s: float) -> float | None:
+    """The judge's 0–100 score of `simulated` against the real answer (`simroute judge`'s
+    prompt and retry); None when its verdict stayed unreadable or its call failed."""
+    done = await judge_pair(judge, Pair("simulated", target.record, target.real, simulated), deadline_s=deadline_s)
+    return done.verdict.score_100 if done.verdict is not None else None
 
 
 def _result(candidate: Candidate, target: Target, simulated: Observation, completions: list[Completion]) -> CallResult:

@@ -34,6 +34,7 @@ class CallResult:
     floor: float | None = None  # real vs real for the same call, None when no other real answer
     problem: str | None = None  # why not well-formed
     simulated: str = ""  # the start of the simulated answer's text
+    judge_score: float | None = None  # 0–100 from `--judge` (AgentWorldBench's scale); None: not judged or no verdict
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,6 +54,8 @@ class ToolRow:
     completion_tokens: float  # mean per call
     floor: float | None  # mean real-vs-real divergence of the calls that have a pair
     floor_pairs: int
+    judge_score: float | None = None  # mean 0–100 of the judged calls (`--judge`)
+    judged: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,6 +88,7 @@ def summarize(results: Iterable[CallResult]) -> list[ToolRow]:
 def _row(key: tuple[str, str, str], part: list[CallResult]) -> ToolRow:
     latencies = [r.latency_s for r in part]
     floors = [r.floor for r in part if r.floor is not None]
+    scores = [r.judge_score for r in part if r.judge_score is not None]
     return ToolRow(
         candidate=key[0],
         domain=key[1],
@@ -98,15 +102,18 @@ def _row(key: tuple[str, str, str], part: list[CallResult]) -> ToolRow:
         completion_tokens=statistics.fmean(r.completion_tokens for r in part),
         floor=statistics.fmean(floors) if floors else None,
         floor_pairs=len(floors),
+        judge_score=statistics.fmean(scores) if scores else None,
+        judged=len(scores),
     )
 
 
 def render(rows: Sequence[ToolRow]) -> str:
     """The table a team chooses a world model from: each tool's rows together, one
     line per candidate, so the candidates read against each other and the floor."""
+    judged = any(row.judged for row in rows)
     header = (
         f"{'domain':9} {'tool':28} {'model':16} {'calls':>5} {'mean div':>8} {'floor':>11} "
-        f"{'well-formed':>11} {'p50 s':>7} {'p95 s':>7} {'tokens in/out':>14}"
+        f"{'well-formed':>11} {'p50 s':>7} {'p95 s':>7} {'tokens in/out':>14}" + (f" {'judge':>11}" if judged else "")
     )
     lines = [header, "-" * len(header)]
     order: dict[tuple[str, str], list[ToolRow]] = {}
@@ -116,10 +123,14 @@ def render(rows: Sequence[ToolRow]) -> str:
         for row in part:
             floor = "-" if row.floor is None else f"{row.floor:.3f} ({row.floor_pairs})"
             tokens = f"{row.prompt_tokens:.0f}/{row.completion_tokens:.0f}"
+            score = "-" if row.judge_score is None else f"{row.judge_score:.0f} ({row.judged})"
             lines.append(
                 f"{domain:9} {tool[:28]:28} {row.candidate[:16]:16} {row.calls:5d} {row.mean_divergence:8.3f} {floor:>11} "
                 f"{row.well_formed:11.0%} {row.latency_p50_s:7.2f} {row.latency_p95_s:7.2f} {tokens:>14}"
+                + (f" {score:>11}" if judged else "")
             )
     lines.append("")
     lines.append("mean div: 0 = the real answer (noise masked), 1 = unrelated; floor: two real answers to the same call (pairs)")
+    if judged:
+        lines.append("judge: the judge model's 0–100 score of the simulated answer against the real one (calls with a verdict)")
     return "\n".join(lines)
