@@ -92,3 +92,15 @@ def host_header_contradicts(header: str | None, host: str, port: int, scheme: st
         return normalize_host(name) != normalize_host(host) or header_port != port
     except NormalizationError:
         return True
+
+
+def folded_header(fields: list[tuple[bytes, bytes]]) -> str | None:
+    """The name of a header folded over several lines (RFC 9112 5.2's obsolete line
+    folding), if any. The parser keeps such a value with its line break, and would
+    write it upstream as it came: a server that reads it otherwise than simroute did
+    (one that refuses it, or takes the next line for a header of its own) must never
+    get it, so the request is refused rather than forwarded."""
+    for name, value in fields:
+        if b"\r" in value or b"\n" in value:
+            return name.decode("latin-1")
+    return None
