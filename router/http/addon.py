@@ -34,7 +34,7 @@ from router.http.answers import REAL, RealAnswers, RealSide
 from router.http.door import UNAUTHENTICATED_SESSION, HttpDoor
 from router.http.flows import fallback_status, fields, make_response, url_of
 from router.http.listeners import Listener, RoutingParts
-from router.http.normalize import NormalizationError, folded_header, host_header_contradicts, normalize_host, normalize_path
+from router.http.normalize import NormalizationError, host_header_contradicts, normalize_host, normalize_path, unsafe_header
 from router.http.pinning import Pins
 from router.http.probes import is_probe, restore_request
 from router.types import Decision, Observation, Provenance, Route
@@ -155,9 +155,11 @@ class HttpRouting:
     def _normalize(self, request: http.Request, *, check_host_header: bool) -> None:
         """Rules, keys and the upstream see one form of the request (see normalize.py).
         The Host header must name the server connected to (reverse mode rewrites it)."""
-        folded = folded_header(request.headers.fields)
-        if folded is not None:
-            raise NormalizationError(f"the header {folded!r} is folded over several lines (obsolete line folding): send it on one line")
+        unsafe = unsafe_header(request.headers.fields)
+        if unsafe is not None:
+            raise NormalizationError(unsafe)
+        if not request.path.startswith("/"):  # `GET *` (asterisk form) or a bare word: no resource to route
+            raise NormalizationError(f"the request target {request.path!r} names no path (a proxy request needs an absolute URL)")
         host = normalize_host(request.host)
         if check_host_header and host_header_contradicts(request.host_header, host, request.port, request.scheme):
             raise NormalizationError(

@@ -94,13 +94,17 @@ def host_header_contradicts(header: str | None, host: str, port: int, scheme: st
         return True
 
 
-def folded_header(fields: list[tuple[bytes, bytes]]) -> str | None:
-    """The name of a header folded over several lines (RFC 9112 5.2's obsolete line
-    folding), if any. The parser keeps such a value with its line break, and would
-    write it upstream as it came: a server that reads it otherwise than simroute did
-    (one that refuses it, or takes the next line for a header of its own) must never
-    get it, so the request is refused rather than forwarded."""
+def unsafe_header(fields: list[tuple[bytes, bytes]]) -> str | None:
+    """What is wrong with the first header whose value holds a line break or a NUL, if
+    any. The parser keeps a header folded over several lines (RFC 9112 5.2's obsolete
+    line folding) with its line break, and a NUL as it came, and would write them
+    upstream so; RFC 9110 5.5 has a proxy refuse such a value or replace those
+    characters. A server that reads them otherwise than simroute did (one that refuses
+    them, or takes a folded line for a header of its own) must never get them, so the
+    request is refused rather than forwarded."""
     for name, value in fields:
         if b"\r" in value or b"\n" in value:
-            return name.decode("latin-1")
+            return f"the header {name.decode('latin-1')!r} is folded over several lines (obsolete line folding): send it on one line"
+        if b"\0" in value:
+            return f"the header {name.decode('latin-1')!r} holds a NUL character"
     return None

@@ -68,12 +68,10 @@ def test_generated_requests_get_no_5xx_and_documented_answers(api: Api, data) ->
     api.answered[f"{case.method.upper()} {case.path} {response.status_code}"] += 1
     assert response.status_code < 500, (case.method, case.formatted_path, case.body, response.status_code, response.text[:500])
     if response.status_code >= 400:
-        assert (response.headers.get("content-type") or [""])[0].startswith("application/json"), (
-            case.method,
-            case.formatted_path,
-            response.status_code,
-            response.text[:300],
-        )
+        if not (response.headers.get("content-type") or [""])[0].startswith("application/json"):
+            # a path no route matches (an id with a line break): the framework's plain answer
+            assert (response.status_code, response.text) in ((404, "Not Found"), (405, "Method Not Allowed")), response.text[:300]
+            return
         detail = response.json()
         assert isinstance(detail, dict) and (detail.get("detail") or detail.get("error")), response.text[:500]
         return

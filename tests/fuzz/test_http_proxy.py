@@ -247,24 +247,37 @@ def test_fuzzed_bytes_get_a_clear_answer_or_a_clean_close(proxy: Proxy, data) ->
             continue  # the tunnel opened; what answers inside it is checked below
         if status < 400:
             assert "x-simroute-provenance: real" in head, (sent[:300], received[:500])
-            proxy.forwarded.add(body.decode("utf-8", "replace"))
+            if body.startswith(b"/"):  # the upstream's answer names the target (a HEAD's answer has no body)
+                proxy.forwarded.add(body.decode("utf-8", "replace"))
         elif kind == "connect" and status in (502, 504):
             assert "x-simroute-provenance: none" in head, (sent[:300], received[:500])  # the tunnel's target is down
+        elif "x-simroute-provenance: real" in head:
+            assert status == 431, (sent[:300], received[:500])  # the upstream's own refusal of a huge head, passed on
         else:
             assert status < 500, (sent[:300], received[:500])
             assert "x-simroute-provenance: none" in head, (sent[:300], received[:500])
     assert proxy.process.poll() is None, "the proxy died"
 
 
-def test_a_folded_header_is_refused_not_forwarded(proxy: Proxy) -> None:
-    """Found by the fuzzer: mitmproxy kept an obs-folded header's line break and wrote it
-    upstream as it came (a strict upstream closed, the agent got a 502)."""
+def test_a_folded_header_or_a_nul_is_refused_not_forwarded(proxy: Proxy) -> None:
+    """Found by the fuzzer: mitmproxy kept an obs-folded header's line break, and a NUL,
+    and wrote them upstream as they came (a strict upstream closed, the agent got a 502)."""
     tally("HTTP(S) proxy")
-    target = proxy.target("folded")
-    sent = f"GET {proxy.url(target)} HTTP/1.1\r\nHost: {proxy.upstream.host}\r\nX-Folded: one\r\n two\r\n\r\n".encode()
+    for header, reason in ((b"X-Folded: one\r\n two", b"folded"), (b"X-Nul: a\x00b", b"NUL")):
+        target = proxy.target("unsafe")
+        sent = f"GET {proxy.url(target)} HTTP/1.1\r\nHost: {proxy.upstream.host}\r\n".encode() + header + b"\r\n\r\n"
+        [(status, head, body)] = answers(exchange(proxy.port, sent))
+        assert status == 400 and "x-simroute-provenance: none" in head and reason in body
+        assert target not in proxy.upstream.targets
+
+
+def test_an_asterisk_target_is_a_400_not_a_routing_failure(proxy: Proxy) -> None:
+    """Found by the fuzzer: `GET *` with a Host header made the URL `http://host:port*`,
+    and routing failed (a 500, fail-closed)."""
+    tally("HTTP(S) proxy")
+    sent = f"GET * HTTP/1.1\r\nHost: {proxy.upstream.host}\r\n\r\n".encode()
     [(status, head, body)] = answers(exchange(proxy.port, sent))
-    assert status == 400 and "x-simroute-provenance: none" in head and b"folded" in body
-    assert target not in proxy.upstream.targets
+    assert status == 400 and "x-simroute-provenance: none" in head and b"names no path" in body
 
 
 def test_slow_clients_do_not_hold_up_others(proxy: Proxy) -> None:

@@ -23,6 +23,10 @@ class FramingError(ValueError):
     """The bytes are not an HTTP/1.1 request this upstream can frame."""
 
 
+class HeadTooLarge(FramingError):
+    """A head past `_MAX_HEAD`: answered 431, as servers do."""
+
+
 @dataclass
 class RawUpstream:
     sock: socket.socket = field(default_factory=lambda: socket.create_server(("127.0.0.1", 0)))
@@ -69,6 +73,8 @@ class RawUpstream:
                     body = target.encode("utf-8", "replace")
                     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
                     buffer[:] = rest
+            except HeadTooLarge:
+                conn.sendall(b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             except FramingError:
                 with self.lock:
                     self.unframed += 1
@@ -90,7 +96,7 @@ def _frame(data: bytes, more) -> tuple[str, bytes]:
     """The next request's target and the bytes after it (`more()` reads on)."""
     while _HEAD_END not in data:
         if len(data) > _MAX_HEAD:
-            raise FramingError("head too long")
+            raise HeadTooLarge("head too long")
         data = more()
     head, _, rest = data.partition(_HEAD_END)
     lines = head.decode("latin-1").split("\r\n")
@@ -100,7 +106,7 @@ def _frame(data: bytes, more) -> tuple[str, bytes]:
     headers: dict[str, list[str]] = {}
     for line in lines[1:]:
         name, colon, value = line.partition(":")
-        if not colon or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name):
+        if not colon or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name) or "\0" in value:
             raise FramingError(f"header line {line!r}")
         headers.setdefault(name.lower(), []).append(value.strip())
     consumed = len(head) + len(_HEAD_END)
