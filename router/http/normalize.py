@@ -108,3 +108,13 @@ def unsafe_header(fields: list[tuple[bytes, bytes]]) -> str | None:
         if b"\0" in value:
             return f"the header {name.decode('latin-1')!r} holds a NUL character"
     return None
+
+
+def unsupported_version(version: str, alpn: bytes | None) -> str | None:
+    """Why a request's HTTP version cannot go upstream, if it cannot. The parser takes
+    any `HTTP/d.d` on a request line (`HTTP/0.9`, `HTTP/9.9`, `HTTP/2.0`) and would
+    write it upstream as it came; simroute forwards HTTP/1.0, HTTP/1.1, and HTTP/2
+    only where it was negotiated (TLS with ALPN `h2`)."""
+    if version in ("HTTP/1.0", "HTTP/1.1") or (version == "HTTP/2.0" and alpn == b"h2"):
+        return None
+    return f"simroute proxy: HTTP version {version!r} is not supported here (HTTP/1.0, HTTP/1.1, or HTTP/2 negotiated over TLS)"

@@ -55,7 +55,7 @@ def api(tmp_path_factory) -> Iterator[Api]:
         yield Api(process, url, log, config, cases)
 
 
-@fuzz(share=1 / 2)
+@fuzz
 @given(data=st.data())
 def test_generated_requests_get_no_5xx_and_documented_answers(api: Api, data) -> None:
     tally("REST/episode API")

@@ -2,7 +2,8 @@
 request lines and headers, smuggling-shaped `Content-Length`/`Transfer-Encoding`
 pairs, absurd chunk sizes, CONNECT to odd targets, slow clients.
 
-Every answer is a clear one: a 4xx of simroute's own (provenance `none`), a request
+Every answer is a clear one: a 4xx of simroute's own (provenance `none`; 505 for an
+HTTP version it does not forward), a request
 forwarded whole (the upstream's 200, provenance `real`), or a closed connection;
 never a 5xx for bytes the client sent, never a crash or a traceback in the log.
 Smuggling is judged by the raw bytes the upstream received (tests/kit/raw_upstream.py):
@@ -253,8 +254,8 @@ def test_fuzzed_bytes_get_a_clear_answer_or_a_clean_close(proxy: Proxy, data) ->
             assert "x-simroute-provenance: none" in head, (sent[:300], received[:500])  # the tunnel's target is down
         elif "x-simroute-provenance: real" in head:
             assert status == 431, (sent[:300], received[:500])  # the upstream's own refusal of a huge head, passed on
-        else:
-            assert status < 500, (sent[:300], received[:500])
+        else:  # simroute's own refusal: a 4xx, or 505 for an HTTP version it does not forward
+            assert status < 500 or status == 505, (sent[:300], received[:500])
             assert "x-simroute-provenance: none" in head, (sent[:300], received[:500])
     assert proxy.process.poll() is None, "the proxy died"
 
@@ -278,6 +279,18 @@ def test_an_asterisk_target_is_a_400_not_a_routing_failure(proxy: Proxy) -> None
     sent = f"GET * HTTP/1.1\r\nHost: {proxy.upstream.host}\r\n\r\n".encode()
     [(status, head, body)] = answers(exchange(proxy.port, sent))
     assert status == 400 and "x-simroute-provenance: none" in head and b"names no path" in body
+
+
+def test_a_request_line_of_another_http_version_is_a_505_not_forwarded(proxy: Proxy) -> None:
+    """Found by the fuzzer: mitmproxy took `HTTP/0.9` (any `HTTP/d.d`) on a request line and
+    wrote it upstream as it came (a strict upstream closed, the agent got a 502)."""
+    tally("HTTP(S) proxy")
+    for version in ("HTTP/0.9", "HTTP/2.0", "HTTP/9.9"):
+        target = proxy.target("version")
+        sent = f"GET {proxy.url(target)} {version}\r\nHost: {proxy.upstream.host}\r\n\r\n".encode()
+        [(status, head, body)] = answers(exchange(proxy.port, sent))
+        assert status == 505 and "x-simroute-provenance: none" in head and version.encode() in body
+        assert target not in proxy.upstream.targets
 
 
 def test_slow_clients_do_not_hold_up_others(proxy: Proxy) -> None:

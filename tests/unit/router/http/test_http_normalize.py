@@ -1,6 +1,13 @@
 import pytest
 
-from router.http.normalize import NormalizationError, host_header_contradicts, normalize_host, normalize_path, unsafe_header
+from router.http.normalize import (
+    NormalizationError,
+    host_header_contradicts,
+    normalize_host,
+    normalize_path,
+    unsafe_header,
+    unsupported_version,
+)
 
 
 @pytest.mark.parametrize(
@@ -64,3 +71,13 @@ def test_a_header_folded_over_lines_or_holding_a_nul_is_named():
     assert "'X' is folded" in unsafe_header([(b"X", b"a\nb")])
     assert "'X-Nul' holds a NUL" in unsafe_header([(b"X-Nul", b"a\x00b")])
     assert unsafe_header([(b"Host", b"a"), (b"X", b"one two")]) is None
+
+
+@pytest.mark.parametrize(
+    ("version", "alpn", "refused"),
+    [("HTTP/1.1", None, False), ("HTTP/1.0", None, False), ("HTTP/2.0", b"h2", False), ("HTTP/2.0", None, True),
+     ("HTTP/0.9", None, True), ("HTTP/9.9", b"h2", True)],
+)  # fmt: skip
+def test_versions_other_than_http_1_and_negotiated_http_2_are_refused(version, alpn, refused):
+    # mitmproxy forwards any HTTP/d.d of a request line as it came (found by tests/fuzz/test_http_proxy.py)
+    assert (unsupported_version(version, alpn) is not None) == refused
