@@ -5,7 +5,10 @@ A rule written for `api.example.com` and `/admin/*` must also see
 its trailing dot dropped and IDNA-encoded; the path's percent-encoded unreserved
 characters are decoded (RFC 3986 2.3) and its `.`/`..` segments resolved (5.2.4);
 the query's unreserved characters likewise. The normalised request is also what
-goes upstream, so the rule and the server see the same thing. Pure functions.
+goes upstream, so the rule and the server see the same thing. What the parser
+accepts but an upstream could read otherwise (a folded or NUL-bearing header, an
+HTTP version other than 1.x or negotiated 2) is named here, to be refused rather
+than forwarded. Pure functions.
 """
 
 from __future__ import annotations
