@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,7 +74,9 @@ def _rpc(method: str, params, id_) -> bytes:
 def messages_of(answer: httpx.Response) -> list:
     """The JSON-RPC messages in an answer (JSON, or an event stream's data lines)."""
     if answer.headers.get("content-type", "").startswith("text/event-stream"):
-        return [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+        # SSE lines end at CR, LF or CRLF only (str.splitlines would also cut at U+0085, U+2028… inside the JSON)
+        lines = re.split(r"\r\n|\r|\n", answer.text)
+        return [json.loads(line[5:]) for line in lines if line.startswith("data:") and line[5:].strip()]
     try:
         value = answer.json()
     except ValueError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -72,7 +73,9 @@ def _rpc(method: str, params, id_) -> bytes:
 
 def messages_of(answer: httpx.Response) -> list:
     if answer.headers.get("content-type", "").startswith("text/event-stream"):
-        return [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+        # SSE lines end at CR, LF or CRLF only (str.splitlines would also cut at U+0085, U+2028… inside the JSON)
+        lines = re.split(r"\r\n|\r|\n", answer.text)
+        return [json.loads(line[5:]) for line in lines if line.startswith("data:") and line[5:].strip()]
     try:
         value = answer.json()
     except ValueError:
