@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   install everything, then run simroute in front of a real MCP server
 #   make test   install everything, then run the test suite
-.PHONY: setup demo test bench check docs bench-smoke
+.PHONY: setup demo test bench check docs bench-smoke fuzz
 
 setup:
 	./scripts/setup.sh
@@ -20,6 +20,14 @@ check: setup
 
 test: setup
 	./scripts/test.sh
+
+# Every fuzz suite (tests/fuzz) at full strength: 5,000 generated cases per surface
+# (CI runs a smoke count), one process at a time (no xdist: the suites fuzz live
+# processes). Prints the seed and the cases each surface ran; FUZZ_EXAMPLES=N for
+# another count, SIMROUTE_FUZZ_SEED=S to rerun a run.
+FUZZ_EXAMPLES ?= 5000
+fuzz: setup
+	SIMROUTE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) .venv/bin/python -m pytest tests/fuzz -p no:xdist -q
 
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py

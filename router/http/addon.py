@@ -34,7 +34,14 @@ from router.http.answers import REAL, RealAnswers, RealSide
 from router.http.door import UNAUTHENTICATED_SESSION, HttpDoor
 from router.http.flows import fallback_status, fields, make_response, url_of
 from router.http.listeners import Listener, RoutingParts
-from router.http.normalize import NormalizationError, host_header_contradicts, normalize_host, normalize_path
+from router.http.normalize import (
+    NormalizationError,
+    host_header_contradicts,
+    normalize_host,
+    normalize_path,
+    unsafe_header,
+    unsupported_version,
+)
 from router.http.pinning import Pins
 from router.http.probes import is_probe, restore_request
 from router.types import Decision, Observation, Provenance, Route
@@ -117,6 +124,10 @@ class HttpRouting:
             await self.door.refuse(flow, Refused(503, "sessions", str(exc)), session_id=session_id)
             return
         request = flow.request
+        version_refusal = unsupported_version(request.http_version, flow.client_conn.alpn)
+        if version_refusal is not None:
+            await self.door.refuse(flow, Refused(505, "http-normalize", version_refusal), session_id=session.id)
+            return
         try:
             self._normalize(request, check_host_header=not listener.mode.startswith("reverse"))
         except NormalizationError as exc:
@@ -155,6 +166,11 @@ class HttpRouting:
     def _normalize(self, request: http.Request, *, check_host_header: bool) -> None:
         """Rules, keys and the upstream see one form of the request (see normalize.py).
         The Host header must name the server connected to (reverse mode rewrites it)."""
+        unsafe = unsafe_header(request.headers.fields)
+        if unsafe is not None:
+            raise NormalizationError(unsafe)
+        if not request.path.startswith("/"):  # `GET *` (asterisk form) or a bare word: no resource to route
+            raise NormalizationError(f"the request target {request.path!r} names no path (a proxy request needs an absolute URL)")
         host = normalize_host(request.host)
         if check_host_header and host_header_contradicts(request.host_header, host, request.port, request.scheme):
             raise NormalizationError(

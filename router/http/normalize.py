@@ -5,7 +5,10 @@ A rule written for `api.example.com` and `/admin/*` must also see
 its trailing dot dropped and IDNA-encoded; the path's percent-encoded unreserved
 characters are decoded (RFC 3986 2.3) and its `.`/`..` segments resolved (5.2.4);
 the query's unreserved characters likewise. The normalised request is also what
-goes upstream, so the rule and the server see the same thing. Pure functions.
+goes upstream, so the rule and the server see the same thing. What the parser
+accepts but an upstream could read otherwise (a folded or NUL-bearing header, an
+HTTP version other than 1.x or negotiated 2) is named here, to be refused rather
+than forwarded. Pure functions.
 """
 
 from __future__ import annotations
@@ -92,3 +95,29 @@ def host_header_contradicts(header: str | None, host: str, port: int, scheme: st
         return normalize_host(name) != normalize_host(host) or header_port != port
     except NormalizationError:
         return True
+
+
+def unsafe_header(fields: list[tuple[bytes, bytes]]) -> str | None:
+    """What is wrong with the first header whose value holds a line break or a NUL, if
+    any. The parser keeps a header folded over several lines (RFC 9112 5.2's obsolete
+    line folding) with its line break, and a NUL as it came, and would write them
+    upstream so; RFC 9110 5.5 has a proxy refuse such a value or replace those
+    characters. A server that reads them otherwise than simroute did (one that refuses
+    them, or takes a folded line for a header of its own) must never get them, so the
+    request is refused rather than forwarded."""
+    for name, value in fields:
+        if b"\r" in value or b"\n" in value:
+            return f"the header {name.decode('latin-1')!r} is folded over several lines (obsolete line folding): send it on one line"
+        if b"\0" in value:
+            return f"the header {name.decode('latin-1')!r} holds a NUL character"
+    return None
+
+
+def unsupported_version(version: str, alpn: bytes | None) -> str | None:
+    """Why a request's HTTP version cannot go upstream, if it cannot. The parser takes
+    any `HTTP/d.d` on a request line (`HTTP/0.9`, `HTTP/9.9`, `HTTP/2.0`) and would
+    write it upstream as it came; simroute forwards HTTP/1.0, HTTP/1.1, and HTTP/2
+    only where it was negotiated (TLS with ALPN `h2`)."""
+    if version in ("HTTP/1.0", "HTTP/1.1") or (version == "HTTP/2.0" and alpn == b"h2"):
+        return None
+    return f"simroute proxy: HTTP version {version!r} is not supported here (HTTP/1.0, HTTP/1.1, or HTTP/2 negotiated over TLS)"

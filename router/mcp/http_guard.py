@@ -19,6 +19,7 @@ from starlette.middleware import Middleware
 
 from router.auth import Tokens, check_bind
 from router.engine.sessions import SessionRefusedError
+from router.mcp.session_close import SessionCloseGuard
 from router.types import Call, Session
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ def http_run_options(runtime: Runtime, host: str) -> dict[str, Any]:
     check_bind(host, runtime.tokens, what="the MCP endpoint")
     service = runtime.config.service
     middleware = [Middleware(TokenGuard, tokens=runtime.tokens, runtime=runtime)] if runtime.tokens.enabled else []
+    middleware.append(Middleware(SessionCloseGuard))  # innermost: a session's close waits for its requests in flight
     return {
         "host_origin_protection": True,
         "allowed_hosts": list(service.allowed_hosts) or None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,7 +74,9 @@ def _rpc(method: str, params, id_) -> bytes:
 def messages_of(answer: httpx.Response) -> list:
     """The JSON-RPC messages in an answer (JSON, or an event stream's data lines)."""
     if answer.headers.get("content-type", "").startswith("text/event-stream"):
-        return [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+        # SSE lines end at CR, LF or CRLF only (str.splitlines would also cut at U+0085, U+2028… inside the JSON)
+        lines = re.split(r"\r\n|\r|\n", answer.text)
+        return [json.loads(line[5:]) for line in lines if line.startswith("data:") and line[5:].strip()]
     try:
         value = answer.json()
     except ValueError:
@@ -102,7 +105,9 @@ METHODS = st.sampled_from(
     ["tools/call", "tools/list", "initialize", "ping", "resources/list", "prompts/list", "notifications/initialized",
      "notifications/cancelled", "completion/complete", "logging/setLevel", "resources/read", "no/such/method"]
 ) | st.text(max_size=20)  # fmt: skip
-TOOLS = st.sampled_from(["echo", "sleep", "count_up", "crash", "tidy_note", "shell_exec", "no_such_tool"]) | st.text(max_size=20)
+# Not `crash` (an upstream failing is no input error, yet fastmcp logs its traceback) nor
+# `sleep` (a fuzzed duration would wait out the call deadline).
+TOOLS = st.sampled_from(["echo", "count_up", "tidy_note", "shell_exec", "no_such_tool"]) | st.text(max_size=20)
 ARGUMENTS = st.dictionaries(st.sampled_from(["text", "seconds", "n", "path", "command"]) | st.text(max_size=8), JSON, max_size=4) | JSON
 PARAMS = st.fixed_dictionaries({}, optional={"name": TOOLS, "arguments": ARGUMENTS, "_meta": JSON, "cursor": JSON}) | JSON
 

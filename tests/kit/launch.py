@@ -92,7 +92,8 @@ def records_of(config: Path, *args: str) -> list[dict]:
     out = subprocess.run(
         [simroute_executable(), "records", "--json", "--config", str(config), *args], capture_output=True, text=True, check=True
     )
-    return [json.loads(line) for line in out.stdout.splitlines()]
+    # JSON Lines end at "\n" only: str.splitlines would also cut at U+2028, \x85… inside a value.
+    return [json.loads(line) for line in out.stdout.split("\n") if line]
 
 
 def meta_of(result) -> dict:

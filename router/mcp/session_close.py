@@ -1,0 +1,120 @@
+"""An MCP session's close (`DELETE /mcp`) never races its own requests.
+
+The SDK's streamable-HTTP transport checks that a session is open when a POST
+arrives, then sets the request up; a DELETE landing in between terminates the
+session under it. The POST then either fails with a traceback in the log (its
+message cannot be delivered) or, when its answer stream was made after the
+termination closed the others, stays open forever with keep-alive pings and no
+answer. simroute puts the two in order, in front of the transport:
+
+- a DELETE waits (up to `CLOSE_GRACE_S`) for the session's POSTs in flight to be
+  answered, cancels those still running after that (a stream already started is
+  ended, one not started gets a 404 saying why), then closes the session;
+- a POST arriving while its session closes gets that 404 at once.
+
+The work a cancelled request started (a tool call being routed) goes on in the
+engine and is recorded as always; only the wait for its answer is cut.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+CLOSE_GRACE_S = 5.0
+_GONE = "the MCP session was closed while this request was in flight"
+
+
+@dataclass(eq=False)
+class _Flight:
+    """One POST in flight: its cancel scope, and how far its answer got."""
+
+    send: Any
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    started: bool = False
+    completed: bool = False
+
+    async def send_tracked(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.completed = True
+        await self.send(message)
+
+    async def finish(self) -> None:
+        """The answer of a request cut short: ended if started, else a clear 404."""
+        if self.completed:
+            return
+        if self.started:
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        else:
+            await gone(self.send)
+
+
+async def gone(send: Any) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"Not Found: {_GONE}"}}).encode()
+    await send({"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class SessionCloseGuard:
+    """ASGI middleware in front of the MCP transport (see the module's docstring)."""
+
+    def __init__(self, app: Any, *, grace_s: float = CLOSE_GRACE_S) -> None:
+        self.app = app
+        self.grace_s = grace_s
+        self._in_flight: dict[str, set[_Flight]] = {}
+        self._closing: set[str] = set()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        session = _session_of(scope) if scope["type"] == "http" else None
+        if session is None or scope["method"] not in ("POST", "DELETE"):
+            await self.app(scope, receive, send)
+        elif scope["method"] == "DELETE":
+            await self._close(session, scope, receive, send)
+        elif session in self._closing:
+            await gone(send)
+        else:
+            await self._serve(session, scope, receive, send)
+
+    async def _serve(self, session: str, scope: Any, receive: Any, send: Any) -> None:
+        flight = _Flight(send)
+        self._in_flight.setdefault(session, set()).add(flight)
+        try:
+            with flight.scope:
+                await self.app(scope, receive, flight.send_tracked)
+        finally:
+            flights = self._in_flight.get(session)
+            if flights is not None:
+                flights.discard(flight)
+                if not flights:
+                    del self._in_flight[session]
+            flight.done.set()
+        if flight.scope.cancelled_caught:
+            await flight.finish()
+
+    async def _close(self, session: str, scope: Any, receive: Any, send: Any) -> None:
+        self._closing.add(session)
+        try:
+            flights = list(self._in_flight.get(session, ()))
+            with anyio.move_on_after(self.grace_s):
+                for flight in flights:
+                    await flight.done.wait()
+            for flight in flights:
+                flight.scope.cancel()
+            for flight in flights:
+                await flight.done.wait()
+            await self.app(scope, receive, send)
+        finally:
+            self._closing.discard(session)
+
+
+def _session_of(scope: Any) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == b"mcp-session-id":
+            return value.decode("latin-1")
+    return None

@@ -1,0 +1,152 @@
+"""Tool calls racing the close of their session on `simroute serve`'s streamable-HTTP
+MCP endpoint: a burst of `tools/call` on a fresh session while a DELETE of that
+session lands at a drawn moment (before, among or after the calls).
+
+Each call gets a clear answer: its result, a JSON-RPC error, or a 4xx saying the
+session is gone — never a 5xx, never a hang. The process stays up, a new session
+works afterwards, the log holds no traceback, and every call answered with a
+result is on record. (A tool that crashes or raises in the upstream
+logs the upstream's own traceback, no input error: such tools are left out here.)"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kit.fuzz import fuzz, tally
+from kit.launch import records_of, toolbox_server, write_config
+from kit.serve import serve_process
+
+pytestmark = pytest.mark.integration
+
+PROTOCOL = "2025-06-18"
+ACCEPT = "application/json, text/event-stream"
+
+
+@dataclass
+class Endpoint:
+    process: subprocess.Popen
+    url: str
+    log: Path
+    config: Path
+    http: httpx.Client
+    answered: set[str] = field(default_factory=set)
+    markers: Iterator[int] = field(default_factory=itertools.count)
+
+    def open_session(self) -> str:
+        hello = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "race", "version": "0"}}
+        answer = self.post(_rpc("initialize", hello, 0), None)
+        assert answer.status_code == 200, answer.text
+        session = answer.headers["mcp-session-id"]
+        assert self.post(_rpc("notifications/initialized", None, None), session).status_code == 202
+        return session
+
+    def post(self, body: bytes, session: str | None) -> httpx.Response:
+        headers = {"Content-Type": "application/json", "Accept": ACCEPT, "Mcp-Protocol-Version": PROTOCOL}
+        if session:
+            headers["Mcp-Session-Id"] = session
+        return self.http.post(f"{self.url}/mcp", content=body, headers=headers)
+
+    def close_session(self, session: str) -> httpx.Response:
+        return self.http.delete(f"{self.url}/mcp", headers={"Mcp-Session-Id": session, "Mcp-Protocol-Version": PROTOCOL})
+
+
+def _rpc(method: str, params, id_) -> bytes:
+    message: dict = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    if id_ is not None:
+        message["id"] = id_
+    return json.dumps(message).encode()
+
+
+def messages_of(answer: httpx.Response) -> list:
+    if answer.headers.get("content-type", "").startswith("text/event-stream"):
+        # SSE lines end at CR, LF or CRLF only (str.splitlines would also cut at U+0085, U+2028… inside the JSON)
+        lines = re.split(r"\r\n|\r|\n", answer.text)
+        return [json.loads(line[5:]) for line in lines if line.startswith("data:") and line[5:].strip()]
+    try:
+        value = answer.json()
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory) -> Iterator[Endpoint]:
+    folder = tmp_path_factory.mktemp("fuzz-race")
+    config = write_config(folder, mcpServers={"toolbox": toolbox_server()})
+    log = folder / "serve.log"
+    with serve_process(config, log) as (process, port), httpx.Client(timeout=60, trust_env=False) as http:
+        yield Endpoint(process, f"http://127.0.0.1:{port}", log, config, http)
+
+
+CALLS = st.lists(st.sampled_from(["echo", "echo", "echo", "sleep", "bad_arguments", "count_up", "no_such_tool"]), min_size=1, max_size=8)
+
+
+@fuzz(share=1 / 25)  # every case opens a session, and so starts the upstream server: seconds each
+@given(calls=CALLS, close_after=st.integers(0, 8), delay_s=st.sampled_from([0.0, 0.0, 0.01, 0.05, 0.2]))
+def test_calls_racing_the_close_of_their_session_get_clear_answers(
+    endpoint: Endpoint, calls: list[str], close_after: int, delay_s: float
+) -> None:
+    tally("MCP session close races")
+    session = endpoint.open_session()
+
+    def call(tool: str) -> tuple[str, httpx.Response]:
+        marker = f"race-marker-{next(endpoint.markers)}"
+        arguments = {"echo": {"text": marker}, "sleep": {"seconds": 0.1}, "count_up": {"n": 2}, "bad_arguments": {"text": [1]}}.get(
+            tool, {}
+        )
+        name = "echo" if tool == "bad_arguments" else tool
+        return marker, endpoint.post(_rpc("tools/call", {"name": name, "arguments": arguments}, 1), session)
+
+    def close() -> httpx.Response:
+        time.sleep(delay_s)
+        return endpoint.close_session(session)
+
+    with ThreadPoolExecutor(len(calls) + 1) as pool:
+        futures = [pool.submit(call, tool) for tool in calls[:close_after]]
+        closing = pool.submit(close)
+        futures += [pool.submit(call, tool) for tool in calls[close_after:]]
+        results = [f.result(timeout=120) for f in futures]
+        closed = closing.result(timeout=120)
+    assert closed.status_code in (200, 202, 204, 404), (closed.status_code, closed.text[:300])
+    for marker, answer in results:
+        assert answer.status_code < 500, (answer.status_code, answer.text[:500])
+        if answer.status_code != 200:
+            continue  # the session was gone: a 4xx says so
+        for message in messages_of(answer):
+            result = message.get("result") if isinstance(message, dict) else None
+            if isinstance(result, dict) and not result.get("isError"):
+                text = "".join(b.get("text", "") for b in result.get("content") or [] if isinstance(b, dict))
+                if text == marker:
+                    endpoint.answered.add(marker)
+    assert endpoint.process.poll() is None, "the server died"
+
+
+def test_after_the_races_a_new_session_works_and_every_answered_call_is_recorded(endpoint: Endpoint) -> None:
+    """Runs after the fuzz test of this module (pytest keeps the file's order)."""
+    session = endpoint.open_session()
+    answer = endpoint.post(_rpc("tools/call", {"name": "echo", "arguments": {"text": "race-after"}}, 1), session)
+    assert answer.status_code == 200 and any("race-after" in json.dumps(m) for m in messages_of(answer)), answer.text[:500]
+    assert endpoint.answered, "no racing call was answered: the fuzzer never reached routing"
+    recorded = {
+        r["observation"]["content"][0]["text"]
+        for r in records_of(endpoint.config)
+        if r.get("tool") == "echo" and r.get("observation", {}).get("content")
+    }
+    missing = endpoint.answered - recorded
+    assert not missing, f"{len(missing)} answered calls have no record, e.g. {sorted(missing)[:3]}"
+    log = endpoint.log.read_text()
+    assert "Traceback" not in log, log[log.index("Traceback") - 2000 : log.index("Traceback") + 3000]
