@@ -119,3 +119,20 @@ def stop_cleanly_on_sigterm() -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
+
+
+def time_window(since: str | None, until: str | None) -> tuple[float | None, float | None]:
+    """`--since`/`--until` (`2h`, `3d`, epoch seconds …) as epoch seconds, or a usage error."""
+    from shadow.store.queries import QueryError, parse_since
+
+    try:
+        return (parse_since(since) if since else None, parse_since(until) if until else None)
+    except QueryError as exc:
+        raise typer.BadParameter(str(exc).replace("--since", "--since/--until")) from exc
+
+
+def server_and_tool(server: str | None, tool: str | None) -> tuple[str | None, str | None]:
+    """`--tool server.tool` names the server too, unless `--server` does."""
+    if tool and "." in tool and server is None:
+        server, _, tool = tool.rpartition(".")
+    return server, tool

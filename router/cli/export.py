@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from router.cli.common import ConfigOption, load_or_exit
+from router.cli.common import ConfigOption, load_or_exit, server_and_tool, time_window
+from router.cli.progress import TerminalProgress
 from router.config import Config
 
 FormatOption = Annotated[
@@ -49,16 +49,10 @@ def export(
 ) -> None:
     """Export records as world-model training data: real observations as targets, the prompts the live world model gets."""
     from shadow.export.options import FORMATS, ExportFilter, ExportPlan, SessionSplit
-    from shadow.store.queries import QueryError, parse_since
 
     cfg = load_or_exit(config)
-    try:
-        since_ts = parse_since(since) if since else None
-        until_ts = parse_since(until) if until else None
-    except QueryError as exc:
-        raise typer.BadParameter(str(exc).replace("--since", "--since/--until")) from exc
-    if tool and "." in tool and server is None:
-        server, _, tool = tool.rpartition(".")
+    since_ts, until_ts = time_window(since, until)
+    server, tool = server_and_tool(server, tool)
     try:
         plan = ExportPlan(
             formats=tuple(dict.fromkeys(formats or FORMATS)),
@@ -97,7 +91,7 @@ async def _run(cfg: Config, plan: Any, out: Path) -> dict[str, Any]:
 
     store = await cfg.open_store(read_only=True).open()
     try:
-        with _ProgressBar(await store.count()) as advance:
+        with TerminalProgress("exporting", await store.count(), eta=True) as advance:
             counts = await export(store, LivePrompts(cfg, store), plan, out, progress=advance)
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
@@ -113,28 +107,6 @@ async def _run(cfg: Config, plan: Any, out: Path) -> dict[str, Any]:
     )
     (out / "dataset.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return document
-
-
-class _ProgressBar:
-    """A progress bar over the records read, on a terminal only (a pipe or a log gets none)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self._bar: Any = None
-
-    def __enter__(self):
-        if not sys.stderr.isatty():
-            return lambda n: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-        self._bar = Progress("exporting", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
-        self._bar.start()
-        task = self._bar.add_task("records", total=self.total)
-        return lambda n: self._bar.advance(task, n)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 def _source(cfg: Config) -> dict[str, Any]:

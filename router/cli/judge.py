@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from typing import Annotated, Any
 
 import typer
 
-from router.cli.common import ConfigOption, JsonOption, load_or_exit, print_json, report_console
+from router.cli.common import ConfigOption, JsonOption, load_or_exit, print_json, report_console, server_and_tool, time_window
+from router.cli.progress import TerminalProgress
 from router.config import Config
 
 API_KEY_VARIABLE = "SIMROUTE_JUDGE_API_KEY"  # a key is never an option: it would show in `ps`
@@ -43,16 +43,10 @@ def judge(
     """Score simulated observations against the real ones with a judge model (five dimensions, 1–5 and 0–100), calibrated by real-vs-real pairs."""
     from shadow.export.options import ExportFilter
     from shadow.judge.run import JudgePlan
-    from shadow.store.queries import QueryError, parse_since
 
     cfg = load_or_exit(config)
-    try:
-        since_ts = parse_since(since) if since else None
-        until_ts = parse_since(until) if until else None
-    except QueryError as exc:
-        raise typer.BadParameter(str(exc).replace("--since", "--since/--until")) from exc
-    if tool and "." in tool and server is None:
-        server, _, tool = tool.rpartition(".")
+    since_ts, until_ts = time_window(since, until)
+    server, tool = server_and_tool(server, tool)
     if not endpoint.startswith(("http://", "https://")):
         raise typer.BadParameter(f"the endpoint must be an http(s) URL, got {endpoint!r}", param_hint="--endpoint")
     try:
@@ -95,7 +89,7 @@ async def _run(cfg: Config, plan: Any, *, endpoint: str, model: str, max_tokens:
     # Scores are written beside the records: the store is opened for writing only then.
     store = await cfg.open_store(read_only=not store_scores).open()
     try:
-        with _Progress(plan.simulated + plan.controls) as advance:
+        with TerminalProgress("judging", plan.simulated + plan.controls) as advance:
             run = await judge(store, judge_model, plan, scores=store if store_scores else None, progress=advance)
     except (StoreError, JudgeUnavailable) as exc:
         typer.echo(f"simroute: {exc}", err=True)
@@ -104,25 +98,3 @@ async def _run(cfg: Config, plan: Any, *, endpoint: str, model: str, max_tokens:
         await judge_model.aclose()
         await store.aclose()
     return report(run, judge=model, endpoint=endpoint)
-
-
-class _Progress:
-    """A progress bar over the pairs judged, on a terminal only."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self._bar: Any = None
-
-    def __enter__(self):
-        if not sys.stderr.isatty():
-            return lambda n: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress
-
-        self._bar = Progress("judging", BarColumn(), MofNCompleteColumn(), transient=True)
-        self._bar.start()
-        task = self._bar.add_task("pairs", total=self.total)
-        return lambda n: self._bar.advance(task, n)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,12 +21,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from kit.fuzz import fuzz, tally
 from kit.launch import records_of, toolbox_server, write_config
+from kit.mcp_wire import ACCEPT, PROTOCOL, messages_of, rpc
 from kit.serve import serve_process
 
 pytestmark = pytest.mark.integration
-
-PROTOCOL = "2025-06-18"
-ACCEPT = "application/json, text/event-stream"
 
 
 @dataclass
@@ -47,10 +44,10 @@ class Endpoint:
     def initialize(self) -> None:
         """A fresh MCP session (the fuzzer may have ended the last one)."""
         hello = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}
-        answer = self.post(_rpc("initialize", hello, 0), {"Content-Type": "application/json", "Accept": ACCEPT})
+        answer = self.post(rpc("initialize", hello, 0), {"Content-Type": "application/json", "Accept": ACCEPT})
         assert answer.status_code == 200, answer.text
         self.session_id = answer.headers["mcp-session-id"]
-        ready = self.post(_rpc("notifications/initialized", None, None), self.headers())
+        ready = self.post(rpc("notifications/initialized", None, None), self.headers())
         assert ready.status_code == 202, ready.text
 
     def headers(self) -> dict[str, str]:
@@ -60,28 +57,6 @@ class Endpoint:
             "Mcp-Session-Id": self.session_id,
             "Mcp-Protocol-Version": PROTOCOL,
         }
-
-
-def _rpc(method: str, params, id_) -> bytes:
-    message: dict = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        message["params"] = params
-    if id_ is not None:
-        message["id"] = id_
-    return json.dumps(message).encode()
-
-
-def messages_of(answer: httpx.Response) -> list:
-    """The JSON-RPC messages in an answer (JSON, or an event stream's data lines)."""
-    if answer.headers.get("content-type", "").startswith("text/event-stream"):
-        # SSE lines end at CR, LF or CRLF only (str.splitlines would also cut at U+0085, U+2028… inside the JSON)
-        lines = re.split(r"\r\n|\r|\n", answer.text)
-        return [json.loads(line[5:]) for line in lines if line.startswith("data:") and line[5:].strip()]
-    try:
-        value = answer.json()
-    except ValueError:
-        return []
-    return value if isinstance(value, list) else [value]
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +112,7 @@ def messages(draw) -> bytes:
             + b"}}}"
         )
     if kind == "huge":
-        return _rpc("tools/call", {"name": "echo", "arguments": {"text": "x" * draw(st.integers(100_000, 3_000_000))}}, 1)
+        return rpc("tools/call", {"name": "echo", "arguments": {"text": "x" * draw(st.integers(100_000, 3_000_000))}}, 1)
     return draw(st.binary(max_size=300))
 
 
@@ -180,7 +155,7 @@ def test_fuzzed_requests_get_clear_answers(endpoint: Endpoint, data) -> None:
 
 def _echo(endpoint: Endpoint, kind: str) -> bytes:
     """A valid echo call whose text is unique: its record can be found afterwards."""
-    return _rpc("tools/call", {"name": "echo", "arguments": {"text": f"fuzz-marker-{kind}-{next(endpoint.markers)}"}}, 7)
+    return rpc("tools/call", {"name": "echo", "arguments": {"text": f"fuzz-marker-{kind}-{next(endpoint.markers)}"}}, 7)
 
 
 @fuzz

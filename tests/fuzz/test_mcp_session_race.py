@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,12 +25,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kit.fuzz import fuzz, tally
 from kit.launch import records_of, toolbox_server, write_config
+from kit.mcp_wire import ACCEPT, PROTOCOL, messages_of, rpc
 from kit.serve import serve_process
 
 pytestmark = pytest.mark.integration
-
-PROTOCOL = "2025-06-18"
-ACCEPT = "application/json, text/event-stream"
 
 
 @dataclass
@@ -46,10 +43,10 @@ class Endpoint:
 
     def open_session(self) -> str:
         hello = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "race", "version": "0"}}
-        answer = self.post(_rpc("initialize", hello, 0), None)
+        answer = self.post(rpc("initialize", hello, 0), None)
         assert answer.status_code == 200, answer.text
         session = answer.headers["mcp-session-id"]
-        assert self.post(_rpc("notifications/initialized", None, None), session).status_code == 202
+        assert self.post(rpc("notifications/initialized", None, None), session).status_code == 202
         return session
 
     def post(self, body: bytes, session: str | None) -> httpx.Response:
@@ -60,27 +57,6 @@ class Endpoint:
 
     def close_session(self, session: str) -> httpx.Response:
         return self.http.delete(f"{self.url}/mcp", headers={"Mcp-Session-Id": session, "Mcp-Protocol-Version": PROTOCOL})
-
-
-def _rpc(method: str, params, id_) -> bytes:
-    message: dict = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        message["params"] = params
-    if id_ is not None:
-        message["id"] = id_
-    return json.dumps(message).encode()
-
-
-def messages_of(answer: httpx.Response) -> list:
-    if answer.headers.get("content-type", "").startswith("text/event-stream"):
-        # SSE lines end at CR, LF or CRLF only (str.splitlines would also cut at U+0085, U+2028… inside the JSON)
-        lines = re.split(r"\r\n|\r|\n", answer.text)
-        return [json.loads(line[5:]) for line in lines if line.startswith("data:") and line[5:].strip()]
-    try:
-        value = answer.json()
-    except ValueError:
-        return []
-    return value if isinstance(value, list) else [value]
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +85,7 @@ def test_calls_racing_the_close_of_their_session_get_clear_answers(
             tool, {}
         )
         name = "echo" if tool == "bad_arguments" else tool
-        return marker, endpoint.post(_rpc("tools/call", {"name": name, "arguments": arguments}, 1), session)
+        return marker, endpoint.post(rpc("tools/call", {"name": name, "arguments": arguments}, 1), session)
 
     def close() -> httpx.Response:
         time.sleep(delay_s)
@@ -138,7 +114,7 @@ def test_calls_racing_the_close_of_their_session_get_clear_answers(
 def test_after_the_races_a_new_session_works_and_every_answered_call_is_recorded(endpoint: Endpoint) -> None:
     """Runs after the fuzz test of this module (pytest keeps the file's order)."""
     session = endpoint.open_session()
-    answer = endpoint.post(_rpc("tools/call", {"name": "echo", "arguments": {"text": "race-after"}}, 1), session)
+    answer = endpoint.post(rpc("tools/call", {"name": "echo", "arguments": {"text": "race-after"}}, 1), session)
     assert answer.status_code == 200 and any("race-after" in json.dumps(m) for m in messages_of(answer)), answer.text[:500]
     assert endpoint.answered, "no racing call was answered: the fuzzer never reached routing"
     recorded = {
