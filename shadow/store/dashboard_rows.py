@@ -37,6 +37,12 @@ def fidelity_of(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             tool["divsum"] += divergence
             kind = row.get("divergence_kind") or "content"
             tool["kinds"][kind] = tool["kinds"].get(kind, 0) + 1
+    return fidelity_rows(tools)
+
+
+def fidelity_rows(tools: dict[tuple[str, str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fidelity view's rows from per-tool tallies ({calls, pairs, divsum, kinds}),
+    whichever store counted them."""
     return [
         {
             "channel": channel,

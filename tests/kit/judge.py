@@ -7,16 +7,12 @@ pairs and real-vs-real pairs to judge; and llama-cpp-python's server to judge wi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+from kit.llama_server import llama_cpp_server  # noqa: F401  (the judge's tests use it from here)
 from kit.model_stub import ModelStub
 from router.types import Call, Decision, Observation, Provenance, Route
 from shadow.compare.canonical import call_key
@@ -87,48 +83,3 @@ def judged_rows(now: float | None = None) -> list[dict[str, Any]]:
         _record("b", step, city, real, None, None, now - 50 + step).to_json() for step, (city, real) in enumerate(CONTROL_ANSWERS, start=1)
     ]
     return rows
-
-
-@contextlib.contextmanager
-def llama_cpp_server(model: Path, *, n_ctx: int = 4096) -> Iterator[str]:
-    """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on
-    `model`, on a free loopback port; yields its base URL, and stops it."""
-    import httpx2
-
-    from router.cli.launch import free_port
-
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            str(n_ctx),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, "llama_cpp.server exited"
-            try:
-                if httpx2.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx2.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama_cpp.server did not come up within 60s")
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(10)

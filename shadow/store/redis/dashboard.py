@@ -17,7 +17,7 @@ from typing import Any
 
 from shadow.compare.canonical import tool_key
 from shadow.compare.noise import merged_noise
-from shadow.store.dashboard_rows import fidelity_of, overview_of
+from shadow.store.dashboard_rows import fidelity_of, fidelity_rows, overview_of
 from shadow.store.namespaces import in_namespaces
 from shadow.store.protocol import RecordFilter, StoreError
 
@@ -85,18 +85,7 @@ async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
                 row["kinds"][measure[5:]] = row["kinds"].get(measure[5:], 0) + int(value)
             else:
                 row[measure] += float(value) if measure == "divsum" else int(value)
-    out = [
-        {
-            "channel": channel,
-            "server": server,
-            "tool": tool,
-            "calls": row["calls"],
-            "shadow_pairs": row["pairs"],
-            "mean_divergence": row["divsum"] / row["pairs"] if row["pairs"] else None,
-            "kinds": row["kinds"],
-        }
-        for (channel, server, tool), row in sorted(tools.items())
-    ]
+    out = fidelity_rows(tools)
     return await _with_noise(store, out)
 
 

@@ -8,15 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx2
 import pytest
 from kit.launch import meta_of, model_path, records_of, simroute_executable, stdio_client, toolbox_server, write_config
-
-from router.cli.launch import free_port
+from kit.llama_server import llama_cpp_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
@@ -64,28 +60,8 @@ def recorded(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def llama_server():
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port)]
-        + ["--n_ctx", str(CONTEXT)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "llama_cpp.server exited"
-        try:
-            if httpx2.get(f"{url}/models", timeout=1).status_code == 200:
-                break
-        except httpx2.TransportError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        raise RuntimeError("llama_cpp.server did not come up within 90s")
-    yield url
-    process.terminate()
-    process.wait(10)
+    with llama_cpp_server(model_path(), n_ctx=CONTEXT) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

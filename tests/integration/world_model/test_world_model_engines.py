@@ -4,13 +4,11 @@ by llama-cpp-python's OpenAI-compatible server."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
-import httpx2
 import pytest
 from kit.launch import free_port, model_path
+from kit.llama_server import llama_cpp_server
 
 from backends.world_model.engine import ModelUnavailable, WorldModelTimeout
 from backends.world_model.llama_engine import LlamaCppEngine
@@ -134,39 +132,8 @@ async def test_missing_model_file():
 
 @pytest.fixture(scope="module")
 def llama_server():
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model_path()),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "llama_cpp.server exited"
-        try:
-            if httpx2.get(f"{url}/models", timeout=1).status_code == 200:
-                break
-        except httpx2.TransportError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        raise RuntimeError("llama_cpp.server did not come up within 60s")
-    yield url
-    process.terminate()
-    process.wait(10)
+    with llama_cpp_server(model_path(), n_ctx=2048) as url:
+        yield url
 
 
 async def test_openai_engine_against_a_real_server(llama_server):
