@@ -94,7 +94,7 @@ class LocalGuardState:
     spent: dict[tuple[str, str], tuple[int, int, float]] = field(default_factory=dict)  # (upstream, token) -> (window, calls, its end)
 
     async def acquire(self, upstream: str, token: str, limits: Limits, *, slot: str, lease_s: float, now: float) -> Verdict:
-        breaker = self.breakers.setdefault(upstream, _Breaker())
+        breaker = self.breakers.get(upstream) or _Breaker()
         state, trial = CLOSED, False
         if limits.breaker_failures > 0 and breaker.opened_at is not None:
             reopens = breaker.opened_at + limits.breaker_cooldown_s
@@ -103,7 +103,7 @@ class LocalGuardState:
             if breaker.trial_until > now:
                 return Verdict(False, Refusal.BREAKER_TRIAL, min(breaker.trial_until - now, limits.breaker_cooldown_s), HALF_OPEN)
             state, trial = HALF_OPEN, True
-        held = self.slots.setdefault(upstream, {})
+        held = self.slots.setdefault(upstream, {})  # dropped again when its last call is released
         for expired in [name for name, until in held.items() if until <= now]:  # a lost release frees itself
             del held[expired]
         if limits.max_concurrent is not None and len(held) >= limits.max_concurrent:
@@ -119,12 +119,17 @@ class LocalGuardState:
         held[slot] = now + lease_s
         if trial:
             breaker.trial_until = now + lease_s
+            self.breakers[upstream] = breaker
         return Verdict(True, None, 0.0, state, trial)
 
     async def release(self, upstream: str, limits: Limits, *, slot: str, trial: bool, outcome: Outcome, now: float) -> str:
-        self.slots.get(upstream, {}).pop(slot, None)
+        held = self.slots.get(upstream, {})
+        held.pop(slot, None)
+        if not held:  # many hosts: only upstreams with calls in flight keep an entry
+            self.slots.pop(upstream, None)
         breaker = self.breakers.setdefault(upstream, _Breaker())
         if limits.breaker_failures <= 0:
+            del self.breakers[upstream]
             return CLOSED
         if trial:
             breaker.trial_until = 0.0
@@ -137,6 +142,8 @@ class LocalGuardState:
                 breaker.opened_at = None
             if breaker.opened_at is None:  # a late success of a call admitted before it opened does not close it
                 breaker.failures = 0
+        if breaker == _Breaker():  # closed, no failures: nothing to keep
+            del self.breakers[upstream]
         return breaker_state(breaker.opened_at, limits.breaker_cooldown_s, now)
 
 

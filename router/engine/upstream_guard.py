@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from backends.replay import namespace_of
 from router.engine.guard_state import CLOSED, GuardState, Limits, LocalGuardState, Outcome, Refusal, Verdict
 from router.types import Call, Observation, Provenance
 from shadow.store.protocol import StoreError
@@ -67,8 +68,7 @@ def upstream_of(call: Call) -> str:
 
 def token_of(session_id: str) -> str:
     """The token a (namespaced) session id belongs to ('' without tokens): budgets are per token."""
-    token, slash, _ = session_id.partition("/")
-    return token if slash else ""
+    return namespace_of(session_id).removesuffix("/")
 
 
 def outcome_of(call: Call, observation: Observation, *, raised: bool = False) -> Outcome:
@@ -126,6 +126,8 @@ class UpstreamGuard:
     async def release(self, ticket: Ticket, outcome: Outcome) -> None:
         """Free the ticket's slot and tell the breaker how the real side did."""
         self.in_flight[ticket.upstream] -= 1
+        if self.in_flight[ticket.upstream] <= 0:  # many hosts: only upstreams with calls in flight are listed
+            del self.in_flight[ticket.upstream]
         try:
             state = await self.state.release(
                 ticket.upstream, ticket.limits, slot=ticket.slot, trial=ticket.trial, outcome=outcome, now=self.clock()

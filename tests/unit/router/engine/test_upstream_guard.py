@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from kit.calls import make_call
 from kit.engine import FakeReal, make_engine
 
 from router.engine.guard_shapes import REFUSED_EXIT_CODE
 from router.engine.guard_state import Limits, LocalGuardState
-from router.engine.upstream_guard import UpstreamGuard
+from router.engine.upstream_guard import UpstreamGuard, outcome_of
 from router.types import Call, Observation, Provenance, Route, Session
 
 
@@ -149,3 +150,24 @@ async def test_a_shadow_route_refused_is_not_simulated_instead(tmp_path):
     await first
     assert second.record.decision.route is Route.SHADOW and second.observation.provenance is Provenance.NONE
     assert "upstream guard refused the real call (concurrency)" in second.record.note
+
+
+def _http(status: int, provenance: Provenance = Provenance.REAL) -> Observation:
+    return Observation([], provenance, structured={"status": status})
+
+
+@pytest.mark.parametrize(
+    ("channel", "observation", "raised", "expected"),
+    [
+        ("http", _http(502), False, "failure"),  # the upstream's own 5xx
+        ("http", _http(504, Provenance.NONE), False, "failure"),  # simroute's: no answer in time
+        ("http", _http(404), False, "success"),
+        ("mcp", Observation.error("connection lost", Provenance.NONE), False, "failure"),
+        ("mcp", Observation.error("invalid params", Provenance.REAL), False, "success"),  # the tool's own error
+        ("shell", Observation([], Provenance.REAL, structured={"exit_code": 2}), False, "success"),
+        ("browser", Observation.error("address refused", Provenance.NONE), False, "success"),  # simroute's own refusal
+        ("browser", Observation.error("deadline", Provenance.NONE), True, "failure"),
+    ],
+)
+def test_what_counts_as_a_failure_of_the_real_side(channel, observation, raised, expected):
+    assert outcome_of(make_call(channel=channel), observation, raised=raised) == expected
