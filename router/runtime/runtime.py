@@ -7,6 +7,7 @@ them in `aclose()`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 
@@ -17,12 +18,15 @@ from backends.shell.sandboxes import Sandboxes
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
+from router.engine.guard_redis import RedisGuardState
+from router.engine.guard_state import Limits, LocalGuardState
 from router.engine.perturbing import Perturber
 from router.engine.pin_guard import PinGuard
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
 from router.engine.stated_facts import FactKeeper
 from router.engine.tool_catalog import ToolCatalog
+from router.engine.upstream_guard import UpstreamGuard
 from router.engine.watchers import NoiseWatch
 from router.http.access import ProxyGate, SessionCredentials
 from router.http.addresses import BrowserAddresses, ChannelAddresses
@@ -137,6 +141,7 @@ class Runtime:
             ],
             perturber=Perturber.from_config(config.perturbations),
             virtual=virtual_servers(config),
+            guard=self._upstream_guard(),
         )
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).
@@ -166,6 +171,16 @@ class Runtime:
         if self.config.store.redis_url is None:
             return LocalSessionState()
         return RedisSessionState(self.store, ttl_s=2 * self.config.sessions.idle_ttl_s)
+
+    def _upstream_guard(self) -> UpstreamGuard | None:
+        """The real side's protection: its state shared by the replicas of a Redis store."""
+        section = self.config.upstream_guard
+        if not section.enabled:
+            return None
+        state = LocalGuardState() if self.config.store.redis_url is None else RedisGuardState(self.store)
+        return UpstreamGuard(
+            state=state, limits_for=functools.lru_cache(maxsize=4096)(lambda upstream: Limits(**section.limits_for(upstream)))
+        )
 
     def _redis_shadow_queue(self):
         from shadow.worker import RedisShadowQueue
