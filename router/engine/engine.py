@@ -33,6 +33,7 @@ from backends.replay import ReplayBackend
 from policies import learned, rehearsal
 from policies.base import Policy, decide
 from policies.virtual import VirtualServers
+from router.engine.call_spans import CallTracer, as_current
 from router.engine.pending import Outcome, Pending
 from router.engine.perturbing import Perturber
 from router.engine.replay_modes import ReplayModes, replay_route
@@ -74,6 +75,7 @@ class Engine:
         watchers: Sequence[CallWatcher] = (),
         perturber: Perturber | None = None,
         virtual: VirtualServers | None = None,
+        tracer: CallTracer | None = None,
     ) -> None:
         self.policies = list(policies)
         self.records = records
@@ -91,6 +93,8 @@ class Engine:
         # What watches each call's events (router/engine/watchers.py): the record writer
         # first (every call leaves a record), then e.g. the noise learner.
         self.watchers: list[CallWatcher] = [RecordWriter(records), *watchers]
+        self.tracer = tracer  # a span per call (router/engine/call_spans.py); None: tracing off, no span
+        self.watchers += [tracer] if tracer is not None else []
         # Seeded perturbation plans (router/engine/perturbing.py); none: no call is perturbed.
         self.perturber = perturber or Perturber()
         # Virtual MCP servers (policies/virtual.py): no decision sends their calls real.
@@ -220,7 +224,7 @@ class Engine:
         deadline = pending.decision.deadline_s or self.deadline_for(call)  # a rule's deadline_s wins
         started = time.perf_counter()
         try:
-            with anyio.fail_after(deadline):
+            with anyio.fail_after(deadline), as_current(pending):  # what reaches the upstream continues the call's trace
                 return await real(call)
         except TimeoutError:
             # simroute's own answer (provenance none): never replayed as the upstream's.

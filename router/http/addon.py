@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from backends.http.decode import decode_bounded
 from backends.http.messages import HttpSettings, error_structured, make_call, observation_of, response_parts
 from router.config import HttpConfig
+from router.engine.call_spans import incoming, inject
 from router.engine.sessions import SessionRefusedError
 from router.http.access import Refused
 from router.http.addresses import reach_of
@@ -145,7 +146,8 @@ class HttpRouting:
         engine = self.engine
         websocket = request.headers.get("upgrade", "").lower() == "websocket"
         # A WebSocket may carry anything once open: written ahead like any side effect.
-        pending = await engine.begin(call, session, read_only=call.tool in READ_ONLY_METHODS and not websocket)
+        with incoming(engine.tracer, request.headers):  # the call's span continues the request's traceparent
+            pending = await engine.begin(call, session, read_only=call.tool in READ_ONLY_METHODS and not websocket)
         if websocket and pending.decision.route in (Route.SIM, Route.REPLAY):
             reason = (
                 f"simroute: a WebSocket cannot be {pending.decision.route}ed yet (only let through or refused): {pending.decision.reason}"
@@ -200,6 +202,7 @@ class HttpRouting:
             await self.engine.write_ahead(pending)  # a request with side effects is on record before it leaves
         except RecordError as exc:
             return Observation.error(str(exc))
+        inject(pending, flow.request.headers)  # tracing on: the upstream's parent is the call's span, in the same trace
         real = flow.metadata[REAL] = RealSide(pending, time.perf_counter(), note=note, websocket=websocket)
         real.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self.answers.expire, flow)
         return None
