@@ -53,7 +53,9 @@ class CallTracer(CallWatcher):
 
     async def finished(self, pending: Pending, record: Record) -> None:
         # A call refused before routing (`Engine.reject`, `remark`) was never decided: its span covers it from its start.
-        span = pending.metadata.pop(_SPAN, None) or self._open(pending, start_time=int(pending.ts * 1e9))
+        # Kept in the metadata once ended: the parent of the call's shadow work (shadow/shadow_span.py).
+        span = pending.metadata.get(_SPAN) or self._open(pending, start_time=int(pending.ts * 1e9))
+        pending.metadata[_SPAN] = span
         span.set_attributes(outcome_attributes(pending, record))
         error = error_type(record)
         if error is not None:

@@ -287,7 +287,8 @@ class Engine:
             await self._save_side_effects(session, session.side_effects - marks)
         if shadowed:
             assert self.shadow is not None
-            await self.shadow.submit(record, history)
+            with as_current(pending):  # tracing on: the shadow work's span is a child of the call's
+                await self.shadow.submit(record, history)
         return Outcome(observation, record)
 
     async def cancel(self, pending: Pending, reason: str = "cancelled by the agent before an answer") -> Outcome:

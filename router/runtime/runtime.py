@@ -141,6 +141,8 @@ class Runtime:
             tracer=call_tracer(),  # OTEL_EXPORTER_OTLP_ENDPOINT set: a span per call (trace_export.py)
         )
         self._trace_provider = None  # installed in start() when tracing is on
+        if self.engine.tracer is not None:  # the in-process shadow work's spans (shadow/shadow_span.py)
+            self.shadow_runner.tracer = self.engine.tracer.tracer
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).
         parts = RoutingParts(

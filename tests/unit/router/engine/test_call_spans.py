@@ -116,3 +116,23 @@ async def test_simulated_and_perturbed_routes_say_so(tmp_path):
     [span] = exporter.get_finished_spans()
     assert span.attributes["simroute.route"] == "sim" and span.attributes["simroute.provenance"] == "sim"
     assert "simroute.perturbation" not in span.attributes
+
+
+async def test_shadow_work_is_a_child_span_carrying_the_divergence(tmp_path):
+    from kit.engine import FakeSimulator, with_shadow
+
+    engine, exporter = await traced_engine(tmp_path, mode=Route.SHADOW)
+    runner = with_shadow(engine, engine.replay.store, FakeSimulator("sim says hi"))
+    runner.tracer = engine.tracer.tracer
+    await engine.handle(c("s1", q=1), Session("s1"), FakeReal())
+    await runner.wait(5)
+    call_span, shadow = exporter.get_finished_spans()
+    assert call_span.attributes["simroute.route"] == "shadow" and call_span.attributes["simroute.provenance"] == "real"
+    assert shadow.name == "shadow tool" and shadow.parent.span_id == call_span.context.span_id
+    assert shadow.context.trace_id == call_span.context.trace_id
+    assert shadow.attributes["simroute.provenance"] == "sim" and shadow.attributes["simroute.divergence"] > 0
+    assert (
+        shadow.attributes["simroute.divergence_kind"]
+        and shadow.attributes["simroute.record_id"] == call_span.attributes["simroute.record_id"]
+    )
+    await runner.aclose()
