@@ -107,15 +107,29 @@ async def test_without_a_tracer_no_span_is_made_and_headers_are_left_alone(tmp_p
     await engine.complete(pending, Observation([], Provenance.REAL))
 
 
-async def test_simulated_and_perturbed_routes_say_so(tmp_path):
+async def test_simulated_and_perturbed_calls_say_so(tmp_path):
     from kit.engine import FakeSimulator
 
-    engine, exporter = await traced_engine(tmp_path, mode=Route.SIM)
+    from policies.perturbation import PlanConfig, compile_plan
+    from router.engine.perturbing import Perturber
+
+    engine, exporter = await traced_engine(tmp_path / "sim", mode=Route.SIM)
     engine.simulator = FakeSimulator()
     await engine.handle(c("s1", q=1), Session("s1"), FakeReal())
-    [span] = exporter.get_finished_spans()
-    assert span.attributes["simroute.route"] == "sim" and span.attributes["simroute.provenance"] == "sim"
-    assert "simroute.perturbation" not in span.attributes
+    [simulated] = exporter.get_finished_spans()
+    assert simulated.attributes["simroute.route"] == "sim" and simulated.attributes["simroute.provenance"] == "sim"
+    assert "simroute.perturbation" not in simulated.attributes and "error.type" not in simulated.attributes
+
+    engine, exporter = await traced_engine(tmp_path / "real")
+    plan = PlanConfig.model_validate({"seed": 7, "rules": [{"name": "down", "kind": "error", "every": 2}]})
+    engine.perturber = Perturber({"p": compile_plan("p", plan)}, default="p")
+    session = Session("s1")
+    for n in range(2):
+        await engine.handle(c("s1", q=n), session, FakeReal())
+    untouched, faulted = exporter.get_finished_spans()
+    assert "simroute.perturbation" not in untouched.attributes and untouched.attributes["simroute.provenance"] == "real"
+    assert faulted.attributes["simroute.perturbation"] == "error" and faulted.attributes["simroute.provenance"] == "none"
+    assert faulted.attributes["simroute.route"] == "real" and faulted.attributes["error.type"] == "simroute"
 
 
 async def test_shadow_work_is_a_child_span_carrying_the_divergence(tmp_path):
