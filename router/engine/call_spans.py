@@ -173,16 +173,22 @@ def inject(pending: Pending, carrier: MutableMapping[str, str]) -> bool:
     return True
 
 
-def annotate_current(record: Record) -> None:
-    """Adds what simroute decided to the current span when it records (the front door's
-    own: fastmcp's server span of the MCP request), so the method span says it too."""
+def annotate_current(record: Record, *, method: str, target: str, tool_name: str | None = None) -> None:
+    """Names the current span `{method} {target}` (the MCP convention for a request's
+    server span) and adds the session, the tool and what simroute decided: the front
+    door's own span, fastmcp's server span of the MCP request, says the routing too."""
     span = trace.get_current_span()
-    if span.is_recording():
-        span.set_attributes(
-            {
-                "simroute.route": str(record.decision.route),
-                "simroute.policy": record.decision.policy,
-                "simroute.provenance": str(record.served.provenance),
-                "simroute.record_id": record.id,
-            }
-        )
+    if not span.is_recording():
+        return
+    span.update_name(f"{method} {target}")
+    attributes = {
+        "mcp.method.name": method,
+        "mcp.session.id": record.call.session_id,
+        "simroute.route": str(record.decision.route),
+        "simroute.policy": record.decision.policy,
+        "simroute.provenance": str(record.served.provenance),
+        "simroute.record_id": record.id,
+    }
+    if tool_name is not None:
+        attributes["gen_ai.tool.name"] = tool_name
+    span.set_attributes(attributes)

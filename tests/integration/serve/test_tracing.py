@@ -77,7 +77,7 @@ async def test_mcp_call_continues_the_agents_trace_to_the_upstream_and_exports_i
         result = await call_with_trace(port, "show_meta", header)
         denied = await call_with_trace(port, "delete_everything", denied_header)
         routed = receiver.wait_for(lambda s: s.attributes.get("gen_ai.operation.name") == "execute_tool" and s.trace_id == trace_id)
-        refused = receiver.wait_for(lambda s: s.attributes.get("gen_ai.tool.name") == "delete_everything" and s.trace_id == denied_trace)
+        refused = receiver.wait_for(lambda s: s.attributes.get("gen_ai.operation.name") == "execute_tool" and s.trace_id == denied_trace)
         server_spans = receiver.wait_for(lambda s: s.trace_id == trace_id and s.parent_span_id == agent_span)
 
     # The upstream received the agent's trace, its parent now a span of simroute's.
@@ -96,7 +96,8 @@ async def test_mcp_call_continues_the_agents_trace_to_the_upstream_and_exports_i
 
     # The chain: agent -> the MCP front door's server span -> the call's span -> ... -> the upstream.
     [front] = server_spans
-    assert front.kind == 2 and front.attributes["mcp.method.name"] == "tools/call"
+    assert front.kind == 2 and front.name == "tools/call show_meta" and front.attributes["mcp.method.name"] == "tools/call"
+    assert front.attributes["gen_ai.tool.name"] == "show_meta" and front.attributes["mcp.session.id"] == attributes["mcp.session.id"]
     assert front.attributes["simroute.route"] == "real" and front.attributes["simroute.provenance"] == "real"
     assert span.parent_span_id == front.span_id
     by_id = {s.span_id: s for s in receiver.spans if s.trace_id == trace_id}
@@ -109,6 +110,7 @@ async def test_mcp_call_continues_the_agents_trace_to_the_upstream_and_exports_i
     # A denied call: its span says so, with the error type.
     assert denied.is_error and meta_of(denied)["route"] == "deny"
     [refusal] = refused
+    assert refusal.name == "execute_tool delete_everything"
     assert refusal.attributes["simroute.route"] == "deny" and refusal.attributes["simroute.provenance"] == "none"
     assert refusal.attributes["simroute.policy"] == "rules:no-deletes" and refusal.attributes["error.type"] == "denied"
 
