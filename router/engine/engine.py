@@ -35,6 +35,7 @@ from backends.replay import ReplayBackend
 from policies import learned, rehearsal
 from policies.base import Policy, decide
 from policies.virtual import VirtualServers
+from router.engine.call_spans import CallTracer, as_current
 from router.engine.guard_shapes import refusal_observation
 from router.engine.guard_state import Outcome as GuardOutcome
 from router.engine.pending import Outcome, Pending
@@ -81,6 +82,7 @@ class Engine:
         perturber: Perturber | None = None,
         virtual: VirtualServers | None = None,
         guard: UpstreamGuard | None = None,
+        tracer: CallTracer | None = None,
     ) -> None:
         self.policies = list(policies)
         self.records = records
@@ -98,6 +100,8 @@ class Engine:
         # What watches each call's events (router/engine/watchers.py): the record writer
         # first (every call leaves a record), then e.g. the noise learner.
         self.watchers: list[CallWatcher] = [RecordWriter(records), *watchers]
+        self.tracer = tracer  # a span per call (router/engine/call_spans.py); None: tracing off, no span
+        self.watchers += [tracer] if tracer is not None else []
         # Seeded perturbation plans (router/engine/perturbing.py); none: no call is perturbed.
         self.perturber = perturber or Perturber()
         # Virtual MCP servers (policies/virtual.py): no decision sends their calls real.
@@ -233,7 +237,8 @@ class Engine:
         outcome = GuardOutcome.NEUTRAL  # cancelled or never sent: nothing learned about the real side
         try:
             await self.write_ahead(pending)
-            observation, raised = await call_real(call, real, deadline)
+            with as_current(pending):  # what reaches the upstream continues the call's trace
+                observation, raised = await call_real(call, real, deadline)
             outcome = outcome_of(call, observation, raised=raised)
             return observation
         finally:
@@ -286,7 +291,8 @@ class Engine:
             await self._save_side_effects(session, session.side_effects - marks)
         if shadowed:
             assert self.shadow is not None
-            await self.shadow.submit(record, history)
+            with as_current(pending):  # tracing on: the shadow work's span is a child of the call's
+                await self.shadow.submit(record, history)
         return Outcome(observation, record)
 
     async def cancel(self, pending: Pending, reason: str = "cancelled by the agent before an answer") -> Outcome:

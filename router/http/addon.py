@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from backends.http.decode import decode_bounded
 from backends.http.messages import HttpSettings, error_structured, make_call, observation_of, response_parts
 from router.config import HttpConfig
+from router.engine.call_spans import incoming, inject
 from router.engine.guard_shapes import refusal_observation
 from router.engine.guard_state import Outcome
 from router.engine.real_calls import admit_real, release_real
@@ -151,7 +152,8 @@ class HttpRouting:
         engine = self.engine
         websocket = request.headers.get("upgrade", "").lower() == "websocket"
         # A WebSocket may carry anything once open: written ahead like any side effect.
-        pending = await engine.begin(call, session, read_only=call.tool in READ_ONLY_METHODS and not websocket)
+        with incoming(engine.tracer, request.headers):  # the call's span continues the request's traceparent
+            pending = await engine.begin(call, session, read_only=call.tool in READ_ONLY_METHODS and not websocket)
         if websocket and pending.decision.route in (Route.SIM, Route.REPLAY):
             reason = (
                 f"simroute: a WebSocket cannot be {pending.decision.route}ed yet (only let through or refused): {pending.decision.reason}"
@@ -211,6 +213,7 @@ class HttpRouting:
             if ticket is not None:
                 await release_real(self.engine.guard, ticket, Outcome.NEUTRAL)
             return Observation.error(str(exc))
+        inject(pending, flow.request.headers)  # tracing on: the upstream's parent is the call's span, in the same trace
         real = flow.metadata[REAL] = RealSide(pending, time.perf_counter(), note=note, websocket=websocket, ticket=ticket)
         real.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self.answers.expire, flow)
         return None

@@ -35,6 +35,7 @@ from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
 from router.runtime.collector import settle_after_start
 from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
+from router.runtime.trace_export import call_tracer, start_export, stop_export
 from router.runtime.world import ExampleLookup, build_engine, build_simulator, tools_of
 from router.types import Call
 from shadow.compare.noise import NoiseRule
@@ -142,7 +143,11 @@ class Runtime:
             perturber=Perturber.from_config(config.perturbations),
             virtual=virtual_servers(config),
             guard=self._upstream_guard(),
+            tracer=call_tracer(),  # OTEL_EXPORTER_OTLP_ENDPOINT set: a span per call (trace_export.py)
         )
+        self._trace_provider = None  # installed in start() when tracing is on
+        if self.engine.tracer is not None:  # the in-process shadow work's spans (shadow/shadow_span.py)
+            self.shadow_runner.tracer = self.engine.tracer.tracer
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).
         parts = RoutingParts(
@@ -260,6 +265,8 @@ class Runtime:
         self.engine.redactor = self.shadow_runner.redactor = redactor
 
     async def start(self) -> Runtime:
+        if self.engine.tracer is not None and self._trace_provider is None:
+            self._trace_provider = start_export()
         await self.open_store()
         for server in self.config.upstreams:  # the gate's MCP annotations, as last listed (a virtual server's: declared)
             self.tool_catalog.update(server, tools_of(self.config, self.store, server))
@@ -348,6 +355,9 @@ class Runtime:
         await self.world_model.aclose()
         await self.records.aclose()
         await self.store.aclose()
+        if self._trace_provider is not None:  # the spans still queued, flushed within the exporter's timeout
+            await asyncio.to_thread(stop_export, self._trace_provider)
+            self._trace_provider = None
         log.info("stopped")
 
     @property
