@@ -8,6 +8,7 @@ original, so the cause stays in the traceback and callers catch one tree:
     BackendError                      any backend failure (RuntimeError, as before)
     ├── BackendUnavailable            the real side cannot run here or now
     │   ├── shell.owned.SandboxesClosed           the router is stopping
+    │   ├── BackendLost                            the session's sandbox or browser is on another replica
     │   ├── mcp.upstream.UpstreamError            an upstream MCP server did not start
     │   └── world_model.engine.ModelUnavailable   no model file, no model server
     ├── DeadlineExceeded              the work did not finish within its deadline
@@ -45,6 +46,13 @@ class BackendUnavailable(BackendError):
     engine checks; the message names what is missing and how to get it. The MCP
     middleware answers the call with "simroute: <message>" (no real call was
     made); the simulated route keeps working."""
+
+
+class BackendLost(BackendUnavailable):
+    """A session's real stateful backend (its shell sandbox, its browser) lives on
+    another router replica, dead or alive: this replica does not start a fresh one in
+    its place (the agent would act on a world that lost what its earlier calls did).
+    The message names the backend and the replica."""
 
 
 class DeadlineExceeded(BackendError):

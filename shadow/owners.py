@@ -2,6 +2,11 @@
 
 A leaf module (imports nothing of simroute): records and sandboxes both carry an
 owner, and whoever finds an owner gone (a killed router) cleans up after it.
+
+On its own host a process is judged by /proc. Another host's process can only be
+judged through the replica leases of a shared Redis store
+(`shadow/store/redis/replicas.py`): `owner_judge(live)` counts an owner of another
+host alive while its lease runs, dead once it ran out.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 
@@ -28,14 +34,21 @@ def process_identity(pid: int) -> str | None:
     return f"{socket.gethostname()}:{pid}:{start_time}"
 
 
-def owner_is_alive(owner: str) -> bool:
-    """False only for an owner identity of this host whose process is gone."""
+def owner_is_alive(owner: str, live_elsewhere: Collection[str] | None = None) -> bool:
+    """False for an owner identity of this host whose process is gone, and (given the
+    replicas whose lease runs, `live_elsewhere`) for another host's owner without one."""
     host, pid, start_time = (owner.split(":") + ["", "", ""])[:3]
     if not (pid.isdigit() and start_time.isdigit()) or owner.count(":") != 2:
         return True  # not an identity simroute writes: not ours to judge
     if host != socket.gethostname():
-        return True  # another machine's router (shared engine): not ours to judge
+        # Another machine's router: judged by its lease when leases are kept, else not ours to judge.
+        return live_elsewhere is None or owner in live_elsewhere
     return process_identity(int(pid)) == owner
+
+
+def owner_judge(live_elsewhere: Collection[str] | None) -> Callable[[str], bool]:
+    """`owner_is_alive` with the replicas whose lease runs (None: no leases kept)."""
+    return lambda owner: owner_is_alive(owner, live_elsewhere)
 
 
 @functools.cache

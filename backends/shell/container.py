@@ -14,6 +14,7 @@ container without simroute's owner label.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -62,10 +63,11 @@ def create_options(config: ShellConfig, *, owner: str) -> dict[str, Any]:
     }
 
 
-def reap_orphans(client: Any) -> tuple[list[str], list[str]]:
+def reap_orphans(client: Any, is_alive: Callable[[str], bool] = owner_is_alive) -> tuple[list[str], list[str]]:
     """Remove sandboxes whose owning router is gone, in parallel. Only containers
     carrying simroute's owner label are considered, and only those of a gone
-    owner on this host removed. Returns (removed names, "name: why" of failures):
+    owner removed (`is_alive`: by default, an owner of this host whose process is
+    gone; with replica leases, another host's owner whose lease ran out too). Returns (removed names, "name: why" of failures):
     a removal that fails is reported, never stops the router from starting."""
     from backends.docker_engine import ENGINE_ERRORS
     from backends.shell.owned import remove_container
@@ -73,7 +75,7 @@ def reap_orphans(client: Any) -> tuple[list[str], list[str]]:
     orphans = [
         container
         for container in client.containers.list(all=True, filters={"label": OWNER_LABEL})
-        if not owner_is_alive(container.labels.get(OWNER_LABEL, ""))
+        if not is_alive(container.labels.get(OWNER_LABEL, ""))
     ]
 
     def remove(container: Any) -> str | None:

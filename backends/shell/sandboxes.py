@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,10 @@ class Sandboxes:
         self._filler: asyncio.Task[None] | None = None
         self._owned: OwnedContainers | None = None  # every container started, tied to this process's life
         self._closing = False
+        # Asked before a session's sandbox is opened here (with several replicas: is the
+        # session's sandbox on another one?); raises BackendUnavailable to refuse it.
+        self.before_open: Callable[[str], Awaitable[None]] | None = None
+        self.after_close: Callable[[str], Awaitable[None]] | None = None  # told when a session's sandbox closed
 
     # --- lifecycle ----------------------------------------------------------------
 
@@ -126,6 +131,12 @@ class Sandboxes:
         if shell is not None:
             return shell
         opening = self._opening.get(session_id)
+        if opening is None and self.before_open is not None:
+            await self.before_open(session_id)
+            shell = self._sessions.get(session_id)  # opened by a call that did not wait for the claim
+            if shell is not None:
+                return shell
+            opening = self._opening.get(session_id)
         if opening is None:
             # Registered before the task exists: under an eager task factory (mitmproxy sets
             # one on the loop it runs on, as in `simroute serve`) the task's first step runs
@@ -174,6 +185,14 @@ class Sandboxes:
             await shell.copy_workspace(self.workspace)
 
     async def close_session(self, session_id: str) -> None:
+        held = self.holds(session_id)
+        try:
+            await self._close_session(session_id)
+        finally:
+            if held and self.after_close is not None:
+                await self.after_close(session_id)
+
+    async def _close_session(self, session_id: str) -> None:
         shell = self._sessions.pop(session_id, None)
         if shell is not None:
             await shell.aclose()

@@ -312,6 +312,9 @@ class ServiceConfig(Strict):
 class SessionsConfig(Strict):
     idle_ttl_s: PositiveFloat = Field(default=1800.0, description="Close agent sessions idle this long, with their upstreams.")
     max_open: PositiveInt = Field(default=256, description="Cap on open agent sessions; past it a new session's calls get a clear error.")
+    replica_lease_s: float = Field(
+        default=15.0, ge=1.0, description="Redis store: a replica's lease (renewed every third); past it, live replicas reap what it left."
+    )
 
 
 SafetyClassName = Literal["safe", "side_effect", "destructive"]

@@ -53,7 +53,7 @@ class SessionRegistry:
         self.idle_ttl_s = idle_ttl_s
         self.max_open = max_open
         self.on_close = on_close
-        # Told (session id, why) after a session closed: "closed" or "reaped".
+        # Told (session id, why) after a session closed: "closed", "reaped" or "stopped" (the router stopped).
         self.closed_listeners: list[Callable[[str, str], Awaitable[None]]] = []
         self._sessions: dict[str, Session] = {}
         self._explicit: set[str] = set()
@@ -166,4 +166,4 @@ class SessionRegistry:
                 pass
             self._reaper = None
         for session_id in list(self._sessions):
-            await self.close(session_id)
+            await self.close(session_id, "stopped")  # the router stops: with shared state, another replica may go on

@@ -5,11 +5,16 @@ reaper frees it when idle, the same cap counts it, and every step goes through t
 same MCP server and engine an agent's call goes through — in-process, with the
 episode's session as the caller (`EPISODE_SESSION`). So a step is routed, recorded and
 answered exactly as the agent's call would be.
+
+With a Redis store the episodes are shared (`shared.py`): a replica that does not
+hold an episode takes it over from its row (`lookup`), and its steps go on with the
+same seed, options, world, history and counters.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import re
 import secrets
@@ -26,6 +31,7 @@ from router.episodes import http_tool
 from router.episodes.episode import Episode, infra_failure
 from router.episodes.options import EpisodeOptions
 from router.episodes.routes import EpisodeRoutes, shell_is_real
+from router.episodes.shared import EpisodeRow, EpisodeShare, LocalEpisodes, SharedEpisodes
 from router.episodes.verifiers import VerifierError, run_verifier
 from router.mcp.identity import EPISODE_SESSION
 from router.types import Call, Session
@@ -67,6 +73,7 @@ class EpisodeHost:
         self.routes = EpisodeRoutes(runtime)
         self.http = http_tool.EpisodeHttp(runtime)
         self._episodes: dict[str, Episode] = {}  # by session id
+        self.share = _episode_share(runtime)
         runtime.sessions.closed_listeners.append(self._session_closed)
 
     # --- lookup -----------------------------------------------------------------------
@@ -80,6 +87,64 @@ class EpisodeHost:
         episode = self._episodes.get(self.session_id_of(token, episode_id))
         if episode is None:
             raise EpisodeError(f"simroute: no episode {episode_id!r} (never reset, or closed)", 404)
+        return episode
+
+    async def lookup(self, token: str | None, episode_id: str) -> Episode:
+        """`get`, or (episodes shared through Redis) the episode another replica opened,
+        taken over here; EpisodeError(404) when no replica knows it."""
+        try:
+            return self.get(token, episode_id)
+        except EpisodeError:
+            if not self.share.shared or not _EPISODE_ID.fullmatch(episode_id):
+                raise
+        session_id = self.session_id_of(token, episode_id)
+        row = await self.share.load(session_id)
+        if row is None or row.forgotten or row.token != token:
+            raise EpisodeError(f"simroute: no episode {episode_id!r} (never reset, or closed)", 404)
+        return self._get_or_adopt(session_id, row)
+
+    def _get_or_adopt(self, session_id: str, row: EpisodeRow) -> Episode:
+        found = self._episodes.get(session_id)  # taken over by a request that read the row too
+        if found is not None:
+            return found
+        parsed = EpisodeOptions.parse(row.options, self.runtime.config)
+        session = self._session(session_id, parsed, row.seed)
+        session.world = dict(row.world)
+        episode = Episode(row.id, row.token, session, row.seed, parsed, created=row.created, steps=row.steps)
+        episode.infra_error, episode.ended, episode.last_reward = row.infra_error, row.ended, row.reward
+        if episode.ended is None:
+            try:
+                self.runtime.sessions.open(session)
+            except SessionLimitError as exc:
+                raise EpisodeCapacityError(f"simroute: at capacity: {exc}") from exc
+            except ValueError as exc:  # closed here before: its end is this replica's word
+                raise EpisodeError(f"simroute: episode {row.id!r} has ended on this replica", 409) from exc
+        self._episodes[session_id] = episode
+        log.info("episode %s taken over from replica %s at step %d", row.id, row.replica or "?", row.steps)
+        return episode
+
+    def _session(self, session_id: str, parsed: EpisodeOptions, seed: int | None) -> Session:
+        config = self.runtime.config
+        return Session(
+            id=session_id,
+            idle_ttl_s=parsed.ttl_s or config.episodes.idle_ttl_s,
+            seed=seed,
+            policies=self.routes.chain(parsed),
+            world={"*": world} if (world := parsed.world_text(config)) is not None else {},
+            replay_from=parsed.recording,
+            scope=parsed.scope(config),
+            answered={},
+            perturbation=parsed.perturbation_plan(config),  # drawn from the episode's seed
+        )
+
+    async def refresh(self, episode: Episode) -> Episode:
+        """The episode as the replicas share it (its steps, flags and end), for `state`."""
+        row = await self.share.load(episode.session_id) if self.share.shared else None
+        if row is not None:
+            episode.steps = max(episode.steps, row.steps)
+            episode.infra_error = episode.infra_error or row.infra_error
+            episode.ended = episode.ended or row.ended
+            episode.last_reward = row.reward if row.reward is not None else episode.last_reward
         return episode
 
     def open_episodes(self, token: str | None) -> int:
@@ -108,25 +173,22 @@ class EpisodeHost:
             raise EpisodeCapacityError(
                 f"simroute: at capacity: {cap} episodes are open for this token (episodes.max_open_per_token); close one and reset again"
             )
-        session = Session(
-            id=self.session_id_of(token, episode_id),
-            idle_ttl_s=parsed.ttl_s or config.episodes.idle_ttl_s,
-            seed=seed,
-            policies=self.routes.chain(parsed),
-            world={"*": world} if (world := parsed.world_text(config)) is not None else {},
-            replay_from=parsed.recording,
-            scope=parsed.scope(config),
-            answered={},
-            perturbation=parsed.perturbation_plan(config),  # drawn from the episode's seed
-        )
+        session = self._session(self.session_id_of(token, episode_id), parsed, seed)
+        exists = EpisodeError(f"simroute: episode {episode_id!r} exists already (ids are not reused)", 409)
         if self.runtime.sessions.find(session.id) is not None or self.runtime.sessions.ended(session.id) is not None:
-            raise EpisodeError(f"simroute: episode {episode_id!r} exists already (ids are not reused)", 409)
+            raise exists
+        row = EpisodeRow(episode_id, token, seed, options or {}, session.world, time.time(), replica=self.runtime.replica.identity)
+        if not await self.share.create(session.id, row):  # another replica's episode
+            raise exists
         try:
             self.runtime.sessions.open(session)
         except SessionLimitError as exc:
+            await self.share.update(session.id, ended="refused", forgotten=True)
             raise EpisodeCapacityError(f"simroute: at capacity: {exc}") from exc
-        episode = self._episodes[session.id] = Episode(episode_id, token, session, seed, parsed)
+        episode = self._episodes[session.id] = Episode(episode_id, token, session, seed, parsed, created=row.created)
         await self._initial_files(episode)
+        if session.world != row.world or episode.infra_error:  # the files told to a simulated shell
+            await self.share.update(session.id, world=json.dumps(session.world), infra_error=episode.infra_error)
         await self.runtime.engine.remark(
             Call("episode", "simroute", "reset", {"episode_id": episode_id, "seed": seed, "options": options or {}}, session.id),
             session,
@@ -173,7 +235,10 @@ class EpisodeHost:
         if kind == "call_tool" and (not isinstance(tool_name, str) or not isinstance(arguments, dict)):
             raise EpisodeError("simroute: a call_tool action has a string 'tool_name' and an object 'arguments'", 422)
         started = time.perf_counter()
-        episode.steps += 1
+        episode.steps, ended = await self.share.step(episode.session_id, episode.steps)
+        if ended is not None:  # ended by another replica (closed there, or reaped)
+            episode.ended = ended
+            raise EpisodeError(f"simroute: episode {episode.id!r} has ended ({ended})", 409)
         episode.session.touch()
         marker = EPISODE_SESSION.set(episode.session_id)
         try:
@@ -188,6 +253,8 @@ class EpisodeHost:
         finally:
             EPISODE_SESSION.reset(marker)
         failed = infra_failure(observation.get("result") or {})
+        if failed and not episode.infra_error:
+            await self.share.update(episode.session_id, infra_error=True)
         episode.infra_error = episode.infra_error or failed
         info = {
             "episode_id": episode.id,
@@ -243,6 +310,7 @@ class EpisodeHost:
             await self._remark(episode, "verify", f"verifier {name!r} failed: {exc}")
             raise EpisodeError(f"simroute: {exc}", 422) from exc
         episode.last_reward = reward
+        await self.share.update(episode.session_id, reward=reward)
         await self._remark(episode, "verify", f"verifier {name!r}: reward {reward:g}", {"reward": reward, "verifier": name})
         return reward
 
@@ -250,6 +318,7 @@ class EpisodeHost:
         """Idempotent: closing an ended episode forgets it."""
         if episode.ended is None:
             await self.runtime.sessions.close(episode.session_id, "closed")
+        await self.share.update(episode.session_id, ended=episode.ended or "closed", forgotten=True)
         self._episodes.pop(episode.session_id, None)
 
     async def _session_closed(self, session_id: str, reason: str) -> None:
@@ -259,13 +328,17 @@ class EpisodeHost:
             return
         episode.ended = reason
         self._forget_oldest_ended()
+        if reason != "stopped":  # a replica stopping leaves its shared episodes to the others
+            row = await self.share.load(session_id) if reason == "reaped" and self.share.shared else None
+            if row is None or row.replica == self.runtime.replica.identity:  # not reaped here while another replica steps it
+                await self.share.update(session_id, ended=reason)
         if reason == "reaped":  # stays readable (state) until the client closes it, then forgotten
             idle = episode.session.idle_ttl_s or self.runtime.sessions.idle_ttl_s
             await self._remark(
                 episode, "close", f"episode {episode.id} reaped after {idle:g}s idle; its sandbox, browser and upstreams were freed"
             )
         else:
-            await self._remark(episode, "close", f"episode {episode.id} closed")
+            await self._remark(episode, "close", f"episode {episode.id} {reason}")
 
     def _forget_oldest_ended(self) -> None:
         ended = [key for key, episode in self._episodes.items() if episode.ended is not None]
@@ -275,6 +348,15 @@ class EpisodeHost:
     async def _remark(self, episode: Episode, tool: str, text: str, structured: dict[str, Any] | None = None) -> None:
         call = Call("episode", "simroute", tool, {"episode_id": episode.id}, episode.session_id)
         await self.runtime.engine.remark(call, episode.session, policy="episodes", text=text, structured=structured)
+
+
+def _episode_share(runtime: Runtime) -> EpisodeShare:
+    if runtime.config.store.redis_url is None:
+        return LocalEpisodes()
+    from shadow.store.redis.episode_rows import RedisEpisodeRows
+
+    ttl_s = max(86400.0, 2 * runtime.config.episodes.idle_ttl_s)  # an ended episode stays readable a day
+    return SharedEpisodes(RedisEpisodeRows(runtime.store, ttl_s=ttl_s), runtime.replica.identity)
 
 
 def _parent(path: str) -> str:

@@ -25,7 +25,7 @@ class EpisodeMcpEndpoint:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         episode_id = scope.get("path_params", {}).get("episode_id", "")
         try:
-            episode = self.host.get(token_in(scope), episode_id)
+            episode = await self.host.lookup(token_in(scope), episode_id)
             if episode.ended is not None:
                 raise EpisodeError(f"simroute: episode {episode_id!r} has ended ({episode.ended})", 409)
         except EpisodeError as exc:

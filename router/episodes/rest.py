@@ -8,7 +8,8 @@
     DELETE /episodes/{id}             close (idempotent)
 
 The MCP URL of an episode (`/mcp/e/{id}`) is in the reset's answer. A caller's token
-(when tokens are on) namespaces its episodes: another token's id is a 404.
+(when tokens are on) namespaces its episodes: another token's id is a 404. With a
+Redis store any replica answers for any episode (router/episodes/shared.py).
 """
 
 from __future__ import annotations
@@ -107,24 +108,24 @@ def episodes_router(host: EpisodeHost) -> APIRouter:
     @api.get("/episodes/{episode_id}", response_model=EpisodeState, summary="An episode's state")
     @api.get("/episodes/{episode_id}/state", response_model=EpisodeState, summary="An episode's state")
     async def state(episode_id: str, request: Request) -> dict[str, Any]:
-        return host.get(token_of(request), episode_id).state()
+        return (await host.refresh(await host.lookup(token_of(request), episode_id))).state()
 
     @api.post("/episodes/{episode_id}/step", response_model=StepResponse, summary="Take one action")
     async def step(episode_id: str, action: Action, request: Request) -> Response:
-        episode = host.get(token_of(request), episode_id)
+        episode = await host.lookup(token_of(request), episode_id)
         # The host's answer as it is (StepResponse documents it): validated again it would
         # cost the hot path ~1 ms a step.
         return Response(orjson.dumps(await host.step(episode, action.model_dump())), media_type="application/json")
 
     @api.post("/episodes/{episode_id}/verify", response_model=VerifyResponse, summary="Score the episode with its verifier")
     async def verify(episode_id: str, request: Request) -> dict[str, Any]:
-        episode = host.get(token_of(request), episode_id)
+        episode = await host.lookup(token_of(request), episode_id)
         return {"episode_id": episode.id, "reward": await host.verify(episode)}
 
     @api.delete("/episodes/{episode_id}", status_code=204, summary="Close the episode (idempotent)")
     async def close(episode_id: str, request: Request) -> Response:
         try:
-            episode = host.get(token_of(request), episode_id)
+            episode = await host.lookup(token_of(request), episode_id)
         except EpisodeError:  # closing what is not open is done already: idempotent
             return Response(status_code=204)
         await host.close(episode)

@@ -35,12 +35,12 @@ from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
 from router.runtime.collector import settle_after_start
 from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
+from router.runtime.replica import replica_presence
 from router.runtime.trace_export import call_tracer, start_export, stop_export
 from router.runtime.world import ExampleLookup, build_engine, build_simulator, tools_of
 from router.types import Call
 from shadow.compare.noise import NoiseRule
 from shadow.noise_learner import NoiseLearner
-from shadow.owners import owner_is_alive
 from shadow.runner import ShadowRunner
 from shadow.store.protocol import ReplaySource
 from shadow.store.record_log import RecordLog
@@ -68,6 +68,8 @@ class Runtime:
             if config.shell.enabled
             else None
         )
+        # One replica of several on a Redis store: its lease, reaping, sandbox claims (replica.py).
+        self.replica = replica_presence(config, self.store, self.shell)
         self.sessions = SessionRegistry(
             idle_ttl_s=config.sessions.idle_ttl_s,
             max_open=config.sessions.max_open,
@@ -224,7 +226,8 @@ class Runtime:
         await self.store.open()
         await self._load_redaction()
         await self.records.start()
-        interrupted = await self.store.interrupt_orphans(owner_is_alive)
+        self.replica.interrupt = self.store.interrupt_orphans
+        interrupted = await self.store.interrupt_orphans(await self.replica.judge())
         if interrupted:
             log.warning("%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted)
         await self.prune()
@@ -268,6 +271,7 @@ class Runtime:
         if self.engine.tracer is not None and self._trace_provider is None:
             self._trace_provider = start_export()
         await self.open_store()
+        await self.replica.start()  # after the store: the lease is in it
         for server in self.config.upstreams:  # the gate's MCP annotations, as last listed (a virtual server's: declared)
             self.tool_catalog.update(server, tools_of(self.config, self.store, server))
         self.sessions.start()
@@ -353,6 +357,7 @@ class Runtime:
         if self.proxy is not None:
             await self.proxy.aclose()
         await self.world_model.aclose()
+        await self.replica.aclose()
         await self.records.aclose()
         await self.store.aclose()
         if self._trace_provider is not None:  # the spans still queued, flushed within the exporter's timeout

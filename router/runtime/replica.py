@@ -1,0 +1,177 @@
+"""This router as one replica of several on a Redis store: its lease, the reaping of
+what dead replicas left, and the claims on sessions' real stateful backends.
+
+- The lease (`shadow/store/redis/replicas.py`) is renewed every third of
+  `sessions.replica_lease_s` by a named background task. A replica killed on any host
+  stops renewing; once its lease ran out, a live replica marks the calls it left
+  `started` interrupted and removes the sandbox and browser containers it left on a
+  Docker engine they share. Without Redis there are no leases: a process of this host
+  is judged by /proc, another host's is never judged.
+- A backend claim names the replica holding a session's real sandbox (or browser). A
+  session served by another replica — its own died, or a balancer moved it — gets a
+  clear error naming the lost backend (`BackendLost`), never a fresh sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from backends.errors import BackendLost
+from shadow.owners import owner_judge, this_process_owner
+from shadow.store.protocol import StoreError
+from shadow.store.redis.replicas import RedisBackendClaims, RedisReplicaLeases
+
+if TYPE_CHECKING:
+    from backends.shell.sandboxes import Sandboxes
+    from router.config import Config
+
+log = logging.getLogger("simroute.replica")
+
+# Reaping reads every started record: not at every renewal.
+REAP_EVERY_RENEWALS = 3
+
+
+class ReplicaPresence:
+    def __init__(self, leases: RedisReplicaLeases | None, claims: RedisBackendClaims | None, *, identity: str | None = None) -> None:
+        self.leases = leases
+        self.claims = claims
+        self.identity = identity or this_process_owner()
+        # What the reaper removes besides records: the Docker containers of dead owners
+        # (given the owner judge; returns what it removed), set by the runtime.
+        self.container_reapers: list[Callable[[Callable[[str], bool]], Awaitable[list[str]]]] = []
+        self.interrupt: Callable[[Callable[[str], bool]], Awaitable[int]] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def shared(self) -> bool:
+        return self.leases is not None
+
+    async def start(self) -> None:
+        if self.leases is None or self._task is not None:
+            return
+        try:
+            await self.leases.renew(self.identity)
+        except StoreError as exc:
+            log.warning("replica lease not renewed (Redis unreachable): %s", exc)
+        self._task = asyncio.get_running_loop().create_task(self._renew_forever(), name="simroute-replica-lease")
+
+    async def judge(self) -> Callable[[str], bool]:
+        """Whether an owner identity is alive: /proc for this host, leases for others
+        (when Redis cannot say, another host's owner counts alive: nothing is reaped)."""
+        if self.leases is None:
+            return owner_judge(None)
+        try:
+            return owner_judge(await self.leases.live() | {self.identity})
+        except StoreError as exc:
+            log.warning("replica leases unreadable, other hosts' owners count alive: %s", exc)
+            return owner_judge(None)
+
+    async def reap(self) -> tuple[int, list[str]]:
+        """(records marked interrupted, containers removed) of dead replicas."""
+        is_alive = await self.judge()
+        interrupted = await self.interrupt(is_alive) if self.interrupt is not None else 0
+        removed: list[str] = []
+        for reaper in self.container_reapers:
+            removed += await reaper(is_alive)
+        if interrupted:
+            log.warning("%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted)
+        if removed:
+            log.info("removed %d container(s) left by a stopped router: %s", len(removed), ", ".join(removed))
+        return interrupted, removed
+
+    async def _renew_forever(self) -> None:
+        assert self.leases is not None
+        interval = self.leases.lease_s / 3
+        renewals = 0
+        while True:
+            await asyncio.sleep(interval)
+            renewals += 1
+            try:
+                await self.leases.renew(self.identity)
+                if renewals % REAP_EVERY_RENEWALS == 0:
+                    await self.reap()
+            except StoreError as exc:
+                log.warning("replica lease: %s", exc)
+            except Exception:  # the task's boundary: one failed reaping must not stop the renewals
+                log.exception("reaping what stopped replicas left failed")
+
+    # --- backend claims ---------------------------------------------------------------
+
+    async def claim(self, session_id: str, kind: str, what: str) -> None:
+        """Before a real `kind` backend (shell, browser) is opened for a session here.
+        Raises BackendLost when another replica holds the session's; Redis unreachable:
+        the claim is skipped (the backend opens, as with one replica)."""
+        if self.claims is None:
+            return
+        try:
+            holder = await self.claims.claim(session_id, kind, self.identity)
+        except StoreError as exc:
+            log.warning("session %s: %s not claimed: %s", session_id[:8], what, exc)
+            return
+        if holder == self.identity:
+            return
+        alive = (await self.judge())(holder)
+        if alive:
+            raise BackendLost(
+                f"this session's {what} lives on replica {holder}, and this call reached replica {self.identity}: "
+                "send the session's calls to the replica that holds it (a sticky load balancer), or start a new session"
+            )
+        raise BackendLost(
+            f"this session's {what} was lost with replica {holder}, which stopped (no fresh one is started in its place: "
+            "what the session's earlier commands did is gone); start a new session or episode"
+        )
+
+    async def release(self, session_id: str, kind: str) -> None:
+        if self.claims is None:
+            return
+        try:
+            await self.claims.release(session_id, kind, self.identity)
+        except StoreError as exc:
+            log.warning("session %s: %s claim not released: %s", session_id[:8], kind, exc)
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        if self.leases is not None:
+            try:
+                await self.leases.drop(self.identity)
+            except StoreError as exc:
+                log.warning("replica lease not given up: %s", exc)
+
+
+def replica_presence(config: Config, store: Any, shell: Sandboxes | None) -> ReplicaPresence:
+    """Leases and claims in the Redis store; none with the embedded one (one router)."""
+    if config.store.redis_url is None:
+        return ReplicaPresence(None, None)
+    sessions = config.sessions
+    presence = ReplicaPresence(
+        RedisReplicaLeases(store, lease_s=sessions.replica_lease_s), RedisBackendClaims(store, ttl_s=2 * sessions.idle_ttl_s)
+    )
+    if shell is not None:
+        shell.before_open = lambda session_id: presence.claim(session_id, "shell", "shell sandbox")
+        shell.after_close = lambda session_id: presence.release(session_id, "shell")
+        presence.container_reapers.append(lambda is_alive: _reap_containers(shell, is_alive))
+    return presence
+
+
+async def _reap_containers(shell: Sandboxes, is_alive: Callable[[str], bool]) -> list[str]:
+    """Sandbox and browser containers (one owner label) of dead routers, on the Docker
+    engine the shell reached."""
+    from backends.docker_engine import ENGINE_ERRORS
+    from backends.shell.container import reap_orphans
+
+    if shell.client is None:
+        return []
+    try:
+        removed, failed = await asyncio.to_thread(reap_orphans, shell.client, is_alive)
+    except ENGINE_ERRORS as exc:
+        log.warning("listing containers left by stopped routers failed: %s", exc)
+        return []
+    for failure in failed:
+        log.warning("could not remove a container left by a stopped router (%s)", failure)
+    return removed

@@ -1,0 +1,66 @@
+"""Episodes shared through Redis: what a replica needs to take over an episode
+another replica opened (its id, token, seed, options, world, counters, end), one
+hash per episode's session (`<prefix>:episode:<session id>`). The engine's own
+per-session state (steps, pins, perturbation counters, facts) and the records (the
+world model's history) are shared already (session_state.py, the record store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shadow.store.redis.base import RedisBase
+
+# The row is written only if no replica wrote one for this id (atomic).
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
+
+class RedisEpisodeRows:
+    def __init__(self, store: RedisBase, *, ttl_s: float) -> None:
+        self.store = store
+        self.ttl_s = int(max(ttl_s, 60))
+
+    def _key(self, session_id: str) -> str:
+        return self.store._key("episode", session_id)
+
+    async def create(self, session_id: str, fields: dict[str, str]) -> bool:
+        """Write a new episode's row; False when the id is taken (on any replica)."""
+        key = self._key(session_id)
+        pairs = [part for name, value in fields.items() for part in (name, value)]
+        created = await self.store._run("opening an episode", lambda r: r.eval(_CREATE, 1, key, self.ttl_s, *pairs))
+        return bool(created)
+
+    async def load(self, session_id: str) -> dict[str, str] | None:
+        row = await self.store._run("reading an episode", lambda r: r.hgetall(self._key(session_id)))
+        return row or None
+
+    async def update(self, session_id: str, fields: dict[str, Any]) -> None:
+        key = self._key(session_id)
+
+        async def work(r):
+            pipe = r.pipeline(transaction=True)
+            pipe.hset(key, mapping={name: str(value) for name, value in fields.items()})
+            pipe.expire(key, self.ttl_s)
+            return await pipe.execute()
+
+        await self.store._run("updating an episode", work)
+
+    async def step(self, session_id: str, replica: str) -> tuple[int, str | None]:
+        """Count one step (on whichever replica takes it): the episode's step number, and
+        why it ended when another replica ended it (None: open)."""
+        key = self._key(session_id)
+
+        async def work(r):
+            pipe = r.pipeline(transaction=True)
+            pipe.hincrby(key, "steps", 1)
+            pipe.hset(key, "replica", replica)
+            pipe.hget(key, "ended")
+            pipe.expire(key, self.ttl_s)
+            return await pipe.execute()
+
+        steps, _, ended, _ = await self.store._run("counting an episode's step", work)
+        return int(steps), ended or None

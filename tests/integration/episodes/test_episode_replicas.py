@@ -1,0 +1,78 @@
+"""An episode survives its replica: opened and stepped on replica A, A killed with
+SIGKILL, stepped on replica B of the same Redis store with the same history given to
+the world model, the same seed and the same perturbation counters. An episode whose
+real shell sandbox lived on A gets a clear error naming the lost sandbox on B, flagged
+`infra_error`, and no fresh sandbox."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kit.episodes import text_of
+from kit.launch import toolbox_server
+from kit.model_stub import ModelStub
+from kit.replicas import kill, two_replicas
+from kit.sandboxes import owner_of, sandboxes
+
+pytestmark = pytest.mark.integration
+
+PLAN = {"rules": [{"name": "flaky-echo", "kind": "error", "probability": 0.4, "match": {"tool": "echo"}}]}
+WORDS = ["alder", "birch", "cedar", "daphne", "elm", "fir", "ginkgo", "hazel"]
+
+
+def faults_of(steps: list[dict]) -> list[int | None]:
+    """Per step, the perturbation rule's call number when the step was perturbed."""
+    return [(s["observation"]["result"].get("_meta", {}).get("simroute", {}).get("perturbation") or {}).get("n") for s in steps]
+
+
+def test_a_simulated_episode_goes_on_on_another_replica_after_its_own_is_killed(tmp_path, redis_server):
+    with ModelStub('{"result": "simulated"}') as stub:
+        world_model = {"engine": "openai", "url": stub.url, "model": "stub"}
+        with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model) as (a, b):
+            lister = a.open(options={"route": "real"})  # a real listing leaves the tools' snapshot for both
+            a.step(lister, {"type": "list_tools"})
+            a.http.delete(f"{a.url}/episodes/{lister}")
+
+            options = {"route": "sim", "perturbation": PLAN}
+            episode = a.open(seed=11, episode_id="moving", options=options)
+            steps = [a.call(episode, "echo", text=word) for word in WORDS[:4]]
+            assert all(s["info"]["provenance"] in ("sim", "none") for s in steps)
+            kill(a)
+
+            state = b.state("moving")  # taken over from the shared row
+            assert state["seed"] == 11 and state["step_count"] == 4 and state["ended"] is None
+            steps += [b.call("moving", "echo", text=word) for word in WORDS[4:]]
+            assert [s["info"]["step"] for s in steps] == list(range(1, 9))
+            simulated = [json.dumps(body["messages"]) for body in stub.bodies]
+            last_prompt = simulated[-1]
+            # Every earlier step's turn was given to the world model on B (its history, from the store):
+            # the four from A included (examples of the same session are never shown, so this is history).
+            assert all(word in last_prompt for word in WORDS[:7]), last_prompt[-3000:]
+            assert b.state("moving")["step_count"] == 8
+
+            # The same seed alone on B: the same faults at the same steps (the rule's call numbers went on).
+            alone = b.open(seed=11, episode_id="alone", options=options)
+            reference = [b.call(alone, "echo", text=word) for word in WORDS]
+            assert faults_of(steps) == faults_of(reference)
+            assert any(n is not None for n in faults_of(steps))
+            assert b.http.delete(f"{b.url}/episodes/moving").status_code == 204
+            assert b.http.get(f"{b.url}/episodes/moving").status_code == 404
+
+
+def test_an_episode_whose_sandbox_died_with_its_replica_gets_a_clear_infra_error(tmp_path, redis_server):
+    sections = {"shell": {"enabled": True, "pool_size": 0}}
+    with two_replicas(tmp_path, redis_server.url, **sections) as (a, b):
+        a_owner = owner_of(a.process.pid)
+        episode = a.open(seed=3, episode_id="boxed", options={"route": "real", "channels": ["shell"]})
+        first = a.call(episode, "shell_exec", command="echo kept > /workspace/mark && cat /workspace/mark")
+        assert first["info"]["provenance"] == "real" and "kept" in text_of(first)
+        assert len(sandboxes({a_owner})) == 1
+        kill(a)
+
+        lost = b.call("boxed", "shell_exec", command="cat /workspace/mark")
+        text = text_of(lost)
+        assert lost["observation"]["result"]["isError"] is True and lost["info"]["infra_error"] is True
+        assert "shell sandbox" in text and a_owner in text and "lost" in text, text
+        assert b.state("boxed")["infra_error"] is True
+        assert sandboxes({owner_of(b.process.pid)}) == []  # no fresh sandbox was started in its place
