@@ -12,7 +12,7 @@ from docker.errors import APIError
 
 from backends.shell.container import OWNER_LABEL, create_options, reap_orphans
 from router.config import ShellConfig
-from shadow.owners import owner_is_alive, this_process_owner
+from shadow.owners import owner_is_alive, owner_judge, this_process_owner
 
 
 class FakeContainer:
@@ -55,6 +55,14 @@ def test_owner_is_alive_judges_only_identities_of_this_host():
     assert owner_is_alive(f"another-host:{os.getpid()}:1")  # not ours to judge
     for unreadable in ("", "1", "simroute", "a:b:c", f"{host}:{pid}"):
         assert owner_is_alive(unreadable), unreadable
+
+
+def test_with_replica_leases_another_hosts_owner_is_alive_only_while_its_lease_runs():
+    leased, unleased = "another-host:12:34", "a-third-host:12:34"
+    judge = owner_judge(frozenset({leased}))
+    assert judge(leased) and not judge(unleased)
+    assert judge(this_process_owner()) and not judge(gone_owner())  # this host's: still judged by /proc
+    assert judge("simroute")  # not an identity simroute writes: not ours to judge
 
 
 def test_reaper_removes_only_simroute_sandboxes_of_gone_owners():

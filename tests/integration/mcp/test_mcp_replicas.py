@@ -1,0 +1,77 @@
+"""An agent session moves to another replica with the official MCP SDK client: the
+MCP transport session is per process, so when its replica is killed the client
+initialises again (through the balancer; here, at the other replica) naming its agent
+session with `X-Simroute-Session`, and the session goes on there — its steps
+counted on, its history given to the world model — as docs/deployment.md shows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx2 as httpx
+import pytest
+from kit.launch import records_of, toolbox_server
+from kit.model_stub import ModelStub
+from kit.replicas import kill, two_replicas
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+pytestmark = pytest.mark.integration
+
+AGENT_SESSION = "agent-resumes-7"
+
+
+@asynccontextmanager
+async def agent_session(url: str) -> AsyncIterator[ClientSession]:
+    """One MCP client session at `url`, naming the agent session by the header."""
+    headers = {"X-Simroute-Session": AGENT_SESSION}
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=60, trust_env=False) as http,
+        streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def call_all(urls: list[str], calls: list[tuple[str, dict]], *, after_each=lambda done: None) -> tuple[list, int]:
+    """The reconnect pattern of docs/deployment.md: the calls in one MCP client session;
+    when its replica is gone (the SDK's transport fails: connection refused, or the
+    balancer's other replica answers "Session terminated"), initialise again at the next
+    address and send the unanswered call again. (results, reconnects)"""
+    results: list = []
+    reconnects = 0
+    while len(results) < len(calls):
+        try:
+            async with agent_session(urls[0]) as session:
+                for tool, arguments in calls[len(results) :]:
+                    results.append(await session.call_tool(tool, arguments))
+                    after_each(len(results))
+        except* (httpx.TransportError, MCPError):
+            urls.pop(0)  # a balancer would pick a live replica
+            reconnects += 1
+    return results, reconnects
+
+
+async def test_the_sdk_client_resumes_its_agent_session_on_another_replica_after_a_kill(tmp_path, redis_server):
+    with ModelStub('{"result": "simulated"}') as stub:
+        world_model = {"engine": "openai", "url": stub.url, "model": "stub"}
+        with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model, mode="sim") as (
+            a,
+            b,
+        ):
+            words = ["quartz", "basalt", "gneiss", "marble"]
+            calls = [("echo", {"text": word}) for word in words]
+            results, reconnects = await call_all(
+                [f"{a.url}/mcp", f"{b.url}/mcp"], calls, after_each=lambda done: kill(a) if done == 3 else None
+            )
+            assert reconnects == 1 and [r.is_error for r in results] == [False] * 4
+            assert all(word in json.dumps(stub.bodies[-1]["messages"]) for word in words[:3])  # A's turns, told on B
+
+            records = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", AGENT_SESSION) if r["tool"] == "echo"]
+            assert [r["arguments"]["text"] for r in records] == ["quartz", "basalt", "gneiss", "marble"]
+            assert [r["step"] for r in records] == [0, 1, 2, 3]  # counted on across the replicas
+            assert {r["provenance"] for r in records} == {"sim"}

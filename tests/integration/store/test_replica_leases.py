@@ -1,0 +1,98 @@
+"""Replica leases in a real Redis: a router on another host is alive while its lease
+runs and dead once it ran out, so a live replica reaps what a dead one left — its
+calls left `started` (marked interrupted) and its containers on a shared Docker
+engine — and never a live one's. Before leases, another host's router always counted
+alive."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import uuid
+
+import pytest
+from kit.engine import c, make_engine
+
+from router.runtime.replica import ReplicaPresence
+from router.types import Session
+from shadow.store.redis.replicas import RedisBackendClaims, RedisReplicaLeases
+from shadow.store.redis.store import RedisStore
+
+pytestmark = pytest.mark.integration
+
+DEAD, LIVE, EXPIRING = "other-host-1:4242:17", "other-host-2:4242:17", "other-host-3:4242:17"
+
+
+async def started_by(engine, owner: str, session: str) -> None:
+    engine.owner = owner
+    await engine.write_ahead(await engine.begin(c(session, n=1), Session(session)))
+
+
+async def test_a_live_replica_interrupts_only_the_calls_of_replicas_whose_lease_ran_out(tmp_path, redis_server):
+    store = RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}")
+    engine, _ = await make_engine(tmp_path, store=store)
+    leases = RedisReplicaLeases(store, lease_s=1.0)
+    for owner, session in ((DEAD, "dead"), (LIVE, "live"), (EXPIRING, "expiring")):
+        await started_by(engine, owner, session)
+    await RedisReplicaLeases(store, lease_s=60).renew(LIVE)
+    await leases.renew(EXPIRING)  # one second
+    presence = ReplicaPresence(leases, RedisBackendClaims(store, ttl_s=60), identity="this-host:1:1")
+    presence.interrupt = store.interrupt_orphans
+
+    assert await presence.reap() == (1, [])
+    status = {s: [r["status"] for r in await store.recent(session=s)] for s in ("dead", "live", "expiring")}
+    assert status == {"dead": ["interrupted"], "live": ["started"], "expiring": ["started"]}
+
+    await asyncio.sleep(1.2)  # the expiring replica stopped renewing
+    assert EXPIRING not in await leases.live() and LIVE in await leases.live()
+    assert await presence.reap() == (1, [])
+    assert [r["status"] for r in await store.recent(session="expiring")] == ["interrupted"]
+    assert [r["status"] for r in await store.recent(session="live")] == ["started"]  # a live replica's call is never touched
+    await store.aclose()
+
+
+async def test_a_backend_claim_names_the_replica_that_holds_it_and_is_released_only_by_it(redis_server):
+    store = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
+    claims = RedisBackendClaims(store, ttl_s=60)
+    assert await claims.claim("s1", "shell", "replica-a") == "replica-a"
+    assert await claims.claim("s1", "shell", "replica-b") == "replica-a"  # the first claim holds
+    await claims.release("s1", "shell", "replica-b")  # not b's to release
+    assert await claims.claim("s1", "shell", "replica-b") == "replica-a"
+    await claims.release("s1", "shell", "replica-a")
+    assert await claims.claim("s1", "shell", "replica-b") == "replica-b"
+    await store.aclose()
+
+
+async def test_containers_of_a_replica_on_another_host_are_removed_once_its_lease_ran_out(tmp_path, redis_server):
+    import docker
+
+    from backends.shell.container import OWNER_LABEL
+    from router.runtime.replica import _reap_containers
+
+    client = docker.from_env()
+    names = {owner: f"simroute-lease-{uuid.uuid4().hex[:8]}" for owner in (DEAD, LIVE)}
+    for owner, name in names.items():
+        subprocess.run(
+            ["docker", "create", "--name", name, "--label", f"{OWNER_LABEL}={owner}", "simroute-sandbox:latest"],
+            check=True,
+            capture_output=True,
+        )
+    store = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
+    try:
+        leases = RedisReplicaLeases(store, lease_s=60)
+        await leases.renew(LIVE)
+        presence = ReplicaPresence(leases, None, identity="this-host:1:1")
+
+        class Shell:  # the part of `Sandboxes` the reaper uses: the engine's client
+            pass
+
+        shell = Shell()
+        shell.client = client  # type: ignore[attr-defined]
+        presence.container_reapers.append(lambda is_alive: _reap_containers(shell, is_alive))  # type: ignore[arg-type]
+        interrupted, removed = await presence.reap()
+        assert names[DEAD] in removed and names[LIVE] not in removed
+        left = {c.name for c in client.containers.list(all=True, filters={"label": OWNER_LABEL})}
+        assert names[DEAD] not in left and names[LIVE] in left
+    finally:
+        subprocess.run(["docker", "rm", "-f", *names.values()], capture_output=True)
+        await store.aclose()
