@@ -14,7 +14,8 @@ shares it through Redis, so an agent session can move between router replicas:
 step and occurrence counters are atomic increments, pins are a hash, the
 side-effect and diversion marks sets, all read in one round trip per call (a mark one replica
 adds is seen by the next call on any replica). The real side of stateful channels (a sandbox, a browser
-context, an upstream MCP session) stays on the replica that opened it.
+context, an upstream MCP session) stays on the replica that opened it (a sandbox is
+claimed per replica: router/runtime/replica.py).
 """
 
 from __future__ import annotations
