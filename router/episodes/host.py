@@ -29,9 +29,10 @@ from router.auth import namespaced
 from router.engine.sessions import SessionLimitError
 from router.episodes import http_tool
 from router.episodes.episode import Episode, infra_failure
+from router.episodes.idempotency import IdempotencyError, IdempotencyLost, steps_once
 from router.episodes.options import EpisodeOptions
 from router.episodes.routes import EpisodeRoutes, shell_is_real
-from router.episodes.shared import EpisodeRow, EpisodeShare, LocalEpisodes, SharedEpisodes
+from router.episodes.shared import EpisodeRow, episode_share
 from router.episodes.verifiers import VerifierError, run_verifier
 from router.mcp.identity import EPISODE_SESSION
 from router.types import Call, Session
@@ -73,7 +74,8 @@ class EpisodeHost:
         self.routes = EpisodeRoutes(runtime)
         self.http = http_tool.EpisodeHttp(runtime)
         self._episodes: dict[str, Episode] = {}  # by session id
-        self.share = _episode_share(runtime)
+        self.share = episode_share(runtime)
+        self.once = steps_once(runtime)
         runtime.sessions.closed_listeners.append(self._session_closed)
 
     # --- lookup -----------------------------------------------------------------------
@@ -224,8 +226,29 @@ class EpisodeHost:
 
     # --- steps ------------------------------------------------------------------------
 
-    async def step(self, episode: Episode, action: dict[str, Any]) -> dict[str, Any]:
-        """One action (`call_tool` or `list_tools`): {observation, reward, done, info}."""
+    async def step(self, episode: Episode, action: dict[str, Any], *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """One action (`call_tool` or `list_tools`): {observation, reward, done, info}.
+        With an idempotency key, a retry is answered once (idempotency.py)."""
+        if idempotency_key is None:
+            return await self._step(episode, action)
+        try:
+            return await self.once.run(episode, idempotency_key, action, lambda: self._step(episode, action))
+        except IdempotencyError as exc:
+            raise EpisodeError(str(exc), 422) from exc
+        except IdempotencyLost as exc:
+            if not episode.infra_error:
+                await self.share.update(episode.session_id, infra_error=True)
+            episode.infra_error = True
+            info = {"episode_id": episode.id, "step": episode.steps, "route": None, "provenance": "none", "policy": "idempotency"}
+            observation = _error_result(str(action.get("tool_name") or ""), str(exc), "none")
+            return {
+                "observation": observation,
+                "reward": None,
+                "done": False,
+                "info": info | {"record_id": None, "infra_error": True, "simroute_ms": 0.0},
+            }
+
+    async def _step(self, episode: Episode, action: dict[str, Any]) -> dict[str, Any]:
         if episode.ended is not None:
             raise EpisodeError(f"simroute: episode {episode.id!r} has ended ({episode.ended})", 409)
         kind = action.get("type")
@@ -348,15 +371,6 @@ class EpisodeHost:
     async def _remark(self, episode: Episode, tool: str, text: str, structured: dict[str, Any] | None = None) -> None:
         call = Call("episode", "simroute", tool, {"episode_id": episode.id}, episode.session_id)
         await self.runtime.engine.remark(call, episode.session, policy="episodes", text=text, structured=structured)
-
-
-def _episode_share(runtime: Runtime) -> EpisodeShare:
-    if runtime.config.store.redis_url is None:
-        return LocalEpisodes()
-    from shadow.store.redis.episode_rows import RedisEpisodeRows
-
-    ttl_s = max(86400.0, 2 * runtime.config.episodes.idle_ttl_s)  # an ended episode stays readable a day
-    return SharedEpisodes(RedisEpisodeRows(runtime.store, ttl_s=ttl_s), runtime.replica.identity)
 
 
 def _parent(path: str) -> str:

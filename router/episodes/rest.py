@@ -3,6 +3,7 @@
     POST   /episodes                  reset: {seed, episode_id, options} → the episode
     GET    /episodes/{id}             its state
     POST   /episodes/{id}/step        an action → {observation, reward, done, info}
+                                      (`Idempotency-Key`: a retry is answered once, on any replica)
     GET    /episodes/{id}/state       its state
     POST   /episodes/{id}/verify      → {reward}
     DELETE /episodes/{id}             close (idempotent)
@@ -115,7 +116,8 @@ def episodes_router(host: EpisodeHost) -> APIRouter:
         episode = await host.lookup(token_of(request), episode_id)
         # The host's answer as it is (StepResponse documents it): validated again it would
         # cost the hot path ~1 ms a step.
-        return Response(orjson.dumps(await host.step(episode, action.model_dump())), media_type="application/json")
+        answer = await host.step(episode, action.model_dump(), idempotency_key=request.headers.get("idempotency-key"))
+        return Response(orjson.dumps(answer), media_type="application/json")
 
     @api.post("/episodes/{episode_id}/verify", response_model=VerifyResponse, summary="Score the episode with its verifier")
     async def verify(episode_id: str, request: Request) -> dict[str, Any]:

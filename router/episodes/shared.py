@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shadow.store.protocol import StoreError
 from shadow.store.redis.episode_rows import RedisEpisodeRows
+
+if TYPE_CHECKING:
+    from router.runtime.runtime import Runtime
 
 log = logging.getLogger("simroute.episodes")
 
@@ -131,3 +134,10 @@ class SharedEpisodes:
             await self.rows.update(session_id, stored)
         except StoreError as exc:
             log.warning("episode state not shared: %s", exc)
+
+
+def episode_share(runtime: Runtime) -> EpisodeShare:
+    if runtime.config.store.redis_url is None:
+        return LocalEpisodes()
+    ttl_s = max(86400.0, 2 * runtime.config.episodes.idle_ttl_s)  # an ended episode stays readable a day
+    return SharedEpisodes(RedisEpisodeRows(runtime.store, ttl_s=ttl_s), runtime.replica.identity)

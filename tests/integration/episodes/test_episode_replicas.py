@@ -10,7 +10,7 @@ import json
 
 import pytest
 from kit.episodes import text_of
-from kit.launch import toolbox_server
+from kit.launch import records_of, toolbox_server
 from kit.model_stub import ModelStub
 from kit.replicas import kill, two_replicas
 from kit.sandboxes import owner_of, sandboxes
@@ -76,3 +76,29 @@ def test_an_episode_whose_sandbox_died_with_its_replica_gets_a_clear_infra_error
         assert "shell sandbox" in text and a_owner in text and "lost" in text, text
         assert b.state("boxed")["infra_error"] is True
         assert sandboxes({owner_of(b.process.pid)}) == []  # no fresh sandbox was started in its place
+
+
+def test_a_retried_step_with_the_same_idempotency_key_is_answered_once_across_replicas(tmp_path, redis_server):
+    with ModelStub('{"result": "simulated"}') as stub:
+        world_model = {"engine": "openai", "url": stub.url, "model": "stub"}
+        with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model) as (a, b):
+            lister = a.open(options={"route": "real"})
+            a.step(lister, {"type": "list_tools"})
+            episode = a.open(seed=2, episode_id="once", options={"route": "sim"})
+            action = {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "only once"}}
+
+            def step(replica, key: str, body: dict = action):
+                return replica.http.post(f"{replica.url}/episodes/{episode}/step", json=body, headers={"Idempotency-Key": key})
+
+            first = step(a, "key-1")
+            assert first.status_code == 200, first.text
+            simulated = len(stub.bodies)
+            again = step(b, "key-1")  # the retry lands on the other replica
+            assert again.status_code == 200 and again.json() == first.json()
+            assert len(stub.bodies) == simulated  # not simulated again
+            other = step(b, "key-1", {**action, "arguments": {"text": "something else"}})
+            assert other.status_code == 422 and "another action" in other.text
+            fresh = step(b, "key-2")
+            assert fresh.status_code == 200 and fresh.json()["info"]["step"] == 2 and len(stub.bodies) == simulated + 1
+            echoes = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", f"episode-{episode}") if r["tool"] == "echo"]
+            assert len(echoes) == 2  # one record per step that ran

@@ -1,0 +1,29 @@
+"""Steps answered once by idempotency key, in one router (kept in the episode's session)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from router.episodes.idempotency import IdempotencyError, StepsOnce
+from router.runtime.replica import ReplicaPresence
+from router.types import Session
+
+
+async def test_one_router_answers_a_retried_key_once_and_refuses_it_for_another_action():
+    episode = SimpleNamespace(session=Session("episode-x", answered={}), session_id="episode-x")
+    once, runs = StepsOnce(None, ReplicaPresence(None, None, identity="here:1:1")), []
+
+    async def produce():
+        runs.append(1)
+        return {"n": len(runs)}
+
+    action = {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "a"}}
+    assert await once.run(episode, "k", action, produce) == {"n": 1}
+    assert await once.run(episode, "k", action, produce) == {"n": 1} and len(runs) == 1
+    with pytest.raises(IdempotencyError, match="another action"):
+        await once.run(episode, "k", {**action, "arguments": {"text": "b"}}, produce)
+    with pytest.raises(IdempotencyError, match="printable"):
+        await once.run(episode, "", action, produce)
+    assert await once.run(episode, "k2", action, produce) == {"n": 2}
