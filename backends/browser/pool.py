@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -86,6 +87,10 @@ class BrowserPool:
         self._container: str | None = None  # the running container's name
         self._proxy_socket: ProxySocket | None = None  # the container's way to simroute's proxy
         self._lost: dict[str, str] = {}  # session -> why its pages are gone (told on its next call)
+        # Asked before a session's first browser context opens here (with several replicas:
+        # is the session's browser on another one?); raises BackendUnavailable to refuse it.
+        self.before_open: Callable[[str], Awaitable[None]] | None = None
+        self.after_close: Callable[[str], Awaitable[None]] | None = None  # told when a session's context closed
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -148,6 +153,8 @@ class BrowserPool:
             if existing is not None and self._browser is not None and self._browser.is_connected():
                 return existing
             restarted = existing is not None
+            if not restarted and self.before_open is not None:
+                await self.before_open(session_id)
             browser = await self._ensure_browser()
             try:
                 opened = await asyncio.wait_for(
@@ -191,7 +198,11 @@ class BrowserPool:
         self._opening.pop(session_id, None)
         browser_session = self._sessions.pop(session_id, None)
         if browser_session is not None:
-            await browser_session.close()
+            try:
+                await browser_session.close()
+            finally:
+                if self.after_close is not None:
+                    await self.after_close(session_id)
             log.debug("browser context of session %s closed", session_id)
 
     # --- the browser process ------------------------------------------------------------

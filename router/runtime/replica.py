@@ -25,6 +25,7 @@ from shadow.store.protocol import StoreError
 from shadow.store.redis.replicas import RedisBackendClaims, RedisReplicaLeases
 
 if TYPE_CHECKING:
+    from backends.browser.pool import BrowserPool
     from backends.shell.sandboxes import Sandboxes
     from router.config import Config
 
@@ -144,7 +145,7 @@ class ReplicaPresence:
                 log.warning("replica lease not given up: %s", exc)
 
 
-def replica_presence(config: Config, store: Any, shell: Sandboxes | None) -> ReplicaPresence:
+def replica_presence(config: Config, store: Any, shell: Sandboxes | None, browser: BrowserPool | None = None) -> ReplicaPresence:
     """Leases and claims in the Redis store; none with the embedded one (one router)."""
     if config.store.redis_url is None:
         return ReplicaPresence(None, None)
@@ -156,6 +157,9 @@ def replica_presence(config: Config, store: Any, shell: Sandboxes | None) -> Rep
         shell.before_open = lambda session_id: presence.claim(session_id, "shell", "shell sandbox")
         shell.after_close = lambda session_id: presence.release(session_id, "shell")
         presence.container_reapers.append(lambda is_alive: _reap_containers(shell, is_alive))
+    if browser is not None:
+        browser.before_open = lambda session_id: presence.claim(session_id, "browser", "browser (its pages and logins)")
+        browser.after_close = lambda session_id: presence.release(session_id, "browser")
     return presence
 
 

@@ -68,8 +68,6 @@ class Runtime:
             if config.shell.enabled
             else None
         )
-        # One replica of several on a Redis store: its lease, reaping, sandbox claims (replica.py).
-        self.replica = replica_presence(config, self.store, self.shell)
         self.sessions = SessionRegistry(
             idle_ttl_s=config.sessions.idle_ttl_s,
             max_open=config.sessions.max_open,
@@ -164,6 +162,8 @@ class Runtime:
         self.proxy, egress = _build_proxy(parts, config, http_channel_port, self.tokens)
         # The browser channel's real side; Chromium starts on the first real browser action.
         self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
+        # One replica of several on a Redis store: its lease, reaping, sandbox and browser claims.
+        self.replica = replica_presence(config, self.store, self.shell, self.browser)
 
     def _learned_service(self):
         from router.runtime.learned_service import build_learned_service

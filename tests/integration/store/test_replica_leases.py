@@ -120,3 +120,28 @@ async def test_a_retry_whose_first_request_died_with_its_replica_is_told_so_and_
         await StepsOnce(answers, presence).run(episode, "k", action, produce)  # type: ignore[arg-type]
     assert ran == []
     await store.aclose()
+
+
+async def test_a_browser_held_by_a_dead_replica_is_refused_before_any_chromium_starts(redis_server):
+    from backends.browser.pool import BrowserPool
+    from backends.errors import BackendLost
+    from router.config import BrowserConfig
+
+    store = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
+    claims = RedisBackendClaims(store, ttl_s=60)
+    assert await claims.claim("agent-b", "browser", DEAD) == DEAD  # the session's browser was on the dead replica
+    presence = ReplicaPresence(RedisReplicaLeases(store, lease_s=60), claims, identity="this-host:1:1")
+    pool = BrowserPool(BrowserConfig(isolation="host"))
+    pool.before_open = lambda session_id: presence.claim(session_id, "browser", "browser (its pages and logins)")
+    try:
+        with pytest.raises(BackendLost, match=f"browser \\(its pages and logins\\) was lost with replica {DEAD}"):
+            await pool.session("agent-b")
+        assert not pool.launched  # refused before Chromium was launched
+        await presence.leases.renew(LIVE)  # type: ignore[union-attr]
+        assert await claims.claim("agent-c", "browser", LIVE) == LIVE  # held by a live replica: said so
+        with pytest.raises(BackendLost, match=f"lives on replica {LIVE}.*sticky load balancer"):
+            await pool.session("agent-c")
+        assert not pool.launched
+    finally:
+        await pool.aclose()
+        await store.aclose()
