@@ -29,7 +29,7 @@ from router.auth import namespaced
 from router.engine.sessions import SessionLimitError
 from router.episodes import http_tool
 from router.episodes.episode import Episode, infra_failure
-from router.episodes.idempotency import IdempotencyError, IdempotencyLost, steps_once
+from router.episodes.idempotency import IdempotencyError, IdempotencyLost, lost_answer, steps_once
 from router.episodes.options import EpisodeOptions
 from router.episodes.routes import EpisodeRoutes, shell_is_real
 from router.episodes.shared import EpisodeRow, episode_share
@@ -239,14 +239,7 @@ class EpisodeHost:
             if not episode.infra_error:
                 await self.share.update(episode.session_id, infra_error=True)
             episode.infra_error = True
-            info = {"episode_id": episode.id, "step": episode.steps, "route": None, "provenance": "none", "policy": "idempotency"}
-            observation = _error_result(str(action.get("tool_name") or ""), str(exc), "none")
-            return {
-                "observation": observation,
-                "reward": None,
-                "done": False,
-                "info": info | {"record_id": None, "infra_error": True, "simroute_ms": 0.0},
-            }
+            return lost_answer(episode, _error_result(str(action.get("tool_name") or ""), str(exc), "none"))
 
     async def _step(self, episode: Episode, action: dict[str, Any]) -> dict[str, Any]:
         if episode.ended is not None:
