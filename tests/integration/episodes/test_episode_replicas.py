@@ -102,3 +102,43 @@ def test_a_retried_step_with_the_same_idempotency_key_is_answered_once_across_re
             assert fresh.status_code == 200 and fresh.json()["info"]["step"] == 2 and len(stub.bodies) == simulated + 1
             echoes = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", f"episode-{episode}") if r["tool"] == "echo"]
             assert len(echoes) == 2  # one record per step that ran
+
+
+def test_a_call_running_on_a_killed_replica_is_marked_interrupted_by_a_live_one(tmp_path, redis_server):
+    """Not only at a start: a live replica reaps what a dead one left while it runs."""
+    import contextlib
+    import threading
+    import time
+
+    import httpx2 as httpx
+
+    sections = {"mcpServers": {"toolbox": toolbox_server()}, "sessions": {"replica_lease_s": 1}}
+    with two_replicas(tmp_path, redis_server.url, **sections) as (a, b):
+        episode = a.open(options={"route": "real"})
+        config = b.log.parent / "simroute.yaml"
+
+        def send() -> None:
+            with contextlib.suppress(httpx.TransportError):  # its replica is killed before it answers
+                a.http.post(f"{a.url}/episodes/{episode}/step", json=_sleep_action())
+
+        sent = threading.Thread(target=send, daemon=True)
+        sent.start()
+
+        def sleep_records() -> list[dict]:
+            return [r for r in records_of(config, "--session", f"episode-{episode}") if r["tool"] == "sleep"]
+
+        deadline = time.monotonic() + 30
+        while not sleep_records() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert [r["status"] for r in sleep_records()] == ["started"]  # written ahead, still running on A
+        kill(a)
+        deadline = time.monotonic() + 15
+        while sleep_records()[0]["status"] == "started" and time.monotonic() < deadline:
+            time.sleep(0.3)
+        [record] = sleep_records()
+        assert record["status"] == "interrupted" and "its router stopped" in record["note"]
+        assert b.process.poll() is None  # B found it running, not at a restart
+
+
+def _sleep_action() -> dict:
+    return {"type": "call_tool", "tool_name": "sleep", "arguments": {"seconds": 60}}
