@@ -75,3 +75,23 @@ async def test_the_sdk_client_resumes_its_agent_session_on_another_replica_after
             assert [r["arguments"]["text"] for r in records] == ["quartz", "basalt", "gneiss", "marble"]
             assert [r["step"] for r in records] == [0, 1, 2, 3]  # counted on across the replicas
             assert {r["provenance"] for r in records} == {"sim"}
+
+
+async def test_an_episodes_mcp_url_resumes_on_another_replica_after_a_kill(tmp_path, redis_server):
+    with ModelStub('{"result": "simulated"}') as stub:
+        world_model = {"engine": "openai", "url": stub.url, "model": "stub"}
+        with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model) as (a, b):
+            lister = a.open(options={"route": "real"})
+            a.step(lister, {"type": "list_tools"})
+            episode = a.open(seed=9, episode_id="by-url", options={"route": "sim"})
+            words = ["amber", "coral", "jade", "pearl"]
+            results, reconnects = await call_all(
+                [f"{a.url}/mcp/e/{episode}", f"{b.url}/mcp/e/{episode}"],
+                [("echo", {"text": word}) for word in words],
+                after_each=lambda done: kill(a) if done == 2 else None,
+            )
+            assert reconnects == 1 and [r.is_error for r in results] == [False] * 4
+            assert all(word in json.dumps(stub.bodies[-1]["messages"]) for word in words[:3])
+            records = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", f"episode-{episode}") if r["tool"] == "echo"]
+            assert [r["arguments"]["text"] for r in records] == words
+            assert b.state(episode)["seed"] == 9  # the episode, taken over by B
