@@ -22,6 +22,13 @@ class StdioServer(Strict):
     timeout: PositiveFloat | None = Field(default=None, description="Real-call deadline (s) for this server; default: `call_timeout_s`.")
     sim_timeout: PositiveFloat | None = Field(default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`.")
     type: Literal["stdio"] | None = Field(default=None, description="VS Code's form names the transport.")
+    stateful: bool = Field(
+        default=False,
+        description=(
+            "It keeps state per session (notes, a cart, a login): with several replicas, another replica answers a session's "
+            "calls with an error naming the lost upstream instead of starting it empty."
+        ),
+    )
 
 
 class RemoteServer(Strict):
@@ -33,6 +40,13 @@ class RemoteServer(Strict):
     sim_timeout: PositiveFloat | None = Field(default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`.")
     type: Literal["http", "streamable-http", "sse"] | None = Field(
         default=None, description="The transport: `http` / `streamable-http` or `sse`."
+    )
+    stateful: bool = Field(
+        default=False,
+        description=(
+            "It keeps state per session (notes, a cart, a login): with several replicas, another replica answers a session's "
+            "calls with an error naming the lost upstream instead of starting it empty."
+        ),
     )
 
 

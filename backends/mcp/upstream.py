@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -81,6 +81,11 @@ class UpstreamPool:
         # Called with (server, kind) when an upstream's tools/resources/prompts change.
         self.on_list_changed: list[Callable[[str, str], None]] = []
         self.sessions_opened = 0  # upstream handshakes, for tests and metrics
+        # Asked before a session's first upstream session of a `stateful` server starts
+        # (with several replicas: does another replica hold it?); raises BackendUnavailable
+        # to refuse it. Told when such an upstream session closed.
+        self.before_open: Callable[[str, str], Awaitable[None]] | None = None
+        self.after_close: Callable[[str, str], Awaitable[None]] | None = None
 
     async def list_changed(self, session_id: str, server: str, kind: str) -> None:
         for hook in self.on_list_changed:
@@ -110,6 +115,8 @@ class UpstreamPool:
             if client is not None:  # it died: the upstream crashed or hung up
                 log.warning("upstream %r of a session is gone; starting a new one", server)
                 await self._close_client(client)
+            elif self.before_open is not None and self._stateful(server):
+                await self.before_open(session_id, server)
             client = await self._connect(server, session_id)
             self._clients[key] = client
             return client
@@ -145,6 +152,11 @@ class UpstreamPool:
         for key in [k for k in self._clients if k[0] == session_id]:
             await self._close_client(self._clients.pop(key))
             self._locks.pop(key, None)
+            if self.after_close is not None and self._stateful(key[1]):
+                await self.after_close(session_id, key[1])
+
+    def _stateful(self, server: str) -> bool:
+        return bool(getattr(self.specs.get(server), "stateful", False))
 
     async def aclose(self) -> None:
         for session_id in {k[0] for k in self._clients}:

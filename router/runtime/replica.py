@@ -26,6 +26,7 @@ from shadow.store.redis.replicas import RedisBackendClaims, RedisReplicaLeases
 
 if TYPE_CHECKING:
     from backends.browser.pool import BrowserPool
+    from backends.mcp.upstream import UpstreamPool
     from backends.shell.sandboxes import Sandboxes
     from router.config import Config
 
@@ -145,7 +146,9 @@ class ReplicaPresence:
                 log.warning("replica lease not given up: %s", exc)
 
 
-def replica_presence(config: Config, store: Any, shell: Sandboxes | None, browser: BrowserPool | None = None) -> ReplicaPresence:
+def replica_presence(
+    config: Config, store: Any, shell: Sandboxes | None, browser: BrowserPool | None = None, upstreams: UpstreamPool | None = None
+) -> ReplicaPresence:
     """Leases and claims in the Redis store; none with the embedded one (one router)."""
     if config.store.redis_url is None:
         return ReplicaPresence(None, None)
@@ -160,6 +163,11 @@ def replica_presence(config: Config, store: Any, shell: Sandboxes | None, browse
     if browser is not None:
         browser.before_open = lambda session_id: presence.claim(session_id, "browser", "browser (its pages and logins)")
         browser.after_close = lambda session_id: presence.release(session_id, "browser")
+    if upstreams is not None:  # the servers marked `stateful` only
+        upstreams.before_open = lambda session_id, server: presence.claim(
+            session_id, f"mcp:{server}", f"upstream MCP session of {server!r}"
+        )
+        upstreams.after_close = lambda session_id, server: presence.release(session_id, f"mcp:{server}")
     return presence
 
 

@@ -162,8 +162,8 @@ class Runtime:
         self.proxy, egress = _build_proxy(parts, config, http_channel_port, self.tokens)
         # The browser channel's real side; Chromium starts on the first real browser action.
         self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
-        # One replica of several on a Redis store: its lease, reaping, sandbox and browser claims.
-        self.replica = replica_presence(config, self.store, self.shell, self.browser)
+        # One replica of several on a Redis store: its lease, reaping, claims on stateful backends.
+        self.replica = replica_presence(config, self.store, self.shell, self.browser, self.upstreams)
 
     def _learned_service(self):
         from router.runtime.learned_service import build_learned_service

@@ -12,9 +12,10 @@ from contextlib import asynccontextmanager
 
 import httpx2 as httpx
 import pytest
-from kit.launch import records_of, toolbox_server
+from kit.launch import notes_server, records_of, toolbox_server
 from kit.model_stub import ModelStub
 from kit.replicas import kill, two_replicas
+from kit.sandboxes import owner_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -95,3 +96,20 @@ async def test_an_episodes_mcp_url_resumes_on_another_replica_after_a_kill(tmp_p
             records = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", f"episode-{episode}") if r["tool"] == "echo"]
             assert [r["arguments"]["text"] for r in records] == words
             assert b.state(episode)["seed"] == 9  # the episode, taken over by B
+
+
+async def test_a_stateful_upstream_that_lived_on_a_killed_replica_is_named_lost_not_started_empty(tmp_path, redis_server):
+    notes = {**notes_server(), "stateful": True}
+    with two_replicas(tmp_path, redis_server.url, mcpServers={"notes": notes}) as (a, b):
+        async with agent_session(f"{a.url}/mcp") as session:
+            created = await session.call_tool("create_note", {"title": "keep", "body": "me"})
+            assert created.is_error is False
+        a_owner = owner_of(a.process.pid)
+        kill(a)
+        async with agent_session(f"{b.url}/mcp") as session:
+            lost = await session.call_tool("list_notes", {})
+        text = lost.content[0].text
+        assert lost.is_error is True and "upstream MCP session of 'notes' was lost with replica" in text and a_owner in text, text
+        assert not any("notes_store" in command for command in b.children())  # no empty notes store started on B
+        [record] = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", AGENT_SESSION) if r["tool"] == "list_notes"]
+        assert record["provenance"] == "none"
