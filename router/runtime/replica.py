@@ -46,6 +46,9 @@ class ReplicaPresence:
         self.container_reapers: list[Callable[[Callable[[str], bool]], Awaitable[list[str]]]] = []
         self.interrupt: Callable[[Callable[[str], bool]], Awaitable[int]] | None = None
         self._task: asyncio.Task[None] | None = None
+        # Set when this router stops: a session's backends close with it, and their claims
+        # are kept, so a replica the session moves to says they were lost (not fresh ones).
+        self.stopping = False
 
     @property
     def shared(self) -> bool:
@@ -127,7 +130,7 @@ class ReplicaPresence:
         )
 
     async def release(self, session_id: str, kind: str) -> None:
-        if self.claims is None:
+        if self.claims is None or self.stopping:
             return
         try:
             await self.claims.release(session_id, kind, self.identity)

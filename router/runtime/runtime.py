@@ -335,6 +335,7 @@ class Runtime:
 
     async def aclose(self) -> None:
         log.info("stopping")
+        self.replica.stopping = True  # its claims stay: another replica says what was lost with it
         # Sandboxes first and alongside the rest: an MCP client that closed stdin
         # terminates this process about 2 s later (their removal starts at once, see
         # Sandboxes.aclose).

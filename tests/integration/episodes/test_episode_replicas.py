@@ -15,6 +15,8 @@ from kit.model_stub import ModelStub
 from kit.replicas import kill, two_replicas
 from kit.sandboxes import owner_of, sandboxes
 
+from router.cli.launch import stop
+
 pytestmark = pytest.mark.integration
 
 PLAN = {"rules": [{"name": "flaky-echo", "kind": "error", "probability": 0.4, "match": {"tool": "echo"}}]}
@@ -60,7 +62,8 @@ def test_a_simulated_episode_goes_on_on_another_replica_after_its_own_is_killed(
             assert b.http.get(f"{b.url}/episodes/moving").status_code == 404
 
 
-def test_an_episode_whose_sandbox_died_with_its_replica_gets_a_clear_infra_error(tmp_path, redis_server):
+@pytest.mark.parametrize("ending", ["killed", "stopped"])
+def test_an_episode_whose_sandbox_died_with_its_replica_gets_a_clear_infra_error(tmp_path, redis_server, ending):
     sections = {"shell": {"enabled": True, "pool_size": 0}}
     with two_replicas(tmp_path, redis_server.url, **sections) as (a, b):
         a_owner = owner_of(a.process.pid)
@@ -68,7 +71,10 @@ def test_an_episode_whose_sandbox_died_with_its_replica_gets_a_clear_infra_error
         first = a.call(episode, "shell_exec", command="echo kept > /workspace/mark && cat /workspace/mark")
         assert first["info"]["provenance"] == "real" and "kept" in text_of(first)
         assert len(sandboxes({a_owner})) == 1
-        kill(a)
+        if ending == "killed":
+            kill(a)
+        else:  # SIGTERM: a clean stop removes the sandbox, and its claim stays
+            assert stop(a.process, timeout_s=60) == 0
 
         lost = b.call("boxed", "shell_exec", command="cat /workspace/mark")
         text = text_of(lost)
