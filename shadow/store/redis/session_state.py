@@ -52,7 +52,8 @@ class RedisSessionState:
             pipe.smembers(effects)
             pipe.smembers(diverted)
             pipe.hgetall(facts)
-            for key in (steps, occurrences, pins, effects, diverted):
+            # The session's backend claims (replicas.py) live as long as the session is used.
+            for key in (steps, occurrences, pins, effects, diverted, self.store._key("sess", session.id, "held")):
                 pipe.expire(key, self.ttl_s)
             return await pipe.execute()
 
