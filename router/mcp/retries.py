@@ -1,8 +1,8 @@
 """A retried `tools/call` is answered once (an episode's calls: an RL harness retries a
 request whose answer it lost, and the call must not run twice).
 
-A retry is the same request id with the same tool and arguments; the first answer
-(or the call still running) serves it. Bounded per session: the oldest are forgotten.
+A retry is the same request id on the same MCP session with the same tool and
+arguments; the first answer (or the call still running) serves it. Bounded per session: the oldest are forgotten.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ REMEMBERED_PER_SESSION = 64
 
 
 def retry_key(ctx: Any, name: str, arguments: dict[str, Any]) -> str | None:
-    """None when the request has no id (an in-process step): nothing to retry."""
+    """None when the request has no id (an in-process step): nothing to retry. Request
+    ids restart with every MCP session: the key is the session's (a harness connecting
+    once per step reuses ids, and its calls must run)."""
     try:
-        request_id = ctx.request_id
+        request_id, mcp_session = ctx.request_id, ctx.session_id
     except RuntimeError:
         return None
-    return f"{request_id}\0{name}\0{json.dumps(arguments, sort_keys=True, default=str)}"
+    return f"{mcp_session}\0{request_id}\0{name}\0{json.dumps(arguments, sort_keys=True, default=str)}"
 
 
 async def answered_once[T](answered: dict[str, Any], key: str | None, produce: Callable[[], Awaitable[T]]) -> T:

@@ -129,3 +129,17 @@ def test_an_entry_point_and_a_sandbox_command_verifier_each_return_the_reward(tm
         dreamed = served.open(options={"route": "sim", "verifier": "solved", "files": {"solved": ""}})  # a simulated shell
         refused = served.http.post(f"{served.url}/episodes/{dreamed}/verify")
         assert refused.status_code == 422 and "simulated" in refused.json()["error"]
+
+
+async def test_a_new_mcp_connection_reusing_request_ids_is_not_answered_from_an_earlier_ones_calls(tmp_path):
+    """Request ids restart with every MCP session: a harness that connects once per step
+    sends the same id again, and its call must run (only a retry on the same session is
+    answered once)."""
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()})
+    with serving_episodes(config) as served:
+        episode = served.open(options={"route": "real", "channels": ["mcp"]})
+        seen = []
+        for _ in range(2):
+            async with Client(f"{served.url}/mcp/e/{episode}") as client:
+                seen.append(_text(await client.call_tool("get_visits", {})))
+        assert seen[0] != seen[1], seen
