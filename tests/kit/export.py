@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from kit.launch import simroute_executable
@@ -130,11 +131,18 @@ def measured_export(config: Path, out: Path, *args: str) -> tuple[float, float, 
 
 
 async def export_at_sizes(
-    kind: str, folder: Path, sizes: list[int], *, redis_url: str | None = None, orders: tuple[str, ...] = ("session",)
+    kind: str,
+    folder: Path,
+    sizes: list[int],
+    *,
+    redis_url: str | None = None,
+    orders: tuple[str, ...] = ("session",),
+    measured: Callable[[dict], None] = lambda figure: None,
 ) -> list[dict]:
     """One store (`sqlite`, or `redis` at `redis_url`) grown to each of `sizes` in turn and
     exported at each, once per order asked for (`session`: as read; `hardest-first`): the
-    order, records, seconds, records a second and peak resident MB per size and order."""
+    order, records, seconds, records a second and peak resident MB per size and order
+    (each also handed to `measured` as soon as it is measured)."""
     from shadow.store.redis.store import RedisStore
     from shadow.store.sqlite.store import SQLiteStore
 
@@ -161,6 +169,7 @@ async def export_at_sizes(
                 figures.append(
                     {"order": order, "records": size, "seconds": seconds, "rate": size / seconds, "peak_mb": peak_mb, "card": card}
                 )
+                measured(figures[-1])
     finally:
         await store.aclose()
     return figures
