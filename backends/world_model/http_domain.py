@@ -134,7 +134,9 @@ class HttpDomain:
 
     def constraint(self, call: Call, session: Session, grounding: Grounding, *, max_tokens: int) -> Constraint:
         bodies = route_json_bodies(grounding.answers, call)
-        siblings = sibling_bodies([*grounding.answers, *grounding.rows], call)
+        # Recorded answers from other sessions and this session's own earlier exchanges:
+        # an agent that asked for Paris and Tokyo a moment ago taught the shape too.
+        siblings = sibling_bodies([*grounding.answers, *grounding.rows, *session_rows(call, session)], call)
         echoes = echoed_fields(siblings)
         if bodies is None and echoes and all(body is not None for _, body in siblings):
             bodies = [body for _, body in siblings]  # no answer on this path: its siblings' shape, this call's entity

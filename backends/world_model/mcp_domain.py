@@ -113,7 +113,12 @@ class McpDomain:
         # Fields the tool's recorded answers fill with an argument's value (learned): the
         # grammar writes this call's value there, and the check holds any answer to it.
         recorded_objects = [answer_object(Observation.from_json(row["observation"])) for row in successes]
-        echoes = echoed_fields(((row.get("arguments") or {}), obj) for row, obj in zip(successes, recorded_objects, strict=True))
+        seen = [
+            (row, answer_object(Observation.from_json(row["observation"])))
+            for row in session_rows(call, session)
+            if row["tool"] == call.tool
+        ]
+        echoes = echoed_fields(((row.get("arguments") or {}), obj) for row, obj in [*zip(successes, recorded_objects, strict=True), *seen])
         schema = pin_echoes(schema, echoes, call.arguments)
         text_schema = None
         if json_text and echoes:

@@ -14,7 +14,7 @@ from backends.world_model.echoed_inputs import contradicted_argument, echoed_fie
 from backends.world_model.grounding import Grounding
 from backends.world_model.http_domain import HttpDomain
 from backends.world_model.mcp_domain import McpDomain
-from router.types import Call, Observation, Provenance, Session
+from router.types import Call, Observation, Provenance, Session, Turn
 
 
 def screen(output: str) -> Observation:
@@ -138,3 +138,23 @@ def test_the_grammar_writes_the_entity_the_call_asked_for():
     recorded = [answered("Europe/Paris"), answered("Asia/Tokyo")]
     grammar = domain.constraint(mcp_call, Session("s"), Grounding(rows=recorded, answers=recorded), max_tokens=128).grammar
     assert "America/Lima" in grammar and "Europe/Paris" not in grammar
+
+
+def test_the_sessions_own_earlier_exchanges_teach_the_echo_too():
+    """The agent asked for Paris and Tokyo a moment ago in this session (no other session recorded anything)."""
+
+    def turn(path, body):
+        structured = response_record(
+            200, "OK", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False
+        )
+        return Turn(Call("http", "api.test", "GET", {"method": "GET", "path": path}, "s"), observation_of(structured, Provenance.REAL))
+
+    session = Session("s")
+    session.add_turn(turn("/weather/paris", '{"city": "paris", "temp_c": 12}'))
+    session.add_turn(turn("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}'))
+    call = Call("http", "api.test", "GET", {"method": "GET", "path": "/weather/lima"}, "s")
+    constraint = HttpDomain().constraint(call, session, Grounding(), max_tokens=128)
+    copied = observation_of(
+        response_record(200, "OK", [], encode_body(b'{"city": "tokyo", "temp_c": 20}', limit=10_000), decoded=False), Provenance.SIM
+    )
+    assert "'tokyo'" in constraint.check(copied) and "lima" in constraint.grammar
