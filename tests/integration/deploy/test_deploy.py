@@ -1,40 +1,49 @@
-"""The deployment files stay valid: compose file and the config it mounts."""
+"""The deployment: docker-compose.yml built and brought up with two router replicas,
+driven through its one address (the balancer), and taken down leaving nothing."""
 
+from __future__ import annotations
+
+import asyncio
+import json
 import os
-import shutil
 import subprocess
-from pathlib import Path
+import time
+import uuid
 
+import httpx2
 import pytest
+import yaml
+from kit.compose import ROOT, ComposeStack, compose_command
 from kit.launch import simroute_executable
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
-ROOT = Path(__file__).resolve().parents[3]
+from router.cli.launch import free_port
+
 pytestmark = pytest.mark.integration
+REPLICA = "x-simroute-replica"  # the balancer's answer header naming the replica that served
 
 
-def compose_command() -> list[str]:
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    return ["docker", "compose"]
-
-
-def test_compose_file_is_valid_and_needs_a_token():
+def test_compose_file_needs_a_token_and_scales_one_router_service():
     env = {k: v for k, v in os.environ.items() if k != "SIMROUTE_TOKEN"}
-    out = subprocess.run(
-        [*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "config"], capture_output=True, text=True, timeout=60, env=env
-    )
+    command = [*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "config"]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode != 0 and "SIMROUTE_TOKEN" in out.stderr  # no deployment without a token
     env["SIMROUTE_TOKEN"] = "compose-test-token-0123456789"
-    out = subprocess.run(
-        [*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "config"], capture_output=True, text=True, timeout=60, env=env
-    )
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
-    assert "simroute:local" in out.stdout and "compose-test-token-0123456789" in out.stdout
-    import yaml
-
     services = yaml.safe_load(out.stdout)["services"]
-    assert {"redis", "world-model", "router-a", "router-b", "worker"} <= set(services)  # replicas on one Redis, a worker
+    assert set(services) == {"balancer", "router", "worker", "redis", "world-model"}
+    # Only the balancer publishes ports, on loopback; replicas scale without port clashes.
+    assert [name for name, service in services.items() if service.get("ports")] == ["balancer"]
+    # (docker-compose 1.x prints "127.0.0.1:8765:8765"; Compose v2 a mapping)
+    host_ips = {port.split(":")[0] if isinstance(port, str) else port["host_ip"] for port in services["balancer"]["ports"]}
+    assert host_ips == {"127.0.0.1"}
     assert services["worker"]["command"][:1] == ["worker"]
+    # Every image builds from the Debian base the set-up imports: nothing to pull.
+    for dockerfile in ["Dockerfile", "deploy/world-model/Dockerfile", "deploy/redis/Dockerfile", "deploy/balancer/Dockerfile"]:
+        bases = [line.split()[1] for line in (ROOT / dockerfile).read_text().splitlines() if line.startswith("FROM ")]
+        assert bases[0] == "debian:trixie-slim", dockerfile
 
 
 def test_deployed_config_is_valid():
@@ -46,3 +55,104 @@ def test_deployed_config_is_valid():
     )
     assert out.returncode == 0, out.stderr
     assert "1 server(s)" in out.stdout and "store redis://redis:6379/0" in out.stdout
+
+
+def test_stack_builds_comes_up_scaled_serves_sticky_and_leaves_nothing():
+    stack = ComposeStack(port=free_port(), proxy_port=free_port())
+    started = time.monotonic()
+    stack.build()
+    try:
+        stack.up(routers=2)
+        assert len(stack.container_ids("router")) == 2
+        assert len(wait_for_replicas(stack, count=2)) == 2  # both replicas healthy behind one address
+        mcp_replicas = asyncio.run(mcp_session_calls(stack, calls=5))
+        assert len(set(mcp_replicas)) == 1, mcp_replicas  # every request of one MCP session on one replica
+        simulated_episode(stack)
+        assert 'POST /v1/chat/completions HTTP/1.1" 200' in stack.logs("world-model")  # the model answered
+        proxied_through_balancer(stack)
+    finally:
+        stack.down()
+    assert stack.leftovers() == {"containers": [], "networks": [], "volumes": []}
+    print(f"stack test: {time.monotonic() - started:.0f}s; " + ", ".join(f"{k} {v:.0f}s" for k, v in stack.timings.items()))
+
+
+def wait_for_replicas(stack: ComposeStack, count: int, deadline_s: float = 240) -> set[str]:
+    """Health through the balancer, each request under a new agent session (balanced
+    afresh), until `count` replicas have answered."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + deadline_s
+    with httpx2.Client(headers={"Authorization": f"Bearer {stack.token}"}, timeout=5) as http:
+        while len(seen) < count:
+            assert time.monotonic() < deadline, f"only {seen} of {count} replicas answered within {deadline_s}s"
+            try:
+                response = http.get(f"{stack.url}/health", headers={"X-Simroute-Session": uuid.uuid4().hex})
+            except httpx2.TransportError:
+                response = None
+            if response is not None and response.status_code == 200:
+                seen.add(response.headers[REPLICA])
+            else:
+                time.sleep(0.5)
+    return seen
+
+
+async def mcp_session_calls(stack: ComposeStack, calls: int) -> list[str]:
+    """An MCP client (the SDK's streamable HTTP transport) on one session: initialise,
+    list the tools, call the deployed time server `calls` times; the replica of every
+    HTTP request it made."""
+    served: list[str] = []
+
+    async def note(response: httpx2.Response) -> None:
+        served.append(response.headers.get(REPLICA, "none"))
+
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {stack.token}"},
+        timeout=httpx2.Timeout(30, read=300),
+        event_hooks={"response": [note]},
+    )
+    async with http, streamable_http_client(f"{stack.url}/mcp", http_client=http) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = [tool.name for tool in (await session.list_tools()).tools]
+            tool = next(name for name in tools if name.endswith("get_current_time"))
+            for _ in range(calls):
+                result = await session.call_tool(tool, {"timezone": "UTC"})
+                assert not result.is_error, result
+                assert json.loads(result.content[0].text)["timezone"] == "UTC"  # the real server's answer
+    assert len(served) >= calls + 2
+    return served
+
+
+def simulated_episode(stack: ComposeStack) -> None:
+    """The REST episode API through the balancer: a reset routed to simulation, steps
+    answered by the world-model container, all on the replica holding the episode."""
+    headers = {"Authorization": f"Bearer {stack.token}"}
+    with httpx2.Client(base_url=stack.url, headers=headers, timeout=180) as http:
+        reset = http.post("/episodes", json={"seed": 7, "options": {"route": "sim", "servers": ["time"]}})
+        assert reset.status_code == 201, reset.text
+        episode = reset.json()["episode_id"]
+        assert reset.headers["location"] == f"/episodes/{episode}"
+        home = reset.headers[REPLICA]
+        tools = http.post(f"/episodes/{episode}/step", json={"type": "list_tools"})
+        assert tools.status_code == 200, tools.text
+        tool = next(t["name"] for t in tools.json()["observation"]["tools"] if t["name"].endswith("get_current_time"))
+        for _ in range(2):
+            step = http.post(f"/episodes/{episode}/step", json={"type": "call_tool", "tool_name": tool, "arguments": {"timezone": "UTC"}})
+            assert step.status_code == 200, step.text
+            assert step.headers[REPLICA] == home  # the episode lives on the replica that reset it
+            info, result = step.json()["info"], step.json()["observation"]["result"]
+            assert (info["route"], info["provenance"], info["infra_error"]) == ("sim", "sim", False), step.json()
+            assert not result.get("isError", result.get("is_error")), result
+            text = result["content"][0]["text"]
+            assert text.strip() and not text.startswith("simroute:"), text  # the model's answer, not an error
+        state = http.get(f"/episodes/{episode}/state")
+        assert (state.status_code, state.headers[REPLICA], state.json()["step_count"]) == (200, home, 3)
+        assert http.delete(f"/episodes/{episode}").status_code == 204
+
+
+def proxied_through_balancer(stack: ComposeStack) -> None:
+    """The HTTP proxy channel through the balancer's TCP frontend, the session as the
+    proxy user name: a replica's proxy answers (the upstream does not exist here)."""
+    proxy = f"http://agent-7:{stack.token}@127.0.0.1:{stack.proxy_port}"
+    with httpx2.Client(proxy=proxy, timeout=60, trust_env=False) as http:
+        response = http.get("http://upstream.invalid/")
+    assert response.headers.get("x-simroute-provenance") == "none", (response.status_code, response.headers, response.text)
