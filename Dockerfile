@@ -34,7 +34,7 @@ COPY shadow /src/shadow
 COPY policies /src/policies
 COPY simroute /src/simroute
 # setuptools is in the environment (extras.txt): no build isolation, no index.
-RUN UV_NO_CACHE=1 uv pip install -q --python /opt/simroute/bin/python --no-deps --no-build-isolation --no-index /src \
+RUN UV_NO_CACHE=1 uv pip install -q --compile-bytecode --python /opt/simroute/bin/python --no-deps --no-build-isolation --no-index /src \
  && rm -rf /src \
  && useradd --no-log-init --uid 10001 --create-home --home-dir /home/simroute simroute \
  && mkdir -p /config/.simroute && chown -R simroute:simroute /config

@@ -14,4 +14,5 @@ with open("/usr/local/bin/uv", "wb") as out:
 os.chmod("/usr/local/bin/uv", 0o755)'
 fi
 uv venv -q --python /usr/bin/python3 "$venv"
-UV_NO_CACHE=1 uv pip install -q --python "$venv/bin/python" --no-index --find-links /wheels "$@"
+# Compiled now, not at every container start (a replica started in 36 s without it).
+UV_NO_CACHE=1 uv pip install -q --compile-bytecode --python "$venv/bin/python" --no-index --find-links /wheels "$@"

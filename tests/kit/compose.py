@@ -9,8 +9,12 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +61,14 @@ class ComposeStack:
         self.timings[args[0]] = self.timings.get(args[0], 0.0) + time.monotonic() - started
         assert out.returncode == 0, f"{' '.join(command)} failed:\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}"
         return out
+
+    def timed(self, phase: str, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)`, its wall time kept under `phase` in `timings`."""
+        started = time.monotonic()
+        try:
+            return work(*args)
+        finally:
+            self.timings[phase] = time.monotonic() - started
 
     def build(self) -> None:
         """The images' wheelhouse (scripts/stack-wheelhouse.sh; linked from the machine's

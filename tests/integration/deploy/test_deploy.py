@@ -64,35 +64,66 @@ def test_stack_builds_comes_up_scaled_serves_sticky_and_leaves_nothing():
     try:
         stack.up(routers=2)
         assert len(stack.container_ids("router")) == 2
-        assert len(wait_for_replicas(stack, count=2)) == 2  # both replicas healthy behind one address
-        mcp_replicas = asyncio.run(mcp_session_calls(stack, calls=5))
+        homes = stack.timed("health", wait_for_replicas, stack, 2)
+        assert set(homes.values()) == {"router1", "router2"}  # both replicas healthy behind one address
+        mcp_replicas = stack.timed("mcp", lambda: asyncio.run(mcp_session_calls(stack, calls=5)))
         assert len(set(mcp_replicas)) == 1, mcp_replicas  # every request of one MCP session on one replica
-        simulated_episode(stack)
+        stack.timed("episode", simulated_episode, stack)
         assert 'POST /v1/chat/completions HTTP/1.1" 200' in stack.logs("world-model")  # the model answered
         proxied_through_balancer(stack)
+        stack.timed("failover", sessions_move_off_a_stopped_replica, stack, homes)
     finally:
         stack.down()
     assert stack.leftovers() == {"containers": [], "networks": [], "volumes": []}
     print(f"stack test: {time.monotonic() - started:.0f}s; " + ", ".join(f"{k} {v:.0f}s" for k, v in stack.timings.items()))
 
 
-def wait_for_replicas(stack: ComposeStack, count: int, deadline_s: float = 240) -> set[str]:
+def health(http: httpx2.Client, stack: ComposeStack, session: str) -> httpx2.Response | None:
+    try:
+        return http.get(f"{stack.url}/health", headers={"X-Simroute-Session": session})
+    except httpx2.TransportError:
+        return None
+
+
+def wait_for_replicas(stack: ComposeStack, count: int, deadline_s: float = 240) -> dict[str, str]:
     """Health through the balancer, each request under a new agent session (balanced
-    afresh), until `count` replicas have answered."""
-    seen: set[str] = set()
+    afresh), until `count` replicas have answered; one session per replica → its replica."""
+    homes: dict[str, str] = {}
     deadline = time.monotonic() + deadline_s
     with httpx2.Client(headers={"Authorization": f"Bearer {stack.token}"}, timeout=5) as http:
-        while len(seen) < count:
-            assert time.monotonic() < deadline, f"only {seen} of {count} replicas answered within {deadline_s}s"
-            try:
-                response = http.get(f"{stack.url}/health", headers={"X-Simroute-Session": uuid.uuid4().hex})
-            except httpx2.TransportError:
-                response = None
+        while len(set(homes.values())) < count:
+            assert time.monotonic() < deadline, f"only {homes} of {count} replicas answered within {deadline_s}s"
+            session = uuid.uuid4().hex
+            response = health(http, stack, session)
             if response is not None and response.status_code == 200:
-                seen.add(response.headers[REPLICA])
+                if response.headers[REPLICA] not in homes.values():
+                    homes[session] = response.headers[REPLICA]
             else:
                 time.sleep(0.5)
-    return seen
+        for session, replica in homes.items():  # an agent session stays where it started
+            for _ in range(3):
+                response = health(http, stack, session)
+                assert response is not None and response.headers[REPLICA] == replica
+    return homes
+
+
+def sessions_move_off_a_stopped_replica(stack: ComposeStack, homes: dict[str, str]) -> None:
+    """One replica stopped: once the health checks mark it down, the sessions it held
+    are served by the other one; the others stay where they were."""
+    subprocess.run(["docker", "stop", "-t", "2", stack.container_ids("router")[0]], check=True, capture_output=True, timeout=60)
+    with httpx2.Client(headers={"Authorization": f"Bearer {stack.token}"}, timeout=5) as http:
+        deadline = time.monotonic() + 60
+        while True:
+            answers = {session: health(http, stack, session) for session in homes}
+            now = {s: r.headers[REPLICA] for s, r in answers.items() if r is not None and r.status_code == 200}
+            if len(now) == len(homes) and len(set(now.values())) == 1:
+                break
+            assert time.monotonic() < deadline, f"sessions did not move off the stopped replica: {now}"
+            time.sleep(0.5)
+    survivor = next(iter(now.values()))
+    assert sorted(homes.values()) == ["router1", "router2"] and survivor in homes.values()
+    moved = [s for s in homes if homes[s] != survivor]
+    assert len(moved) == 1 and now[moved[0]] == survivor  # the stopped replica's session moved
 
 
 async def mcp_session_calls(stack: ComposeStack, calls: int) -> list[str]:
@@ -135,17 +166,16 @@ def simulated_episode(stack: ComposeStack) -> None:
         tools = http.post(f"/episodes/{episode}/step", json={"type": "list_tools"})
         assert tools.status_code == 200, tools.text
         tool = next(t["name"] for t in tools.json()["observation"]["tools"] if t["name"].endswith("get_current_time"))
-        for _ in range(2):
-            step = http.post(f"/episodes/{episode}/step", json={"type": "call_tool", "tool_name": tool, "arguments": {"timezone": "UTC"}})
-            assert step.status_code == 200, step.text
-            assert step.headers[REPLICA] == home  # the episode lives on the replica that reset it
-            info, result = step.json()["info"], step.json()["observation"]["result"]
-            assert (info["route"], info["provenance"], info["infra_error"]) == ("sim", "sim", False), step.json()
-            assert not result.get("isError", result.get("is_error")), result
-            text = result["content"][0]["text"]
-            assert text.strip() and not text.startswith("simroute:"), text  # the model's answer, not an error
+        step = http.post(f"/episodes/{episode}/step", json={"type": "call_tool", "tool_name": tool, "arguments": {"timezone": "UTC"}})
+        assert step.status_code == 200, step.text
+        assert step.headers[REPLICA] == home  # the episode lives on the replica that reset it
+        info, result = step.json()["info"], step.json()["observation"]["result"]
+        assert (info["route"], info["provenance"], info["infra_error"]) == ("sim", "sim", False), step.json()
+        assert not result.get("isError", result.get("is_error")), result
+        text = result["content"][0]["text"]
+        assert text.strip() and not text.startswith("simroute:"), text  # the model's answer, not an error
         state = http.get(f"/episodes/{episode}/state")
-        assert (state.status_code, state.headers[REPLICA], state.json()["step_count"]) == (200, home, 3)
+        assert (state.status_code, state.headers[REPLICA], state.json()["step_count"]) == (200, home, 2)
         assert http.delete(f"/episodes/{episode}").status_code == 204
 
 
