@@ -81,7 +81,7 @@ fi
 # --- the compose stack's images (docker-compose.yml) ---------------------------
 # In the background beside the locked dependencies: its wheelhouse (once per lock)
 # and four image builds, from the llama-cpp-python wheel and the model above.
-SIMROUTE_PIP="$PYTHON -m pip" ./scripts/build-images.sh --stack &
+./scripts/build-images.sh --stack &
 STACK_PID=$!
 
 # --- locked dependencies (runtime, tests and the dev tools: requirements-dev.lock;
