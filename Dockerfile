@@ -27,6 +27,15 @@ RUN wheelhouse-install.sh /opt/simroute -r /tmp/requirements/requirements.lock -
 FROM runtime
 COPY --from=dependencies /opt/simroute /opt/simroute
 COPY --from=dependencies /usr/local/bin/uv /usr/local/bin/uv
+# Everything but simroute's own sources first: a change to them rebuilds the last steps only.
+RUN useradd --no-log-init --uid 10001 --create-home --home-dir /home/simroute simroute \
+ && mkdir -p /config/.simroute && chown -R simroute:simroute /config
+# The in-process engine (world_model.engine: llama): idle OpenMP threads sleep, not spin.
+ENV OMP_WAIT_POLICY=PASSIVE
+WORKDIR /config
+EXPOSE 8765 8080
+ENTRYPOINT ["simroute"]
+CMD ["serve", "--config", "/config/simroute.yaml", "--mcp", "0.0.0.0:8765"]
 COPY pyproject.toml README.md /src/
 COPY router /src/router
 COPY backends /src/backends
@@ -35,13 +44,5 @@ COPY policies /src/policies
 COPY simroute /src/simroute
 # setuptools is in the environment (extras.txt): no build isolation, no index.
 RUN UV_NO_CACHE=1 uv pip install -q --compile-bytecode --python /opt/simroute/bin/python --no-deps --no-build-isolation --no-index /src \
- && rm -rf /src \
- && useradd --no-log-init --uid 10001 --create-home --home-dir /home/simroute simroute \
- && mkdir -p /config/.simroute && chown -R simroute:simroute /config
-# The in-process engine (world_model.engine: llama): idle OpenMP threads sleep, not spin.
-ENV OMP_WAIT_POLICY=PASSIVE
+ && rm -rf /src
 USER simroute
-WORKDIR /config
-EXPOSE 8765 8080
-ENTRYPOINT ["simroute"]
-CMD ["serve", "--config", "/config/simroute.yaml", "--mcp", "0.0.0.0:8765"]

@@ -78,9 +78,21 @@ want_sandbox=1
 if docker image inspect "$IMAGE" >/dev/null 2>&1 && [ -z "$rebuild" ] && [ -z "$stale" ]; then
   want_sandbox=""
 fi
-[ -n "$want_sandbox$want_browser" ] || exit 0
+# A fresh machine: what of the compose stack needs no wheelhouse is built now, while
+# the set-up compiles llama-cpp-python; `--stack` then finds those layers cached.
+want_stack_base=""
+docker image inspect simroute:local >/dev/null 2>&1 || want_stack_base=1
+[ -n "$want_sandbox$want_browser$want_stack_base" ] || exit 0
 
 ensure_base
 [ -z "$want_sandbox" ] || build "$IMAGE" deploy/sandbox
 # Chromium and its libraries from Debian's mirror (~150 packages, ~100 MB to download).
 [ -z "$want_browser" ] || build "$BROWSER_IMAGE" deploy/browser
+if [ -n "$want_stack_base" ]; then
+  build simroute-redis:local deploy/redis
+  build simroute-balancer:local deploy/balancer
+  # The first stage of the router and world-model images (Debian packages), untagged.
+  say "building the Python images' first stage"
+  docker build -q --target runtime --build-arg EXTRA_CA_CERT="${SIMROUTE_EXTRA_CA_CERT:-}" . >/dev/null 2>&1 \
+    || say "the Python images' first stage did not build now; --stack will try again"
+fi

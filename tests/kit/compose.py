@@ -52,6 +52,8 @@ class ComposeStack:
             "SIMROUTE_TOKEN": self.token,
             "SIMROUTE_PORT": str(self.port),
             "SIMROUTE_PROXY_PORT": str(self.proxy_port),
+            # Images of its own: a concurrent build elsewhere cannot retag what this project runs.
+            "SIMROUTE_IMAGE_TAG": self.project,
         }
 
     def compose(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -83,7 +85,7 @@ class ComposeStack:
         self.compose("up", "-d", "--scale", f"router={routers}", timeout=300)
 
     def down(self) -> None:
-        self.compose("down", "-v", "--remove-orphans", "--timeout", "5", timeout=180)
+        self.compose("down", "-v", "--rmi", "all", "--remove-orphans", "--timeout", "5", timeout=180)
 
     def container_ids(self, service: str | None = None) -> list[str]:
         filters = [f"label=com.docker.compose.project={self.project}"]
@@ -95,12 +97,13 @@ class ComposeStack:
         return self.compose("logs", "--no-color", service, timeout=60).stdout
 
     def leftovers(self) -> dict[str, list[str]]:
-        """What of this project is left in Docker: containers, networks, volumes."""
+        """What of this project is left in Docker: containers, networks, volumes, its images."""
         project = [f"label=com.docker.compose.project={self.project}"]
         return {
             "containers": self.container_ids(),
             "networks": _docker_ids(["network", "ls"], project),
             "volumes": _docker_ids(["volume", "ls"], project),
+            "images": _docker_ids(["images"], [f"reference=*:{self.project}"]),
         }
 
 

@@ -74,7 +74,7 @@ def test_stack_builds_comes_up_scaled_serves_sticky_and_leaves_nothing():
         stack.timed("failover", sessions_move_off_a_stopped_replica, stack, homes)
     finally:
         stack.down()
-    assert stack.leftovers() == {"containers": [], "networks": [], "volumes": []}
+    assert stack.leftovers() == {"containers": [], "networks": [], "volumes": [], "images": []}
     print(f"stack test: {time.monotonic() - started:.0f}s; " + ", ".join(f"{k} {v:.0f}s" for k, v in stack.timings.items()))
 
 
