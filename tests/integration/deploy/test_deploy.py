@@ -46,15 +46,18 @@ def test_compose_file_needs_a_token_and_scales_one_router_service():
         assert bases[0] == "debian:trixie-slim", dockerfile
 
 
-def test_deployed_config_is_valid():
+@pytest.mark.parametrize("config", ["simroute.yaml", "simroute-shell.yaml"])
+def test_deployed_configs_are_valid(config):
     out = subprocess.run(
-        [simroute_executable(), "check-config", "--config", str(ROOT / "deploy" / "simroute.yaml")],
+        [simroute_executable(), "check-config", "--config", str(ROOT / "deploy" / config)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
     assert "1 server(s)" in out.stdout and "store redis://redis:6379/0" in out.stdout
+    # The shell channel is opt-in (deploy/compose.shell.yml mounts the Docker socket).
+    assert yaml.safe_load((ROOT / "deploy" / config).read_text())["shell"]["enabled"] is (config == "simroute-shell.yaml")
 
 
 def test_stack_builds_comes_up_scaled_serves_sticky_and_leaves_nothing():
@@ -64,6 +67,11 @@ def test_stack_builds_comes_up_scaled_serves_sticky_and_leaves_nothing():
     try:
         stack.up(routers=2)
         assert len(stack.container_ids("router")) == 2
+        redis = stack.container_ids("redis")[0]
+        appendonly = subprocess.run(
+            ["docker", "exec", redis, "redis-cli", "CONFIG", "GET", "appendonly"], capture_output=True, text=True, timeout=30
+        )
+        assert appendonly.stdout.split() == ["appendonly", "yes"]
         homes = stack.timed("health", wait_for_replicas, stack, 2)
         assert set(homes.values()) == {"router1", "router2"}  # both replicas healthy behind one address
         mcp_replicas = stack.timed("mcp", lambda: asyncio.run(mcp_session_calls(stack, calls=5)))
@@ -186,3 +194,40 @@ def proxied_through_balancer(stack: ComposeStack) -> None:
     with httpx2.Client(proxy=proxy, timeout=60, trust_env=False) as http:
         response = http.get("http://upstream.invalid/")
     assert response.headers.get("x-simroute-provenance") == "none", (response.status_code, response.headers, response.text)
+
+
+def test_an_extra_ca_given_to_the_build_is_trusted_in_the_image(tmp_path):
+    """EXTRA_CA_CERT (docker-compose: SIMROUTE_EXTRA_CA_CERT) joins the CA store of the
+    Python images, the one their TLS clients use (SSL_CERT_FILE)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"simroute extra CA {uuid.uuid4().hex[:8]}")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder(subject_name=name, issuer_name=name, public_key=key.public_key(), serial_number=x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+    tag = f"simroute-ca-test:{uuid.uuid4().hex[:10]}"
+    build = ["docker", "build", "-q", "--target", "runtime", "--build-arg", f"EXTRA_CA_CERT={pem}", "-t", tag, str(ROOT)]
+    out = subprocess.run(build, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr
+    try:
+        check = (
+            "import os, ssl; print([c['subject'] for c in ssl.create_default_context(cafile=os.environ['SSL_CERT_FILE']).get_ca_certs()])"
+        )
+        out = subprocess.run(["docker", "run", "--rm", tag, "python3", "-c", check], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert name.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value in out.stdout  # trusted beside Debian's CAs
+        assert out.stdout.count("commonName") > 100
+    finally:
+        subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=120)
