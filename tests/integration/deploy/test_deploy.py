@@ -171,6 +171,7 @@ def simulated_episode(stack: ComposeStack) -> None:
         episode = reset.json()["episode_id"]
         assert reset.headers["location"] == f"/episodes/{episode}"
         home = reset.headers[REPLICA]
+        assert balancer_table(stack, "episodes")[episode] == home.removeprefix("router")  # learnt from Location
         tools = http.post(f"/episodes/{episode}/step", json={"type": "list_tools"})
         assert tools.status_code == 200, tools.text
         tool = next(t["name"] for t in tools.json()["observation"]["tools"] if t["name"].endswith("get_current_time"))
@@ -189,11 +190,30 @@ def simulated_episode(stack: ComposeStack) -> None:
 
 def proxied_through_balancer(stack: ComposeStack) -> None:
     """The HTTP proxy channel through the balancer's TCP frontend, the session as the
-    proxy user name: a replica's proxy answers (the upstream does not exist here)."""
-    proxy = f"http://agent-7:{stack.token}@127.0.0.1:{stack.proxy_port}"
-    with httpx2.Client(proxy=proxy, timeout=60, trust_env=False) as http:
-        response = http.get("http://upstream.invalid/")
-    assert response.headers.get("x-simroute-provenance") == "none", (response.status_code, response.headers, response.text)
+    proxy user name: a replica's proxy answers (the upstream does not exist here), and
+    every connection of one session goes to the replica the balancer keeps for it."""
+    sessions = [f"agent-{n}" for n in range(6)]
+    for _ in range(2):
+        for session in sessions:  # a connection each (a client per request)
+            proxy = f"http://{session}:{stack.token}@127.0.0.1:{stack.proxy_port}"
+            with httpx2.Client(proxy=proxy, timeout=60, trust_env=False) as http:
+                response = http.get("http://upstream.invalid/")
+            assert response.headers.get("x-simroute-provenance") == "none", (response.status_code, response.text)
+    table = balancer_table(stack, "proxy_sessions")
+    assert set(table) == set(sessions)  # the key is the proxy user name, decoded from Proxy-Authorization
+    assert set(table.values()) == {"1", "2"}  # spread over both replicas (source balancing alone would not)
+
+
+def balancer_table(stack: ComposeStack, table: str) -> dict[str, str]:
+    """A stick table of the balancer (its runtime API): key → server id."""
+    balancer = stack.container_ids("balancer")[0]
+    script = f'exec 3<>/dev/tcp/127.0.0.1/9999; echo "show table {table}" >&3; cat <&3'
+    out = subprocess.run(["docker", "exec", balancer, "bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    entries = [
+        dict(part.split("=", 1) for part in line.split()[1:] if "=" in part) for line in out.stdout.splitlines() if line.startswith("0x")
+    ]
+    return {entry["key"]: entry["server_id"] for entry in entries}
 
 
 def test_an_extra_ca_given_to_the_build_is_trusted_in_the_image(tmp_path):
