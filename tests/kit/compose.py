@@ -85,7 +85,12 @@ class ComposeStack:
         self.compose("up", "-d", "--scale", f"router={routers}", timeout=300)
 
     def down(self) -> None:
-        self.compose("down", "-v", "--rmi", "all", "--remove-orphans", "--timeout", "5", timeout=180)
+        self.compose("down", "-v", "--remove-orphans", "--timeout", "5", timeout=180)
+        # Its image tags, not their parents: those are the build cache of the next run.
+        listing = ["docker", "images", "--filter", f"reference=*:{self.project}", "--format", "{{.Repository}}:{{.Tag}}"]
+        tags = subprocess.run(listing, capture_output=True, text=True, timeout=30, check=True).stdout.split()
+        if tags:
+            subprocess.run(["docker", "rmi", "--no-prune", *tags], capture_output=True, text=True, timeout=120, check=True)
 
     def container_ids(self, service: str | None = None) -> list[str]:
         filters = [f"label=com.docker.compose.project={self.project}"]

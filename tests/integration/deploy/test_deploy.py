@@ -74,8 +74,9 @@ def test_stack_builds_comes_up_scaled_serves_sticky_and_leaves_nothing():
         assert appendonly.stdout.split() == ["appendonly", "yes"]
         homes = stack.timed("health", wait_for_replicas, stack, 2)
         assert set(homes.values()) == {"router1", "router2"}  # both replicas healthy behind one address
-        mcp_replicas = stack.timed("mcp", lambda: asyncio.run(mcp_session_calls(stack, calls=5)))
+        mcp_replicas, mcp_session = stack.timed("mcp", lambda: asyncio.run(mcp_session_calls(stack, calls=5)))
         assert len(set(mcp_replicas)) == 1, mcp_replicas  # every request of one MCP session on one replica
+        assert balancer_table(stack, "mcp_sessions")[mcp_session] == mcp_replicas[0].removeprefix("router")
         stack.timed("episode", simulated_episode, stack)
         assert 'POST /v1/chat/completions HTTP/1.1" 200' in stack.logs("world-model")  # the model answered
         proxied_through_balancer(stack)
@@ -134,14 +135,17 @@ def sessions_move_off_a_stopped_replica(stack: ComposeStack, homes: dict[str, st
     assert len(moved) == 1 and now[moved[0]] == survivor  # the stopped replica's session moved
 
 
-async def mcp_session_calls(stack: ComposeStack, calls: int) -> list[str]:
+async def mcp_session_calls(stack: ComposeStack, calls: int) -> tuple[list[str], str]:
     """An MCP client (the SDK's streamable HTTP transport) on one session: initialise,
     list the tools, call the deployed time server `calls` times; the replica of every
-    HTTP request it made."""
+    HTTP request it made, and the session's id."""
     served: list[str] = []
+    session_ids: set[str] = set()
 
     async def note(response: httpx2.Response) -> None:
         served.append(response.headers.get(REPLICA, "none"))
+        if "mcp-session-id" in response.headers:
+            session_ids.add(response.headers["mcp-session-id"])
 
     http = httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {stack.token}"},
@@ -157,8 +161,8 @@ async def mcp_session_calls(stack: ComposeStack, calls: int) -> list[str]:
                 result = await session.call_tool(tool, {"timezone": "UTC"})
                 assert not result.is_error, result
                 assert json.loads(result.content[0].text)["timezone"] == "UTC"  # the real server's answer
-    assert len(served) >= calls + 2
-    return served
+    assert len(served) >= calls + 2 and len(session_ids) == 1
+    return served, session_ids.pop()
 
 
 def simulated_episode(stack: ComposeStack) -> None:
