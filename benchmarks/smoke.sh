@@ -23,6 +23,7 @@ benchmarks=(
   store_scaling.py
   export_scaling.py
   mcp_overhead.py
+  tracing_overhead.py
   routing_quality.py
   http_overhead.py
   store_lock.py

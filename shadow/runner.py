@@ -15,12 +15,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
 from router.types import Call, Session, Simulator, Turn
 from shadow.compare.canonical import tool_key
 from shadow.compare.divergence import compare, text_size
 from shadow.compare.noise import NoiseRule, NoiseStore, noise_for_tool
 from shadow.records import Record
 from shadow.redaction import Redactor
+from shadow.shadow_span import shadow_span
 from shadow.store.protocol import RecordError, RecordStore, StoreError
 from shadow.store.record_log import RecordLog
 
@@ -86,7 +90,7 @@ class ShadowRunner:
         self.queue_size = queue_size
         self.concurrency = concurrency
         self.skipped = 0  # shadow work not done because the queue was full (metrics, tests)
-        self._queue: asyncio.Queue[tuple[Record, Session]] = asyncio.Queue(maxsize=queue_size)
+        self._queue: asyncio.Queue[tuple[Record, Session, otel_context.Context | None]] = asyncio.Queue(maxsize=queue_size)
         # session id -> [its lock, work items holding or awaiting it]
         self._session_locks: dict[str, list] = {}
         self._workers: list[asyncio.Task[None]] = []
@@ -97,6 +101,9 @@ class ShadowRunner:
         # With tokens, set by the runtime: the noise table's namespaces a session may use
         # (its own and the shared ones), as key prefixes.
         self.noise_scopes: Callable[[str], Sequence[str]] = lambda session_id: ("",)
+        # Set by the runtime when tracing is on: each submitted call's shadow work is a
+        # span, a child of the call's (shadow/shadow_span.py). None: no span, no context kept.
+        self.tracer: trace.Tracer | None = None
 
     @property
     def in_flight(self) -> int:
@@ -109,21 +116,23 @@ class ShadowRunner:
         """Simulate `record`'s call given the history before it; update the record when
         done. Ask `has_room()` first: a full queue raises asyncio.QueueFull."""
         # `history` is the caller's copy already (taken when the call completed): not copied again.
-        self._queue.put_nowait((record, Session(id=shadow_session_id(record), history=history)))
+        parent = otel_context.get_current() if self.tracer is not None else None  # the call's span, current in `Engine.complete`
+        self._queue.put_nowait((record, Session(id=shadow_session_id(record), history=history), parent))
         if not self._workers:
             loop = asyncio.get_running_loop()
             self._workers = [loop.create_task(self._work(), name=f"simroute-shadow-{n}") for n in range(self.concurrency)]
 
     async def _work(self) -> None:
         while True:
-            record, session = await self._queue.get()
+            record, session, parent = await self._queue.get()
             # Taken in queue order with no await in between: a session's work stays in order.
             entry = self._session_locks.setdefault(record.call.session_id, [asyncio.Lock(), 0])
             entry[1] += 1
             self._busy += 1
             try:
                 async with entry[0]:
-                    await self.complete(record, session)
+                    with shadow_span(self.tracer, parent, record):
+                        await self.complete(record, session)
             # Boundary: shadow work runs after the agent was answered. Its failure is
             # logged and the record stays pending for drain; it never stops the worker.
             except Exception:

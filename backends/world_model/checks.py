@@ -29,6 +29,11 @@ _COMMENTARY = re.compile(
     re.IGNORECASE,
 )
 _REF = re.compile(r"\[ref=e\d+\]")
+# A markdown code fence alone on a line: what a small model writes when it copies
+# the prompt's layout instead of predicting the terminal.
+_FENCE_LINE = re.compile(r"^\s*```[\w-]*\s*$")
+# The action's own layout echoed back as output: the keystrokes array of the prompt.
+_KEYSTROKES = re.compile(r'"keystrokes"\s*:')
 
 
 def check(channel: str, observation: Observation, *, schema: dict[str, Any] | None = None, json_body: bool = False) -> str | None:
@@ -74,8 +79,20 @@ def check_terminal(observation: Observation) -> str | None:
     cwd = structured.get("cwd")
     if not isinstance(cwd, str) or not cwd.startswith(("/", "~")):
         return f"no working directory (got {cwd!r})"
-    if _SCAFFOLDING.search(str(structured.get("output", ""))):
+    output = str(structured.get("output", ""))
+    if _SCAFFOLDING.search(output) or _KEYSTROKES.search(output):
         return "prompt scaffolding in the output"
+    return degenerate_screen(output)
+
+
+def degenerate_screen(output: str) -> str | None:
+    """Output no program prints: mostly bare code fences. A real file may hold a
+    fence or two (a README); a screen whose lines are half fences is the model
+    repeating the prompt's markup."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    fences = sum(1 for line in lines if _FENCE_LINE.match(line))
+    if fences >= 2 and fences * 2 >= len(lines):
+        return f"code fences instead of output ({fences} of {len(lines)} lines)"
     return None
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from backends.http.messages import observation_of, parse_response, render_request, render_response
 from backends.world_model.checks import check_http
 from backends.world_model.domain import Constraint, CountTokens
+from backends.world_model.echoed_inputs import echoed_fields, json_object, wrong_entity
 from backends.world_model.grammars import http_grammar, infer_json_schema
 from backends.world_model.grounding import Grounding, Row, ground, session_rows
 from backends.world_model.parse import InvalidPrediction
@@ -136,11 +137,17 @@ class HttpDomain:
     def constraint(self, call: Call, session: Session, grounding: Grounding, *, max_tokens: int) -> Constraint:
         bodies = route_json_bodies(grounding.answers, call)
         json_body = bodies is not None
+        echoes = echoed_fields(sibling_bodies([*grounding.answers, *grounding.rows], call))
+
+        def check(observation: Observation) -> str | None:
+            body = json_object(str((observation.structured or {}).get("body") or ""))
+            return check_http(observation, json_body=json_body) or wrong_entity(echoes, call.arguments, body)
+
         return Constraint(
             max_tokens=max_tokens,
             grammar=http_grammar(max_tokens=max_tokens, body_schema=infer_json_schema(bodies) if bodies else None, json_body=json_body),
             temperature=0.0 if grounding.unanimous else None,
-            check=lambda observation: check_http(observation, json_body=json_body),
+            check=check,
         )
 
     def observation(self, call: Call, prediction: str) -> Observation:
@@ -168,6 +175,26 @@ def route_json_bodies(rows: Sequence[Row], call: Call) -> list[Any] | None:
         except ValueError:
             return None
     return bodies or None
+
+
+def sibling_bodies(rows: Sequence[Row], call: Call) -> list[tuple[dict[str, Any], Any]]:
+    """(arguments, JSON body) of the recorded answers to sibling routes: the same
+    method on a path that differs from the call's in one segment (`/weather/tokyo`
+    for `/weather/lima`), each exchange once."""
+    path = str(call.arguments.get("path") or "").split("?", 1)[0].strip("/").split("/")
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        arguments = row.get("arguments") or {}
+        other = str(arguments.get("path") or "").split("?", 1)[0].strip("/").split("/")
+        if arguments.get("method", call.arguments.get("method")) != call.arguments.get("method") or len(other) != len(path):
+            continue
+        if sum(a != b for a, b in zip(path, other, strict=True)) != 1 or row.get("id", id(row)) in seen:
+            continue
+        seen.add(row.get("id", id(row)))
+        structured = (row.get("observation") or {}).get("structured") or {}
+        out.append((arguments, json_object(str(structured.get("body") or ""))))
+    return out
 
 
 def _example_of(row: Row) -> Example:

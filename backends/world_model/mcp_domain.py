@@ -17,6 +17,7 @@ from typing import Any
 
 from backends.world_model.checks import check_mcp
 from backends.world_model.domain import Constraint, CountTokens
+from backends.world_model.echoed_inputs import answer_object, contradicted_argument, echoed_fields, wrong_entity
 from backends.world_model.grammars import STOP_SEQUENCES, mcp_grammar, ordered_like
 from backends.world_model.grounding import Grounding, Row, ground, observation_text, session_rows
 from backends.world_model.mcp_prompt import Example, build_mcp_messages
@@ -123,13 +124,25 @@ class McpDomain:
         stop = list(STOP_SEQUENCES)
         if schema is None and not json_text and answers and not any("\n\n" in text for text in answers):
             stop.append("\n\n")  # no recorded answer has a blank line: one ends the answer (not commentary after it)
+        # Fields the tool's recorded answers fill with an argument's value (learned), and
+        # fields named like an argument (without records): both must agree with this call.
+        echoes = echoed_fields((row.get("arguments") or {}, answer_object(Observation.from_json(row["observation"]))) for row in successes)
+
+        def check(observation: Observation) -> str | None:
+            answer = answer_object(observation)
+            return (
+                check_mcp(observation, schema=schema, recorded=answers)
+                or wrong_entity(echoes, call.arguments, answer)
+                or contradicted_argument(call.arguments, answer)
+            )
+
         return Constraint(
             max_tokens=max_tokens,
             grammar=grammar,
             json_schema=schema,
             stop=stop,
             temperature=0.0 if grounding.unanimous else None,
-            check=lambda observation: check_mcp(observation, schema=schema, recorded=answers),
+            check=check,
         )
 
     def observation(self, call: Call, prediction: str) -> Observation:

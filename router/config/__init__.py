@@ -3,7 +3,8 @@
 `root.py` is the root model (`Config`) with its cross-section checks and the
 loader that turns YAML into a `Config` or a `ConfigError` naming the file and line;
 `sections.py` holds the sections the router owns (store, replay, world model,
-shadow, HTTP, redaction, service, sessions, safety, rehearsal, learned). The
+shadow, HTTP, redaction, service, sessions, safety, rehearsal, learned);
+`upstream_guard.py` the upstream guard's limits. The
 channels' own options live with their backends (`backends.shell.options`,
 `backends.browser.options`, `backends.mcp.servers`); this package composes them.
 
@@ -31,6 +32,7 @@ from router.config.sections import (
     StoreConfig,
     WorldModelConfig,
 )
+from router.config.upstream_guard import GuardLimits, UpstreamGuardConfig
 
 __all__ = [
     "DEFAULT_CONFIG_NAME",
@@ -38,6 +40,7 @@ __all__ = [
     "BrowserLimits",
     "Config",
     "ConfigError",
+    "GuardLimits",
     "HttpConfig",
     "LearnedConfig",
     "NoiseConfig",
@@ -55,6 +58,7 @@ __all__ = [
     "StdioServer",
     "StoreConfig",
     "Strict",
+    "UpstreamGuardConfig",
     "WorldModelConfig",
     "load_config",
     "parse_config",

@@ -36,6 +36,7 @@ from router.config.sections import (
     StoreConfig,
     WorldModelConfig,
 )
+from router.config.upstream_guard import UpstreamGuardConfig
 from router.config.yaml_document import DocumentTooLarge, check_depth, check_expanded_size, describe_yaml_error
 from router.types import Mode, Route
 
@@ -77,6 +78,9 @@ class Config(Strict):
     )
     redaction: RedactionConfig = Field(default=RedactionConfig(), description="Secrets redacted before anything is stored.")
     service: ServiceConfig = Field(default=ServiceConfig(), description="Who may talk to simroute over the network.")
+    upstream_guard: UpstreamGuardConfig = Field(
+        default=UpstreamGuardConfig(), description="Protects the real side: concurrency caps, call budgets, circuit breakers."
+    )
     call_timeout_s: PositiveFloat = Field(
         default=60.0, description="Deadline for one real call; a timeout answers with an error result, never a hang."
     )

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from policies.learned.persistence import card_path
+from router.dashboard.guard_metrics import GuardMetrics
 from router.dashboard.metrics import CallMetrics, RuntimeGauges, StoreTotals
 from router.dashboard.outlook import RouterOutlook
 from router.dashboard.routes import Dashboard
@@ -60,6 +61,8 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
         }
 
     metrics.add_collector(RuntimeGauges(live))
+    if runtime.engine.guard is not None:
+        metrics.add_collector(GuardMetrics(runtime.engine.guard))
     totals = StoreTotals(runtime.store)
     metrics.add_collector(totals)
     return Dashboard(

@@ -15,6 +15,8 @@ an observation the agent sees and a record, never an exception in a front door:
 - `RecordError` (the record writer could not write, nor spool): before a real call,
   the call does not run; after it, the answer is withheld;
 - `StoreError` from shared session state: the replica counts the session alone.
+The upstream guard (upstream_guard.py) may refuse a real call before it is sent:
+simroute's own answer (provenance `none`), recorded with the reason.
 Those four broad handlers are the documented boundaries (`# noqa: BLE001`).
 Cancellation is recorded (`cancelled`) and re-raised.
 """
@@ -33,10 +35,15 @@ from backends.replay import ReplayBackend
 from policies import learned, rehearsal
 from policies.base import Policy, decide
 from policies.virtual import VirtualServers
+from router.engine.call_spans import CallTracer, as_current
+from router.engine.guard_shapes import refusal_observation
+from router.engine.guard_state import Outcome as GuardOutcome
 from router.engine.pending import Outcome, Pending
 from router.engine.perturbing import Perturber
+from router.engine.real_calls import admit_real, call_real, release_real
 from router.engine.replay_modes import ReplayModes, replay_route
 from router.engine.session_state import LocalSessionState, SessionState, claim_locally
+from router.engine.upstream_guard import Refused, UpstreamGuard, outcome_of
 from router.engine.watchers import CallWatcher, RecordWriter
 from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Steer, Turn
 from shadow.owners import this_process_owner
@@ -74,6 +81,8 @@ class Engine:
         watchers: Sequence[CallWatcher] = (),
         perturber: Perturber | None = None,
         virtual: VirtualServers | None = None,
+        guard: UpstreamGuard | None = None,
+        tracer: CallTracer | None = None,
     ) -> None:
         self.policies = list(policies)
         self.records = records
@@ -91,10 +100,14 @@ class Engine:
         # What watches each call's events (router/engine/watchers.py): the record writer
         # first (every call leaves a record), then e.g. the noise learner.
         self.watchers: list[CallWatcher] = [RecordWriter(records), *watchers]
+        self.tracer = tracer  # a span per call (router/engine/call_spans.py); None: tracing off, no span
+        self.watchers += [tracer] if tracer is not None else []
         # Seeded perturbation plans (router/engine/perturbing.py); none: no call is perturbed.
         self.perturber = perturber or Perturber()
         # Virtual MCP servers (policies/virtual.py): no decision sends their calls real.
         self.virtual = virtual or VirtualServers()
+        # Protects the real side (router/engine/upstream_guard.py); none: every real call goes.
+        self.guard = guard
         self.owner = this_process_owner()
 
     async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False) -> Outcome:
@@ -214,28 +227,23 @@ class Engine:
         pending.written_ahead = True
 
     async def run_real(self, pending: Pending, real: CallNext) -> Observation:
-        """The real side under the call's deadline, written ahead first."""
-        await self.write_ahead(pending)
+        """The real side under the call's deadline, written ahead first, behind the
+        upstream guard (a refused call is answered here and never sent)."""
         call = pending.call
         deadline = pending.decision.deadline_s or self.deadline_for(call)  # a rule's deadline_s wins
-        started = time.perf_counter()
+        ticket = await admit_real(self.guard, pending, deadline)
+        if isinstance(ticket, Refused):
+            return refusal_observation(call, ticket, pending.session.history)
+        outcome = GuardOutcome.NEUTRAL  # cancelled or never sent: nothing learned about the real side
         try:
-            with anyio.fail_after(deadline):
-                return await real(call)
-        except TimeoutError:
-            # simroute's own answer (provenance none): never replayed as the upstream's.
-            return Observation.error(
-                f"simroute: upstream {call.server!r} did not answer {call.tool!r} within its {deadline:g}s deadline",
-                Provenance.NONE,
-                time.perf_counter() - started,
-            )
-        except Exception as exc:
-            log.exception("the real side of %s.%s raised", call.server, call.tool)
-            return Observation.error(
-                f"simroute: the real side of {call.tool!r} failed: {type(exc).__name__}: {exc}",
-                Provenance.NONE,
-                time.perf_counter() - started,
-            )
+            await self.write_ahead(pending)
+            with as_current(pending):  # what reaches the upstream continues the call's trace
+                observation, raised = await call_real(call, real, deadline)
+            outcome = outcome_of(call, observation, raised=raised)
+            return observation
+        finally:
+            if ticket is not None:
+                await release_real(self.guard, ticket, outcome)
 
     async def complete(self, pending: Pending, observation: Observation, *, note: str = "") -> Outcome:
         """Record what the agent gets (shadow work submitted when the route asks for it).
@@ -283,7 +291,8 @@ class Engine:
             await self._save_side_effects(session, session.side_effects - marks)
         if shadowed:
             assert self.shadow is not None
-            await self.shadow.submit(record, history)
+            with as_current(pending):  # tracing on: the shadow work's span is a child of the call's
+                await self.shadow.submit(record, history)
         return Outcome(observation, record)
 
     async def cancel(self, pending: Pending, reason: str = "cancelled by the agent before an answer") -> Outcome:

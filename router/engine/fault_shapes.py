@@ -22,7 +22,7 @@ def fault_observation(call: Call, perturbation: Perturbation, history: Sequence[
     if call.channel == "http":
         return observation_of(_http_fault(perturbation), Provenance.NONE, latency_s=latency_s)
     if call.channel == "shell":
-        result = _shell_fault(call, perturbation, _last_cwd(history))
+        result = _shell_fault(call, perturbation, last_cwd(history))
         return Observation([{"type": "text", "text": result.text()}], Provenance.NONE, result.is_error, result.structured(), latency_s)
     if call.channel == "browser":
         state = PageState(url=None, title=None, snapshot=None, error=_browser_error(call, perturbation))
@@ -79,7 +79,7 @@ def _shell_fault(call: Call, perturbation: Perturbation, cwd: str | None) -> She
     return ShellResult(output=message + "\n", exit_code=perturbation.exit_code, cwd=cwd)
 
 
-def _last_cwd(history: Sequence[Turn]) -> str | None:
+def last_cwd(history: Sequence[Turn]) -> str | None:
     """The working directory the session's last shell answer showed (a fault leaves it)."""
     for turn in reversed(history):
         structured = turn.observation.structured

@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 from backends.http.decode import decode_bounded
 from backends.http.messages import HttpSettings, error_structured, make_call, observation_of, response_parts
 from router.config import HttpConfig
+from router.engine.call_spans import incoming, inject
+from router.engine.guard_shapes import refusal_observation
+from router.engine.guard_state import Outcome
+from router.engine.real_calls import admit_real, release_real
 from router.engine.sessions import SessionRefusedError
+from router.engine.upstream_guard import Refused as GuardRefused
 from router.http.access import Refused
 from router.http.addresses import reach_of
 from router.http.answers import REAL, RealAnswers, RealSide
@@ -104,6 +109,8 @@ class HttpRouting:
             real: RealSide | None = flow.metadata.pop(REAL, None)
             if real is not None and real.timer is not None:
                 real.timer.cancel()
+            if real is not None:
+                await self.answers.release(real, Outcome.NEUTRAL)
             refused = Refused(500, "http-routing", f"simroute: routing failed: {type(exc).__name__}: {exc}")
             try:
                 await self.door.refuse(flow, refused, session_id=f"http-{flow.client_conn.id[:12]}")
@@ -145,7 +152,8 @@ class HttpRouting:
         engine = self.engine
         websocket = request.headers.get("upgrade", "").lower() == "websocket"
         # A WebSocket may carry anything once open: written ahead like any side effect.
-        pending = await engine.begin(call, session, read_only=call.tool in READ_ONLY_METHODS and not websocket)
+        with incoming(engine.tracer, request.headers):  # the call's span continues the request's traceparent
+            pending = await engine.begin(call, session, read_only=call.tool in READ_ONLY_METHODS and not websocket)
         if websocket and pending.decision.route in (Route.SIM, Route.REPLAY):
             reason = (
                 f"simroute: a WebSocket cannot be {pending.decision.route}ed yet (only let through or refused): {pending.decision.reason}"
@@ -196,11 +204,17 @@ class HttpRouting:
         if refusal is not None:
             await self.door.refuse(flow, refusal, session_id=pending.session.id, call=call)
             return None
+        ticket = await admit_real(self.engine.guard, pending, self.config.timeout_s)  # the upstream guard: never sent if refused
+        if isinstance(ticket, GuardRefused):
+            return refusal_observation(call, ticket)
         try:
             await self.engine.write_ahead(pending)  # a request with side effects is on record before it leaves
         except RecordError as exc:
+            if ticket is not None:
+                await release_real(self.engine.guard, ticket, Outcome.NEUTRAL)
             return Observation.error(str(exc))
-        real = flow.metadata[REAL] = RealSide(pending, time.perf_counter(), note=note, websocket=websocket)
+        inject(pending, flow.request.headers)  # tracing on: the upstream's parent is the call's span, in the same trace
+        real = flow.metadata[REAL] = RealSide(pending, time.perf_counter(), note=note, websocket=websocket, ticket=ticket)
         real.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self.answers.expire, flow)
         return None
 

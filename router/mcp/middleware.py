@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from backends.errors import BackendUnavailable
 from backends.mcp.upstream import UpstreamError
+from router.engine.call_spans import annotate_current
 from router.engine.sessions import SessionRefusedError
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
@@ -172,6 +173,8 @@ class RoutingMiddleware(Middleware):
             else ""
         )
         outcome = await self.runtime.engine.handle(call, session, real, note=note, read_only=definition.read_only)
+        if self.runtime.engine.tracer is not None:
+            annotate_current(outcome.record, method="tools/call", target=name, tool_name=name)
         return result_from_observation(outcome.observation, outcome.record, upstream=upstream[0] if upstream else None)
 
     async def on_list_tools(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]) -> Sequence[Tool]:
@@ -326,6 +329,8 @@ class RoutingMiddleware(Middleware):
 
         # Reading changes nothing: no write-ahead record.
         outcome = await self.runtime.engine.handle(call, session, real, read_only=True)
+        if self.runtime.engine.tracer is not None:  # the target: the resource's URI, the prompt's name
+            annotate_current(outcome.record, method=tool, target=arguments.get("uri") or arguments.get("name") or server)
         return outcome, upstream if outcome.observation.provenance is Provenance.REAL and not outcome.observation.is_error else []
 
 

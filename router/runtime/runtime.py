@@ -7,6 +7,7 @@ them in `aclose()`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 
@@ -17,12 +18,15 @@ from backends.shell.sandboxes import Sandboxes
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
+from router.engine.guard_redis import RedisGuardState
+from router.engine.guard_state import Limits, LocalGuardState
 from router.engine.perturbing import Perturber
 from router.engine.pin_guard import PinGuard
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
 from router.engine.stated_facts import FactKeeper
 from router.engine.tool_catalog import ToolCatalog
+from router.engine.upstream_guard import UpstreamGuard
 from router.engine.watchers import NoiseWatch
 from router.http.access import ProxyGate, SessionCredentials
 from router.http.addresses import BrowserAddresses, ChannelAddresses
@@ -31,6 +35,7 @@ from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
 from router.runtime.collector import settle_after_start
 from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
+from router.runtime.trace_export import call_tracer, start_export, stop_export
 from router.runtime.world import ExampleLookup, build_engine, build_simulator, tools_of
 from router.types import Call
 from shadow.compare.noise import NoiseRule
@@ -137,7 +142,12 @@ class Runtime:
             ],
             perturber=Perturber.from_config(config.perturbations),
             virtual=virtual_servers(config),
+            guard=self._upstream_guard(),
+            tracer=call_tracer(),  # OTEL_EXPORTER_OTLP_ENDPOINT set: a span per call (trace_export.py)
         )
+        self._trace_provider = None  # installed in start() when tracing is on
+        if self.engine.tracer is not None:  # the in-process shadow work's spans (shadow/shadow_span.py)
+            self.shadow_runner.tracer = self.engine.tracer.tracer
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).
         parts = RoutingParts(
@@ -166,6 +176,16 @@ class Runtime:
         if self.config.store.redis_url is None:
             return LocalSessionState()
         return RedisSessionState(self.store, ttl_s=2 * self.config.sessions.idle_ttl_s)
+
+    def _upstream_guard(self) -> UpstreamGuard | None:
+        """The real side's protection: its state shared by the replicas of a Redis store."""
+        section = self.config.upstream_guard
+        if not section.enabled:
+            return None
+        state = LocalGuardState() if self.config.store.redis_url is None else RedisGuardState(self.store)
+        return UpstreamGuard(
+            state=state, limits_for=functools.lru_cache(maxsize=4096)(lambda upstream: Limits(**section.limits_for(upstream)))
+        )
 
     def _redis_shadow_queue(self):
         from shadow.worker import RedisShadowQueue
@@ -245,6 +265,8 @@ class Runtime:
         self.engine.redactor = self.shadow_runner.redactor = redactor
 
     async def start(self) -> Runtime:
+        if self.engine.tracer is not None and self._trace_provider is None:
+            self._trace_provider = start_export()
         await self.open_store()
         for server in self.config.upstreams:  # the gate's MCP annotations, as last listed (a virtual server's: declared)
             self.tool_catalog.update(server, tools_of(self.config, self.store, server))
@@ -333,6 +355,9 @@ class Runtime:
         await self.world_model.aclose()
         await self.records.aclose()
         await self.store.aclose()
+        if self._trace_provider is not None:  # the spans still queued, flushed within the exporter's timeout
+            await asyncio.to_thread(stop_export, self._trace_provider)
+            self._trace_provider = None
         log.info("stopped")
 
     @property
