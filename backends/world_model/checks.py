@@ -32,6 +32,9 @@ _REF = re.compile(r"\[ref=e\d+\]")
 # A markdown code fence alone on a line: what a small model writes when it copies
 # the prompt's layout instead of predicting the terminal.
 _FENCE_LINE = re.compile(r"^\s*```[\w-]*\s*$")
+# A small model talking about its answer instead of giving it ("This is the expected
+# output for the action …"): judged only beside fences, where a file's prose is unlikely.
+_SCREEN_COMMENTARY = re.compile(r"(?i)\b(?:the|this) (?:expected |actual |real )?(?:output|observation|action)\b")
 # The action's own layout echoed back as output: the keystrokes array of the prompt.
 _KEYSTROKES = re.compile(r'"keystrokes"\s*:')
 
@@ -86,13 +89,17 @@ def check_terminal(observation: Observation) -> str | None:
 
 
 def degenerate_screen(output: str) -> str | None:
-    """Output no program prints: mostly bare code fences. A real file may hold a
-    fence or two (a README); a screen whose lines are half fences is the model
-    repeating the prompt's markup."""
+    """Output no program prints: mostly bare code fences, or fences with talk about
+    the answer. A real file may hold a fence or two (a README); a screen whose lines
+    are half fences is the model repeating the prompt's markup."""
     lines = [line for line in output.splitlines() if line.strip()]
     fences = sum(1 for line in lines if _FENCE_LINE.match(line))
+    if lines and fences == len(lines):
+        return "code fences instead of output"
     if fences >= 2 and fences * 2 >= len(lines):
         return f"code fences instead of output ({fences} of {len(lines)} lines)"
+    if fences >= 2 and (talk := _SCREEN_COMMENTARY.search(output)):
+        return f"commentary instead of output: {talk.group(0)!r} beside code fences"
     return None
 
 

@@ -112,3 +112,16 @@ def contradicted_argument(arguments: dict[str, Any], answer: Any) -> str | None:
         if a not in b and b not in a:
             return f"the answer names {name} {said!r}, the call asked for {asked!r}"
     return None
+
+
+def pin_echoes(schema: dict[str, Any] | None, echoes: Mapping[str, str], arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`schema` with each echoed field fixed to this call's input (`const`), so the
+    grammar writes the entity the call asked for; unchanged without echoes."""
+    if schema is None or not echoes or not isinstance(schema.get("properties"), dict):
+        return schema
+    inputs = inputs_of(arguments)
+    properties = dict(schema["properties"])
+    for field, name in echoes.items():
+        if field in properties and name in inputs:
+            properties[field] = {"const": inputs[name]}
+    return {**schema, "properties": properties}

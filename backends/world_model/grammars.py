@@ -114,6 +114,7 @@ def mcp_grammar(
     allow_fence: bool = False,
     outcome_error: bool | None = None,
     error_word: bool = True,
+    text_schema: dict[str, Any] | None = None,
 ) -> str:
     """An MCP tool result: with an output `schema`, JSON matching it; else text,
     bounded, not starting the way prompt scaffolding does (a fence, a heading,
@@ -122,7 +123,9 @@ def mcp_grammar(
     `outcome_error` (what every recorded answer to this call agrees on), only that
     outcome: the status class is part of the recordings' shape. Without
     `error_word`, a text result does not start with "Error" either (no recorded
-    success does; a small model primed by an earlier error writes one as text)."""
+    success does; a small model primed by an earlier error writes one as text).
+    `text_schema`: the shape of a JSON-text answer (recorded answers' shape), else any
+    object or array."""
     root = {None: "root ::= result | error", False: "root ::= result", True: "root ::= error"}[outcome_error]
     rules = [root, 'error ::= "Error: " [^\\n] [^\\n]{0,300}']
     if schema is not None:
@@ -130,7 +133,7 @@ def mcp_grammar(
         rules.append(_schema_rules(schema))
     elif json_text:
         rules.append("result ::= json-root")
-        rules.append(_schema_rules({"type": ["object", "array"]}))
+        rules.append(_schema_rules(text_schema or {"type": ["object", "array"]}))
     else:
         first = "[^" + ("" if allow_fence else "`") + "#*" + ("{[" if forbid_json else "") + "\\n E]"
         # "E" starts only "Error: …" (the error form) or a word other than "Error:".

@@ -95,7 +95,7 @@ def session_rows(call: Call, session: Session) -> list[Row]:
             "observation": turn.observation.to_json(),
         }
         for turn in session.history
-        if turn.call.channel == call.channel and turn.call.server == call.server and not turn.perturbed
+        if turn.of_environment(call.channel, call.server) and not turn.perturbed
     ]
 
 

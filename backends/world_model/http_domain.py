@@ -23,7 +23,7 @@ from typing import Any
 from backends.http.messages import observation_of, parse_response, render_request, render_response
 from backends.world_model.checks import check_http
 from backends.world_model.domain import Constraint, CountTokens
-from backends.world_model.echoed_inputs import echoed_fields, json_object, wrong_entity
+from backends.world_model.echoed_inputs import echoed_fields, json_object, pin_echoes, wrong_entity
 from backends.world_model.grammars import http_grammar, infer_json_schema
 from backends.world_model.grounding import Grounding, Row, ground, session_rows
 from backends.world_model.parse import InvalidPrediction
@@ -100,9 +100,7 @@ class HttpDomain:
         # The session's exchanges with this host, then the recorded examples as marked
         # turns right before the current request (see prompt.py for why).
         turns: list[tuple[Call, str]] = [
-            (turn.call, self._shown(turn.observation))
-            for turn in session.history
-            if turn.call.channel == call.channel and turn.call.server == call.server
+            (turn.call, self._shown(turn.observation)) for turn in session.history if turn.of_environment(call.channel, call.server)
         ]
 
         def render_turn(index: int, number: int) -> tuple[str, str]:
@@ -136,8 +134,14 @@ class HttpDomain:
 
     def constraint(self, call: Call, session: Session, grounding: Grounding, *, max_tokens: int) -> Constraint:
         bodies = route_json_bodies(grounding.answers, call)
+        # Recorded answers from other sessions and this session's own earlier exchanges:
+        # an agent that asked for Paris and Tokyo a moment ago taught the shape too.
+        siblings = sibling_bodies([*grounding.answers, *grounding.rows, *session_rows(call, session)], call)
+        echoes = echoed_fields(siblings)
+        if bodies is None and echoes and all(body is not None for _, body in siblings):
+            bodies = [body for _, body in siblings]  # no answer on this path: its siblings' shape, this call's entity
         json_body = bodies is not None
-        echoes = echoed_fields(sibling_bodies([*grounding.answers, *grounding.rows], call))
+        body_schema = pin_echoes(infer_json_schema(bodies), echoes, call.arguments) if bodies else None
 
         def check(observation: Observation) -> str | None:
             body = json_object(str((observation.structured or {}).get("body") or ""))
@@ -145,7 +149,7 @@ class HttpDomain:
 
         return Constraint(
             max_tokens=max_tokens,
-            grammar=http_grammar(max_tokens=max_tokens, body_schema=infer_json_schema(bodies) if bodies else None, json_body=json_body),
+            grammar=http_grammar(max_tokens=max_tokens, body_schema=body_schema, json_body=json_body),
             temperature=0.0 if grounding.unanimous else None,
             check=check,
         )

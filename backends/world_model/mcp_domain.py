@@ -17,8 +17,8 @@ from typing import Any
 
 from backends.world_model.checks import check_mcp
 from backends.world_model.domain import Constraint, CountTokens
-from backends.world_model.echoed_inputs import answer_object, contradicted_argument, echoed_fields, wrong_entity
-from backends.world_model.grammars import STOP_SEQUENCES, mcp_grammar, ordered_like
+from backends.world_model.echoed_inputs import answer_object, contradicted_argument, echoed_fields, pin_echoes, wrong_entity
+from backends.world_model.grammars import STOP_SEQUENCES, infer_json_schema, mcp_grammar, ordered_like
 from backends.world_model.grounding import Grounding, Row, ground, observation_text, session_rows
 from backends.world_model.mcp_prompt import Example, build_mcp_messages
 from backends.world_model.parse import InvalidPrediction, parse_json_prediction
@@ -83,7 +83,7 @@ class McpDomain:
         history = [
             ({"name": turn.call.tool, "arguments": turn.call.arguments}, shown(turn.observation.text, turn.observation.is_error))
             for turn in session.history
-            if turn.call.channel == call.channel and turn.call.server == call.server
+            if turn.of_environment(call.channel, call.server)
         ]
         if grounding is None:
             grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=int(budget_tokens * EXAMPLE_BUDGET))
@@ -110,8 +110,22 @@ class McpDomain:
         if schema is not None:  # fields in the order the real server writes them
             schema = ordered_like(schema, [structured_of(row) for row in successes])
         json_text = schema is None and bool(answers) and all(_starts_json(text) for text in answers)
+        # Fields the tool's recorded answers fill with an argument's value (learned): the
+        # grammar writes this call's value there, and the check holds any answer to it.
+        recorded_objects = [answer_object(Observation.from_json(row["observation"])) for row in successes]
+        seen = [
+            (row, answer_object(Observation.from_json(row["observation"])))
+            for row in session_rows(call, session)
+            if row["tool"] == call.tool
+        ]
+        echoes = echoed_fields(((row.get("arguments") or {}), obj) for row, obj in [*zip(successes, recorded_objects, strict=True), *seen])
+        schema = pin_echoes(schema, echoes, call.arguments)
+        text_schema = None
+        if json_text and echoes:
+            text_schema = pin_echoes(infer_json_schema([obj for obj in recorded_objects if obj is not None]), echoes, call.arguments)
         grammar = mcp_grammar(
             schema=schema,
+            text_schema=text_schema,
             max_tokens=max_tokens,
             json_text=json_text,
             # A tool definition echoed back starts with `{`: text tools answer text

@@ -157,7 +157,7 @@ class TerminalDomain:
                 ShellResult.from_structured(turn.observation.structured or {"output": turn.observation.text}),
             )
             for turn in session.history
-            if turn.call.channel == call.channel and turn.call.server == call.server
+            if turn.of_environment(call.channel, call.server)
         ]
         if grounding is None:
             grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)

@@ -103,11 +103,7 @@ class WebDomain:
     @staticmethod
     def pages(call: Call, session: Session) -> list[tuple[Call, PageState]]:
         """The browser turns of this session (same channel and server), oldest first."""
-        return [
-            (turn.call, page_of(turn.observation))
-            for turn in session.history
-            if turn.call.channel == call.channel and turn.call.server == call.server
-        ]
+        return [(turn.call, page_of(turn.observation)) for turn in session.history if turn.of_environment(call.channel, call.server)]
 
     @staticmethod
     def current_page(turns: Sequence[tuple[Call, PageState]]) -> PageState | None:

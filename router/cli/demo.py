@@ -25,6 +25,31 @@ mcpServers:
   time:
     command: {python}
     args: ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+  weather:                        # a virtual server: declared here, answered by the world model
+    type: virtual
+    initial_state: |
+      A fictional world. It is 2031-04-02. Lima: 24 C and sunny. Oslo: 3 C and snowing.
+    tools:
+      - name: get_forecast
+        description: Today's forecast for a city.
+        inputSchema:
+          type: object
+          properties: {{city: {{type: string}}}}
+          required: [city]
+        outputSchema:
+          type: object
+          properties: {{city: {{type: string}}, temp_c: {{type: number}}, sky: {{type: string}}}}
+          required: [city, temp_c, sky]
+        annotations: {{readOnlyHint: true}}
+perturbations:                    # seeded faults: the same calls fail on every run
+  apply: demo
+  plans:
+    demo:
+      seed: 7
+      rules:
+        - name: oslo-clock-down
+          kind: error
+          match: {{tool: get_current_time, arguments: {{timezone: "Europe/Oslo"}}}}
 rules:
   - name: simulate-americas
     match: {{tool: get_current_time, arguments: {{timezone: "America/*"}}}}
@@ -35,10 +60,7 @@ rules:
   - name: shadow-conversions
     match: {{tool: convert_time}}
     route: shadow
-  - name: simulate-reads          # read-only shell commands go to the simulated terminal
-    match: {{channel: shell, arguments: {{command: "re:^cat "}}}}
-    route: sim
-{http_rules}shell:
+{shell_rules}{http_rules}shell:
   pool_size: 1
 http:
   ca_dir: ca              # the HTTPS CA of this demo (simroute ca: the user's own)
@@ -46,20 +68,33 @@ replay:
   on_miss: real
 world_model:            # the bundled SmolLM2-135M GGUF, in-process
   max_tokens: 256
+  deadline_s: 120       # a slow first run on a busy laptop is not a failure of the demo
 store:
   path: records.db
 """
 
+# Session 2 also simulates read-only shell commands: the world model answers them from
+# the terminal session 1 recorded (a small model copies a recorded screen; it cannot
+# be trusted to work out a file's content from the command that wrote it).
+SIMULATE_READS = """\
+  - name: simulate-reads          # read-only shell commands go to the simulated terminal
+    match: {channel: shell, arguments: {command: "re:^cat "}}
+    route: sim
+"""
+
+# Two MCP servers behind simroute: their tools are listed as `server_tool`.
 CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("get_current_time", {"timezone": "Asia/Tokyo"}),
-    ("get_current_time", {"timezone": "Europe/Paris"}),
-    ("get_current_time", {"timezone": "Asia/Tokyo"}),
-    ("get_current_time", {"timezone": "America/Lima"}),
+    ("time_get_current_time", {"timezone": "Asia/Tokyo"}),
+    ("time_get_current_time", {"timezone": "Europe/Paris"}),
+    ("time_get_current_time", {"timezone": "Asia/Tokyo"}),
+    ("time_get_current_time", {"timezone": "America/Lima"}),
+    ("weather_get_forecast", {"city": "Lima"}),  # the virtual server
     ("shell_exec", {"command": "echo 'hello from the sandbox' > notes.txt && ls -l"}),
     ("shell_exec", {"command": "cat notes.txt"}),
     # Shadowed last: its simulation runs after the agent has its answer, and what
     # is still running when the session closes is finished by `simroute drain`.
-    ("convert_time", {"source_timezone": "Europe/Paris", "time": "09:30", "target_timezone": "America/New_York"}),
+    ("time_convert_time", {"source_timezone": "Europe/Paris", "time": "09:30", "target_timezone": "America/New_York"}),
+    ("time_get_current_time", {"timezone": "Europe/Oslo"}),  # perturbed: the plan's seeded error
 ]
 
 
@@ -93,25 +128,29 @@ async def run_agent_session(config_path: Path, label: str) -> list[dict[str, Any
 
 
 def print_rows(rows: list[dict[str, Any]], latency_by_record: dict[str, float]) -> None:
-    print(f"{'tool':18} {'arguments':28} {'route':7} {'provenance':10} {'latency':>10}  {'policy':22} answer")
+    print(f"{'tool':22} {'arguments':28} {'route':7} {'provenance':10} {'latency':>10}  {'policy':22} answer")
     for row in rows:
         args = ",".join(str(v) for v in row["arguments"].values())[:28]
         answer = json.dumps(row["answer"], ensure_ascii=False)[:60]
         latency = latency_by_record.get(row.get("record_id", ""), float("nan"))
-        print(f"{row['tool']:18} {args:28} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  {row['policy']:22} {answer}")
+        print(f"{row['tool']:22} {args:28} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  {row['policy']:22} {answer}")
         if row.get("note"):
-            print(f"{'':18} note: {row['note']}")
+            print(f"{'':22} note: {row['note']}")
+        if row.get("perturbation"):
+            p = row["perturbation"]
+            print(f"{'':22} perturbed: {p['kind']} by rule {p['rule']} (seed {p['seed']}, matching call {p['n']})")
 
 
 async def run_demo(workdir: Path) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
-    config_path = workdir / "simroute.yaml"
-    config_path.write_text(DEMO_CONFIG.format(python=json.dumps(sys.executable), http_rules=HTTP_RULES))
+    config_path, rehearsal_path = workdir / "simroute.yaml", workdir / "simroute-reads-simulated.yaml"
+    for path, shell_rules in ((config_path, ""), (rehearsal_path, SIMULATE_READS)):
+        path.write_text(DEMO_CONFIG.format(python=json.dumps(sys.executable), http_rules=HTTP_RULES, shell_rules=shell_rules))
     (workdir / "records.db").unlink(missing_ok=True)
     print(f"simroute demo — config {config_path}")
 
     first = await run_agent_session(config_path, "session 1: records real observations")
-    second = await run_agent_session(config_path, "session 2: replays session 1")
+    second = await run_agent_session(rehearsal_path, "session 2: replays session 1, simulates reads")
     web_first, web_second = await asyncio.to_thread(run_http_sessions, simroute_command(), config_path)
     # Shadow work still in flight when a session closed stays pending; drain completes it.
     drain = subprocess.run([*simroute_command(), "drain", "--config", str(config_path)], capture_output=True, text=True)
@@ -142,10 +181,12 @@ async def run_demo(workdir: Path) -> int:
     shell_real_ok = all(r["provenance"] == "real" for r in first + second if r["tool"] == "shell_exec" and r["route"] != "sim")
     simulated_ok = (
         shell_real_ok
-        and len(simulated) == 4
+        and len(simulated) == 5
         and all(r["provenance"] == "sim" and "world model failed" not in json.dumps(r["answer"]) for r in simulated)
     )
     shadow_ok = len(shadowed) == 2 and all(r["status"] == "complete" and r["divergence"] is not None for r in shadowed)
-    ok = len(replayed) == 3 and same and simulated_ok and shadow_ok and http_sessions_ok(web_first, web_second)
+    perturbed = [r for r in first + second if r.get("perturbation")]
+    perturbed_ok = len(perturbed) == 2 and all(r["provenance"] == "none" and r["perturbation"]["kind"] == "error" for r in perturbed)
+    ok = len(replayed) == 3 and same and simulated_ok and perturbed_ok and shadow_ok and http_sessions_ok(web_first, web_second)
     print("demo:", "ok" if ok else "UNEXPECTED ROUTES")
     return 0 if ok else 1

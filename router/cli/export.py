@@ -36,6 +36,13 @@ def export(
     min_divergence: Annotated[
         float | None, typer.Option(min=0.0, max=1.0, help="Only shadowed calls whose sides diverged at least this much (the hard cases).")
     ] = None,
+    hardest_first: Annotated[
+        bool,
+        typer.Option(
+            "--hardest-first",
+            help="Within each file, the records whose shadow sides diverged most first; those without a divergence last.",
+        ),
+    ] = False,
     status: Annotated[
         list[str] | None, typer.Option(help="Only records of this status; repeat for several (default: complete, pending, skipped).")
     ] = None,
@@ -69,6 +76,7 @@ def export(
                 tokens=tuple(token or ()),
             ),
             split=SessionSplit(test_fraction=test_fraction, seed=seed),
+            hardest_first=hardest_first,
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc

@@ -276,7 +276,8 @@ class Engine:
                 observation = Observation.error(f"{exc}. The call's answer is withheld.")
                 shadowed = False
         # The world model's history: as stored (redacted), a perturbed turn marked (never an example).
-        session.add_turn(Turn(record.call, record.served, perturbed=record.perturbation is not None))
+        fault = pending.perturbation is not None and pending.perturbation.is_fault
+        session.add_turn(Turn(record.call, record.served, perturbed=record.perturbation is not None, not_run=fault))
         if pending.in_flight:
             pending.in_flight, session.in_flight = False, session.in_flight - 1
         session.touch()

@@ -97,8 +97,10 @@ def episodes_router(host: EpisodeHost) -> APIRouter:
     api = APIRouter(tags=["episodes"])
 
     @api.post("/episodes", status_code=201, response_model=ResetResponse, summary="Reset: open an episode")
-    async def reset(body: ResetRequest, request: Request) -> dict[str, Any]:
+    async def reset(body: ResetRequest, request: Request, response: Response) -> dict[str, Any]:
         episode = await host.reset(token=token_of(request), seed=body.seed, episode_id=body.episode_id, options=body.options)
+        # Names the new episode for a load balancer, too: it sticks /episodes/<id>/... to this replica.
+        response.headers["Location"] = f"/episodes/{episode.id}"
         return {
             "episode_id": episode.id,
             "mcp_url": f"/mcp/e/{episode.id}",

@@ -6,5 +6,6 @@
   world-model prompt code, which lives in backends/ and is assembled in router/);
 - `formats.py`: an example as a line of each format (agentworldbench, messages, preference);
 - `seen.py`: what was already written, kept on disk (duplicates collapse, memory stays flat);
+- `lines.py`: where the lines go, in session order or hardest first (sorted in a scratch file);
 - `run.py`: the streaming driver over any record store, and the dataset card's counts.
 """

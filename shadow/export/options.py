@@ -104,6 +104,9 @@ class ExportPlan:
     formats: Sequence[str] = FORMATS
     filter: ExportFilter = field(default_factory=ExportFilter)
     split: SessionSplit = field(default_factory=SessionSplit)
+    # Each file's lines by divergence, the largest first (shadow/export/lines.py);
+    # otherwise in session order, as they are read.
+    hardest_first: bool = False
 
     def __post_init__(self) -> None:
         if not self.formats:

@@ -1,7 +1,8 @@
 """The export's driver: every session of the store (of the token namespaces asked
 for), each read in step order a page at a time, its examples written as they
-come. Memory holds one session's recent history and the open files, never the
-store: it stays flat as the store grows (benchmarks/export_scaling.py)."""
+come (or, hardest first, spooled to a scratch file and sorted there: lines.py).
+Memory holds one session's recent history and the open files, never the store:
+it stays flat as the store grows (benchmarks/export_scaling.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from shadow.export.examples import Example, PromptBuilder, SessionExamples, Skips
 from shadow.export.formats import WRITERS
+from shadow.export.lines import Files, HardestFirst, InSessionOrder, Lines
 from shadow.export.options import SPLITS, ExportFilter, ExportPlan
 from shadow.export.seen import SeenOnDisk
 from shadow.records import Record
@@ -33,6 +35,18 @@ class ExportCounts:
     skips: Skips = field(default_factory=Skips)
 
 
+# The card's account of the order of each file's lines (format and split: the split is
+# by session whatever the order, a line is always in its session's split).
+SESSION_ORDER = {"by": "session", "sessions": "as the store lists them", "records": "in step order"}
+HARDEST_FIRST = {
+    "by": "divergence",
+    "direction": "descending",
+    "without_divergence": "last",
+    "ties": "session order",
+    "within": "each file",
+}
+
+
 def dataset_files(plan: ExportPlan) -> dict[str, dict[str, str]]:
     """Where each format's split goes, relative to the output folder."""
     return {name: {side: f"{name}/{side}.jsonl" for side in SPLITS} for name in plan.formats}
@@ -43,14 +57,22 @@ async def export(
 ) -> ExportCounts:
     """Writes `plan`'s formats under `out` (see `dataset_files`); returns the counts."""
     counts = ExportCounts(lines={name: Counter() for name in plan.formats})
-    with tempfile.TemporaryDirectory(prefix="simroute-export-") as scratch, ExitStack() as stack:
-        files: dict[tuple[str, str], IO[str]] = {}
+    out.mkdir(parents=True, exist_ok=True)
+    # The scratch files can grow as large as the dataset (the hardest-first spool): they
+    # go where the dataset goes, not to a /tmp that may be held in memory.
+    with tempfile.TemporaryDirectory(prefix=".simroute-export-", dir=out) as scratch, ExitStack() as stack:
+        files: Files = {}
         for name, sides in dataset_files(plan).items():
             for side, relative in sides.items():
                 (out / relative).parent.mkdir(parents=True, exist_ok=True)
                 files[name, side] = stack.enter_context((out / relative).open("w", encoding="utf-8"))
         seen = SeenOnDisk(Path(scratch) / "seen.db").open()
         stack.callback(seen.close)
+        lines: Lines = InSessionOrder(files)
+        if plan.hardest_first:
+            spool = HardestFirst(files, Path(scratch) / "hardest.db")
+            stack.callback(spool.close)
+            lines = spool
         pairs = "preference" in plan.formats
         async for session in _sessions(store, plan):
             if not seen.add("session\0" + session):
@@ -68,9 +90,10 @@ async def export(
                     continue
                 example = examples.feed(record)
                 if example is not None:
-                    wrote = _write(example, side, plan, files, seen, counts) or wrote
+                    wrote = _write(example, side, plan, lines, seen, counts) or wrote
             if wrote:
                 counts.sessions[side] += 1
+        lines.finish()
     return counts
 
 
@@ -90,15 +113,14 @@ async def sessions(store: RecordStore, where: ExportFilter) -> AsyncIterator[str
             yield session
 
 
-def _write(
-    example: Example, side: str, plan: ExportPlan, files: dict[tuple[str, str], IO[str]], seen: SeenOnDisk, counts: ExportCounts
-) -> bool:
+def _write(example: Example, side: str, plan: ExportPlan, lines: Lines, seen: SeenOnDisk, counts: ExportCounts) -> bool:
     wrote = False
+    divergence = example.record.divergence
     identity = json.dumps([example.prompt, example.target], ensure_ascii=False, sort_keys=True)
     if seen.add("example\0" + identity):
         for name in plan.formats:
             if name != "preference":
-                _line(files[name, side], WRITERS[name](example, side))
+                lines.add(name, side, divergence, WRITERS[name](example, side))
                 counts.lines[name][side] += 1
                 wrote = True
         counts.by_domain[example.domain] += 1
@@ -107,16 +129,12 @@ def _write(
         counts.duplicates += 1
     if "preference" in plan.formats and example.rejected is not None:
         if seen.add("pair\0" + identity + "\0" + example.rejected):
-            _line(files["preference", side], WRITERS["preference"](example, side))
+            lines.add("preference", side, divergence, WRITERS["preference"](example, side))
             counts.lines["preference"][side] += 1
             wrote = True
         else:
             counts.duplicates += 1
     return wrote
-
-
-def _line(file: IO[str], value: Any) -> None:
-    file.write(json.dumps(value, ensure_ascii=False) + "\n")
 
 
 def card(counts: ExportCounts, plan: ExportPlan, *, source: dict[str, Any], version: str, created: str) -> dict[str, Any]:
@@ -128,6 +146,7 @@ def card(counts: ExportCounts, plan: ExportPlan, *, source: dict[str, Any], vers
         "formats": list(plan.formats),
         "files": dataset_files(plan),
         "filters": plan.filter.describe(),
+        "order": HARDEST_FIRST if plan.hardest_first else SESSION_ORDER,
         "split": {
             "by": "session",
             "seed": plan.split.seed,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from kit.launch import simroute_executable
@@ -58,8 +59,8 @@ TOOLS = [
 
 def synthetic_rows(start: int, count: int) -> list[dict]:
     """Records `start`…`start+count-1` of a store of weather sessions, ten calls each: real
-    calls, every fifth one shadowed (its simulated side diverged), every seventh served by
-    the world model."""
+    calls, every fifth one shadowed (its simulated side diverged, by 0.05 to 0.95), every
+    seventh served by the world model."""
     from shadow.compare.canonical import call_key
 
     out = []
@@ -71,7 +72,7 @@ def synthetic_rows(start: int, count: int) -> list[dict]:
         simulated = {"content": [{"type": "text", "text": f"{tool}: rain, {i % 13} C"}], "provenance": "sim"}
         route, served, shadow, divergence = "real", real, None, None
         if i % 5 == 0:
-            route, shadow, divergence = "shadow", simulated, 0.4
+            route, shadow, divergence = "shadow", simulated, round(0.05 + (i // 5 * 53 % 91) / 100, 2)
         elif i % 7 == 0:
             route, served = "sim", simulated
         out.append(
@@ -129,9 +130,19 @@ def measured_export(config: Path, out: Path, *args: str) -> tuple[float, float, 
     return seconds, usage.ru_maxrss / 1024, json.loads((out / "dataset.json").read_text())
 
 
-async def export_at_sizes(kind: str, folder: Path, sizes: list[int], *, redis_url: str | None = None) -> list[dict]:
+async def export_at_sizes(
+    kind: str,
+    folder: Path,
+    sizes: list[int],
+    *,
+    redis_url: str | None = None,
+    orders: tuple[str, ...] = ("session",),
+    measured: Callable[[dict], None] = lambda figure: None,
+) -> list[dict]:
     """One store (`sqlite`, or `redis` at `redis_url`) grown to each of `sizes` in turn and
-    exported at each: records, seconds, records a second and peak resident MB per size."""
+    exported at each, once per order asked for (`session`: as read; `hardest-first`): the
+    order, records, seconds, records a second and peak resident MB per size and order
+    (each also handed to `measured` as soon as it is measured)."""
     from shadow.store.redis.store import RedisStore
     from shadow.store.sqlite.store import SQLiteStore
 
@@ -151,9 +162,14 @@ async def export_at_sizes(kind: str, folder: Path, sizes: list[int], *, redis_ur
             for start in range(held, size, 5000):
                 await store.upsert(synthetic_rows(start, min(5000, size - start)))
             held = size
-            seconds, peak_mb, card = measured_export(config, folder / "out")
-            assert card["counts"]["records_read"] == size
-            figures.append({"records": size, "seconds": seconds, "rate": size / seconds, "peak_mb": peak_mb, "card": card})
+            for order in orders:
+                args = ("--hardest-first",) if order == "hardest-first" else ()
+                seconds, peak_mb, card = measured_export(config, folder / "out", *args)
+                assert card["counts"]["records_read"] == size and card["order"]["by"] == ("divergence" if args else "session")
+                figures.append(
+                    {"order": order, "records": size, "seconds": seconds, "rate": size / seconds, "peak_mb": peak_mb, "card": card}
+                )
+                measured(figures[-1])
     finally:
         await store.aclose()
     return figures

@@ -1,12 +1,16 @@
 """`simroute demo`, the README's main command, run as a user runs it: every route
-it promises (real, replay, sim, shadow, deny over MCP, shell and HTTP) shows up."""
+it promises (real, replay, sim, shadow, deny over MCP, shell and HTTP) shows up, its
+simulated answers are plausible (the entity the call asked for, no degenerate
+output), and it shows a perturbation and a virtual tool."""
 
+import re
 import subprocess
 
 import pytest
 from kit.launch import simroute_executable
 
-pytestmark = pytest.mark.integration
+# The bundled GGUF model against deadlines, its answers asserted: one test at a time (`serial`).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 
 def test_demo_runs_every_route_it_promises(tmp_path):
@@ -22,3 +26,19 @@ def test_demo_runs_every_route_it_promises(tmp_path):
     # of the user's terminal: simroute routes them to its debug log (--verbose).
     terminal = out.stdout + out.stderr
     assert "decode: removing memory module" not in terminal and "llama_context" not in terminal, terminal[-3000:]
+
+    # Plausible simulated answers, asserted on the demo's own output: the entity the call
+    # asked for, the simulated cat showing what the recorded terminal showed, no fences.
+    sim_rows = [line for line in out.stdout.splitlines() if re.search(r" sim +sim ", line)]
+    assert len(sim_rows) == 7, out.stdout[-4000:]  # MCP Lima x2, the forecast x2, the cat, HTTP Lima x2
+    assert "world model failed" not in out.stdout and "```" not in out.stdout and "keystrokes" not in out.stdout
+    clock = [line for line in sim_rows if line.startswith("time_get_current_time")]
+    assert len(clock) == 2 and all('{"timezone": "America/Lima"' in line for line in clock), clock
+    assert sum('{"city": "lima"' in line for line in sim_rows) == 2, sim_rows  # HTTP /weather/lima
+    forecast = [line for line in sim_rows if line.startswith("weather_get_forecast")]
+    assert len(forecast) == 2 and all(" virtual " in line and '{"city": "Lima"' in line for line in forecast), forecast
+    assert any(line.startswith("shell_exec") and '"output": "hello from the sandbox' in line for line in sim_rows), sim_rows
+    # A perturbation: the plan's seeded error, in both sessions, answered by simroute (provenance none).
+    perturbed = out.stdout.count("perturbed: error by rule demo:oslo-clock-down (seed 7, matching call 1)")
+    assert perturbed == 2 and "503 Service" in out.stdout
+    assert "weather_get_forecast" in out.stdout.split("tools through simroute:")[1].splitlines()[0]

@@ -3,6 +3,8 @@ asks once more and then answers a clear simulation error: bare code fences and t
 prompt's keystrokes on a terminal screen, an answer naming another entity than the
 call asked for."""
 
+import json
+
 import pytest
 
 from backends.http.messages import encode_body, observation_of, response_record
@@ -12,7 +14,7 @@ from backends.world_model.echoed_inputs import contradicted_argument, echoed_fie
 from backends.world_model.grounding import Grounding
 from backends.world_model.http_domain import HttpDomain
 from backends.world_model.mcp_domain import McpDomain
-from router.types import Call, Observation, Provenance, Session
+from router.types import Call, Observation, Provenance, Session, Turn
 
 
 def screen(output: str) -> Observation:
@@ -22,7 +24,14 @@ def screen(output: str) -> Observation:
 
 @pytest.mark.parametrize(
     "output",
-    ["```\n```\n```\n```\n", "```\n[0]\n[1]\n```\n", "```json\n```\n", '[{"keystrokes": "cat notes.txt\\n", "duration": 30}]\n'],
+    [
+        "```\n```\n```\n```\n",
+        "```\n[0]\n[1]\n```\n",
+        "```json\n```\n",
+        "```\n",
+        '```\n```\n[0] 1.0\n[1] 1.0\n```\nThis is the expected output for the action "cat notes.txt".\nIt lists\nthe file\nline by line\n',
+        '[{"keystrokes": "cat notes.txt\\n", "duration": 30}]\n',
+    ],
 )
 def test_fences_and_echoed_keystrokes_are_not_a_screen(output):
     assert check_terminal(screen(output)) is not None
@@ -30,7 +39,7 @@ def test_fences_and_echoed_keystrokes_are_not_a_screen(output):
 
 @pytest.mark.parametrize(
     "output",
-    ["hello from the sandbox\n", "", "# Title\n\n```sh\nmake test\n```\n\nRun it.\nThen ship.\nDone.\n", "```\n"],
+    ["hello from the sandbox\n", "", "# Title\n\n```sh\nmake test\n```\n\nRun it.\nThen ship.\nDone.\n"],
 )
 def test_real_output_passes_even_with_a_fence_or_two(output):
     assert check_terminal(screen(output)) is None
@@ -102,3 +111,50 @@ def test_the_http_domain_refuses_a_simulated_answer_for_another_city():
 
     assert "'paris'" in constraint.check(answer('{"city": "paris", "temp_c": 12}'))
     assert constraint.check(answer('{"city": "lima", "temp_c": 24}')) is None
+
+
+def test_the_grammar_writes_the_entity_the_call_asked_for():
+    def exchange(path, body):
+        structured = response_record(
+            200, "OK", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False
+        )
+        return {
+            "id": path,
+            "arguments": {"method": "GET", "path": path},
+            "observation": observation_of(structured, Provenance.REAL).to_json(),
+        }
+
+    rows = [exchange("/weather/paris", '{"city": "paris", "temp_c": 12}'), exchange("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}')]
+    call = Call("http", "api.test", "GET", {"method": "GET", "path": "/weather/lima"}, "s")
+    grammar = HttpDomain().constraint(call, Session("s"), Grounding(rows=rows, answers=rows), max_tokens=128).grammar
+    assert "lima" in grammar and "paris" not in grammar  # the city is a constant of this call's grammar
+
+    def answered(zone):
+        text = json.dumps({"timezone": zone, "datetime": "2026-01-01T10:00:00+01:00"})
+        return {"arguments": {"timezone": zone}, "observation": Observation([{"type": "text", "text": text}], Provenance.REAL).to_json()}
+
+    domain = McpDomain(tools_for=lambda server: [], output_schema_for=lambda s, t: None)
+    mcp_call = Call("mcp", "time", "get_current_time", {"timezone": "America/Lima"}, "s")
+    recorded = [answered("Europe/Paris"), answered("Asia/Tokyo")]
+    grammar = domain.constraint(mcp_call, Session("s"), Grounding(rows=recorded, answers=recorded), max_tokens=128).grammar
+    assert "America/Lima" in grammar and "Europe/Paris" not in grammar
+
+
+def test_the_sessions_own_earlier_exchanges_teach_the_echo_too():
+    """The agent asked for Paris and Tokyo a moment ago in this session (no other session recorded anything)."""
+
+    def turn(path, body):
+        structured = response_record(
+            200, "OK", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False
+        )
+        return Turn(Call("http", "api.test", "GET", {"method": "GET", "path": path}, "s"), observation_of(structured, Provenance.REAL))
+
+    session = Session("s")
+    session.add_turn(turn("/weather/paris", '{"city": "paris", "temp_c": 12}'))
+    session.add_turn(turn("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}'))
+    call = Call("http", "api.test", "GET", {"method": "GET", "path": "/weather/lima"}, "s")
+    constraint = HttpDomain().constraint(call, session, Grounding(), max_tokens=128)
+    copied = observation_of(
+        response_record(200, "OK", [], encode_body(b'{"city": "tokyo", "temp_c": 20}', limit=10_000), decoded=False), Provenance.SIM
+    )
+    assert "'tokyo'" in constraint.check(copied) and "lima" in constraint.grammar

@@ -58,3 +58,46 @@ def test_a_dataset_is_written_once_and_replaced_only_when_asked(config, tmp_path
 def test_no_store_yet_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(app, ["export", str(tmp_path / "out"), "--config", str(write_config(tmp_path))])
     assert result.exit_code == 1 and "no records yet" in result.output
+
+
+def divergences(path) -> list[float | None]:
+    return [json.loads(line)["meta"]["divergence"] for line in path.read_text().splitlines()]
+
+
+def hardest_first_order(values: list[float | None]) -> list[float | None]:
+    """Divergence descending, lines without one last (a stable sort: ties keep their order)."""
+    return sorted(values, key=lambda value: (value is None, -(value or 0.0)))
+
+
+def test_hardest_first_orders_each_file_and_the_card_says_so(config, tmp_path):
+    out = tmp_path / "hard"
+    args = ["export", str(out), "--config", str(config), "--hardest-first", "--format", "messages", "--format", "preference"]
+    result = CliRunner().invoke(app, [*args, "--test-fraction", "0.3"])
+    assert result.exit_code == 0, result.output
+    card = json.loads((out / "dataset.json").read_text())
+    assert card["order"]["by"] == "divergence" and card["order"]["without_divergence"] == "last"
+    for name in ("messages", "preference"):
+        for side in ("train", "test"):
+            found = divergences(out / name / f"{side}.jsonl")
+            assert found and found == hardest_first_order(found), (name, side, found)
+    shadowed = [value for value in divergences(out / "messages" / "train.jsonl") if value is not None]
+    assert len(set(shadowed)) > 2 and divergences(out / "messages" / "train.jsonl")[-1] is None  # a real order, not a tie
+    assert not list(out.glob(".simroute-export-*"))  # the scratch files went
+
+
+def test_hardest_first_keeps_the_filters(config, tmp_path):
+    out = tmp_path / "hard"
+    args = ["--hardest-first", "--format", "messages", "--min-divergence", "0.3", "--tool", "weather.forecast", "--test-fraction", "0"]
+    result = CliRunner().invoke(app, ["export", str(out), "--config", str(config), *args])
+    assert result.exit_code == 0, result.output
+    exported = [json.loads(line)["meta"] for line in (out / "messages" / "train.jsonl").read_text().splitlines()]
+    found = [meta["divergence"] for meta in exported]
+    assert found and found == sorted(found, reverse=True) and min(found) >= 0.3
+    assert {meta["tool"] for meta in exported} == {"forecast"}
+    assert json.loads((out / "dataset.json").read_text())["order"]["by"] == "divergence"
+
+
+def test_without_hardest_first_the_card_gives_the_session_order(config, tmp_path):
+    result = CliRunner().invoke(app, ["export", str(tmp_path / "out"), "--config", str(config), "--format", "messages"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "out" / "dataset.json").read_text())["order"]["by"] == "session"

@@ -31,6 +31,10 @@ async def test_an_error_on_the_real_route_is_answered_by_simroute_and_never_sent
     assert rows[1]["perturbation"] == {"kind": "error", "rule": "p:down", "seed": 7, "n": 2}
     assert "not sent to the real side" in rows[1]["note"] and "perturbation" not in rows[0]
     assert session.history[1].perturbed and not session.history[0].perturbed
+    # The world model is told only what the environment saw: a fault never ran.
+    assert session.history[1].not_run and not session.history[0].not_run
+    environment = [turn for turn in session.history if turn.of_environment("mcp", "srv")]
+    assert [turn.call.arguments for turn in environment] == [session.history[0].call.arguments, session.history[2].call.arguments]
 
 
 async def test_a_truncated_answer_keeps_the_routes_own_answer_in_the_record(tmp_path):
@@ -40,7 +44,9 @@ async def test_a_truncated_answer_keeps_the_routes_own_answer_in_the_record(tmp_
     async def listing(call):
         return Observation([{"type": "text", "text": json.dumps([1, 2, 3, 4])}], Provenance.REAL, structured={"items": [1, 2, 3, 4]})
 
-    outcome = await engine.handle(c("a"), Session("a"), listing)
+    session = Session("a")
+    outcome = await engine.handle(c("a"), session, listing)
+    assert session.history[0].perturbed and not session.history[0].not_run  # it ran: the environment saw it
     assert json.loads(outcome.observation.text) == [1, 2] and outcome.observation.structured == {"items": [1, 2]}
     assert outcome.observation.provenance is Provenance.NONE
     row = (await store.recent())[0]
