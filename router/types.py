@@ -269,6 +269,9 @@ class Session:
     facts: dict[str, tuple[int, str]] = field(default_factory=dict)
     # Pages of paginated listings still to be served, by cursor, when state is not shared.
     pages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Set when the session closed (the agent's close, idle reaping, a stop): its backends
+    # are being torn down, so a real call failing now tells nothing of the upstream.
+    closed: bool = False
 
     @property
     def is_episode(self) -> bool:

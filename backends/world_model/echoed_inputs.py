@@ -80,7 +80,8 @@ def wrong_entity(echoes: Mapping[str, str], arguments: Mapping[str, Any], answer
     inputs = inputs_of(arguments)
     for field, name in echoes.items():
         said, asked = answer.get(field), inputs.get(name)
-        if isinstance(said, str) and isinstance(asked, str) and not _same(said, asked):
+        # Containment is agreement ("Lima, Peru" for "Lima"): the entity is named either way.
+        if isinstance(said, str) and isinstance(asked, str) and asked.strip().casefold() not in said.casefold():
             return f"the answer's {field} is {said!r}, the call asked for {asked!r} (its recorded answers echo {name})"
     return None
 

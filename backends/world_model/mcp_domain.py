@@ -119,12 +119,14 @@ class McpDomain:
             if row["tool"] == call.tool
         ]
         echoes = echoed_fields(((row.get("arguments") or {}), obj) for row, obj in [*zip(successes, recorded_objects, strict=True), *seen])
-        schema = pin_echoes(schema, echoes, call.arguments)
+        # The grammar writes the echoed fields' values; the check holds answers to the
+        # tool's own schema and, where a field echoes an input, to naming it (wrong_entity).
+        pinned = pin_echoes(schema, echoes, call.arguments)
         text_schema = None
         if json_text and echoes:
             text_schema = pin_echoes(infer_json_schema([obj for obj in recorded_objects if obj is not None]), echoes, call.arguments)
         grammar = mcp_grammar(
-            schema=schema,
+            schema=pinned,
             text_schema=text_schema,
             max_tokens=max_tokens,
             json_text=json_text,
@@ -153,7 +155,7 @@ class McpDomain:
         return Constraint(
             max_tokens=max_tokens,
             grammar=grammar,
-            json_schema=schema,
+            json_schema=pinned,
             stop=stop,
             temperature=0.0 if grounding.unanimous else None,
             check=check,

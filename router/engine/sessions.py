@@ -107,7 +107,8 @@ class SessionRegistry:
         return self._ended.get(session_id)
 
     async def close(self, session_id: str, reason: str = "closed") -> None:
-        if self._sessions.pop(session_id, None) is not None:
+        if (session := self._sessions.pop(session_id, None)) is not None:
+            session.closed = True
             log.info("agent session %s %s", short_id(session_id), reason)
         if session_id in self._explicit:
             self._explicit.discard(session_id)

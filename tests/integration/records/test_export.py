@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import httpx2 as httpx
@@ -36,6 +37,13 @@ GOLDEN_CALLS = [
 FORMATS = ("agentworldbench", "messages", "preference")
 
 
+def simulated_echo(body: dict) -> str:
+    """The stub's answer: marked as simulated, and naming the text the call asked to echo
+    (simroute holds a simulated answer to the field its recorded answers echo)."""
+    asked = re.findall(r'"text": "([^"]*)"', body["messages"][-1]["content"])
+    return json.dumps({"result": " ".join([SIMULATED, *asked[-1:]])})
+
+
 async def session(config: Path, calls) -> list:
     async with stdio_client(config) as client:
         return [await client.call_tool(tool, arguments, raise_on_error=False) for tool, arguments in calls]
@@ -56,7 +64,7 @@ def filled(tmp_path_factory) -> dict:
     import asyncio
 
     folder = tmp_path_factory.mktemp("export")
-    with ModelStub(answer=json.dumps({"result": SIMULATED})) as model:  # the shape of echo's output schema
+    with ModelStub(answer=simulated_echo) as model:  # the shape of echo's output schema
         shadowed = config_for(folder, model, mode="shadow")
         golden = asyncio.run(session(shadowed, GOLDEN_CALLS))
         assert [meta_of(r)["provenance"] for r in golden] == ["real"] * 4

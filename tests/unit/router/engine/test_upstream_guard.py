@@ -111,6 +111,24 @@ async def test_a_cancelled_call_frees_its_slot_and_says_nothing_to_the_breaker(t
     assert (await engine.handle(make_call(), Session("b"), FakeReal())).observation.provenance is Provenance.REAL
 
 
+async def test_calls_whose_session_closed_under_them_say_nothing_to_the_breaker(tmp_path):
+    """The agent closed its session mid-call: simroute tore the session's upstream down,
+    so the failures that follow are simroute's doing, not the upstream's."""
+    engine, store, clock = await guarded(tmp_path, Limits(breaker_failures=2, breaker_cooldown_s=30))
+    upstream = Upstream()
+    for i in range(4):
+        session = Session(f"closing-{i}")
+
+        async def torn_down(call: Call, session=session) -> Observation:
+            session.closed = True  # what SessionRegistry.close sets, while the call runs
+            return await upstream(call)
+
+        await engine.handle(make_call(session=session.id), session, torn_down)
+    upstream.failing = False
+    answered = await engine.handle(make_call(), Session("open"), upstream)
+    assert upstream.calls == 5 and answered.observation.provenance is Provenance.REAL  # the breaker stayed closed
+
+
 async def test_budgets_are_per_token(tmp_path):
     engine, _, _ = await guarded(tmp_path, Limits(budget=2, budget_window_s=3600))
     real = FakeReal()
