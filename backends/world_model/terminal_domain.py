@@ -220,6 +220,11 @@ class TerminalDomain:
         typed = command.strip()
         if typed and (first == typed or (first.endswith("$ " + typed) and _PROMPT_LINE.match(first[: -len(typed)]))):
             lines = lines[1:]
+        # The first prompt line ends the command's screen: what a model writes after it
+        # (another fence, talk about the answer) is not this command's output.
+        first_prompt = next((i for i, line in enumerate(lines) if _PROMPT_LINE.match(line)), None)
+        if first_prompt is not None:
+            lines = lines[: first_prompt + 1]
         exit_code = cwd = None
         if lines and (match := _PROMPT_LINE.match(lines[-1])):
             exit_code = int(match.group(1)) if match.group(1) is not None else None

@@ -117,3 +117,13 @@ def test_a_warm_calls_budget_leaves_the_grammar_room_for_the_recorded_output():
     bound = int(grammar.split("]{0,", 1)[1].split("}", 1)[0])
     assert bound >= len(output.encode())
     assert grammar == terminal_grammar(command="ls -la", user="agent", host="sandbox", max_tokens=max_tokens)
+
+
+def test_the_first_prompt_line_ends_the_screen():
+    """What a model writes after the prompt line (a fence, talk about its answer) is not output."""
+    screen = (
+        "cat notes.txt\nhello from the sandbox\n[0] agent@sandbox:/workspace$\n```\n\n"
+        "This is a very simple example of a real-world observation.\n[1] agent@sandbox:/tmp$"
+    )
+    result = TerminalDomain().parse_screen("cat notes.txt", screen)
+    assert (result.output, result.exit_code, result.cwd) == ("hello from the sandbox", 0, "/workspace")
