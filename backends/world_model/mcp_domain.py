@@ -110,8 +110,9 @@ class McpDomain:
         if schema is not None:  # fields in the order the real server writes them
             schema = ordered_like(schema, [structured_of(row) for row in successes])
         json_text = schema is None and bool(answers) and all(_starts_json(text) for text in answers)
-        # Fields the tool's recorded answers fill with an argument's value (learned): the
-        # grammar writes this call's value there, and the check holds any answer to it.
+        # Fields the tool's answers (recorded, or this session's own) fill with an argument's
+        # value: the grammar writes this call's value there, and the check holds any answer
+        # to naming it; without such answers a field named like an argument must agree.
         recorded_objects = [answer_object(Observation.from_json(row["observation"])) for row in successes]
         seen = [
             (row, answer_object(Observation.from_json(row["observation"])))
@@ -140,9 +141,6 @@ class McpDomain:
         stop = list(STOP_SEQUENCES)
         if schema is None and not json_text and answers and not any("\n\n" in text for text in answers):
             stop.append("\n\n")  # no recorded answer has a blank line: one ends the answer (not commentary after it)
-        # Fields the tool's recorded answers fill with an argument's value (learned), and
-        # fields named like an argument (without records): both must agree with this call.
-        echoes = echoed_fields((row.get("arguments") or {}, answer_object(Observation.from_json(row["observation"]))) for row in successes)
 
         def check(observation: Observation) -> str | None:
             answer = answer_object(observation)
