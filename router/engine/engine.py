@@ -239,8 +239,7 @@ class Engine:
             await self.write_ahead(pending)
             with as_current(pending):  # what reaches the upstream continues the call's trace
                 observation, raised = await call_real(call, real, deadline)
-            # A call whose session closed under it failed because simroute tore its backend down.
-            outcome = GuardOutcome.NEUTRAL if pending.session.closed else outcome_of(call, observation, raised=raised)
+            outcome = outcome_of(call, observation, raised=raised, session_closed=pending.session.closed)
             return observation
         finally:
             if ticket is not None:

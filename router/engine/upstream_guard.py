@@ -71,8 +71,12 @@ def token_of(session_id: str) -> str:
     return namespace_of(session_id).removesuffix("/")
 
 
-def outcome_of(call: Call, observation: Observation, *, raised: bool = False) -> Outcome:
-    """How the real side did, for the breaker (see the module's docstring)."""
+def outcome_of(call: Call, observation: Observation, *, raised: bool = False, session_closed: bool = False) -> Outcome:
+    """How the real side did, for the breaker (see the module's docstring). A call whose
+    session closed while it ran failed because simroute tore that session's upstream
+    down: it says nothing of the upstream."""
+    if session_closed:
+        return Outcome.NEUTRAL
     if raised:
         return Outcome.FAILURE
     structured = observation.structured
