@@ -34,9 +34,9 @@ def test_demo_runs_every_route_it_promises(tmp_path):
     assert "world model failed" not in out.stdout and "```" not in out.stdout and "keystrokes" not in out.stdout
     clock = [line for line in sim_rows if line.startswith("time_get_current_time")]
     assert len(clock) == 2 and all('{"timezone": "America/Lima"' in line for line in clock), clock
-    assert sum('{"city": "lima"' in line for line in sim_rows) == 2, sim_rows  # HTTP /weather/lima
+    assert sum(re.search(r'"city": ?"lima"', line) is not None for line in sim_rows) == 2, sim_rows  # HTTP /weather/lima
     forecast = [line for line in sim_rows if line.startswith("weather_get_forecast")]
-    assert len(forecast) == 2 and all(" virtual " in line and '{"city": "Lima"' in line for line in forecast), forecast
+    assert len(forecast) == 2 and all(" virtual " in line and '"city": "Lima"' in line for line in forecast), forecast
     assert any(line.startswith("shell_exec") and '"output": "hello from the sandbox' in line for line in sim_rows), sim_rows
     # A perturbation: the plan's seeded error, in both sessions, answered by simroute (provenance none).
     perturbed = out.stdout.count("perturbed: error by rule demo:oslo-clock-down (seed 7, matching call 1)")
