@@ -45,12 +45,16 @@ async def test_simroute_prune_drops_records_past_max_age_but_never_a_named_recor
     upstream = {"toolbox": toolbox_server()}
     await echo(write_config(tmp_path, mcpServers=upstream, store=store, replay={"recording": "golden"}), "named")
     await echo(write_config(tmp_path, mcpServers=upstream, store=store), "old")
+    gap_opened = time.time()
     time.sleep(8)
     config = write_config(tmp_path, mcpServers=upstream, store=store)
     await echo(config, "fresh")
     assert sorted(r["arguments"]["text"] for r in records_of(config)) == ["fresh", "named", "old"]
 
-    config = write_config(tmp_path, mcpServers=upstream, store={**store, "max_age": "6s"})
+    # The cut-off (prune's own clock minus max_age) must fall inside the 8-second gap however
+    # slow the machine was: aim 2 s into it, leaving 5 s for `simroute prune` to start.
+    max_age_s = int(time.time() - (gap_opened + 2))
+    config = write_config(tmp_path, mcpServers=upstream, store={**store, "max_age": f"{max_age_s}s"})
     pruned = subprocess.run([simroute_executable(), "prune", "--config", str(config)], capture_output=True, text=True, timeout=120)
     assert pruned.returncode == 0 and "pruned 1 record(s)" in pruned.stdout, pruned.stdout + pruned.stderr
     # "old" went; the named recording is older still and stays; "fresh" is within max_age.
