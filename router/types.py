@@ -309,10 +309,17 @@ class Session:
 CallNext = Callable[[Call], Awaitable[Observation]]
 
 
+class SimulatorUnavailable(Exception):
+    """The simulated side is down (no model file, no model server): raised to
+    background work only (see `Simulator`), which waits for it and tries again."""
+
+
 class Simulator(Protocol):
     """The simulated side: predicts the observation of a call in its session.
-    Never raises for a model failure: it answers with an error observation.
-    `background` work (shadowing) yields to the agent's own simulated calls; `steer`
+    Never raises for a model failure (it answers with an error observation), except
+    that `background` work (shadowing), which yields to the agent's own simulated
+    calls, gets `SimulatorUnavailable` when the model is down: the work waits for the
+    model instead of recording its absence as the model's answer. `steer`
     (a meaning-level perturbation) shapes one answer and is checked against it."""
 
     async def simulate(

@@ -18,7 +18,7 @@ from typing import Protocol
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from router.types import Call, Session, Simulator, Turn
+from router.types import Call, Session, Simulator, SimulatorUnavailable, Turn
 from shadow.compare.canonical import tool_key
 from shadow.compare.divergence import compare, text_size
 from shadow.compare.noise import NoiseRule, NoiseStore, noise_for_tool
@@ -133,6 +133,8 @@ class ShadowRunner:
                 async with entry[0]:
                     with shadow_span(self.tracer, parent, record):
                         await self.complete(record, session)
+            except SimulatorUnavailable as exc:  # the model is down: pending, drain completes it once it is back
+                log.warning("shadow work of %s waits for the world model (the record stays pending): %s", record.id, exc)
             # Boundary: shadow work runs after the agent was answered. Its failure is
             # logged and the record stays pending for drain; it never stops the worker.
             except Exception:
@@ -145,6 +147,9 @@ class ShadowRunner:
                     self._session_locks.pop(record.call.session_id, None)
 
     async def complete(self, record: Record, session: Session) -> None:
+        """Simulate, compare and store the record complete. Raises `SimulatorUnavailable`
+        when the world model is down: the record stays pending (a model that is away is
+        not a divergence), and the caller tries again later."""
         simulated = await self.simulator.simulate(record.call, session, deadline_s=self.deadline_for(record.call), background=True)
         if self.redactor is not None:  # the real side was redacted when recorded: compare like with like
             simulated = self.redactor.observation(simulated)
@@ -176,7 +181,8 @@ class ShadowRunner:
                 earlier = await self.store.session_records(record.call.session_id, before_step=record.step, limit=_DRAIN_HISTORY)
                 history = [Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier]
                 await self.complete(record, Session(id=shadow_session_id(record), history=history))
-            except (AttributeError, KeyError, TypeError, ValueError, StoreError) as exc:  # a record that does not read back
+            except (AttributeError, KeyError, TypeError, ValueError, StoreError, SimulatorUnavailable) as exc:
+                # A record that does not read back, or the world model is down: it stays pending.
                 log.error("pending record %s not completed: %s: %s", record_id, type(exc).__name__, exc)
                 report.failed.append(f"{record_id}: {type(exc).__name__}: {exc}")
                 continue

@@ -5,6 +5,9 @@ A job names a `pending` record; the worker rebuilds the session's history from
 the store (as the agent saw it), simulates, compares and completes the record,
 then acknowledges and deletes the job (so the stream's length is the queue's).
 A job a crashed worker held longer than `claim_after_s` is claimed by another.
+While the world model is down, a job stays unacknowledged (its record pending) and
+the worker reads its own held jobs again every `retry_s`, so shadow work waits for
+the model and completes once it is back.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from typing import Any
 
 from redis.exceptions import ResponseError
 
-from router.types import Session, Turn
+from router.types import Session, SimulatorUnavailable, Turn
 from shadow.records import Record
 from shadow.runner import DrainReport, ShadowRunner, shadow_session_id
 from shadow.store.protocol import StoreError
@@ -87,12 +91,18 @@ class RedisShadowQueue:
 class ShadowWorker:
     """One consumer of the shadow stream (see module doc)."""
 
-    def __init__(self, store: RedisStore, runner: ShadowRunner, *, claim_after_s: float = 60.0, name: str | None = None) -> None:
+    def __init__(
+        self, store: RedisStore, runner: ShadowRunner, *, claim_after_s: float = 60.0, retry_s: float = 5.0, name: str | None = None
+    ) -> None:
         self.store = store
         self.runner = runner
         self.claim_after_s = claim_after_s
+        self.retry_s = retry_s
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.completed = 0
+        # When the jobs this worker holds for a model that was down are read again (None: none held).
+        self._retry_at: float | None = None
+        self._waiting = False  # the model was down at the last try: said once, not per job
 
     @property
     def stream(self) -> str:
@@ -120,13 +130,19 @@ class ShadowWorker:
             lambda r: r.xautoclaim(self.stream, GROUP, self.name, min_idle_time=int(self.claim_after_s * 1000), start_id="0-0", count=10),
         )
         jobs = list(claimed[1]) if claimed else []
+        if not jobs and self._retry_at is not None and time.monotonic() >= self._retry_at:
+            self._retry_at = None
+            held = await self.store._run(
+                "rereading held shadow jobs", lambda r: r.xreadgroup(GROUP, self.name, {self.stream: "0"}, count=10)
+            )
+            jobs = [entry for _, entries in (held or []) for entry in entries]
         if not jobs:
             read = await self.store._run(
                 "reading shadow jobs", lambda r: r.xreadgroup(GROUP, self.name, {self.stream: ">"}, count=1, block=block_ms)
             )
             jobs = [entry for _, entries in (read or []) for entry in entries]
-        for job_id, fields in jobs:
-            await self._process(job_id, fields.get("id", ""))
+        for job_id, fields in jobs:  # (a held job deleted meanwhile reads back without fields)
+            await self._process(job_id, (fields or {}).get("id", ""))
         return len(jobs)
 
     async def _process(self, job_id: str, record_id: str) -> None:
@@ -137,7 +153,17 @@ class ShadowWorker:
             session = Session(
                 id=shadow_session_id(record), history=[Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier]
             )
-            await self.runner.complete(record, session)
+            try:
+                await self.runner.complete(record, session)
+            except SimulatorUnavailable as exc:  # held, unacknowledged: read again in retry_s
+                if not self._waiting:
+                    log.warning("shadow work waits for the world model (jobs held, retried every %.0fs): %s", self.retry_s, exc)
+                self._waiting = True
+                self._retry_at = time.monotonic() + self.retry_s
+                return
+            if self._waiting:
+                log.info("the world model answers again: held shadow work goes on")
+                self._waiting = False
             self.completed += 1
         # Done, or nothing left to do (completed elsewhere, or gone): the job leaves the queue.
         await self.store._run("acknowledging a shadow job", lambda r: r.xack(self.stream, GROUP, job_id))

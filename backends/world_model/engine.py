@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from backends.errors import BackendError, BackendUnavailable, BadBackendInput, DeadlineExceeded
+from router.types import SimulatorUnavailable
 
 
 class WorldModelError(BackendError):
@@ -23,9 +24,10 @@ class ContextOverflow(WorldModelError, BadBackendInput):
     """The prompt and the tokens to generate do not fit the model's context."""
 
 
-class ModelUnavailable(WorldModelError, BackendUnavailable):
+class ModelUnavailable(WorldModelError, BackendUnavailable, SimulatorUnavailable):
     """The model file is missing or unloadable, its chat format unknown, or the
-    model server is down."""
+    model server is down. Background (shadow) work gets it raised, as the router's
+    `SimulatorUnavailable`, and waits for the model."""
 
 
 @dataclass(slots=True)

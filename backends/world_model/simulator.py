@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from backends.world_model.domain import Domain
-from backends.world_model.engine import Completion, WorldModelEngine, WorldModelError
+from backends.world_model.engine import Completion, ModelUnavailable, WorldModelEngine, WorldModelError
 from backends.world_model.facts import render_facts
 from backends.world_model.grounding import Grounding, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
@@ -173,4 +173,6 @@ class WorldModelSimulator:
                 log.info("malformed prediction for %s %s.%s (%s); asking once more", call.channel, call.server, call.tool, problem)
             raise InvalidPrediction(f"the world model's answer is malformed, twice: {problem}")
         except WorldModelError as exc:
+            if background and isinstance(exc, ModelUnavailable):
+                raise  # a SimulatorUnavailable: shadow work waits for the model (see router.types.Simulator)
             return Observation.error(f"simroute: world model failed: {exc}", Provenance.SIM, time.monotonic() - started)

@@ -34,10 +34,12 @@ def docker_answers() -> bool:
 
 @dataclass
 class ComposeStack:
-    """One project of docker-compose.yml; `port` and `proxy_port` are the balancer's."""
+    """One project of docker-compose.yml (with `files` laid over it, in order); `port`
+    and `proxy_port` are the balancer's."""
 
     port: int
     proxy_port: int
+    files: tuple[Path, ...] = ()
     token: str = field(default_factory=lambda: secrets.token_hex(24))
     project: str = field(default_factory=lambda: f"simroute-test-{uuid.uuid4().hex[:10]}")
     timings: dict[str, float] = field(default_factory=dict)
@@ -54,10 +56,13 @@ class ComposeStack:
             "SIMROUTE_PROXY_PORT": str(self.proxy_port),
             # Images of its own: a concurrent build elsewhere cannot retag what this project runs.
             "SIMROUTE_IMAGE_TAG": self.project,
+            # For a file that mounts the Docker socket (deploy/compose.shell.yml does).
+            "DOCKER_GID": str(os.stat("/var/run/docker.sock").st_gid) if os.path.exists("/var/run/docker.sock") else "",
         }
 
     def compose(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-        command = [*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "-p", self.project, *args]
+        files = [part for path in (ROOT / "docker-compose.yml", *self.files) for part in ("-f", str(path))]
+        command = [*compose_command(), *files, "-p", self.project, *args]
         started = time.monotonic()
         out = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=self.env(), cwd=ROOT)
         self.timings[args[0]] = self.timings.get(args[0], 0.0) + time.monotonic() - started

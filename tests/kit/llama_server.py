@@ -12,14 +12,14 @@ from pathlib import Path
 
 
 @contextlib.contextmanager
-def llama_cpp_server(model: Path, *, n_ctx: int = 4096) -> Iterator[str]:
+def llama_cpp_server(model: Path, *, n_ctx: int = 4096, port: int | None = None) -> Iterator[str]:
     """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on
-    `model`, on a free loopback port; yields its base URL, and stops it."""
+    `model`, on `port` of loopback (a free one by default); yields its base URL, and stops it."""
     import httpx2
 
     from router.cli.launch import free_port
 
-    port = free_port()
+    port = port or free_port()
     process = subprocess.Popen(
         [
             sys.executable,

@@ -15,13 +15,13 @@ import pytest
 import yaml
 from kit.compose import ROOT, ComposeStack, compose_command
 from kit.launch import simroute_executable
+from kit.stack_clients import REPLICA, balancer_table, health, wait_for_replicas
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from router.cli.launch import free_port
 
 pytestmark = pytest.mark.integration
-REPLICA = "x-simroute-replica"  # the balancer's answer header naming the replica that served
 
 
 def test_compose_file_needs_a_token_and_scales_one_router_service():
@@ -85,35 +85,6 @@ def test_stack_builds_comes_up_scaled_serves_sticky_and_leaves_nothing():
         stack.down()
     assert stack.leftovers() == {"containers": [], "networks": [], "volumes": [], "images": []}
     print(f"stack test: {time.monotonic() - started:.0f}s; " + ", ".join(f"{k} {v:.0f}s" for k, v in stack.timings.items()))
-
-
-def health(http: httpx2.Client, stack: ComposeStack, session: str) -> httpx2.Response | None:
-    try:
-        return http.get(f"{stack.url}/health", headers={"X-Simroute-Session": session})
-    except httpx2.TransportError:
-        return None
-
-
-def wait_for_replicas(stack: ComposeStack, count: int, deadline_s: float = 240) -> dict[str, str]:
-    """Health through the balancer, each request under a new agent session (balanced
-    afresh), until `count` replicas have answered; one session per replica → its replica."""
-    homes: dict[str, str] = {}
-    deadline = time.monotonic() + deadline_s
-    with httpx2.Client(headers={"Authorization": f"Bearer {stack.token}"}, timeout=5) as http:
-        while len(set(homes.values())) < count:
-            assert time.monotonic() < deadline, f"only {homes} of {count} replicas answered within {deadline_s}s"
-            session = uuid.uuid4().hex
-            response = health(http, stack, session)
-            if response is not None and response.status_code == 200:
-                if response.headers[REPLICA] not in homes.values():
-                    homes[session] = response.headers[REPLICA]
-            else:
-                time.sleep(0.5)
-        for session, replica in homes.items():  # an agent session stays where it started
-            for _ in range(3):
-                response = health(http, stack, session)
-                assert response is not None and response.headers[REPLICA] == replica
-    return homes
 
 
 def sessions_move_off_a_stopped_replica(stack: ComposeStack, homes: dict[str, str]) -> None:
@@ -206,18 +177,6 @@ def proxied_through_balancer(stack: ComposeStack) -> None:
     table = balancer_table(stack, "proxy_sessions")
     assert set(table) == set(sessions)  # the key is the proxy user name, decoded from Proxy-Authorization
     assert set(table.values()) == {"1", "2"}  # spread over both replicas (source balancing alone would not)
-
-
-def balancer_table(stack: ComposeStack, table: str) -> dict[str, str]:
-    """A stick table of the balancer (its runtime API): key → server id."""
-    balancer = stack.container_ids("balancer")[0]
-    script = f'exec 3<>/dev/tcp/127.0.0.1/9999; echo "show table {table}" >&3; cat <&3'
-    out = subprocess.run(["docker", "exec", balancer, "bash", "-c", script], capture_output=True, text=True, timeout=30)
-    assert out.returncode == 0, out.stderr
-    entries = [
-        dict(part.split("=", 1) for part in line.split()[1:] if "=" in part) for line in out.stdout.splitlines() if line.startswith("0x")
-    ]
-    return {entry["key"]: entry["server_id"] for entry in entries}
 
 
 def test_an_extra_ca_given_to_the_build_is_trusted_in_the_image(tmp_path):

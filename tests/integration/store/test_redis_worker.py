@@ -11,7 +11,10 @@ import time
 
 import pytest
 import redis
-from kit.launch import meta_of, records_of, simroute_executable, stdio_client, time_server
+from kit.launch import meta_of, model_path, records_of, simroute_executable, stdio_client, time_server
+from kit.llama_server import llama_cpp_server
+
+from router.cli.launch import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -68,3 +71,36 @@ async def test_workers_complete_shadow_work_and_claim_a_dead_workers_job(make_co
     [done] = records_of(config)
     assert done["shadow"]["provenance"] == "sim" and done["divergence"] is not None
     assert queue.xlen("simroute:shadow") == 0  # acknowledged and removed
+
+
+async def test_shadow_work_waits_while_the_world_model_is_down_and_completes_once_it_is_up(make_config, redis_server, tmp_path):
+    """A model server that is down is not the model's answer: the worker holds the job,
+    the record stays pending, and once the server answers the work completes."""
+    port = free_port()
+    config = make_config(
+        mcpServers={"time": time_server()},
+        mode="shadow",
+        world_model={"engine": "openai", "url": f"http://127.0.0.1:{port}/v1", **WORLD_MODEL},
+        store={"url": redis_server.url},
+    )
+    async with stdio_client(config) as client:
+        assert meta_of(await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"}))["provenance"] == "real"
+    queue = redis.Redis(host="127.0.0.1", port=redis_server.port, decode_responses=True)
+    log = tmp_path / "worker.log"
+    worker = start_worker(config, log)
+    try:
+        wait_until(lambda: "waits for the world model" in log.read_text(), 60, "the worker to find the model down")
+        time.sleep(6)  # past a retry (every 5 s): still held, still pending, not completed with an error
+        [held] = records_of(config)
+        assert held["status"] == "pending" and held["shadow"] is None, held
+        assert queue.xpending("simroute:shadow", "shadow-workers")["pending"] == 1
+        with llama_cpp_server(model_path(), n_ctx=2048, port=port):
+            wait_until(lambda: records_of(config)[0]["status"] == "complete", 180, "the held work to complete once the model is up")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(30) == 0
+    [done] = records_of(config)
+    assert done["shadow"]["provenance"] == "sim" and not done["shadow"]["is_error"], done["shadow"]
+    assert done["divergence"] is not None
+    assert queue.xlen("simroute:shadow") == 0
+    assert "world model answers again" in log.read_text()

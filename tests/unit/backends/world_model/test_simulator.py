@@ -159,6 +159,19 @@ async def test_model_failures_become_error_observations(answer, message):
     assert observation.text.startswith("simroute: world model failed:") and message in observation.text
 
 
+async def test_background_work_is_told_the_model_is_down_and_other_failures_stay_answers():
+    """Shadow work waits for a model that is down (a missing model is not its answer);
+    a model that answered badly is still an answer, compared like any other."""
+    from router.types import SimulatorUnavailable
+
+    down = ModelUnavailable("world model server http://127.0.0.1:9/v1 is unreachable")
+    with pytest.raises(SimulatorUnavailable, match="unreachable"):
+        await simulator(ScriptedEngine(down, down)).simulate(CALL, Session("s"), deadline_s=5, background=True)
+    slow = WorldModelTimeout("did not finish within its 1s deadline")
+    observation = await simulator(ScriptedEngine(slow, slow)).simulate(CALL, Session("s"), deadline_s=5, background=True)
+    assert observation.is_error and "deadline" in observation.text
+
+
 async def test_priority_lock_serves_the_agent_before_background_work():
     import asyncio
 
