@@ -121,7 +121,7 @@ class SharedEpisodes:
 
     async def step(self, session_id: str, steps: int) -> tuple[int, str | None]:
         try:
-            return await self.rows.step(session_id, self.replica)
+            return await self.rows.step(session_id, self.replica, counted=steps)
         except StoreError as exc:
             log.warning("episode step not shared: %s", exc)
             return steps + 1, None

@@ -18,6 +18,15 @@ redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 """
 
+# Count a step, never below ARGV[1] + 1: the steps a replica counted alone while Redis
+# was away are not numbered again once it is back.
+_STEP = """
+local n = redis.call('HINCRBY', KEYS[1], 'steps', 1)
+local floor = tonumber(ARGV[1]) + 1
+if n < floor then redis.call('HSET', KEYS[1], 'steps', floor); n = floor end
+return n
+"""
+
 
 class RedisEpisodeRows:
     def __init__(self, store: RedisBase, *, ttl_s: float) -> None:
@@ -49,14 +58,15 @@ class RedisEpisodeRows:
 
         await self.store._run("updating an episode", work)
 
-    async def step(self, session_id: str, replica: str) -> tuple[int, str | None]:
+    async def step(self, session_id: str, replica: str, *, counted: int = 0) -> tuple[int, str | None]:
         """Count one step (on whichever replica takes it): the episode's step number, and
-        why it ended when another replica ended it (None: open)."""
+        why it ended when another replica ended it (None: open). `counted`: the steps this
+        replica knows of (it counted alone while Redis was away): the number is above them."""
         key = self._key(session_id)
 
         async def work(r):
             pipe = r.pipeline(transaction=True)
-            pipe.hincrby(key, "steps", 1)
+            pipe.eval(_STEP, 1, key, counted)
             pipe.hset(key, "replica", replica)
             pipe.hget(key, "ended")
             pipe.expire(key, self.ttl_s)

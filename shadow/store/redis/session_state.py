@@ -26,6 +26,15 @@ end
 return 1
 """
 
+# Claim a step, never below ARGV[1] + 1: the steps a replica claimed alone while Redis
+# was away (router/engine/engine.py, _claim) are not claimed again once it is back.
+_CLAIM_STEP = """
+local n = redis.call('INCR', KEYS[1])
+local floor = tonumber(ARGV[1]) + 1
+if n < floor then redis.call('SET', KEYS[1], floor); n = floor end
+return n
+"""
+
 
 class RedisSessionState:
     shared = True
@@ -46,7 +55,7 @@ class RedisSessionState:
 
         async def work(r):
             pipe = r.pipeline(transaction=True)
-            pipe.incr(steps)
+            pipe.eval(_CLAIM_STEP, 1, steps, session.steps)
             pipe.hincrby(occurrences, replay_key, 1)
             pipe.hgetall(pins)
             pipe.smembers(effects)

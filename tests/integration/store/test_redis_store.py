@@ -72,8 +72,11 @@ async def test_redis_killed_mid_load_loses_no_record_and_keeps_order(make_config
                 if not (tmp_path / ".simroute" / f"redis-127.0.0.1-{server.port}-0.spool.jsonl").read_text():
                     break
             await client.call_tool("echo", {"text": "after"})
-        texts = [r["arguments"]["text"] for r in records_of(config)]
+        records = records_of(config)
+        texts = [r["arguments"]["text"] for r in records]
         assert texts == [*(f"n{n}" for n in range(20)), "after"]  # every record, in order
+        # The steps counted alone while Redis was away are not numbered again once it is back.
+        assert [r["step"] for r in records] == list(range(21))
     finally:
         server.kill()
 
