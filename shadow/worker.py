@@ -12,6 +12,8 @@ the model and completes once it is back.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -120,8 +122,24 @@ class ShadowWorker:
         return self
 
     async def run_forever(self, *, block_ms: int = 1000) -> None:
+        """Steps until cancelled. Redis away is waited out, tried every `retry_s` (the
+        jobs wait in the stream); a group lost with Redis's data is made again."""
+        away = False
         while True:
-            await self.step(block_ms=block_ms)
+            try:
+                await self.step(block_ms=block_ms)
+            except StoreError as exc:
+                if not away:
+                    log.warning("the shadow worker waits for Redis (tried every %.0fs): %s", self.retry_s, exc)
+                away = True
+                await asyncio.sleep(self.retry_s)
+                if "NOGROUP" in str(exc):
+                    with contextlib.suppress(StoreError):
+                        await self.start()
+                continue
+            if away:
+                log.info("Redis answers again: the shadow worker goes on")
+                away = False
 
     async def step(self, *, block_ms: int = 1000) -> int:
         """Claim stale jobs, read new ones, process them; returns how many were done."""

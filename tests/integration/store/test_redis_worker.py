@@ -13,6 +13,7 @@ import pytest
 import redis
 from kit.launch import meta_of, model_path, records_of, simroute_executable, stdio_client, time_server
 from kit.llama_server import llama_cpp_server
+from kit.redis import RedisServer
 
 from router.cli.launch import free_port
 
@@ -104,3 +105,28 @@ async def test_shadow_work_waits_while_the_world_model_is_down_and_completes_onc
     assert done["divergence"] is not None
     assert queue.xlen("simroute:shadow") == 0
     assert "world model answers again" in log.read_text()
+
+
+async def test_the_worker_waits_out_redis_going_away_and_goes_on(make_config, tmp_path):
+    """Redis killed and restarted under a running worker: the worker neither exits nor
+    stops consuming; work queued after the restart completes."""
+    server = RedisServer(tmp_path, persistent=True).start()
+    config = make_config(mcpServers={"time": time_server()}, mode="shadow", world_model=WORLD_MODEL, store={"url": server.url})
+    log = tmp_path / "worker.log"
+    worker = start_worker(config, log)
+    try:
+        wait_until(lambda: "consuming" in log.read_text(), 60, "the worker to start")
+        server.kill()
+        wait_until(lambda: "waits for Redis" in log.read_text(), 30, "the worker to find Redis gone")
+        assert worker.poll() is None
+        server.start()
+        async with stdio_client(config) as client:
+            assert meta_of(await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"}))["provenance"] == "real"
+        wait_until(lambda: records_of(config)[0]["status"] == "complete", 180, "the worker to complete work queued after the restart")
+        assert "Redis answers again" in log.read_text()
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            assert worker.wait(30) == 0
+        finally:
+            server.kill()
