@@ -15,6 +15,7 @@ from router.episodes.mcp_face import EpisodeMcpEndpoint
 from router.episodes.openenv_face import openenv_router, package_version
 from router.episodes.options import EpisodeOptionsError
 from router.episodes.rest import episodes_router
+from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -40,6 +41,13 @@ def episodes_app(host: EpisodeHost) -> FastAPI:
     @app.exception_handler(EpisodeOptionsError)
     async def options_error(request: Request, exc: EpisodeOptionsError) -> JSONResponse:
         return JSONResponse({"error": str(exc), "status": 422}, status_code=422)
+
+    # Redis away where a request cannot go on without it (sharing a new episode, waiting
+    # on a retried step's first answer): a 503 to retry, not a bare 500.
+    @app.exception_handler(StoreError)
+    async def store_away(request: Request, exc: StoreError) -> JSONResponse:
+        message = f"simroute: the shared store is unreachable, retry shortly: {exc}"
+        return JSONResponse({"error": message, "status": 503}, status_code=503, headers={"Retry-After": "1"})
 
     return app
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from router.runtime.replica import ReplicaPresence
     from router.runtime.runtime import Runtime
     from shadow.store.redis.answers import RedisAnswers
+
+log = logging.getLogger("simroute.episodes")
 
 KEY = re.compile(r"[\x21-\x7e]{1,200}")  # printable ASCII, as HTTP header values go
 WAIT_S = 900.0  # longer than any step's deadline: the first request answers or its replica dies first
@@ -77,7 +80,10 @@ class StepsOnce:
         except BaseException:
             await asyncio.shield(self._forget(episode, key))  # not an answer: a retry runs the step again
             raise
-        await self.answers.answer(episode.session_id, key, digest, json.dumps(answer))
+        try:
+            await self.answers.answer(episode.session_id, key, digest, json.dumps(answer))
+        except StoreError as exc:  # the step ran: its answer is the agent's; a retry may find the key unanswered
+            log.warning("the answer to Idempotency-Key %r not kept (Redis unreachable): %s", key, exc)
         return answer
 
     async def _forget(self, episode: Episode, key: str) -> None:
