@@ -34,13 +34,16 @@ def docker_answers() -> bool:
 
 @dataclass
 class ComposeStack:
-    """One project of docker-compose.yml; `port` and `proxy_port` are the balancer's."""
+    """One project of docker-compose.yml; `port` and `proxy_port` are the balancer's.
+    `files`: compose files merged over docker-compose.yml, in order (a second `-f` each:
+    e.g. a benchmark's own world model and config)."""
 
     port: int
     proxy_port: int
     token: str = field(default_factory=lambda: secrets.token_hex(24))
     project: str = field(default_factory=lambda: f"simroute-test-{uuid.uuid4().hex[:10]}")
     timings: dict[str, float] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -57,7 +60,8 @@ class ComposeStack:
         }
 
     def compose(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-        command = [*compose_command(), "-f", str(ROOT / "docker-compose.yml"), "-p", self.project, *args]
+        files = [part for path in [ROOT / "docker-compose.yml", *self.files] for part in ("-f", str(path))]
+        command = [*compose_command(), *files, "-p", self.project, *args]
         started = time.monotonic()
         out = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=self.env(), cwd=ROOT)
         self.timings[args[0]] = self.timings.get(args[0], 0.0) + time.monotonic() - started
