@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # Records simroute writes about an episode rather than for a call (its reset).
@@ -26,6 +26,7 @@ class Audit:
     lost: int  # answered, no record
     duplicated: int  # a record id given to two answers, stored twice, or a record of the run's episodes no answer named
     incomplete: int  # found, but not `complete`
+    lost_ids: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         return f"{self.found}/{self.answered} found, lost {self.lost}, duplicated {self.duplicated}, incomplete {self.incomplete}"
@@ -44,7 +45,8 @@ def check(rows: list[dict[str, Any]], episodes: list[str], answered: list[str]) 
     duplicated = sum(n - 1 for n in Counter(answered).values()) + sum(n - 1 for i, n in stored.items() if i in wanted) + len(extra)
     found = [by_id[i] for i in wanted if i in by_id]
     incomplete = sum(1 for r in found if r.get("status", "complete") != "complete")
-    return Audit(len(answered), len(found), len(wanted) - len(found), duplicated, incomplete)
+    lost = sorted(wanted - set(by_id))
+    return Audit(len(answered), len(found), len(lost), duplicated, incomplete, lost)
 
 
 def audit(target: Records, since: float, episodes: list[str], answered: list[str], settle_s: float = 30.0) -> Audit:
