@@ -31,7 +31,7 @@ Targets: 0 errors, 0 records lost, stack p99 <= 2x the baseline's. The machine's
 cores are shared by the load generator, the balancer, the replicas, Redis and the stub.
 
 Usage: python benchmarks/stack_load.py [--sessions 50] [--calls 200] [--replicas 1,2]
-       [--repeats 2] [--smoke]
+       [--repeats 2] [--opening-at-once 4] [--smoke]
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ async def record(target: Target, replays: int) -> list[str]:
     return ids
 
 
-async def run_sessions(target: Target, sessions: int, calls: int) -> Run:
+async def run_sessions(target: Target, sessions: int, calls: int, opening_at_once: int = OPENING_AT_ONCE) -> Run:
     started_wall = time.time()
     load = load_average()
     opened = asyncio.Event()
@@ -204,7 +204,7 @@ async def run_sessions(target: Target, sessions: int, calls: int) -> Run:
     moved = [0]
     window: list[float] = []
 
-    opening_slots = asyncio.Semaphore(OPENING_AT_ONCE)
+    opening_slots = asyncio.Semaphore(opening_at_once)
 
     async def session(index: int, http: httpx.AsyncClient) -> None:
         async with opening_slots:
@@ -290,7 +290,7 @@ async def measure(options: argparse.Namespace, token: str) -> list[Run]:
             for target, replicas in [(direct, 0), *((deployed, n) for n in options.replicas)]:
                 if replicas:
                     deployed.scale(replicas)
-                runs.append(await run_sessions(target, options.sessions, options.calls))
+                runs.append(await run_sessions(target, options.sessions, options.calls, options.opening_at_once))
                 print("  " + describe(runs[-1]))
     return runs
 
@@ -357,6 +357,7 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--replicas", default="1,2", help="replica counts, comma-separated, run in this order each round")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--opening-at-once", type=int, default=OPENING_AT_ONCE, help="sessions opening at a time")
     add_smoke_flag(parser)
     options = parser.parse_args()
     if options.smoke:
