@@ -53,6 +53,7 @@ bench: setup
 	.venv/bin/python benchmarks/episode_reset.py
 	.venv/bin/python benchmarks/episode_load.py
 	.venv/bin/python benchmarks/episode_clients.py
+	.venv/bin/python benchmarks/stack_load.py
 	.venv/bin/pip install -r benchmarks/requirements-bakeoff.txt
 	.venv/bin/python benchmarks/model_bakeoff.py
 

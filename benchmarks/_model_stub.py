@@ -9,7 +9,9 @@ call comes after the session's history), so a benchmark can take the model's own
 out of the time a step spent inside simroute. `GET /stats` answers them, and the last
 request's body (what simroute sent), and forgets them.
 
-Usage: python benchmarks/_model_stub.py [--answer TEXT]; prints its port once listening.
+Usage: python benchmarks/_model_stub.py [--answer TEXT] [--host 127.0.0.1] [--port 0];
+prints its port once listening (0: a free one; the stack benchmark's world-model
+container listens on 0.0.0.0:8000).
 """
 
 from __future__ import annotations
@@ -89,9 +91,13 @@ def completion(answer: str) -> bytes:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answer", default='{"result": "simulated"}')
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
     options = parser.parse_args()
     answer, stats = completion(options.answer), Stats()
-    server = await asyncio.get_running_loop().create_server(lambda: ChatCompletions(answer, stats), "127.0.0.1", 0, backlog=1024)
+    server = await asyncio.get_running_loop().create_server(
+        lambda: ChatCompletions(answer, stats), options.host, options.port, backlog=1024
+    )
     print(server.sockets[0].getsockname()[1], flush=True)
     await server.serve_forever()
 

@@ -34,8 +34,9 @@ def docker_answers() -> bool:
 
 @dataclass
 class ComposeStack:
-    """One project of docker-compose.yml (with `files` laid over it, in order); `port`
-    and `proxy_port` are the balancer's."""
+    """One project of docker-compose.yml; `port` and `proxy_port` are the balancer's.
+    `files`: compose files laid over docker-compose.yml, in order (a second `-f` each:
+    a test's or a benchmark's own config, world model or mounts)."""
 
     port: int
     proxy_port: int
