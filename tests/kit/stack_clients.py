@@ -67,7 +67,7 @@ def replica_containers(stack: ComposeStack) -> dict[str, str]:
     # `show servers state`: a version line, a header (`# be_id be_name srv_id srv_name srv_addr …`), rows.
     lines = balancer_command(stack, "show servers state routers").splitlines()
     header = next(line for line in lines if line.startswith("# be_id")).lstrip("# ").split()
-    rows = [dict(zip(header, line.split(), strict=False)) for line in lines if line and line[0].isdigit()]
+    rows = [dict(zip(header, line.split(), strict=False)) for line in lines[2:] if len(line.split()) > 4]
     by_address = {row["srv_addr"]: row["srv_name"] for row in rows}
     replicas: dict[str, str] = {}
     for container in stack.container_ids("router"):
