@@ -29,11 +29,12 @@ from router.auth import namespaced
 from router.engine.sessions import SessionLimitError
 from router.episodes import http_tool
 from router.episodes.episode import Episode, infra_failure
-from router.episodes.idempotency import IdempotencyError, IdempotencyLost, lost_answer, steps_once
+from router.episodes.idempotency import lost_answer
 from router.episodes.options import EpisodeOptions
 from router.episodes.routes import EpisodeRoutes, shell_is_real
 from router.episodes.shared import EpisodeRow, episode_share
 from router.episodes.verifiers import VerifierError, run_verifier
+from router.mcp.idempotency import IdempotencyError, IdempotencyLost, answered_once_by_key
 from router.mcp.identity import EPISODE_SESSION
 from router.types import Call, Session
 
@@ -75,7 +76,7 @@ class EpisodeHost:
         self.http = http_tool.EpisodeHttp(runtime)
         self._episodes: dict[str, Episode] = {}  # by session id
         self.share = episode_share(runtime)
-        self.once = steps_once(runtime)
+        self.once = answered_once_by_key(runtime)
         runtime.sessions.closed_listeners.append(self._session_closed)
 
     # --- lookup -----------------------------------------------------------------------
@@ -232,7 +233,7 @@ class EpisodeHost:
         if idempotency_key is None:
             return await self._step(episode, action)
         try:
-            return await self.once.run(episode, idempotency_key, action, lambda: self._step(episode, action))
+            return await self.once.run(episode.session, idempotency_key, action, lambda: self._step(episode, action))
         except IdempotencyError as exc:
             raise EpisodeError(str(exc), 422) from exc
         except IdempotencyLost as exc:

@@ -26,6 +26,7 @@ from backends.errors import BackendUnavailable
 from backends.mcp.upstream import UpstreamError
 from router.engine.call_spans import annotate_current
 from router.engine.sessions import SessionRefusedError
+from router.mcp.idempotency import IdempotencyError, IdempotencyLost, answered_once_by_key, idempotency_key_of
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.provider import SnapshotProxyProvider
@@ -38,7 +39,7 @@ from router.mcp.reads import (
     resource_result,
     server_of_uri,
 )
-from router.mcp.results import observation_from_result, result_from_observation, simroute_meta
+from router.mcp.results import observation_from_result, result_from_observation, result_json, result_of_json, simroute_meta
 from router.mcp.retries import answered_once, retry_key
 from router.mcp.virtual_provider import VirtualProvider
 from router.runtime.runtime import Runtime
@@ -96,6 +97,7 @@ class RoutingMiddleware(Middleware):
         self.providers = providers
         # simroute's own tools (shell, browser) by name; they win over an upstream's tool of the same name.
         self.local = dict(local or {})
+        self.once = answered_once_by_key(runtime)
         # (tool name, id of its schema) -> (the schema, kept so its id stays unique; its validator)
         self._validators: dict[tuple[str, int], tuple[dict[str, Any], Draft202012Validator | None]] = {}
 
@@ -118,11 +120,30 @@ class RoutingMiddleware(Middleware):
         session = await self._session(agent_session_id(ctx), Call(channel, server, upstream_tool, arguments, ""))
         if isinstance(session, ToolResult):
             return session
+        key = idempotency_key_of(ctx)
+        if key is not None:  # answered once on any replica (idempotency.py)
+            return await self._once_by_key(str(key), context, call_next, session)
         if session.answered is not None:  # an episode: a retried request is answered once
             return await answered_once(
                 session.answered, retry_key(ctx, name, arguments), lambda: self._call_tool(context, call_next, session)
             )
         return await self._call_tool(context, call_next, session)
+
+    async def _once_by_key(
+        self, key: str, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult], session: Session
+    ) -> ToolResult:
+        name, arguments = context.message.name, dict(context.message.arguments or {})
+
+        async def produce() -> dict[str, Any]:
+            return result_json(await self._call_tool(context, call_next, session))
+
+        try:
+            return result_of_json(await self.once.run(session, key, {"tool": name, "arguments": arguments}, produce))
+        except (IdempotencyError, IdempotencyLost) as exc:  # refused, or lost with its replica: recorded, provenance none
+            _, _, channel, server, upstream_tool = self._target(name)
+            call = Call(channel, server, upstream_tool, arguments, session.id)
+            outcome = await self.runtime.engine.reject(call, session, policy="idempotency", reason=str(exc))
+            return result_from_observation(outcome.observation, outcome.record)
 
     async def _call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, ToolResult], session: Session) -> ToolResult:
         ctx = context.fastmcp_context

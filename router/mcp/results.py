@@ -73,3 +73,23 @@ def result_from_observation(observation: Observation, record: Record, *, upstrea
 def _replaced(observation: Observation, upstream: ToolResult) -> bool:
     # A deadline error replaces the upstream's answer even though both are "real".
     return observation.is_error != bool(getattr(upstream, "is_error", False))
+
+
+def result_json(result: ToolResult) -> dict[str, Any]:
+    """A tool result as JSON, to keep as the answer to an idempotency key (idempotency.py)."""
+    return {
+        "content": [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content],
+        "structured": result.structured_content,
+        "meta": result.meta,
+        "is_error": bool(result.is_error),
+    }
+
+
+def result_of_json(kept: dict[str, Any]) -> ToolResult:
+    """The tool result `result_json` kept."""
+    return ToolResult(
+        content=_CONTENT.validate_python(kept["content"]),
+        structured_content=kept["structured"],
+        meta=kept["meta"],
+        is_error=kept["is_error"],
+    )

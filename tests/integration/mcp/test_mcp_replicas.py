@@ -113,3 +113,38 @@ async def test_a_stateful_upstream_that_lived_on_a_killed_replica_is_named_lost_
         assert not any("notes_store" in command for command in b.children())  # no empty notes store started on B
         [record] = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", AGENT_SESSION) if r["tool"] == "list_notes"]
         assert record["provenance"] == "none"
+
+
+async def test_a_tools_call_with_an_idempotency_key_runs_once_across_replicas(tmp_path, redis_server):
+    """`params._meta["simroute/idempotency-key"]`: the retry of a call on another replica
+    gets the first answer (the real side ran once); the key with other arguments is
+    refused; a retry whose first request died with its replica is told so, not run again."""
+    tickets = tmp_path / "tickets.txt"
+    toolbox = toolbox_server(TOOLBOX_TICKETS=str(tickets))
+    with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox}) as (a, b):
+        async with agent_session(f"{a.url}/mcp") as on_a:
+            first = await on_a.call_tool("next_ticket", {}, meta={"simroute/idempotency-key": "ticket-1"})
+        async with agent_session(f"{b.url}/mcp") as on_b:
+            retried = await on_b.call_tool("next_ticket", {}, meta={"simroute/idempotency-key": "ticket-1"})
+            other = await on_b.call_tool("next_ticket", {}, meta={"simroute/idempotency-key": "ticket-2"})
+            misused = await on_b.call_tool("echo", {"text": "x"}, meta={"simroute/idempotency-key": "ticket-1"})
+        assert first.content[0].text == retried.content[0].text == "ticket 1" and other.content[0].text == "ticket 2"
+        assert tickets.read_text() == "2"  # the retry did not reach the real side
+        assert misused.is_error and "was used for another action" in misused.content[0].text
+        assert (misused.meta or {})["simroute"]["provenance"] == "none"
+
+        async with agent_session(f"{a.url}/mcp") as on_a:
+            import asyncio
+
+            running = asyncio.create_task(on_a.call_tool("sleep", {"seconds": 60}, meta={"simroute/idempotency-key": "slow-1"}))
+            for _ in range(100):  # its record written: the call is running on A
+                await asyncio.sleep(0.1)
+                if any(r["tool"] == "sleep" for r in records_of(a.log.parent / "simroute.yaml", "--session", AGENT_SESSION)):
+                    break
+            kill(a)
+            with pytest.raises(BaseException):  # noqa: B017  (the SDK's transport fails in its own way)
+                await running
+        async with agent_session(f"{b.url}/mcp") as on_b:
+            lost = await on_b.call_tool("sleep", {"seconds": 60}, meta={"simroute/idempotency-key": "slow-1"})
+        assert lost.is_error and "which stopped before answering" in lost.content[0].text, lost
+        assert (lost.meta or {})["simroute"]["policy"] == "idempotency"

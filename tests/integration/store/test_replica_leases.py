@@ -99,9 +99,7 @@ async def test_containers_of_a_replica_on_another_host_are_removed_once_its_leas
 
 
 async def test_a_retry_whose_first_request_died_with_its_replica_is_told_so_and_not_run_again(redis_server):
-    from types import SimpleNamespace
-
-    from router.episodes.idempotency import IdempotencyLost, StepsOnce, digest_of
+    from router.mcp.idempotency import AnsweredOnce, IdempotencyLost, digest_of
     from shadow.store.redis.answers import RedisAnswers
 
     store = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
@@ -109,7 +107,7 @@ async def test_a_retry_whose_first_request_died_with_its_replica_is_told_so_and_
     action = {"type": "call_tool", "tool_name": "echo", "arguments": {}}
     assert await answers.claim("episode-y", "k", DEAD, digest_of(action)) is None  # the dead replica was running it
     presence = ReplicaPresence(RedisReplicaLeases(store, lease_s=60), None, identity="this-host:1:1")
-    episode = SimpleNamespace(session_id="episode-y")
+    episode = Session("episode-y")
     ran = []
 
     async def produce():
@@ -117,7 +115,7 @@ async def test_a_retry_whose_first_request_died_with_its_replica_is_told_so_and_
         return {}
 
     with pytest.raises(IdempotencyLost, match=f"running on replica {DEAD}"):
-        await StepsOnce(answers, presence).run(episode, "k", action, produce)  # type: ignore[arg-type]
+        await AnsweredOnce(answers, presence).run(episode, "k", action, produce)
     assert ran == []
     await store.aclose()
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from router.episodes.idempotency import IdempotencyError, StepsOnce
+from router.mcp.idempotency import AnsweredOnce, IdempotencyError
 from router.runtime.replica import ReplicaPresence
 from router.types import Session
 
 
 async def test_one_router_answers_a_retried_key_once_and_refuses_it_for_another_action():
-    episode = SimpleNamespace(session=Session("episode-x", answered={}), session_id="episode-x")
-    once, runs = StepsOnce(None, ReplicaPresence(None, None, identity="here:1:1")), []
+    episode = Session("episode-x", answered={})
+    once, runs = AnsweredOnce(None, ReplicaPresence(None, None, identity="here:1:1")), []
 
     async def produce():
         runs.append(1)
