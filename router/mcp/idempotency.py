@@ -72,7 +72,7 @@ class AnsweredOnce:
             answered = session.answered
             kept = answered.get(f"idem\0{key}\0digest")
             if kept is not None and kept.result() != digest:
-                raise IdempotencyError(f"simroute: Idempotency-Key {key!r} was used for another action in this session")
+                raise IdempotencyError(f"simroute: idempotency key {key!r} was used for another action in this session")
             if kept is None:
                 done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
                 done.set_result(digest)
@@ -89,19 +89,19 @@ class AnsweredOnce:
             answer = await self._wait(session, key, digest, held, deadline)
             if answer is not None:
                 return answer
-            # the first request failed (its key forgotten): this one runs the step
+            # the first request failed (its key forgotten): this one runs the call
 
     async def _first(self, session: Session, key: str, digest: str, produce: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         assert self.answers is not None
         try:
             answer = await produce()
         except BaseException:
-            await asyncio.shield(self._forget(session, key))  # not an answer: a retry runs the step again
+            await asyncio.shield(self._forget(session, key))  # not an answer: a retry runs the call again
             raise
         try:
             await self.answers.answer(session.id, key, digest, json.dumps(answer))
-        except StoreError as exc:  # the step ran: its answer is the agent's; a retry may find the key unanswered
-            log.warning("the answer to Idempotency-Key %r not kept (Redis unreachable): %s", key, exc)
+        except StoreError as exc:  # the call ran: its answer is the agent's; a retry may find the key unanswered
+            log.warning("the answer to idempotency key %r not kept (Redis unreachable): %s", key, exc)
         return answer
 
     async def _forget(self, session: Session, key: str) -> None:
@@ -125,7 +125,7 @@ class AnsweredOnce:
             self._same_action(key, kept_digest, digest)
             if not (await self.replica.judge())(replica) or time.monotonic() > deadline:
                 raise IdempotencyLost(
-                    f"simroute: the step with Idempotency-Key {key!r} was running on replica {replica}, which stopped before "
+                    f"simroute: the call with idempotency key {key!r} was running on replica {replica}, which stopped before "
                     "answering; it may have reached the real side, so it is not run again"
                 )
             await asyncio.sleep(pause)
@@ -136,7 +136,7 @@ class AnsweredOnce:
     @staticmethod
     def _same_action(key: str, kept: str, digest: str) -> None:
         if kept != digest:
-            raise IdempotencyError(f"simroute: Idempotency-Key {key!r} was used for another action in this session")
+            raise IdempotencyError(f"simroute: idempotency key {key!r} was used for another action in this session")
 
 
 class IdempotencyLost(RuntimeError):

@@ -122,7 +122,7 @@ class RoutingMiddleware(Middleware):
             return session
         key = idempotency_key_of(ctx)
         if key is not None:  # answered once on any replica (idempotency.py)
-            return await self._once_by_key(str(key), context, call_next, session)
+            return await self._once_by_key(key, context, call_next, session)
         if session.answered is not None:  # an episode: a retried request is answered once
             return await answered_once(
                 session.answered, retry_key(ctx, name, arguments), lambda: self._call_tool(context, call_next, session)

@@ -145,6 +145,27 @@ def wait_for(predicate: Any, timeout_s: float, what: str, *, every_s: float = 0.
         time.sleep(every_s)
 
 
+def wait_for_answers(stack: ComposeStack, load: list[Agent], count: int, what: str, *, since: float = 0.0, timeout_s: float = 240) -> None:
+    """Until every agent has `count` answers after `since` (a failure shows the situation)."""
+    wait_for(lambda: all(len(a.answered_since(since)) >= count for a in load), timeout_s, what, detail=lambda: situation(stack, load))
+
+
+class InBackground:
+    """One step sent from a thread (a call that will be in flight at a fault); `result()`
+    joins it: (the step's JSON, the replica that answered)."""
+
+    def __init__(self, http: httpx2.Client, episode: str, action: dict[str, Any]) -> None:
+        self.sent_at = time.monotonic()
+        self._answers: list[tuple[dict[str, Any], str]] = []
+        self._thread = threading.Thread(target=lambda: self._answers.append(step(http, episode, action)), daemon=True)
+        self._thread.start()
+
+    def result(self, timeout_s: float) -> tuple[dict[str, Any], str]:
+        self._thread.join(timeout_s)
+        assert self._answers, f"the step sent in the background was not answered within {timeout_s:.0f}s"
+        return self._answers[0]
+
+
 def situation(stack: ComposeStack, load: list[Agent], *, log_lines: int = 60) -> str:
     """What a failed wait shows: each agent's answers so far and its last, and the
     newest lines of the routers' and the worker's logs."""

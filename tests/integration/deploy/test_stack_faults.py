@@ -14,7 +14,6 @@ stack and run in this order; it is taken down at the end, leaving nothing."""
 from __future__ import annotations
 
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,20 @@ from pathlib import Path
 import pytest
 from kit.compose import ComposeStack
 from kit.stack_clients import replica_containers, wait_for_replicas
-from kit.stack_load import Agent, audit, client, reset, situation, step, store_rows, text_of, tool_named, wait_for
+from kit.stack_load import (
+    Agent,
+    InBackground,
+    audit,
+    client,
+    reset,
+    situation,
+    step,
+    store_rows,
+    text_of,
+    tool_named,
+    wait_for,
+    wait_for_answers,
+)
 
 from router.cli.launch import free_port
 
@@ -77,6 +89,11 @@ def stop_all(load: list[Agent]) -> list:
     return [answer for agent in load for answer in agent.answers]
 
 
+def wait_for_a_started_sleep(stack: ComposeStack) -> None:
+    """Until the store shows a `sleep` call running (its record written `started`)."""
+    wait_for(lambda: any(r["tool"] == "sleep" and r["status"] == "started" for r in store_rows(stack)), 60, "the sleep call to start")
+
+
 def kill_processes(container: str, needle: str) -> int:
     """SIGKILL every process of the container whose command line holds `needle` (the
     images carry no procps: /proc read by Python); how many."""
@@ -97,7 +114,7 @@ def kill_processes(container: str, needle: str) -> int:
 
 def test_a_killed_replica_loses_no_record_and_its_sessions_go_on(stack):
     load = agents(stack, ["real", "real", "real", "sim"])
-    wait_for(lambda: all(len(a.answers) >= 2 for a in load), 240, "every agent to be answered twice", detail=lambda: situation(stack, load))
+    wait_for_answers(stack, load, 2, "every agent to be answered twice")
     replicas = replica_containers(stack)
     assert sorted(replicas) == ["router1", "router2"], replicas
     # A call certainly in flight on the victim: a real `sleep` on an episode it holds.
@@ -109,26 +126,16 @@ def test_a_killed_replica_loses_no_record_and_its_sessions_go_on(stack):
         assert home == load[0].replica
         victim = replicas[home]
         sleep = tool_named(http, episode, "sleep")
-        lost: list = []
-        sleeper = threading.Thread(
-            target=lambda: lost.append(step(http, episode, {"type": "call_tool", "tool_name": sleep, "arguments": {"seconds": 60}}))
-        )
-        sleeper.start()
-        wait_for(lambda: any(r["tool"] == "sleep" and r["status"] == "started" for r in store_rows(stack)), 60, "the sleep call to start")
+        sleeper = InBackground(http, episode, {"type": "call_tool", "tool_name": sleep, "arguments": {"seconds": 60}})
+        wait_for_a_started_sleep(stack)
         killed_at = time.monotonic()
         docker("kill", victim)
-        sleeper.join(300)
-    [(body, replica)] = lost
+        body, replica = sleeper.result(300)
     # The retry reached the survivor, which says the answer was lost with its replica (not run twice).
     assert body["info"]["infra_error"] is True and body["info"]["record_id"] is None, body
     assert replica != home
     # Every agent goes on: the victim's episodes on the survivor, from Redis.
-    wait_for(
-        lambda: all(len(a.answered_since(killed_at)) >= 3 for a in load),
-        240,
-        "every agent to go on after the kill",
-        detail=lambda: situation(stack, load),
-    )
+    wait_for_answers(stack, load, 3, "every agent to go on after the kill", since=killed_at)
     answers = stop_all(load)
     moved = [a for agent in load if agent.replica == home for a in agent.answered_since(killed_at)]
     assert moved and {a.replica for a in moved} == {r for r in replicas if r != home}
@@ -147,7 +154,7 @@ def test_a_killed_replica_loses_no_record_and_its_sessions_go_on(stack):
 
 def test_redis_killed_and_restarted_loses_no_record(stack):
     load = agents(stack, ["real", "real", "sim"])
-    wait_for(lambda: all(len(a.answers) >= 2 for a in load), 240, "every agent to be answered twice", detail=lambda: situation(stack, load))
+    wait_for_answers(stack, load, 2, "every agent to be answered twice")
     redis = stack.container_ids("redis")[0]
     docker("kill", redis)
     killed_at = time.monotonic()
@@ -161,12 +168,7 @@ def test_redis_killed_and_restarted_loses_no_record(stack):
     time.sleep(3)
     docker("start", redis)
     restarted_at = time.monotonic()
-    wait_for(
-        lambda: all(len(a.answered_since(restarted_at)) >= 2 for a in load),
-        240,
-        "every agent to go on after the restart",
-        detail=lambda: situation(stack, load),
-    )
+    wait_for_answers(stack, load, 2, "every agent to go on after the restart", since=restarted_at)
     answers = stop_all(load)
     during = [a for a in answers if killed_at < a.answered_at < restarted_at and a.record_id is not None]
     assert len(during) >= 2, during
@@ -230,18 +232,12 @@ def test_an_upstream_server_killed_mid_call_is_a_clear_error_and_the_next_call_w
     with client(stack) as http:
         episode, home = reset(http, {"route": "real", "servers": ["toolbox"], "channels": ["mcp"]})
         sleep, echo = tool_named(http, episode, "sleep"), tool_named(http, episode, "echo")
-        ended: list = []
-        caller = threading.Thread(
-            target=lambda: ended.append(step(http, episode, {"type": "call_tool", "tool_name": sleep, "arguments": {"seconds": 60}}))
-        )
-        asked = time.monotonic()
-        caller.start()
-        wait_for(lambda: any(r["tool"] == "sleep" and r["status"] == "started" for r in store_rows(stack)), 60, "the sleep call to start")
+        caller = InBackground(http, episode, {"type": "call_tool", "tool_name": sleep, "arguments": {"seconds": 60}})
+        wait_for_a_started_sleep(stack)
         assert kill_processes(replicas[home], "/servers/toolbox.py") >= 1
-        caller.join(120)
-        [(body, _)] = ended
+        body, _ = caller.result(120)
         result = body["observation"]["result"]
-        assert result.get("isError") and "toolbox" in text_of(result) and time.monotonic() - asked < 45, body
+        assert result.get("isError") and "toolbox" in text_of(result) and time.monotonic() - caller.sent_at < 45, body
         after, _ = step(http, episode, {"type": "call_tool", "tool_name": echo, "arguments": {"text": "after the crash"}})
         assert text_of(after["observation"]["result"]) == "after the crash" and not after["observation"]["result"].get("isError"), after
     audit(stack, stop_all(load))
@@ -255,11 +251,8 @@ def test_a_sandbox_killed_mid_call_is_a_clear_error_and_the_next_call_works(stac
         shell = tool_named(http, episode, "shell_exec")
         ready, _ = step(http, episode, {"type": "call_tool", "tool_name": shell, "arguments": {"command": "echo ready"}})
         assert "ready" in text_of(ready["observation"]["result"]), ready
-        ended: list = []
         command = {"type": "call_tool", "tool_name": shell, "arguments": {"command": "sleep 97", "timeout_s": 120}}
-        caller = threading.Thread(target=lambda: ended.append(step(http, episode, command)))
-        asked = time.monotonic()
-        caller.start()
+        caller = InBackground(http, episode, command)
 
         def running_it() -> list[str]:
             tops = {
@@ -269,10 +262,9 @@ def test_a_sandbox_killed_mid_call_is_a_clear_error_and_the_next_call_works(stac
 
         [sandbox] = wait_for(running_it, 60, "the sandbox to run the command")
         docker("kill", sandbox)
-        caller.join(150)
-        [(body, _)] = ended
+        body, _ = caller.result(150)
         result = body["observation"]["result"]
-        assert result.get("isError") and time.monotonic() - asked < 60, body
+        assert result.get("isError") and time.monotonic() - caller.sent_at < 60, body
         after, _ = step(http, episode, {"type": "call_tool", "tool_name": shell, "arguments": {"command": "echo after"}})
         assert "after" in text_of(after["observation"]["result"]) and not after["observation"]["result"].get("isError"), after
     audit(stack, stop_all(load))
