@@ -34,21 +34,27 @@ def process_identity(pid: int) -> str | None:
     return f"{socket.gethostname()}:{pid}:{start_time}"
 
 
-def owner_is_alive(owner: str, live_elsewhere: Collection[str] | None = None) -> bool:
+def owner_is_alive(owner: str, live_elsewhere: Collection[str] | None = None, known_elsewhere: Collection[str] | None = None) -> bool:
     """False for an owner identity of this host whose process is gone, and (given the
-    replicas whose lease runs, `live_elsewhere`) for another host's owner without one."""
+    replicas whose lease runs, `live_elsewhere`) for another host's owner without one.
+    With `known_elsewhere` (the replicas that held a lease in this store), another
+    host's owner not among them is alive: it is not this deployment's to judge (a
+    Docker engine shared with another deployment holds its containers too)."""
     host, pid, start_time = (owner.split(":") + ["", "", ""])[:3]
     if not (pid.isdigit() and start_time.isdigit()) or owner.count(":") != 2:
         return True  # not an identity simroute writes: not ours to judge
     if host != socket.gethostname():
         # Another machine's router: judged by its lease when leases are kept, else not ours to judge.
-        return live_elsewhere is None or owner in live_elsewhere
+        if live_elsewhere is None or (known_elsewhere is not None and owner not in known_elsewhere):
+            return True
+        return owner in live_elsewhere
     return process_identity(int(pid)) == owner
 
 
-def owner_judge(live_elsewhere: Collection[str] | None) -> Callable[[str], bool]:
-    """`owner_is_alive` with the replicas whose lease runs (None: no leases kept)."""
-    return lambda owner: owner_is_alive(owner, live_elsewhere)
+def owner_judge(live_elsewhere: Collection[str] | None, known_elsewhere: Collection[str] | None = None) -> Callable[[str], bool]:
+    """`owner_is_alive` with the replicas whose lease runs (None: no leases kept) and,
+    for containers, those that ever held one here."""
+    return lambda owner: owner_is_alive(owner, live_elsewhere, known_elsewhere)
 
 
 @functools.cache

@@ -63,13 +63,16 @@ class ReplicaPresence:
             log.warning("replica lease not renewed (Redis unreachable): %s", exc)
         self._task = asyncio.get_running_loop().create_task(self._renew_forever(), name="simroute-replica-lease")
 
-    async def judge(self) -> Callable[[str], bool]:
+    async def judge(self, *, known_only: bool = False) -> Callable[[str], bool]:
         """Whether an owner identity is alive: /proc for this host, leases for others
-        (when Redis cannot say, another host's owner counts alive: nothing is reaped)."""
+        (when Redis cannot say, another host's owner counts alive: nothing is reaped).
+        `known_only` (containers): another host's owner counts dead only if it held a
+        lease in this store — the Docker engine may be shared with another deployment."""
         if self.leases is None:
             return owner_judge(None)
         try:
-            return owner_judge(await self.leases.live() | {self.identity})
+            live = await self.leases.live() | {self.identity}
+            return owner_judge(live, (await self.leases.known() | {self.identity}) if known_only else None)
         except StoreError as exc:
             log.warning("replica leases unreadable, other hosts' owners count alive: %s", exc)
             return owner_judge(None)
@@ -79,8 +82,9 @@ class ReplicaPresence:
         is_alive = await self.judge()
         interrupted = await self.interrupt(is_alive) if self.interrupt is not None else 0
         removed: list[str] = []
+        owns = await self.judge(known_only=True) if self.container_reapers else is_alive
         for reaper in self.container_reapers:
-            removed += await reaper(is_alive)
+            removed += await reaper(owns)
         if interrupted:
             log.warning("%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted)
         if removed:

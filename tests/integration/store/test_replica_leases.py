@@ -21,6 +21,7 @@ from shadow.store.redis.store import RedisStore
 pytestmark = pytest.mark.integration
 
 DEAD, LIVE, EXPIRING = "other-host-1:4242:17", "other-host-2:4242:17", "other-host-3:4242:17"
+FOREIGN = "other-host-4:4242:17"  # a router of another deployment (another store) on the same Docker engine
 
 
 async def started_by(engine, owner: str, session: str) -> None:
@@ -64,13 +65,15 @@ async def test_a_backend_claim_names_the_replica_that_holds_it_and_is_released_o
 
 
 async def test_containers_of_a_replica_on_another_host_are_removed_once_its_lease_ran_out(tmp_path, redis_server):
+    """...and never those of a router that held no lease in this store (another
+    deployment's, on a Docker engine both use): not this deployment's to judge."""
     import docker
 
     from backends.shell.container import OWNER_LABEL
     from router.runtime.replica import _reap_containers
 
     client = docker.from_env()
-    names = {owner: f"simroute-lease-{uuid.uuid4().hex[:8]}" for owner in (DEAD, LIVE)}
+    names = {owner: f"simroute-lease-{uuid.uuid4().hex[:8]}" for owner in (DEAD, LIVE, FOREIGN)}
     for owner, name in names.items():
         subprocess.run(
             ["docker", "create", "--name", name, "--label", f"{OWNER_LABEL}={owner}", "simroute-sandbox:latest"],
@@ -81,6 +84,8 @@ async def test_containers_of_a_replica_on_another_host_are_removed_once_its_leas
     try:
         leases = RedisReplicaLeases(store, lease_s=60)
         await leases.renew(LIVE)
+        await RedisReplicaLeases(store, lease_s=0.05).renew(DEAD)
+        await asyncio.sleep(0.2)  # DEAD held a lease here, and it ran out
         presence = ReplicaPresence(leases, None, identity="this-host:1:1")
 
         class Shell:  # the part of `Sandboxes` the reaper uses: the engine's client
@@ -90,9 +95,9 @@ async def test_containers_of_a_replica_on_another_host_are_removed_once_its_leas
         shell.client = client  # type: ignore[attr-defined]
         presence.container_reapers.append(lambda is_alive: _reap_containers(shell, is_alive))  # type: ignore[arg-type]
         interrupted, removed = await presence.reap()
-        assert names[DEAD] in removed and names[LIVE] not in removed
+        assert names[DEAD] in removed and names[LIVE] not in removed and names[FOREIGN] not in removed
         left = {c.name for c in client.containers.list(all=True, filters={"label": OWNER_LABEL})}
-        assert names[DEAD] not in left and names[LIVE] in left
+        assert names[DEAD] not in left and names[LIVE] in left and names[FOREIGN] in left
     finally:
         subprocess.run(["docker", "rm", "-f", *names.values()], capture_output=True)
         await store.aclose()
