@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,8 @@ class ReplicaPresence:
         self.container_reapers: list[Callable[[Callable[[str], bool]], Awaitable[list[str]]]] = []
         self.interrupt: Callable[[Callable[[str], bool]], Awaitable[int]] | None = None
         self._task: asyncio.Task[None] | None = None
+        # Dead replicas are reaped from then on (monotonic time; pushed back after Redis was away).
+        self.judge_from = 0.0
         # Set when this router stops: a session's backends close with it, and their claims
         # are kept, so a replica the session moves to says they were lost (not fresh ones).
         self.stopping = False
@@ -100,9 +103,12 @@ class ReplicaPresence:
             renewals += 1
             try:
                 await self.leases.renew(self.identity)
-                if renewals % REAP_EVERY_RENEWALS == 0:
+                if renewals % REAP_EVERY_RENEWALS == 0 and time.monotonic() >= self.judge_from:
                     await self.reap()
             except StoreError as exc:
+                # While Redis is away no replica renews: a lease that ran out meanwhile says
+                # nothing until every live replica had a whole lease to renew it again.
+                self.judge_from = time.monotonic() + self.leases.lease_s + interval
                 log.warning("replica lease: %s", exc)
             except Exception:  # the task's boundary: one failed reaping must not stop the renewals
                 log.exception("reaping what stopped replicas left failed")

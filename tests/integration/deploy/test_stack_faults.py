@@ -4,8 +4,8 @@ docker-compose.yml with compose.faults.yml laid over it (the test toolbox server
 shell channel on the host's Docker engine, 6-second replica leases) and two router
 replicas behind the balancer. Agents step REST episodes from threads throughout
 (kit/stack_load.py: each step retried under its Idempotency-Key, as an RL framework's
-client does) while the test kills a router replica, Redis, the world model, an
-upstream MCP server mid-call and a sandbox container mid-call. After each, the store
+client does) while the test kills a router replica, the world model, an upstream
+MCP server mid-call, a sandbox container mid-call and Redis. After each, the store
 is audited as an operator reads it (`simroute records --json` in a router): every
 answered call has exactly one complete record, a call in flight at a kill has one,
 marked interrupted, and no step of a session is recorded twice. The tests share one
@@ -155,37 +155,6 @@ def test_a_killed_replica_loses_no_record_and_its_sessions_go_on(stack):
     wait_for_replicas(stack, 2)
 
 
-def test_redis_killed_and_restarted_loses_no_record(stack):
-    load = agents(stack, ["real", "real", "sim"])
-    wait_for_answers(stack, load, 2, "every agent to be answered twice")
-    redis = stack.container_ids("redis")[0]
-    docker("kill", redis)
-    killed_at = time.monotonic()
-    # Calls go on without Redis (the routers' records spool on their disk meanwhile).
-    wait_for(
-        lambda: all(a.answered_since(killed_at) for a in load if a.route == "real"),
-        60,
-        "calls answered while Redis is down",
-        detail=lambda: situation(stack, load),
-    )
-    time.sleep(3)
-    docker("start", redis)
-    restarted_at = time.monotonic()
-    wait_for_answers(stack, load, 2, "every agent to go on after the restart", since=restarted_at)
-    answers = stop_all(load)
-    during = [a for a in answers if killed_at < a.answered_at < restarted_at and a.record_id is not None]
-    assert len(during) >= 2, during
-    # The spools flush once Redis answers: every call answered while it was down is in the store.
-    wanted = {a.record_id for a in answers if a.record_id is not None}
-    wait_for(
-        lambda: wanted <= {row["id"] for row in store_rows(stack)},
-        120,
-        "the spooled records to reach Redis",
-        detail=lambda: situation(stack, load),
-    )
-    audit(stack, answers)
-
-
 def test_a_killed_world_model_fails_simulated_calls_clearly_and_shadow_work_waits_for_it(stack):
     load = agents(stack, ["real", "real"])
     world_model = stack.container_ids("world-model")[0]
@@ -271,3 +240,34 @@ def test_a_sandbox_killed_mid_call_is_a_clear_error_and_the_next_call_works(stac
         after, _ = step(http, episode, {"type": "call_tool", "tool_name": shell, "arguments": {"command": "echo after"}})
         assert "after" in text_of(after["observation"]["result"]) and not after["observation"]["result"].get("isError"), after
     audit(stack, stop_all(load))
+
+
+def test_redis_killed_and_restarted_loses_no_record(stack):
+    load = agents(stack, ["real", "real", "sim"])
+    wait_for_answers(stack, load, 2, "every agent to be answered twice")
+    redis = stack.container_ids("redis")[0]
+    docker("kill", redis)
+    killed_at = time.monotonic()
+    # Calls go on without Redis (the routers' records spool on their disk meanwhile).
+    wait_for(
+        lambda: all(a.answered_since(killed_at) for a in load if a.route == "real"),
+        60,
+        "calls answered while Redis is down",
+        detail=lambda: situation(stack, load),
+    )
+    time.sleep(3)
+    docker("start", redis)
+    restarted_at = time.monotonic()
+    wait_for_answers(stack, load, 2, "every agent to go on after the restart", since=restarted_at)
+    answers = stop_all(load)
+    during = [a for a in answers if killed_at < a.answered_at < restarted_at and a.record_id is not None]
+    assert len(during) >= 2, during
+    # The spools flush once Redis answers: every call answered while it was down is in the store.
+    wanted = {a.record_id for a in answers if a.record_id is not None}
+    wait_for(
+        lambda: wanted <= {row["id"] for row in store_rows(stack)},
+        120,
+        "the spooled records to reach Redis",
+        detail=lambda: situation(stack, load),
+    )
+    audit(stack, answers)
