@@ -1,4 +1,5 @@
-"""An MCP session's close (`DELETE /mcp`) never races its own requests.
+"""An MCP session's requests in order: its close (`DELETE /mcp`) never races them, and
+a request id is never in flight twice.
 
 The SDK's streamable-HTTP transport checks that a session is open when a POST
 arrives, then sets the request up; a DELETE landing in between terminates the
@@ -10,7 +11,12 @@ answer. simroute puts the two in order, in front of the transport:
 - a DELETE waits (up to `CLOSE_GRACE_S`) for the session's POSTs in flight to be
   answered, cancels those still running after that (a stream already started is
   ended, one not started gets a 404 saying why), then closes the session;
-- a POST arriving while its session closes gets that 404 at once.
+- a POST arriving while its session closes gets that 404 at once;
+- a POST naming a request id already in flight in its session waits for that request
+  to be answered, then goes on. The transport keeps one answer stream per request id:
+  the second POST took the first's stream, and the first waited forever with
+  keep-alive pings and no answer. (A client must not reuse an id within a session;
+  one that retries a request still running gets the answer in turn, each POST its own.)
 
 The work a cancelled request started (a tool call being routed) goes on in the
 engine and is recorded as always; only the wait for its answer is cut.
@@ -18,6 +24,7 @@ engine and is recorded as always; only the wait for its answer is cut.
 
 from __future__ import annotations
 
+import collections
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,9 +37,11 @@ _GONE = "the MCP session was closed while this request was in flight"
 
 @dataclass(eq=False)
 class _Flight:
-    """One POST in flight: its cancel scope, and how far its answer got."""
+    """One POST in flight: the request ids it carries, its cancel scope, and how far its
+    answer got."""
 
     send: Any
+    ids: frozenset[str] = frozenset()
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     started: bool = False
@@ -82,10 +91,17 @@ class SessionCloseGuard:
             await self._serve(session, scope, receive, send)
 
     async def _serve(self, session: str, scope: Any, receive: Any, send: Any) -> None:
+        # In flight from the first moment: a DELETE landing while the body is read waits for it too.
         flight = _Flight(send)
-        self._in_flight.setdefault(session, set()).add(flight)
+        flights = self._in_flight.setdefault(session, set())
+        flights.add(flight)
         try:
             with flight.scope:
+                body, receive = await _buffered(receive)
+                # Of two POSTs with one id, the one read second sees the first's ids (no await between).
+                flight.ids = _request_ids(body)
+                for other in [other for other in flights if other is not flight and other.ids & flight.ids]:
+                    await other.done.wait()  # its answer first (a close cancels this wait)
                 await self.app(scope, receive, flight.send_tracked)
         finally:
             flights = self._in_flight.get(session)
@@ -111,6 +127,43 @@ class SessionCloseGuard:
             await self.app(scope, receive, send)
         finally:
             self._closing.discard(session)
+
+
+async def _buffered(receive: Any) -> tuple[bytes, Any]:
+    """The request's body, read whole (the transport reads it whole too), and a receive
+    that hands the same messages to the transport, then whatever comes after."""
+    messages = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            break
+    body = b"".join(message.get("body", b"") for message in messages if message["type"] == "http.request")
+    pending = collections.deque(messages)
+
+    async def replay() -> Any:
+        return pending.popleft() if pending else await receive()
+
+    return body, replay
+
+
+def _request_ids(body: bytes) -> frozenset[str]:
+    """The ids of the JSON-RPC requests in a POST's body (as JSON: 1 and "1" differ);
+    none for notifications, answers to the server's own requests, or what does not parse
+    (the transport answers that)."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return frozenset()
+    messages = parsed if isinstance(parsed, list) else [parsed]
+    return frozenset(
+        json.dumps(message["id"])
+        for message in messages
+        if isinstance(message, dict)
+        and "method" in message
+        and isinstance(message.get("id"), (str, int))
+        and not isinstance(message["id"], bool)
+    )
 
 
 def _session_of(scope: Any) -> str | None:

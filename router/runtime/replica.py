@@ -66,26 +66,30 @@ class ReplicaPresence:
             log.warning("replica lease not renewed (Redis unreachable): %s", exc)
         self._task = asyncio.get_running_loop().create_task(self._renew_forever(), name="simroute-replica-lease")
 
-    async def judge(self, *, known_only: bool = False) -> Callable[[str], bool]:
+    async def judge(self) -> Callable[[str], bool]:
         """Whether an owner identity is alive: /proc for this host, leases for others
-        (when Redis cannot say, another host's owner counts alive: nothing is reaped).
-        `known_only` (containers): another host's owner counts dead only if it held a
+        (when Redis cannot say, another host's owner counts alive: nothing is reaped)."""
+        return (await self._judges(containers=False))[0]
+
+    async def _judges(self, *, containers: bool) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
+        """(the records judge, the containers judge) from one read of the leases. The
+        containers judge is stricter: another host's owner counts dead only if it held a
         lease in this store — the Docker engine may be shared with another deployment."""
         if self.leases is None:
-            return owner_judge(None)
+            return owner_judge(None), owner_judge(None)
         try:
             live = await self.leases.live() | {self.identity}
-            return owner_judge(live, (await self.leases.known() | {self.identity}) if known_only else None)
+            known = (await self.leases.known() | {self.identity}) if containers else None
         except StoreError as exc:
             log.warning("replica leases unreadable, other hosts' owners count alive: %s", exc)
-            return owner_judge(None)
+            return owner_judge(None), owner_judge(None)
+        return owner_judge(live), owner_judge(live, known)
 
     async def reap(self) -> tuple[int, list[str]]:
         """(records marked interrupted, containers removed) of dead replicas."""
-        is_alive = await self.judge()
+        is_alive, owns = await self._judges(containers=bool(self.container_reapers))
         interrupted = await self.interrupt(is_alive) if self.interrupt is not None else 0
         removed: list[str] = []
-        owns = await self.judge(known_only=True) if self.container_reapers else is_alive
         for reaper in self.container_reapers:
             removed += await reaper(owns)
         if interrupted:

@@ -3,15 +3,18 @@ servers it fronts in the tests, a real MCP client, and its records read back."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from router.cli.launch import free_port  # noqa: F401  (re-exported for tests)
+from router.cli.launch import free_port, stop, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLBOX = ROOT / "tests" / "servers" / "toolbox.py"
@@ -38,6 +41,20 @@ def time_server(count_file: Path | None = None) -> dict:
 
 def toolbox_server(**env: str) -> dict:
     return {"command": sys.executable, "args": [str(TOOLBOX)], **({"env": env} if env else {})}
+
+
+@contextlib.contextmanager
+def remote_toolbox(log: Path) -> Iterator[dict]:
+    """The toolbox served over streamable HTTP on loopback, one process for every agent
+    session; yields its config entry (a remote server: `url`)."""
+    port = free_port()
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, str(TOOLBOX), "--http", str(port)], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(port, process, describe=log.read_text)
+        yield {"url": f"http://127.0.0.1:{port}/mcp"}
+    finally:
+        stop(process)
 
 
 def catalog_server() -> dict:

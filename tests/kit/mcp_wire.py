@@ -33,3 +33,25 @@ def messages_of(answer: httpx.Response) -> list:
     except ValueError:
         return []
     return value if isinstance(value, list) else [value]
+
+
+class WireSession:
+    """An MCP session on a streamable-HTTP endpoint, driven at the wire: POSTs of raw
+    JSON-RPC bodies (any id, concurrently from threads) and its DELETE."""
+
+    def __init__(self, http: httpx.Client, url: str) -> None:
+        self.http, self.url = http, url  # the endpoint: http://host:port/mcp
+        hello = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}
+        answer = self.post(rpc("initialize", hello, 0))
+        assert answer.status_code == 200, answer.text
+        self.id: str = answer.headers["mcp-session-id"]
+        assert self.post(rpc("notifications/initialized", None, None)).status_code == 202
+
+    def post(self, body: bytes) -> httpx.Response:
+        headers = {"Content-Type": "application/json", "Accept": ACCEPT, "Mcp-Protocol-Version": PROTOCOL}
+        if hasattr(self, "id"):
+            headers["Mcp-Session-Id"] = self.id
+        return self.http.post(self.url, content=body, headers=headers)
+
+    def close(self) -> httpx.Response:
+        return self.http.delete(self.url, headers={"Mcp-Session-Id": self.id, "Mcp-Protocol-Version": PROTOCOL})

@@ -2,6 +2,7 @@
 reports progress, asks the client questions, and has resources and prompts.
 
 Run: python tests/servers/toolbox.py  (stdio)
+     python tests/servers/toolbox.py --http PORT  (streamable HTTP on 127.0.0.1:PORT/mcp)
 """
 
 import asyncio
@@ -215,4 +216,7 @@ def summarize(topic: str) -> str:
 
 if __name__ == "__main__":
     print("toolbox: starting", file=sys.stderr)
-    mcp.run(show_banner=False)
+    if sys.argv[1:2] == ["--http"]:  # a remote upstream: one process every agent session shares
+        mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[2]), show_banner=False)
+    else:
+        mcp.run(show_banner=False)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx2 as httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-from kit.launch import meta_of, time_server
+from kit.launch import meta_of, records_of, remote_toolbox, time_server
+from kit.mcp_wire import WireSession, messages_of, rpc
 
 pytestmark = pytest.mark.integration
 
@@ -52,3 +55,26 @@ async def test_explicit_session_header_joins_one_agent_session(make_config, simr
         async with Client(StreamableHttpTransport(server.url, headers=headers)) as client:
             await client.call_tool("get_current_time", TOKYO)
     assert starts.read_text().splitlines() == ["started"]
+
+
+def test_a_request_id_sent_again_while_in_flight_gets_its_own_answer_from_a_remote_upstream(make_config, simroute_http, tmp_path):
+    """A client retrying a call still running sends its id again. The transport keeps one
+    answer stream per id, so the first POST used to wait forever (keep-alive pings, no
+    answer); now the second waits its turn. The upstream is remote (streamable HTTP)."""
+    with remote_toolbox(tmp_path / "toolbox.log") as toolbox:
+        config = make_config(mcpServers={"toolbox": toolbox})
+        server = simroute_http(config)
+        with httpx.Client(timeout=30, trust_env=False) as http:
+            session = WireSession(http, server.url)
+            calls = [("sleep", {"seconds": 0.5}), ("echo", {"text": "the retry"})]
+            pool = ThreadPoolExecutor(2)  # not waited for at the end: a hung POST fails the test, not hangs it
+            try:
+                posts = [
+                    pool.submit(session.post, rpc("tools/call", {"name": tool, "arguments": arguments}, 1)) for tool, arguments in calls
+                ]
+                answers = [post.result(timeout=60) for post in posts]
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+    texts = [messages_of(answer)[-1]["result"]["content"][0]["text"] for answer in answers]
+    assert texts == ["slept 0.5", "the retry"]
+    assert sorted((r["tool"], r["provenance"]) for r in records_of(config)) == [("echo", "real"), ("sleep", "real")]

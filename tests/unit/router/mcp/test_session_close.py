@@ -1,6 +1,7 @@
-"""SessionCloseGuard puts an MCP session's close after its requests in flight (the race
-tests/fuzz/test_mcp_session_race.py found: a POST racing a DELETE hung forever or
-left a traceback)."""
+"""SessionCloseGuard puts an MCP session's close after its requests in flight, and a
+request after another in flight with the same id (both found by
+tests/fuzz/test_mcp_session_race.py: a POST racing a DELETE hung forever or left a
+traceback; a POST reusing an id in flight left the first waiting forever)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def scope(method: str, session: str = "s1") -> dict:
 
 
 class Transport:
-    """The inner app: a POST answers after `post_s` (streamed in two parts); a DELETE is noted."""
+    """The inner app: a POST answers after `post_s` (streamed in two parts) and notes the
+    body it read; a DELETE is noted."""
 
     def __init__(self, post_s: float) -> None:
         self.post_s = post_s
@@ -28,24 +30,36 @@ class Transport:
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
             return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        self.events.append(f"read {body.decode()}" if body else "read")
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"event: ", "more_body": True})
         await anyio.sleep(self.post_s)
-        self.events.append("answered")
+        self.events.append(f"answered {body.decode()}" if body else "answered")
         await send({"type": "http.response.body", "body": b"answer"})
 
 
-async def call(app, method: str, session: str = "s1") -> list[dict]:
+async def call(app, method: str, session: str = "s1", body: bytes = b"") -> list[dict]:
     sent: list[dict] = []
+    parts = [body[:5], body[5:]] if body else [b""]  # a body in two messages, as a server may hand it over
 
     async def send(message):
         sent.append(message)
 
     async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": parts.pop(0), "more_body": bool(parts)} if parts else {"type": "http.disconnect"}
 
     await app(scope(method, session), receive, send)
     return sent
+
+
+def request(id_, method: str = "tools/call") -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method}).encode()
 
 
 async def test_a_close_waits_for_the_requests_in_flight():
@@ -56,7 +70,7 @@ async def test_a_close_waits_for_the_requests_in_flight():
         tg.start_soon(lambda: _into(answers, call(guard, "POST")))
         await anyio.sleep(0.05)
         await call(guard, "DELETE")
-    assert inner.events == ["answered", "closed"]
+    assert inner.events == ["read", "answered", "closed"]
     assert answers[0][-1] == {"type": "http.response.body", "body": b"answer"}
 
 
@@ -69,7 +83,7 @@ async def test_past_the_grace_a_request_in_flight_is_ended_cleanly_then_the_sess
             tg.start_soon(lambda: _into(answers, call(guard, "POST")))
             await anyio.sleep(0.05)
             await call(guard, "DELETE")
-    assert inner.events == ["closed"]
+    assert inner.events == ["read", "closed"]
     assert answers[0][-1] == {"type": "http.response.body", "body": b"", "more_body": False}  # the stream ends, no hang
 
 
@@ -86,8 +100,79 @@ async def test_a_request_arriving_while_its_session_closes_gets_a_clear_404_and_
         other = await call(guard, "POST", session="s2")
     assert late[0]["status"] == 404 and "closed while this request was in flight" in json.loads(late[1]["body"])["error"]["message"]
     assert other[-1]["body"] == b"answer"
-    assert inner.events == ["answered", "answered", "closed"] or inner.events == ["answered", "closed", "answered"]
+    assert [e for e in inner.events if e != "read"] in (["answered", "answered", "closed"], ["answered", "closed", "answered"])
+
+
+async def test_a_request_reusing_an_id_in_flight_waits_for_its_answer_and_both_are_answered_whole():
+    inner = Transport(post_s=0.2)
+    guard = SessionCloseGuard(inner, grace_s=5)
+    first, second = request(1), request(1)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            answers: list = []
+            tg.start_soon(lambda: _into(answers, call(guard, "POST", body=first)))
+            await anyio.sleep(0.05)
+            tg.start_soon(lambda: _into(answers, call(guard, "POST", body=second)))
+    body = first.decode()
+    assert inner.events == [f"read {body}", f"answered {body}", f"read {body}", f"answered {body}"]  # in turn, each body whole
+    assert [sent[-1]["body"] for sent in answers] == [b"answer", b"answer"]
+
+
+async def test_other_ids_notifications_and_other_sessions_do_not_wait():
+    inner = Transport(post_s=0.3)
+    guard = SessionCloseGuard(inner, grace_s=5)
+    notification = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled"}).encode()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: call(guard, "POST", body=request(1)))
+            await anyio.sleep(0.05)
+            tg.start_soon(lambda: call(guard, "POST", body=request("1")))  # a string id is another id
+            tg.start_soon(lambda: call(guard, "POST", body=request(2)))
+            tg.start_soon(lambda: call(guard, "POST", "s2", body=request(1)))
+            tg.start_soon(lambda: call(guard, "POST", body=notification))
+            tg.start_soon(lambda: call(guard, "POST", body=b"{not json"))
+            await anyio.sleep(0.15)
+            assert sum(event.startswith("read") for event in inner.events) == 6  # all in flight together
+            assert not any(event.startswith("answered") for event in inner.events)
+
+
+async def test_a_close_cancels_a_request_waiting_for_its_id_with_a_clear_404():
+    inner = Transport(post_s=30)
+    guard = SessionCloseGuard(inner, grace_s=0.1)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            answers: list = []
+            tg.start_soon(lambda: _into(answers, call(guard, "POST", body=request(7))))
+            await anyio.sleep(0.05)
+            tg.start_soon(lambda: _into(answers, call(guard, "POST", body=request(7))))
+            await anyio.sleep(0.05)
+            await call(guard, "DELETE")
+    waited = next(sent for sent in answers if sent[0]["status"] == 404)
+    assert "closed while this request was in flight" in json.loads(waited[1]["body"])["error"]["message"]
+    assert inner.events == [f"read {request(7).decode()}", "closed"]
 
 
 async def _into(box: list, awaitable) -> None:
     box.append(await awaitable)
+
+
+async def test_a_close_landing_while_a_request_body_is_read_waits_for_that_request():
+    inner = Transport(post_s=0.1)
+    guard = SessionCloseGuard(inner, grace_s=5)
+    sent: list[dict] = []
+
+    async def slow_body():
+        await anyio.sleep(0.2)  # the DELETE lands meanwhile
+        return {"type": "http.request", "body": request(3), "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(guard, scope("POST"), slow_body, send)
+            await anyio.sleep(0.05)
+            await call(guard, "DELETE")
+    body = request(3).decode()
+    assert inner.events == [f"read {body}", f"answered {body}", "closed"]
+    assert sent[-1] == {"type": "http.response.body", "body": b"answer"}
