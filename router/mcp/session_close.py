@@ -33,6 +33,7 @@ import anyio
 
 CLOSE_GRACE_S = 5.0
 _GONE = "the MCP session was closed while this request was in flight"
+_GUARDED = "simroute.session_guarded"  # a scope key: this request is in the guard's books
 
 
 @dataclass(eq=False)
@@ -81,9 +82,13 @@ class SessionCloseGuard:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         session = _session_of(scope) if scope["type"] == "http" else None
-        if session is None or scope["method"] not in ("POST", "DELETE"):
+        if session is None or scope["method"] not in ("POST", "DELETE") or scope.get(_GUARDED):
             await self.app(scope, receive, send)
-        elif scope["method"] == "DELETE":
+            return
+        # An episode's MCP URL passes the request through the app again (as /mcp, its
+        # scope copied): it is guarded once, here (else it would wait for its own id).
+        scope[_GUARDED] = True
+        if scope["method"] == "DELETE":
             await self._close(session, scope, receive, send)
         elif session in self._closing:
             await gone(send)

@@ -176,3 +176,30 @@ async def test_a_close_landing_while_a_request_body_is_read_waits_for_that_reque
     body = request(3).decode()
     assert inner.events == [f"read {body}", f"answered {body}", "closed"]
     assert sent[-1] == {"type": "http.response.body", "body": b"answer"}
+
+
+async def test_a_request_passing_through_the_guard_twice_is_guarded_once():
+    """An episode's MCP URL sends the request through the app again as /mcp (its scope
+    copied): the second pass must not wait for the first, its own request id."""
+    inner = Transport(post_s=0.05)
+    guard: SessionCloseGuard
+
+    async def episode_face(scope, receive, send):
+        if scope["path"] == "/mcp/e/one":
+            await guard({**scope, "path": "/mcp"}, receive, send)
+        else:
+            await inner(scope, receive, send)
+
+    guard = SessionCloseGuard(episode_face, grace_s=5)
+    sent: list[dict] = []
+    parts = [request(4)]
+
+    async def receive():
+        return {"type": "http.request", "body": parts.pop(0), "more_body": False} if parts else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    with anyio.fail_after(5):
+        await guard({**scope("POST"), "path": "/mcp/e/one"}, receive, send)
+    assert sent[-1] == {"type": "http.response.body", "body": b"answer"}
