@@ -23,7 +23,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from router.episodes.host import EpisodeError, EpisodeHost
-from router.mcp.http_guard import TOKEN_SCOPE_KEY
+from router.mcp.identity import TOKEN_SCOPE_KEY
 
 
 class ResetRequest(BaseModel):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from starlette.middleware import Middleware
 
 from router.auth import Tokens, check_bind
 from router.engine.sessions import SessionRefusedError
+from router.mcp.identity import TOKEN_SCOPE_KEY, agent_session_closed_with
 from router.mcp.session_close import SessionCloseGuard
 from router.types import Call, Session
 
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 
 # The dashboard and /metrics check tokens themselves (a browser's cookie counts there).
 OWN_GUARD_PATHS = ("/dashboard", "/metrics")
-TOKEN_SCOPE_KEY = "simroute_token"  # request.state key holding the caller's token name
 REFUSED_SESSION = "mcp-unauthenticated"
 _MAX_OWNED_SESSIONS = 65536
 
@@ -102,6 +103,15 @@ class TokenGuard:
         return (await self.runtime.engine.reject(call, session, policy="mcp-auth", reason=reason)).record.id
 
 
+async def _end_agent_session(runtime: Runtime, scope: Any, mcp_session_id: str) -> None:
+    """An MCP client closed its session: its agent session closes now, with its upstream
+    servers, sandbox and browser (else they stayed open to the idle TTL, and a client
+    opening a session per task filled `sessions.max_open`)."""
+    agent = agent_session_closed_with(scope, mcp_session_id)
+    if agent is not None and runtime.sessions.find(agent) is not None:
+        await runtime.sessions.close(agent, "closed")
+
+
 def http_run_options(runtime: Runtime, host: str) -> dict[str, Any]:
     """`FastMCP.run(transport="http", ...)` options: the Host/Origin guard always, the
     token guard when tokens are configured. Raises AuthConfigError for a network bind
@@ -109,7 +119,8 @@ def http_run_options(runtime: Runtime, host: str) -> dict[str, Any]:
     check_bind(host, runtime.tokens, what="the MCP endpoint")
     service = runtime.config.service
     middleware = [Middleware(TokenGuard, tokens=runtime.tokens, runtime=runtime)] if runtime.tokens.enabled else []
-    middleware.append(Middleware(SessionCloseGuard))  # innermost: a session's close waits for its requests in flight
+    # Innermost: a session's close waits for its requests in flight, then ends its agent session.
+    middleware.append(Middleware(SessionCloseGuard, on_closed=functools.partial(_end_agent_session, runtime)))
     return {
         "host_origin_protection": True,
         "allowed_hosts": list(service.allowed_hosts) or None,

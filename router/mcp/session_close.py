@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,9 +75,10 @@ async def gone(send: Any) -> None:
 class SessionCloseGuard:
     """ASGI middleware in front of the MCP transport (see the module's docstring)."""
 
-    def __init__(self, app: Any, *, grace_s: float = CLOSE_GRACE_S) -> None:
+    def __init__(self, app: Any, *, grace_s: float = CLOSE_GRACE_S, on_closed: Callable[[Any, str], Awaitable[None]] | None = None) -> None:
         self.app = app
         self.grace_s = grace_s
+        self.on_closed = on_closed  # told (the DELETE's scope, the session id) once a session was closed
         self._in_flight: dict[str, set[_Flight]] = {}
         self._closing: set[str] = set()
 
@@ -129,7 +131,16 @@ class SessionCloseGuard:
                 flight.scope.cancel()
             for flight in flights:
                 await flight.done.wait()
-            await self.app(scope, receive, send)
+            statuses: list[int] = []
+
+            async def send_noting_status(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    statuses.append(message["status"])
+                await send(message)
+
+            await self.app(scope, receive, send_noting_status)
+            if self.on_closed is not None and statuses and 200 <= statuses[0] < 300:  # the transport closed it
+                await self.on_closed(scope, session)
         finally:
             self._closing.discard(session)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from kit.launch import child_commands
 from kit.serve import serve_process
 from router.cli.launch import stop
 
@@ -50,18 +51,7 @@ class Served:
 
     def children(self) -> list[str]:
         """The command lines of the processes the server started (upstream MCP servers)."""
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except (OSError, IndexError, ValueError):
-                continue  # exited meanwhile
-            if parent == self.process.pid:
-                found.append(command)
-        return found
+        return child_commands(self.process.pid)
 
 
 def text_of(step: dict) -> str:

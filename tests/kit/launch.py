@@ -135,3 +135,19 @@ def notes_server(state: Path | None = None) -> dict:
     """The stateful notes store written for the tests (empty at every start); with
     `state`, it writes its notes there after every change."""
     return {"command": sys.executable, "args": [str(NOTES_STORE)], **({"env": {"NOTES_STATE": str(state)}} if state else {})}
+
+
+def child_commands(pid: int) -> list[str]:
+    """The command lines of the processes `pid` started (e.g. simroute's upstream MCP servers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+        if parent == pid:
+            found.append(command)
+    return found

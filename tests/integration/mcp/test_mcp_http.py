@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx2 as httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-from kit.launch import meta_of, records_of, remote_toolbox, time_server
+from kit.launch import child_commands, meta_of, records_of, remote_toolbox, time_server, toolbox_server
 from kit.mcp_wire import WireSession, messages_of, rpc
 
 pytestmark = pytest.mark.integration
@@ -78,3 +79,20 @@ def test_a_request_id_sent_again_while_in_flight_gets_its_own_answer_from_a_remo
     texts = [messages_of(answer)[-1]["result"]["content"][0]["text"] for answer in answers]
     assert texts == ["slept 0.5", "the retry"]
     assert sorted((r["tool"], r["provenance"]) for r in records_of(config)) == [("echo", "real"), ("sleep", "real")]
+
+
+async def test_an_mcp_session_closed_by_its_client_closes_its_agent_session_and_upstream(make_config, simroute_http):
+    """A client that opens a connection per task and closes it (the SDK sends DELETE)
+    must not fill `sessions.max_open`: each close ends its agent session and stops its
+    upstream server at once, not at the idle TTL (30 minutes by default)."""
+    server = simroute_http(make_config(mcpServers={"toolbox": toolbox_server()}, sessions={"max_open": 2}))
+    for task in range(5):
+        async with Client(server.url) as client:
+            result = await client.call_tool("echo", {"text": f"task {task}"}, raise_on_error=False)
+            assert not result.is_error and result.content[0].text == f"task {task}", result.content
+            assert len([c for c in child_commands(server.process.pid) if "toolbox.py" in c]) == 1
+    deadline = time.monotonic() + 15  # the last upstream stops as its agent session closes (SIGTERM, then its exit)
+    while [c for c in child_commands(server.process.pid) if "toolbox.py" in c] and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert [c for c in child_commands(server.process.pid) if "toolbox.py" in c] == []
+    assert server.log.read_text().count(" closed\n") == 5

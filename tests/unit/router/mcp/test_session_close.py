@@ -203,3 +203,29 @@ async def test_a_request_passing_through_the_guard_twice_is_guarded_once():
     with anyio.fail_after(5):
         await guard({**scope("POST"), "path": "/mcp/e/one"}, receive, send)
     assert sent[-1] == {"type": "http.response.body", "body": b"answer"}
+
+
+async def test_on_closed_is_told_once_the_transport_closed_the_session_and_not_for_a_refused_close():
+    told: list[tuple[str, str]] = []
+
+    async def on_closed(scope, session):
+        told.append((scope["path"], session))
+
+    async def refusing(scope, receive, send):  # the transport does not know the session
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    await call(SessionCloseGuard(Transport(post_s=0), on_closed=on_closed), "DELETE", session="known")
+    await call(SessionCloseGuard(refusing, on_closed=on_closed), "DELETE", session="unknown")
+    assert told == [("/mcp", "known")]
+
+
+def test_the_agent_session_a_close_ends_is_the_one_named_after_the_mcp_session():
+    from router.mcp.identity import TOKEN_SCOPE_KEY, agent_session_closed_with
+
+    plain = scope("DELETE", "abc")
+    assert agent_session_closed_with(plain, "abc") == "abc"
+    assert agent_session_closed_with({**plain, "state": {TOKEN_SCOPE_KEY: "alice"}}, "abc") == "alice/abc"
+    named = {**plain, "headers": [*plain["headers"], (b"X-Simroute-Session", b"agent-42")]}
+    assert agent_session_closed_with(named, "abc") is None  # a named session spans connections
+    assert agent_session_closed_with({**plain, "path": "/mcp/e/ep-1"}, "abc") is None  # an episode ends with its episode
