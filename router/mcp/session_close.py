@@ -39,15 +39,22 @@ _GUARDED = "simroute.session_guarded"  # a scope key: this request is in the gua
 
 @dataclass(eq=False)
 class _Flight:
-    """One POST in flight: the request ids it carries, its cancel scope, and how far its
-    answer got."""
+    """One POST in flight: its body once read, its cancel scope, and how far its answer got."""
 
     send: Any
-    ids: frozenset[str] = frozenset()
+    body: bytes | None = None
+    _ids: frozenset[str] | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     started: bool = False
     completed: bool = False
+
+    def request_ids(self) -> frozenset[str]:
+        """The JSON-RPC request ids its body carries (none while the body is unread).
+        Parsed only when another POST of the session is in flight: a lone one never is."""
+        if self._ids is None and self.body is not None:
+            self._ids = _request_ids(self.body)
+        return self._ids or frozenset()
 
     async def send_tracked(self, message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
@@ -104,11 +111,13 @@ class SessionCloseGuard:
         flights.add(flight)
         try:
             with flight.scope:
-                body, receive = await _buffered(receive)
+                flight.body, receive = await _buffered(receive)
                 # Of two POSTs with one id, the one read second sees the first's ids (no await between).
-                flight.ids = _request_ids(body)
-                for other in [other for other in flights if other is not flight and other.ids & flight.ids]:
-                    await other.done.wait()  # its answer first (a close cancels this wait)
+                others = [other for other in flights if other is not flight]
+                if others:
+                    ids = flight.request_ids()
+                    for other in [other for other in others if other.request_ids() & ids]:
+                        await other.done.wait()  # its answer first (a close cancels this wait)
                 await self.app(scope, receive, flight.send_tracked)
         finally:
             flights = self._in_flight.get(session)

@@ -12,8 +12,8 @@ import anyio
 from router.mcp.session_close import SessionCloseGuard
 
 
-def scope(method: str, session: str = "s1") -> dict:
-    return {"type": "http", "method": method, "path": "/mcp", "headers": [(b"mcp-session-id", session.encode())]}
+def scope(method: str, session: str = "s1", path: str = "/mcp") -> dict:
+    return {"type": "http", "method": method, "path": path, "headers": [(b"mcp-session-id", session.encode())]}
 
 
 class Transport:
@@ -44,17 +44,22 @@ class Transport:
         await send({"type": "http.response.body", "body": b"answer"})
 
 
-async def call(app, method: str, session: str = "s1", body: bytes = b"") -> list[dict]:
+async def call(app, method: str, session: str = "s1", body: bytes = b"", *, path: str = "/mcp", body_after_s: float = 0) -> list[dict]:
+    """One request through `app`; what it sent back. Its body arrives `body_after_s` late."""
     sent: list[dict] = []
     parts = [body[:5], body[5:]] if body else [b""]  # a body in two messages, as a server may hand it over
 
     async def send(message):
         sent.append(message)
 
+    delays = [body_after_s]  # before the first message only
+
     async def receive():
+        if delays:
+            await anyio.sleep(delays.pop())
         return {"type": "http.request", "body": parts.pop(0), "more_body": bool(parts)} if parts else {"type": "http.disconnect"}
 
-    await app(scope(method, session), receive, send)
+    await app(scope(method, session, path), receive, send)
     return sent
 
 
@@ -159,23 +164,15 @@ async def _into(box: list, awaitable) -> None:
 async def test_a_close_landing_while_a_request_body_is_read_waits_for_that_request():
     inner = Transport(post_s=0.1)
     guard = SessionCloseGuard(inner, grace_s=5)
-    sent: list[dict] = []
-
-    async def slow_body():
-        await anyio.sleep(0.2)  # the DELETE lands meanwhile
-        return {"type": "http.request", "body": request(3), "more_body": False}
-
-    async def send(message):
-        sent.append(message)
-
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(guard, scope("POST"), slow_body, send)
+            answers: list = []
+            tg.start_soon(lambda: _into(answers, call(guard, "POST", body=request(3), body_after_s=0.2)))  # the DELETE lands meanwhile
             await anyio.sleep(0.05)
             await call(guard, "DELETE")
     body = request(3).decode()
     assert inner.events == [f"read {body}", f"answered {body}", "closed"]
-    assert sent[-1] == {"type": "http.response.body", "body": b"answer"}
+    assert answers[0][-1] == {"type": "http.response.body", "body": b"answer"}
 
 
 async def test_a_request_passing_through_the_guard_twice_is_guarded_once():
@@ -191,17 +188,8 @@ async def test_a_request_passing_through_the_guard_twice_is_guarded_once():
             await inner(scope, receive, send)
 
     guard = SessionCloseGuard(episode_face, grace_s=5)
-    sent: list[dict] = []
-    parts = [request(4)]
-
-    async def receive():
-        return {"type": "http.request", "body": parts.pop(0), "more_body": False} if parts else {"type": "http.disconnect"}
-
-    async def send(message):
-        sent.append(message)
-
     with anyio.fail_after(5):
-        await guard({**scope("POST"), "path": "/mcp/e/one"}, receive, send)
+        sent = await call(guard, "POST", body=request(4), path="/mcp/e/one")
     assert sent[-1] == {"type": "http.response.body", "body": b"answer"}
 
 
