@@ -67,27 +67,29 @@ def request(id_, method: str = "tools/call") -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method}).encode()
 
 
+async def posts_then_close(guard, *bodies: bytes, **options) -> list[list[dict]]:
+    """POSTs of `bodies` started 0.05 s apart, then the session's DELETE; what each POST
+    was sent back, in the order they finished."""
+    answers: list = []
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for body in bodies:
+                tg.start_soon(lambda body=body: _into(answers, call(guard, "POST", body=body, **options)))
+                await anyio.sleep(0.05)
+            await call(guard, "DELETE")
+    return answers
+
+
 async def test_a_close_waits_for_the_requests_in_flight():
     inner = Transport(post_s=0.2)
-    guard = SessionCloseGuard(inner, grace_s=5)
-    async with anyio.create_task_group() as tg:
-        answers: list = []
-        tg.start_soon(lambda: _into(answers, call(guard, "POST")))
-        await anyio.sleep(0.05)
-        await call(guard, "DELETE")
+    answers = await posts_then_close(SessionCloseGuard(inner, grace_s=5), b"")
     assert inner.events == ["read", "answered", "closed"]
     assert answers[0][-1] == {"type": "http.response.body", "body": b"answer"}
 
 
 async def test_past_the_grace_a_request_in_flight_is_ended_cleanly_then_the_session_closes():
     inner = Transport(post_s=30)
-    guard = SessionCloseGuard(inner, grace_s=0.1)
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            answers: list = []
-            tg.start_soon(lambda: _into(answers, call(guard, "POST")))
-            await anyio.sleep(0.05)
-            await call(guard, "DELETE")
+    answers = await posts_then_close(SessionCloseGuard(inner, grace_s=0.1), b"")
     assert inner.events == ["read", "closed"]
     assert answers[0][-1] == {"type": "http.response.body", "body": b"", "more_body": False}  # the stream ends, no hang
 
@@ -143,15 +145,7 @@ async def test_other_ids_notifications_and_other_sessions_do_not_wait():
 
 async def test_a_close_cancels_a_request_waiting_for_its_id_with_a_clear_404():
     inner = Transport(post_s=30)
-    guard = SessionCloseGuard(inner, grace_s=0.1)
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            answers: list = []
-            tg.start_soon(lambda: _into(answers, call(guard, "POST", body=request(7))))
-            await anyio.sleep(0.05)
-            tg.start_soon(lambda: _into(answers, call(guard, "POST", body=request(7))))
-            await anyio.sleep(0.05)
-            await call(guard, "DELETE")
+    answers = await posts_then_close(SessionCloseGuard(inner, grace_s=0.1), request(7), request(7))
     waited = next(sent for sent in answers if sent[0]["status"] == 404)
     assert "closed while this request was in flight" in json.loads(waited[1]["body"])["error"]["message"]
     assert inner.events == [f"read {request(7).decode()}", "closed"]
@@ -163,13 +157,8 @@ async def _into(box: list, awaitable) -> None:
 
 async def test_a_close_landing_while_a_request_body_is_read_waits_for_that_request():
     inner = Transport(post_s=0.1)
-    guard = SessionCloseGuard(inner, grace_s=5)
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            answers: list = []
-            tg.start_soon(lambda: _into(answers, call(guard, "POST", body=request(3), body_after_s=0.2)))  # the DELETE lands meanwhile
-            await anyio.sleep(0.05)
-            await call(guard, "DELETE")
+    # The body comes 0.2 s late: the DELETE lands meanwhile.
+    answers = await posts_then_close(SessionCloseGuard(inner, grace_s=5), request(3), body_after_s=0.2)
     body = request(3).decode()
     assert inner.events == [f"read {body}", f"answered {body}", "closed"]
     assert answers[0][-1] == {"type": "http.response.body", "body": b"answer"}
