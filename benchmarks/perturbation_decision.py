@@ -1,6 +1,6 @@
 """Cost of a perturbation decision on the hot path, and its reproducibility.
 
-Per call, the engine's perturbation step (router/engine/perturbing.py): the plan for
+Per call, the engine's perturbation step (router/addons/perturbation/addon.py): the plan for
 the call, its rules' `match`, the call numbers claimed in the session's state (in
 process here), and the seeded decision (a BLAKE2b draw). Timed per call with
 perf_counter_ns, interleaved with the routing decision alone (the no-plan baseline:
@@ -27,8 +27,8 @@ from _results import add_smoke_flag, row, write_results
 from policies.base import decide
 from policies.chain import default_policies
 from policies.perturbation import PlanConfig, compile_plan
+from router.addons.perturbation.addon import Perturber
 from router.engine.pending import Pending
-from router.engine.perturbing import Perturber
 from router.engine.session_state import LocalSessionState
 from router.types import Call, Decision, Route, Session
 

@@ -109,8 +109,9 @@ def span_hooks(endpoint: str, iterations: int) -> tuple[list[float], list[float]
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     from backends.replay import CallKeys
-    from router.engine.call_spans import CallTracer, as_current, inject
+    from router.addons.tracing import CallTracer
     from router.engine.pending import Pending
+    from router.engine.trace_context import as_current, inject
     from router.types import Call, Decision, Observation, Provenance, Route, Session
     from shadow.records import Record
 
@@ -124,7 +125,11 @@ def span_hooks(endpoint: str, iterations: int) -> tuple[list[float], list[float]
     def steps(traced: bool) -> None:
         pending = Pending(call, session, decision, 1, keys, call)
         if traced:
-            tracer.decided(pending)
+            deciding = tracer.decided(pending)
+            try:  # awaits nothing: run to its end here
+                deciding.send(None)
+            except StopIteration:
+                pass
         with as_current(pending):
             pass
         inject(pending, {})

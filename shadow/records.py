@@ -50,7 +50,7 @@ class Record:
     # When the call ended (its final record was made); None while it is `started`.
     # With `ts` and `reads_only`, other routers see when it may have written (shadow/store/server_writes.py).
     ended: float | None = None
-    # A perturbation the agent got (`{kind, rule, seed, n}`, router/engine/perturbing.py),
+    # A perturbation the agent got (`{kind, rule, seed, n}`, router/addons/perturbation/addon.py),
     # and the route's own answer when the perturbation changed it. A perturbed record is
     # never a replay source, a learned-router label or a world-model example.
     perturbation: dict[str, Any] | None = None

@@ -1,5 +1,5 @@
 """The span of a call's shadow work: the simulated side run off the agent's path and
-compared with the real answer. A child of the call's span (router/engine/call_spans.py),
+compared with the real answer. A child of the call's span (router/addons/tracing.py),
 which ended when the agent was answered; this one ends when the divergence is scored,
 and carries it (`simroute.divergence`, `simroute.divergence_kind`).
 

@@ -8,8 +8,11 @@ command flooding output costs no memory.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from router.types import Turn
 
 
 @dataclass(slots=True)
@@ -149,3 +152,12 @@ def trim_screen(text: str, *, max_lines: int, max_chars: int) -> tuple[str, bool
         text = text[:head_c] + f"\n[... {len(text) - head_c - tail_c} characters omitted ...]\n" + text[-tail_c:]
         trimmed = True
     return text, trimmed
+
+
+def last_cwd(history: Sequence[Turn]) -> str | None:
+    """The working directory the session's last shell answer showed (a fault leaves it)."""
+    for turn in reversed(history):
+        structured = turn.observation.structured
+        if turn.call.channel == "shell" and isinstance(structured, dict) and isinstance(structured.get("cwd"), str):
+            return structured["cwd"]
+    return None

@@ -1,6 +1,6 @@
 """Seeded perturbation plans: pure decisions of which calls get a fault, a delay or a
 cut answer. The engine claims the call numbers and applies the decision
-(router/engine/perturbing.py); nothing here does I/O."""
+(router/addons/perturbation/addon.py); nothing here does I/O."""
 
 from policies.perturbation.config import DelayDistribution, PerturbationRuleConfig, PerturbationsConfig, PlanConfig
 from policies.perturbation.plan import PerturbationRule, Plan, compile_plan

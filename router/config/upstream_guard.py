@@ -1,7 +1,7 @@
 """The `upstream_guard` section: limits that protect the real side, with defaults for
 every upstream and overrides per upstream (an MCP server's name, an HTTP host as
 `host` or `host:port`, `shell` for the sandbox pool, `browser`). See
-router/engine/upstream_guard.py for what each limit does."""
+router/addons/upstream_guard/guard.py for what each limit does."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The upstream guard's figures on /metrics, read at scrape time from this process's
-guard (router/engine/upstream_guard.py): refusals by upstream and reason, real calls
+guard (router/addons/upstream_guard/guard.py): refusals by upstream and reason, real calls
 in flight by upstream, and each breaker's state as this replica last saw it (with
 Redis, another replica may have seen it change since: its next call here sees it)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from router.engine.guard_state import CLOSED, HALF_OPEN, OPEN
-from router.engine.upstream_guard import UpstreamGuard
+from router.addons.upstream_guard.guard import UpstreamGuard
+from router.addons.upstream_guard.state import CLOSED, HALF_OPEN, OPEN
 
 BREAKER_STATES = (CLOSED, HALF_OPEN, OPEN)
 

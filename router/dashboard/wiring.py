@@ -61,8 +61,8 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
         }
 
     metrics.add_collector(RuntimeGauges(live))
-    if runtime.engine.guard is not None:
-        metrics.add_collector(GuardMetrics(runtime.engine.guard))
+    if runtime.guard is not None:
+        metrics.add_collector(GuardMetrics(runtime.guard))
     totals = StoreTotals(runtime.store)
     metrics.add_collector(totals)
     return Dashboard(

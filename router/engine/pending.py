@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backends.replay import CallKeys
-from router.types import Call, Decision, Observation, Perturbation, Session
+from router.types import Call, Decision, Observation, Perturbation, Session, Steer
 from shadow.records import Record, new_record_id
 
 
@@ -36,13 +36,25 @@ class Pending:
     needs_real: bool = False
     written_ahead: bool = False
     in_flight: bool = False  # counted in its session's calls in flight (begun, not complete)
-    # What a perturbation plan decided for the call (router/engine/perturbing.py), and
+    # What a perturbation plan decided for the call (router/addons/perturbation/addon.py), and
     # the route's own answer when the perturbation changed it (kept in the record).
     perturbation: Perturbation | None = None
     unperturbed: Observation | None = None
     # A paginated listing's page a follow-up call's cursor asked for (from session state).
     page: Observation | None = None
-    # What watchers keep about the call between its events (router/engine/watchers.py),
+    # What the sim route's own answer is steered by (a listing to paginate is asked whole).
+    steer: Steer | None = None
+    # What the record will say: its status ("complete"; "pending" while shadow work is
+    # outstanding, "skipped" when it could not be queued), and whether the answer is
+    # withheld (its record could not be written).
+    status: str = "complete"
+    withheld: bool = False
+    # The call's trace span (router/addons/tracing.py; None: tracing off): the parent of
+    # what the call causes (the real request, its shadow work; router/engine/trace_context.py).
+    span: Any = None
+    # The addons whose `before_real` ran, told `after_real` (router/engine/addons.py).
+    entered: list[Any] = field(default_factory=list)
+    # What addons keep about the call between its events (router/engine/addons.py),
     # each under keys of its own; mitmproxy's flow.metadata.
     metadata: dict[str, Any] = field(default_factory=dict)
 

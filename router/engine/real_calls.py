@@ -1,20 +1,24 @@
-"""The real side's call as the engine makes it: under its deadline, behind the
-upstream guard (upstream_guard.py). Front doors that send the real call themselves
-(the HTTP proxy) use `admit_real` and `release_real` around it."""
+"""The real side's call as the engine makes it (under its deadline, never raising),
+and how the real side did (`RealOutcome`), which addons' `after_real` are told: the
+upstream guard's breaker counts failures by it."""
 
 from __future__ import annotations
 
 import logging
 import time
+from enum import StrEnum
 
 import anyio
 
-from router.engine.guard_state import Outcome
-from router.engine.pending import Pending
-from router.engine.upstream_guard import Refused, Ticket, UpstreamGuard
 from router.types import Call, CallNext, Observation, Provenance
 
 log = logging.getLogger("simroute.engine")
+
+
+class RealOutcome(StrEnum):
+    SUCCESS = "success"  # the real side answered (a tool's own error included)
+    FAILURE = "failure"  # the real side did not: timeout, connection error, 5xx, transport error
+    NEUTRAL = "neutral"  # nothing learned about the real side (cancelled, never sent)
 
 
 async def call_real(call: Call, real: CallNext, deadline: float) -> tuple[Observation, bool]:
@@ -33,21 +37,20 @@ async def call_real(call: Call, real: CallNext, deadline: float) -> tuple[Observ
         return Observation.error(message, Provenance.NONE, time.perf_counter() - started), True
 
 
-async def admit_real(guard: UpstreamGuard | None, pending: Pending, deadline_s: float) -> Ticket | Refused | None:
-    """The guard's verdict on sending `pending` to the real side (None: no guard, or
-    its shared state unreachable: sent unguarded); the record's note says why."""
-    if guard is None:
-        return None
-    ticket = await guard.admit(pending.call, deadline_s=deadline_s)
-    note = ticket.note if isinstance(ticket, Refused) else "upstream guard unavailable: sent unguarded" if ticket is None else ""
-    if note:
-        pending.route_note = "; ".join(n for n in (pending.route_note, note) if n)
-    return ticket
-
-
-async def release_real(guard: UpstreamGuard | None, ticket: Ticket, outcome: Outcome) -> None:
-    """The real side answered (or not): the slot freed, the breaker told; never cancelled half-way."""
-    if guard is None:
-        return
-    with anyio.CancelScope(shield=True):
-        await guard.release(ticket, outcome)
+def outcome_of(call: Call, observation: Observation, *, raised: bool = False, session_closed: bool = False) -> RealOutcome:
+    """How the real side did. A failure: a deadline passed, a connection or transport
+    error, a 5xx answer, i.e. an answer simroute made itself because the real side did
+    not answer (provenance `none`) or an HTTP status >= 500. A tool's own error
+    (`isError` from the upstream, a command's non-zero exit) is an answer: a success.
+    A call whose session closed while it ran failed because simroute tore that
+    session's upstream down: it says nothing of the upstream."""
+    if session_closed:
+        return RealOutcome.NEUTRAL
+    if raised:
+        return RealOutcome.FAILURE
+    structured = observation.structured
+    if call.channel == "http" and isinstance(structured, dict) and isinstance(structured.get("status"), int):
+        return RealOutcome.FAILURE if structured["status"] >= 500 else RealOutcome.SUCCESS
+    if call.channel == "browser":  # its own refusals (address policies) are provenance none too: only deadlines count
+        return RealOutcome.SUCCESS
+    return RealOutcome.FAILURE if observation.is_error and observation.provenance is Provenance.NONE else RealOutcome.SUCCESS

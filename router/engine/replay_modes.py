@@ -13,7 +13,7 @@ one), never record real, and a miss is simulated whatever the modes say.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from backends.replay import ReplayBackend, ReplayHit, ReplayMiss
@@ -38,6 +38,9 @@ class ReplayModes:
     record_mode: RecordMode = "new_episodes"
     on_miss: MissAction | None = None
     recording: str | None = None  # sessions recorded now are tagged with this name
+    # The virtual MCP servers: their replays come from their own recordings, and a miss
+    # is simulated (they have no real side).
+    virtual: VirtualServers = field(default_factory=VirtualServers)
 
     def on_miss_for(self, miss: Miss) -> MissAction:
         if self.on_miss is not None:
@@ -58,11 +61,10 @@ async def replay_route(
     pending: Pending,
     replay: ReplayBackend,
     modes: ReplayModes,
-    virtual: VirtualServers,
     simulate: Callable[[], Awaitable[Observation]],
 ) -> tuple[Observation | None, str]:
     """(observation, note) of the replay route; observation None: the real side answers."""
-    call, occurrence = pending.call, pending.occurrence
+    call, occurrence, virtual = pending.call, pending.occurrence, modes.virtual
     no_real_side = virtual.is_virtual(call)
     if modes.record_mode == "all" and not no_real_side:
         return None, "replay.record_mode is 'all': served real and recorded"

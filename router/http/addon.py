@@ -26,13 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from backends.http.decode import decode_bounded
 from backends.http.messages import HttpSettings, error_structured, make_call, observation_of, response_parts
+from router.addons.tracing import CallTracer, incoming
 from router.config import HttpConfig
-from router.engine.call_spans import incoming, inject
-from router.engine.guard_shapes import refusal_observation
-from router.engine.guard_state import Outcome
-from router.engine.real_calls import admit_real, release_real
+from router.engine.real_calls import RealOutcome
 from router.engine.sessions import SessionRefusedError
-from router.engine.upstream_guard import Refused as GuardRefused
+from router.engine.trace_context import inject
 from router.http.access import Refused
 from router.http.addresses import reach_of
 from router.http.answers import REAL, RealAnswers, RealSide
@@ -110,7 +108,7 @@ class HttpRouting:
             if real is not None and real.timer is not None:
                 real.timer.cancel()
             if real is not None:
-                await self.answers.release(real, Outcome.NEUTRAL)
+                await self.answers.release(real, RealOutcome.NEUTRAL)
             refused = Refused(500, "http-routing", f"simroute: routing failed: {type(exc).__name__}: {exc}")
             try:
                 await self.door.refuse(flow, refused, session_id=f"http-{flow.client_conn.id[:12]}")
@@ -152,7 +150,7 @@ class HttpRouting:
         engine = self.engine
         websocket = request.headers.get("upgrade", "").lower() == "websocket"
         # A WebSocket may carry anything once open: written ahead like any side effect.
-        with incoming(engine.tracer, request.headers):  # the call's span continues the request's traceparent
+        with incoming(engine.addons.find(CallTracer), request.headers):  # the call's span continues the request's traceparent
             pending = await engine.begin(call, session, read_only=call.tool in READ_ONLY_METHODS and not websocket)
         if websocket and pending.decision.route in (Route.SIM, Route.REPLAY):
             reason = (
@@ -204,17 +202,17 @@ class HttpRouting:
         if refusal is not None:
             await self.door.refuse(flow, refusal, session_id=pending.session.id, call=call)
             return None
-        ticket = await admit_real(self.engine.guard, pending, self.config.timeout_s)  # the upstream guard: never sent if refused
-        if isinstance(ticket, GuardRefused):
-            return refusal_observation(call, ticket)
+        refused = await self.engine.before_real(pending, self.config.timeout_s)  # the upstream guard: never sent if refused
+        if refused is not None:
+            await self.engine.after_real(pending, None, RealOutcome.NEUTRAL)
+            return refused
         try:
             await self.engine.write_ahead(pending)  # a request with side effects is on record before it leaves
         except RecordError as exc:
-            if ticket is not None:
-                await release_real(self.engine.guard, ticket, Outcome.NEUTRAL)
+            await self.engine.after_real(pending, None, RealOutcome.NEUTRAL)
             return Observation.error(str(exc))
         inject(pending, flow.request.headers)  # tracing on: the upstream's parent is the call's span, in the same trace
-        real = flow.metadata[REAL] = RealSide(pending, time.perf_counter(), note=note, websocket=websocket, ticket=ticket)
+        real = flow.metadata[REAL] = RealSide(pending, time.perf_counter(), note=note, websocket=websocket)
         real.timer = asyncio.get_running_loop().call_later(self.config.timeout_s, self.answers.expire, flow)
         return None
 

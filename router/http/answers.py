@@ -35,8 +35,7 @@ from backends.http.messages import (
     response_record,
 )
 from router.config import HttpConfig
-from router.engine.guard_state import Outcome
-from router.engine.real_calls import release_real
+from router.engine.real_calls import RealOutcome
 from router.http import errors, mitmproxy_patches
 from router.http.access import Refused
 from router.http.door import UNAUTHENTICATED_SESSION, HttpDoor
@@ -51,7 +50,6 @@ if TYPE_CHECKING:
     from mitmproxy import http
 
     from router.engine.engine import Pending
-    from router.engine.upstream_guard import Ticket
 
 log = logging.getLogger("simroute.http")
 
@@ -69,7 +67,7 @@ class RealSide:
     note: str = ""  # remarks for the record (a request body whose decoding was cut)
     websocket: bool = False
     cut: StreamCut | None = None  # a streamed body cut by a perturbation (empty, truncate)
-    ticket: Ticket | None = None  # the upstream guard's slot, released when the answer is in
+    bracketed: bool = True  # the addons' `after_real` still owed (the upstream guard's slot, released when the answer is in)
 
 
 class RealAnswers:
@@ -79,11 +77,11 @@ class RealAnswers:
         self.pins = pins
         self.master = master
 
-    async def release(self, real: RealSide, outcome: Outcome) -> None:
+    async def release(self, real: RealSide, outcome: RealOutcome) -> None:
         """Free the upstream guard's slot of `real` and tell its breaker how the upstream did (once)."""
-        ticket, real.ticket = real.ticket, None
-        if ticket is not None:
-            await release_real(self.door.engine.guard, ticket, outcome)
+        if real.bracketed:
+            real.bracketed = False
+            await self.door.engine.after_real(real.pending, None, outcome)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if is_probe(flow) and flow.response is not None:
@@ -120,7 +118,7 @@ class RealAnswers:
         if real.timer is not None:
             real.timer.cancel()
         response = flow.response
-        await self.release(real, Outcome.FAILURE if response.status_code >= 500 else Outcome.SUCCESS)
+        await self.release(real, RealOutcome.FAILURE if response.status_code >= 500 else RealOutcome.SUCCESS)
         limit = self.config.max_body_bytes
         capture = real.capture
         if response.status_code == 101 and real.websocket:
@@ -193,7 +191,7 @@ class RealAnswers:
         # An upstream that broke off a stream it had started, or a client that left, says
         # nothing of the upstream's health; no answer at all (refused, reset, too slow) does.
         broken_off = (flow.response is not None and real.capture is not None) or "client" in message.lower()
-        await self.release(real, Outcome.NEUTRAL if broken_off else Outcome.FAILURE)
+        await self.release(real, RealOutcome.NEUTRAL if broken_off else RealOutcome.FAILURE)
         call = real.pending.call
         latency = time.perf_counter() - real.started
         target = f"{call.tool} {call.arguments.get('url')}"

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from backends.errors import BackendUnavailable
 from backends.mcp.upstream import UpstreamError
-from router.engine.call_spans import annotate_current
+from router.addons.tracing import annotate_current
 from router.engine.sessions import SessionRefusedError
 from router.mcp.idempotency import IdempotencyError, IdempotencyLost, answered_once_by_key, idempotency_key_of
 from router.mcp.identity import agent_session_id
@@ -194,7 +194,7 @@ class RoutingMiddleware(Middleware):
             else ""
         )
         outcome = await self.runtime.engine.handle(call, session, real, note=note, read_only=definition.read_only)
-        if self.runtime.engine.tracer is not None:
+        if self.runtime.tracer is not None:
             annotate_current(outcome.record, method="tools/call", target=name, tool_name=name)
         return result_from_observation(outcome.observation, outcome.record, upstream=upstream[0] if upstream else None)
 
@@ -350,7 +350,7 @@ class RoutingMiddleware(Middleware):
 
         # Reading changes nothing: no write-ahead record.
         outcome = await self.runtime.engine.handle(call, session, real, read_only=True)
-        if self.runtime.engine.tracer is not None:  # the target: the resource's URI, the prompt's name
+        if self.runtime.tracer is not None:  # the target: the resource's URI, the prompt's name
             annotate_current(outcome.record, method=tool, target=arguments.get("uri") or arguments.get("name") or server)
         return outcome, upstream if outcome.observation.provenance is Provenance.REAL and not outcome.observation.is_error else []
 

@@ -17,8 +17,8 @@ from backends.http.messages import HttpSettings, make_call
 from policies.base import decide
 from policies.rules import RulesPolicy
 from policies.safety.policy import SafetyPolicy
+from router.addons.perturbation.addon import Perturber
 from router.config import Config
-from router.engine.perturbing import Perturber
 from router.engine.tool_catalog import ToolCatalog
 from router.reports.learned_policy import learned_json
 from router.runtime.policy_chain import build_policies, virtual_servers

@@ -33,7 +33,7 @@ def rehearsal_gate(config: Config, learned: LearnedPolicy | None = None) -> Rehe
 
 def replay_modes(config: Config) -> ReplayModes:
     """What replay does on a miss and whether it records."""
-    return ReplayModes(config.replay.record_mode, config.replay.on_miss, config.replay.recording)
+    return ReplayModes(config.replay.record_mode, config.replay.on_miss, config.replay.recording, virtual=virtual_servers(config))
 
 
 def learned_settings(config: Config) -> LearnedSettings:

@@ -15,24 +15,23 @@ from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
 from backends.replay import ReplayBackend, namespace_of
 from backends.shell.sandboxes import Sandboxes
+from router.addons.upstream_guard.guard import UpstreamGuard
+from router.addons.upstream_guard.redis_state import RedisGuardState
+from router.addons.upstream_guard.state import Limits, LocalGuardState
 from router.auth import Tokens, check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
-from router.engine.guard_redis import RedisGuardState
-from router.engine.guard_state import Limits, LocalGuardState
-from router.engine.perturbing import Perturber
+from router.engine.parts import Deadlines
 from router.engine.pin_guard import PinGuard
 from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
-from router.engine.stated_facts import FactKeeper
 from router.engine.tool_catalog import ToolCatalog
-from router.engine.upstream_guard import UpstreamGuard
-from router.engine.watchers import NoiseWatch
 from router.http.access import ProxyGate, SessionCredentials
 from router.http.addresses import BrowserAddresses, ChannelAddresses
 from router.http.browser_egress import BrowserEgress
 from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
+from router.runtime.addon_chain import default_addons
 from router.runtime.collector import settle_after_start
 from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
 from router.runtime.replica import replica_presence
@@ -119,7 +118,8 @@ class Runtime:
         self.shadow_runner.noise_scopes = lambda session_id: self.replay.visible_namespaces(session_id) or ("",)
         # Tool-definition pins: what a changed upstream tool's calls get until a person accepts it.
         self.pins = PinGuard(self.store, policy=config.pins.policy, refresh_s=config.pins.refresh_s)
-        session_state = self._session_state()
+        # Protects the real side (None: off); a span per call when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+        self.guard, self.tracer = self._upstream_guard(), call_tracer()
         self.engine = Engine(
             policies=build_policies(
                 config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None, holds=[self.pins]
@@ -128,26 +128,15 @@ class Runtime:
             replay=self.replay,
             replay_modes=replay_modes(config),
             simulator=self.simulator,
-            shadow=self.shadow,
-            shadow_rate=config.shadow.rate,
-            deadline_for=self._deadline_for,
-            sim_deadline_for=self._sim_deadline_for,
-            session_state=session_state,
-            # Real answers to repeated calls teach the noise table, off the agent's path; a
-            # sample of calls known read-only is made again: pairs without repeated agent calls.
-            # The facts answers state are given back to the world model, in sessions it may answer.
-            watchers=[
-                NoiseWatch(self.noise_learner, probe_rate=config.shadow.noise_probe_rate),
-                FactKeeper(session_state, limit=config.world_model.facts_kept, every_session=config.may_simulate()),
-            ],
-            perturber=Perturber.from_config(config.perturbations),
-            virtual=virtual_servers(config),
-            guard=self._upstream_guard(),
-            tracer=call_tracer(),  # OTEL_EXPORTER_OTLP_ENDPOINT set: a span per call (trace_export.py)
+            session_state=self._session_state(),
+            addons=default_addons(
+                config, virtual=virtual_servers(config), noise=self.noise_learner, shadow=self.shadow, guard=self.guard, tracer=self.tracer
+            ),
+            deadlines=Deadlines(self._deadline_for, self._sim_deadline_for),
         )
         self._trace_provider = None  # installed in start() when tracing is on
-        if self.engine.tracer is not None:  # the in-process shadow work's spans (shadow/shadow_span.py)
-            self.shadow_runner.tracer = self.engine.tracer.tracer
+        if self.tracer is not None:  # the in-process shadow work's spans (shadow/shadow_span.py)
+            self.shadow_runner.tracer = self.tracer.tracer
         # simroute's proxy: the HTTP channel (when served) and the browser's only way out,
         # built from the parts it routes with (the engine and sessions, built above).
         parts = RoutingParts(
@@ -268,7 +257,7 @@ class Runtime:
         self.engine.redactor = self.shadow_runner.redactor = redactor
 
     async def start(self) -> Runtime:
-        if self.engine.tracer is not None and self._trace_provider is None:
+        if self.tracer is not None and self._trace_provider is None:
             self._trace_provider = start_export()
         await self.open_store()
         await self.replica.start()  # after the store: the lease is in it
@@ -347,8 +336,7 @@ class Runtime:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        for watcher in self.engine.watchers:  # the noise learner's probes first: they call upstreams closed next
-            await watcher.aclose()
+        await self.engine.addons.aclose()  # the noise learner's probes first: they call upstreams closed next
         await self.sessions.aclose()
         await self.upstreams.aclose()
         if shell_closed is not None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from router.engine.call_spans import CallTracer
+from router.addons.tracing import CallTracer
 
 log = logging.getLogger("simroute.tracing")
 

@@ -11,6 +11,7 @@ from kit.calls import make_call
 from policies.chain import default_policies
 from policies.rules import parse_rule
 from router.engine.engine import Engine
+from router.engine.parts import Deadlines
 from router.engine.replay_modes import ReplayModes
 from router.types import Call, Observation, Provenance, Route
 from shadow.store.record_log import RecordLog
@@ -56,23 +57,41 @@ async def make_engine(
 
     store = await (store or SQLiteStore(tmp_path / "r.db")).open()
     records = await RecordLog(store, tmp_path / "r.spool.jsonl").start()
+    from router.addons.perturbation.addon import Perturber
+    from router.addons.policy_marks import PolicyMarks
+    from router.runtime.addon_chain import policy_after_calls
+
     engine = Engine(
         policies=default_policies(rules=[parse_rule(r) for r in rules], mode=mode),
         records=records,
         replay=ReplayBackend(store, ignore_arguments=ignore, source=ReplaySource(source)),
         replay_modes=ReplayModes(record_mode, on_miss, recording),
-        deadline_for=lambda call: deadline,
+        # What every runtime's engine has (an episode's own perturbation plan, the policies' marks).
+        addons=[Perturber(), PolicyMarks(policy_after_calls())],
+        deadlines=Deadlines(lambda call: deadline),
     )
     return engine, store
 
 
 def with_shadow(engine: Engine, store: SQLiteStore, simulator, rate: float = 0.0, **runner_options):
+    """The engine's simulator and shadow work (run in the process); returns the runner."""
+    from router.addons.shadow_sampling import ShadowSampling
     from shadow.runner import ShadowRunner
 
     engine.simulator = simulator
-    engine.shadow = ShadowRunner(simulator=simulator, store=store, records=engine.records, deadline_for=lambda call: 5.0, **runner_options)
-    engine.shadow_rate = rate
-    return engine.shadow
+    runner = ShadowRunner(simulator=simulator, store=store, records=engine.records, deadline_for=lambda call: 5.0, **runner_options)
+    engine.addons.add(ShadowSampling(runner, rate=rate))
+    return runner
+
+
+def use_virtual(engine: Engine, virtual) -> None:
+    """The engine's virtual servers: their decisions rewritten, their replays from their recordings."""
+    from dataclasses import replace
+
+    from router.addons.virtual_servers import VirtualServerRoutes
+
+    engine.addons.add(VirtualServerRoutes(virtual))
+    engine.replay_modes = replace(engine.replay_modes, virtual=virtual)
 
 
 def c(session: str, **arguments) -> Call:
@@ -105,14 +124,14 @@ async def check_retention(engine: Engine, store) -> None:
 async def check_noise_table(engine: Engine, store) -> None:
     """Shared by the SQLite and Redis tests: repeated real calls teach the store's noise
     table passively, and the shadow comparison then masks what always differs."""
-    from router.engine.watchers import NoiseWatch
+    from router.addons.noise import NoiseWatch
     from router.types import Session
     from shadow.compare.canonical import tool_key
     from shadow.compare.noise import NoiseRule, noise_for_tool
     from shadow.noise_learner import NoiseLearner
 
     learner = NoiseLearner(store)
-    engine.watchers.append(NoiseWatch(learner))
+    engine.addons.add(NoiseWatch(learner))
 
     async def clock(call):
         clock.n += 1

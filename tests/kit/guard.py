@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from router.engine.guard_state import Limits, Outcome, Refusal
+from router.addons.upstream_guard.state import Limits, Outcome, Refusal
 
 T0 = 1_800_000_000.0  # a fake clock's start (seconds since the epoch)
 BREAKER = Limits(breaker_failures=3, breaker_cooldown_s=30.0)

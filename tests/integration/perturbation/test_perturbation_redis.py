@@ -10,7 +10,7 @@ import pytest
 from kit.engine import FakeReal, c, make_engine
 
 from policies.perturbation import PlanConfig, compile_plan
-from router.engine.perturbing import Perturber
+from router.addons.perturbation.addon import Perturber
 from router.types import Session
 from shadow.store.redis.session_state import RedisSessionState
 from shadow.store.redis.store import RedisStore
@@ -46,7 +46,7 @@ async def test_two_replicas_sharing_redis_perturb_200_calls_as_one_router_does(t
     b, _ = await make_engine(tmp_path / "b", store=store)
     for engine in (a, b):
         engine.session_state = RedisSessionState(store, ttl_s=600)
-        engine.perturber = perturber()
+        engine.addons.add(perturber())
     on_a, on_b, real = Session("agent"), Session("agent"), FakeReal()
     outcomes = []
     for i in range(200):  # the agent's calls alternate between the replicas, each with its own session object
@@ -98,7 +98,7 @@ def test_two_serve_processes_sharing_redis_answer_an_http_session_with_the_plans
 async def test_a_listing_paginated_on_one_replica_is_followed_on_the_other(tmp_path, redis_server):
     import json
 
-    from router.engine.pages import next_cursor
+    from router.addons.perturbation.pages import next_cursor
     from router.types import Observation, Provenance
 
     store = RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}")
@@ -107,7 +107,7 @@ async def test_a_listing_paginated_on_one_replica_is_followed_on_the_other(tmp_p
     plan = {"seed": 1, "rules": [{"name": "pages", "kind": "paginate", "page_size": 2}]}
     for engine in (a, b):
         engine.session_state = RedisSessionState(store, ttl_s=600)
-        engine.perturber = Perturber({"p": compile_plan("p", PlanConfig.model_validate(plan))}, default="p")
+        engine.addons.add(Perturber({"p": compile_plan("p", PlanConfig.model_validate(plan))}, default="p"))
     asked = []
 
     async def listing(call):

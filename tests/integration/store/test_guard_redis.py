@@ -8,7 +8,7 @@ import uuid
 import pytest
 from kit.guard import SCENARIOS
 
-from router.engine.guard_redis import RedisGuardState
+from router.addons.upstream_guard.redis_state import RedisGuardState
 from shadow.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ async def test_two_replicas_see_one_breaker_and_one_set_of_slots(redis_server):
     breaker; a slot taken through one counts against the other's cap."""
     from kit.guard import BREAKER, T0, call
 
-    from router.engine.guard_state import Limits, Outcome, Refusal
+    from router.addons.upstream_guard.state import Limits, Outcome, Refusal
 
     store = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
     a, b = RedisGuardState(store), RedisGuardState(store)

@@ -358,7 +358,7 @@ async def test_facts_stated_on_one_replica_are_told_on_another_within_the_limit(
     not kept (the oldest stay), and a fact stated again is updated."""
     from kit.engine import FakeSimulator
 
-    from router.engine.stated_facts import FactKeeper
+    from router.addons.stated_facts import FactKeeper
     from shadow.store.redis.session_state import RedisSessionState
 
     store = redis_store(redis_server)
@@ -366,7 +366,7 @@ async def test_facts_stated_on_one_replica_are_told_on_another_within_the_limit(
     b, _ = await make_engine(tmp_path / "b", store=store, mode=Route.SIM)
     for engine in (a, b):
         engine.session_state = RedisSessionState(store, ttl_s=600)
-        engine.watchers.append(FactKeeper(engine.session_state, limit=2))
+        engine.addons.add(FactKeeper(engine.session_state, limit=2))
     on_a, on_b = Session("agent"), Session("agent")
     a.simulator = FakeSimulator('[{"id": 1, "name": "Ada"}, {"id": 2, "name": "Bo"}]')
     await a.handle(c("agent", op="list"), on_a, FakeReal())

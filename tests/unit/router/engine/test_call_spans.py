@@ -1,4 +1,4 @@
-"""The engine's span per call (router/engine/call_spans.py), read back from the
+"""The engine's span per call (router/addons/tracing.py), read back from the
 OpenTelemetry SDK's in-memory exporter: one span per call on every route, parented
 by the context current when the call is decided, the current span while the real
 side runs, and none at all without a tracer."""
@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from router.engine.call_spans import CallTracer, incoming, inject
+from router.addons.tracing import CallTracer, incoming
+from router.engine.trace_context import inject
 from router.types import Call, Observation, Provenance, Route, Session
 
 DENY_RULE = {"name": "no-drops", "match": {"tool": "drop"}, "route": "deny", "reason": "not here"}
@@ -30,8 +31,7 @@ def exporting() -> tuple[CallTracer, InMemorySpanExporter]:
 async def traced_engine(tmp_path, **options):
     engine, store = await make_engine(tmp_path, **options)
     tracer, exporter = exporting()
-    engine.tracer = tracer
-    engine.watchers.append(tracer)
+    engine.tracer = engine.addons.add(tracer)
     return engine, exporter
 
 
@@ -93,11 +93,11 @@ async def test_an_http_call_continues_the_trace_its_headers_carry_and_passes_it_
 
 async def test_without_a_tracer_no_span_is_made_and_headers_are_left_alone(tmp_path):
     engine, _ = await make_engine(tmp_path)
-    assert engine.tracer is None
+    assert engine.addons.find(CallTracer) is None
     headers = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
     token = otel_context.attach(propagate.extract(headers))  # even inside a caller's trace
     try:
-        with incoming(engine.tracer, headers):
+        with incoming(engine.addons.find(CallTracer), headers):
             pending = await engine.begin(c("s1", q=1), Session("s1"))
     finally:
         otel_context.detach(token)
@@ -111,7 +111,7 @@ async def test_simulated_and_perturbed_calls_say_so(tmp_path):
     from kit.engine import FakeSimulator
 
     from policies.perturbation import PlanConfig, compile_plan
-    from router.engine.perturbing import Perturber
+    from router.addons.perturbation.addon import Perturber
 
     engine, exporter = await traced_engine(tmp_path / "sim", mode=Route.SIM)
     engine.simulator = FakeSimulator()
@@ -122,7 +122,7 @@ async def test_simulated_and_perturbed_calls_say_so(tmp_path):
 
     engine, exporter = await traced_engine(tmp_path / "real")
     plan = PlanConfig.model_validate({"seed": 7, "rules": [{"name": "down", "kind": "error", "every": 2}]})
-    engine.perturber = Perturber({"p": compile_plan("p", plan)}, default="p")
+    engine.addons.add(Perturber({"p": compile_plan("p", plan)}, default="p"))
     session = Session("s1")
     for n in range(2):
         await engine.handle(c("s1", q=n), session, FakeReal())

@@ -4,6 +4,8 @@ from kit.engine import FakeReal, FakeSimulator, c, check_replay_mapping, make_en
 
 from backends.replay import ReplayBackend
 from policies.chain import default_policies
+from router.addons.shadow_sampling import ShadowSampling
+from router.engine.parts import Deadlines
 from router.engine.replay_modes import ReplayModes
 from router.types import Call, Observation, Provenance, Route, Session
 
@@ -47,11 +49,11 @@ async def test_an_occurrence_served_by_sim_or_simroute_counts_but_is_a_miss(tmp_
     real = FakeReal()
     source = Session("src")
     await engine.handle(c("src", q=1), source, real)
-    engine.deadline_for = lambda call: 0.01  # occurrence 2 ends in simroute's own deadline error (provenance none)
+    engine.deadlines = Deadlines(lambda call: 0.01)  # occurrence 2 ends in simroute's own deadline error (provenance none)
     slow = FakeReal(delay=1)
     timed_out = await engine.handle(c("src", q=1), source, slow)
     assert timed_out.observation.provenance is Provenance.NONE
-    engine.deadline_for = lambda call: 5
+    engine.deadlines = Deadlines(lambda call: 5)
     await engine.handle(c("src", q=1), source, real)
     engine.policies = default_policies(rules=[], mode=Route.REPLAY)
     replaying = Session("r")
@@ -204,7 +206,7 @@ async def test_shadow_rate_samples_real_calls(tmp_path):
 
     engine, store = await make_engine(tmp_path)
     runner = with_shadow(engine, store, FakeSimulator(), rate=0.5)
-    engine.rng = random.Random(7)
+    engine.addons.find(ShadowSampling).rng = random.Random(7)
     session = Session("a")
     for n in range(40):
         await engine.handle(c("a", n=n), session, FakeReal())

@@ -5,14 +5,14 @@ from kit.calls import make_call
 from kit.engine import FakeReal, FakeSimulator, make_engine
 
 from policies.chain import default_policies
-from router.engine.stated_facts import FactKeeper
+from router.addons.stated_facts import FactKeeper
 from router.types import Route, Session
 
 
 async def test_answers_state_facts_into_the_session_and_simroute_s_own_answers_do_not(tmp_path):
     engine, _ = await make_engine(tmp_path, mode=Route.SIM)
     engine.simulator = FakeSimulator('{"id": 7, "name": "Ada Park"}')
-    engine.watchers.append(FactKeeper(engine.session_state, limit=2))
+    engine.addons.add(FactKeeper(engine.session_state, limit=2))
     session = Session("s")
     await engine.handle(make_call("get_user", {"id": 7}), session, FakeReal())
     assert session.facts == {"srv id=7": (0, "name=Ada Park")}

@@ -53,12 +53,12 @@ async def test_shadow_submitted_on_complete_and_cancel_records(tmp_path):
 async def test_a_front_door_that_sends_a_call_itself_gets_the_engines_probe_decision(tmp_path):
     """The HTTP proxy makes its probes itself (engine.probe): only real calls known
     read-only are probed, at the rate, and a probe past the call's deadline fails."""
-    from router.engine.watchers import NoiseWatch
+    from router.addons.noise import NoiseWatch
     from shadow.noise_learner import NoiseLearner
 
     engine, store = await make_engine(tmp_path, deadline=0.2)
     noise = NoiseWatch(NoiseLearner(store, probe_delay_s=0), probe_rate=1.0)
-    engine.watchers.append(noise)
+    engine.addons.add(noise)
     sent = []
 
     async def hangs():

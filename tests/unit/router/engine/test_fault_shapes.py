@@ -5,7 +5,7 @@ import json
 from kit.calls import make_call
 
 from backends.http.messages import observation_of, response_parts
-from router.engine.fault_shapes import fault_observation, shaped_observation
+from router.addons.perturbation.fault_shapes import fault_observation, shaped_observation
 from router.types import Observation, Perturbation, Provenance, Turn
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kit.guard import SCENARIOS
 
-from router.engine.guard_state import LocalGuardState
+from router.addons.upstream_guard.state import LocalGuardState
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
@@ -17,7 +17,7 @@ async def test_local_guard_state(scenario):
 async def test_the_process_keeps_no_entry_for_upstreams_at_rest():
     """An agent may reach thousands of HTTP hosts: a host with no call in flight and a
     closed breaker without failures leaves nothing behind."""
-    from router.engine.guard_state import Limits, Outcome
+    from router.addons.upstream_guard.state import Limits, Outcome
 
     state = LocalGuardState()
     for i in range(100):

@@ -7,8 +7,8 @@ import json
 from kit.engine import c, make_engine
 
 from policies.perturbation import PlanConfig, compile_plan
-from router.engine.pages import next_cursor
-from router.engine.perturbing import Perturber
+from router.addons.perturbation.addon import Perturber
+from router.addons.perturbation.pages import next_cursor
 from router.types import Observation, Provenance, Session
 
 
@@ -37,7 +37,7 @@ class SteeredSimulator:
 
 async def test_following_the_cursor_gets_each_next_page_from_session_state_and_the_last_has_none(tmp_path):
     engine, store = await make_engine(tmp_path)
-    engine.perturber = perturber({"name": "pages", "kind": "paginate", "page_size": 2})
+    engine.addons.add(perturber({"name": "pages", "kind": "paginate", "page_size": 2}))
     real, session = Listing(5), Session("a")
     first = await engine.handle(c("a"), session, real)
     assert first.observation.structured["items"] == ["item 0", "item 1"] and first.observation.provenance is Provenance.NONE
@@ -59,7 +59,7 @@ async def test_following_the_cursor_gets_each_next_page_from_session_state_and_t
 
 async def test_a_cursor_of_another_tool_or_session_is_not_a_follow_up(tmp_path):
     engine, _ = await make_engine(tmp_path)
-    engine.perturber = perturber({"name": "pages", "kind": "paginate", "page_size": 2})
+    engine.addons.add(perturber({"name": "pages", "kind": "paginate", "page_size": 2}))
     real = Listing(3)
     first = await engine.handle(c("a"), Session("a"), real)
     other = await engine.handle(c("b", cursor=next_cursor(first.observation)), Session("b"), real)
@@ -68,7 +68,7 @@ async def test_a_cursor_of_another_tool_or_session_is_not_a_follow_up(tmp_path):
 
 async def test_mislead_reanswers_with_the_real_answer_as_the_truth_and_the_record_keeps_it(tmp_path):
     engine, store = await make_engine(tmp_path)
-    engine.perturber = perturber({"name": "lie", "kind": "mislead"})
+    engine.addons.add(perturber({"name": "lie", "kind": "mislead"}))
     engine.simulator = SteeredSimulator({"items": ["wrong"]})
     outcome = await engine.handle(c("a"), Session("a"), Listing(2))
     assert outcome.observation.structured == {"items": ["wrong"]} and outcome.observation.provenance is Provenance.SIM
@@ -82,7 +82,7 @@ async def test_mislead_reanswers_with_the_real_answer_as_the_truth_and_the_recor
 
 async def test_mislead_without_a_world_model_is_a_clear_error(tmp_path):
     engine, _ = await make_engine(tmp_path)
-    engine.perturber = perturber({"kind": "mislead"})
+    engine.addons.add(perturber({"kind": "mislead"}))
     outcome = await engine.handle(c("a"), Session("a"), Listing(2))
     assert outcome.observation.is_error and "needs a world model" in outcome.observation.text
 
@@ -91,7 +91,7 @@ async def test_a_secret_in_the_real_answer_reaches_the_world_model_redacted(tmp_
     from shadow.redaction import Redactor
 
     engine, _ = await make_engine(tmp_path)
-    engine.perturber = perturber({"kind": "mislead"})
+    engine.addons.add(perturber({"kind": "mislead"}))
     engine.simulator = SteeredSimulator({"token": "wrong"})
     engine.redactor = Redactor(key=b"test-key")
     secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"

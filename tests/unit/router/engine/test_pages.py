@@ -3,7 +3,7 @@ last with a cursor that `next_cursor` reads back, the same cursors for the same 
 
 import json
 
-from router.engine.pages import CURSOR_FIELD, cursor_in, listing_of, next_cursor, pages_of
+from router.addons.perturbation.pages import CURSOR_FIELD, cursor_in, listing_of, next_cursor, pages_of
 from router.types import Call, Observation, Perturbation, Provenance
 
 PAGINATE = Perturbation(kind="paginate", rule="p:pages", seed=7, n=1, page_size=2)

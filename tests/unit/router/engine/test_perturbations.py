@@ -8,7 +8,7 @@ from kit.engine import FakeReal, FakeSimulator, c, make_engine
 
 from policies.chain import default_policies
 from policies.perturbation import PlanConfig, compile_plan
-from router.engine.perturbing import Perturber
+from router.addons.perturbation.addon import Perturber
 from router.engine.replay_modes import ReplayModes
 from router.types import Observation, Provenance, Route, Session
 
@@ -19,7 +19,7 @@ def perturber(*rules, seed=7, default="p"):
 
 async def test_an_error_on_the_real_route_is_answered_by_simroute_and_never_sent(tmp_path):
     engine, store = await make_engine(tmp_path)
-    engine.perturber = perturber({"name": "down", "kind": "error", "every": 2})
+    engine.addons.add(perturber({"name": "down", "kind": "error", "every": 2}))
     real, session = FakeReal(), Session("a")
     outcomes = [await engine.handle(c("a", i=i), session, real) for i in range(4)]
     assert real.calls == 2  # calls 2 and 4 never reached the real side
@@ -39,7 +39,7 @@ async def test_an_error_on_the_real_route_is_answered_by_simroute_and_never_sent
 
 async def test_a_truncated_answer_keeps_the_routes_own_answer_in_the_record(tmp_path):
     engine, store = await make_engine(tmp_path)
-    engine.perturber = perturber({"kind": "truncate", "keep": 0.5})
+    engine.addons.add(perturber({"kind": "truncate", "keep": 0.5}))
 
     async def listing(call):
         return Observation([{"type": "text", "text": json.dumps([1, 2, 3, 4])}], Provenance.REAL, structured={"items": [1, 2, 3, 4]})
@@ -55,7 +55,7 @@ async def test_a_truncated_answer_keeps_the_routes_own_answer_in_the_record(tmp_
 
 async def test_latency_delays_the_call_and_leaves_its_answer_real(tmp_path):
     engine, store = await make_engine(tmp_path)
-    engine.perturber = perturber({"kind": "latency", "delay_s": 0.2})
+    engine.addons.add(perturber({"kind": "latency", "delay_s": 0.2}))
     import time
 
     started = time.perf_counter()
@@ -66,11 +66,11 @@ async def test_latency_delays_the_call_and_leaves_its_answer_real(tmp_path):
 
 async def test_a_perturbed_answer_is_never_replayed(tmp_path):
     engine, store = await make_engine(tmp_path)
-    engine.perturber = perturber({"kind": "empty", "match": {"arguments": {"q": "x"}}})
+    engine.addons.add(perturber({"kind": "empty", "match": {"arguments": {"q": "x"}}}))
     recorded = Session("rec")
     await engine.handle(c("rec", q="x"), recorded, FakeReal())
     assert (await store.recent())[0]["provenance"] == "none"
-    engine.perturber = Perturber()
+    engine.addons.add(Perturber())
     engine.policies = default_policies(rules=[], mode=Route.REPLAY)
     engine.replay_modes = ReplayModes("new_episodes", "error")
     again = await engine.handle(c("b", q="x"), Session("b"), FakeReal())
@@ -79,10 +79,10 @@ async def test_a_perturbed_answer_is_never_replayed(tmp_path):
 
 async def test_a_delayed_answer_keeps_its_provenance_and_is_not_replayed_either(tmp_path):
     engine, _ = await make_engine(tmp_path)
-    engine.perturber = perturber({"kind": "latency", "delay_s": 0.01})
+    engine.addons.add(perturber({"kind": "latency", "delay_s": 0.01}))
     delayed = await engine.handle(c("rec", q="y"), Session("rec"), FakeReal())
     assert delayed.observation.provenance is Provenance.REAL
-    engine.perturber = Perturber()
+    engine.addons.add(Perturber())
     engine.policies = default_policies(rules=[], mode=Route.REPLAY)
     engine.replay_modes = ReplayModes("new_episodes", "error")
     again = await engine.handle(c("b", q="y"), Session("b"), FakeReal())
@@ -92,7 +92,7 @@ async def test_a_delayed_answer_keeps_its_provenance_and_is_not_replayed_either(
 async def test_faults_on_the_sim_route_skip_the_model_and_a_rule_names_its_own_plan(tmp_path):
     engine, store = await make_engine(tmp_path, rules=[{"match": {"tool": "flaky"}, "route": "sim", "perturbation": "p"}])
     engine.simulator = simulator = FakeSimulator()
-    engine.perturber = perturber({"kind": "rate_limit", "limit": 1}, default=None)
+    engine.addons.add(perturber({"kind": "rate_limit", "limit": 1}, default=None))
     session = Session("a")
     answers = [await engine.handle(make_call("flaky", session="a"), session, FakeReal()) for _ in range(3)]
     assert [a.observation.provenance for a in answers] == [Provenance.SIM, Provenance.NONE, Provenance.NONE]
@@ -116,7 +116,7 @@ async def test_an_episode_plan_is_drawn_from_the_episode_seed(tmp_path):
 
 async def test_a_denied_call_stays_a_denial(tmp_path):
     engine, store = await make_engine(tmp_path, rules=[{"match": {"tool": "drop"}, "route": "deny"}])
-    engine.perturber = perturber({"name": "all", "kind": "error"})
+    engine.addons.add(perturber({"name": "all", "kind": "error"}))
     session = Session("a")
     denied = await engine.handle(make_call("drop", session="a"), session, FakeReal())
     assert "simroute denied this call" in denied.observation.text and denied.record.perturbation is None

@@ -11,9 +11,10 @@ import pytest
 from kit.calls import make_call
 from kit.engine import FakeReal, make_engine
 
-from router.engine.guard_shapes import REFUSED_EXIT_CODE
-from router.engine.guard_state import Limits, LocalGuardState
-from router.engine.upstream_guard import UpstreamGuard, outcome_of
+from router.addons.upstream_guard.guard import UpstreamGuard
+from router.addons.upstream_guard.shapes import REFUSED_EXIT_CODE
+from router.addons.upstream_guard.state import Limits, LocalGuardState
+from router.engine.real_calls import outcome_of
 from router.types import Call, Observation, Provenance, Route, Session
 
 
@@ -43,7 +44,7 @@ class Upstream:
 async def guarded(tmp_path, limits: Limits, **options):
     engine, store = await make_engine(tmp_path, **options)
     clock = Clock()
-    engine.guard = UpstreamGuard(state=LocalGuardState(), limits_for=lambda upstream: limits, clock=clock)
+    engine.guard = engine.addons.add(UpstreamGuard(state=LocalGuardState(), limits_for=lambda upstream: limits, clock=clock))
     return engine, store, clock
 
 

@@ -2,7 +2,7 @@
 model answers; backed by a recording, recorded calls replay in order and a miss is
 simulated and flagged (provenance sim, a note), never passed off as recorded."""
 
-from kit.engine import FakeReal, FakeSimulator, c, make_engine
+from kit.engine import FakeReal, FakeSimulator, c, make_engine, use_virtual
 
 from policies.virtual import VirtualServers
 from router.engine.replay_modes import ReplayModes
@@ -11,7 +11,8 @@ from router.types import Provenance, Route, Session
 
 async def test_an_unbacked_virtual_server_is_simulated_on_the_real_route(tmp_path):
     engine, store = await make_engine(tmp_path, mode=Route.REAL)
-    engine.simulator, engine.virtual = FakeSimulator("sim forecast"), VirtualServers({"srv": None})
+    engine.simulator = FakeSimulator("sim forecast")
+    use_virtual(engine, VirtualServers({"srv": None}))
     real = FakeReal()
     outcome = await engine.handle(c("a", city="Lima"), Session("a"), real)
     assert real.calls == 0
@@ -30,7 +31,8 @@ async def test_a_recording_backed_virtual_server_replays_in_order_and_simulates_
     await engine.handle(c("newer", q="x"), Session("newer"), real)  # a newer session outside the recording
     assert real.calls == 3
 
-    engine.simulator, engine.virtual = FakeSimulator("sim answer"), VirtualServers({"srv": "golden"})
+    engine.simulator = FakeSimulator("sim answer")
+    use_virtual(engine, VirtualServers({"srv": "golden"}))
     session = Session("v")
     seen = [(await engine.handle(c("v", q="x"), session, real)).observation for _ in range(3)]
     assert real.calls == 3  # nothing reached the real side
@@ -46,7 +48,8 @@ async def test_a_recording_backed_virtual_server_replays_in_order_and_simulates_
 
 async def test_an_unrecorded_call_of_a_backed_server_is_simulated_even_when_replay_misses_go_real(tmp_path):
     engine, _ = await make_engine(tmp_path, mode=Route.REPLAY, on_miss="real")
-    engine.simulator, engine.virtual = FakeSimulator(), VirtualServers({"srv": "golden"})
+    engine.simulator = FakeSimulator()
+    use_virtual(engine, VirtualServers({"srv": "golden"}))
     real = FakeReal()
     outcome = await engine.handle(c("a", q="never recorded"), Session("a"), real)
     assert real.calls == 0 and outcome.observation.provenance is Provenance.SIM

@@ -2,7 +2,7 @@
 
 The engine takes every call of every channel (MCP tools, resources and prompts, HTTP
 requests, shell commands, browser actions) through `begin` and `complete`, so the
-span lives here, as a watcher: opened when the call is decided (`decided`), closed
+span lives here, as a call addon: opened when the call is decided (`decided`), closed
 when it is recorded (`finished`). Its attributes follow OpenTelemetry's MCP and
 GenAI conventions (`gen_ai.operation.name` `execute_tool`, `gen_ai.tool.name`,
 `mcp.method.name`, `mcp.session.id`, `error.type`) and add what simroute decided
@@ -13,9 +13,10 @@ recorded: secrets are redacted there.
 Parents and children. A call's span is a child of the context current when it is
 decided: the front door's (fastmcp's server span of the MCP request, itself a child
 of the agent's `params._meta.traceparent`; the HTTP request's `traceparent` header,
-attached by `incoming`). While the real side runs (`as_current`), the call's span is
-the current one, so what goes to the real upstream (fastmcp's `_meta` injection, the
-HTTP door's `inject`) carries the same trace, with this span as the parent.
+attached by `incoming`). The span is kept as `Pending.span`: while the real side runs
+the engine makes it the current one (router/engine/trace_context.py), so what goes to
+the real upstream (fastmcp's `_meta` injection, the HTTP door's `inject`) carries the
+same trace, with this span as the parent.
 
 Only the OpenTelemetry API is imported here. Without `CallTracer` (tracing off, see
 router/runtime/trace_export.py) the engine creates no span and these helpers do
@@ -25,37 +26,36 @@ nothing.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from router.engine.addons import CallAddon
 from router.engine.pending import Pending
-from router.engine.watchers import CallWatcher
 from router.types import Call, Provenance, Route
 from shadow.records import Record
 
-_SPAN = "tracing.span"
 # MCP requests the engine routes that are not tools/call (router/mcp/reads.py).
 _MCP_METHODS = frozenset({"resources/read", "prompts/get"})
 
 
-class CallTracer(CallWatcher):
+class CallTracer(CallAddon):
     """Opens each call's span when it is decided and closes it when it is recorded.
     `tracer`: an OpenTelemetry API tracer (the global provider's, set at start)."""
 
     def __init__(self, tracer: trace.Tracer) -> None:
         self.tracer = tracer
 
-    def decided(self, pending: Pending) -> None:
-        pending.metadata[_SPAN] = self._open(pending, start_time=None)
+    async def decided(self, pending: Pending) -> None:
+        pending.span = self._open(pending, start_time=None)
 
     async def finished(self, pending: Pending, record: Record) -> None:
         # A call refused before routing (`Engine.reject`, `remark`) was never decided: its span covers it from its start.
-        # Kept in the metadata once ended: the parent of the call's shadow work (shadow/shadow_span.py).
-        span = pending.metadata.get(_SPAN) or self._open(pending, start_time=int(pending.ts * 1e9))
-        pending.metadata[_SPAN] = span
+        # Kept once ended: the parent of the call's shadow work (shadow/shadow_span.py).
+        span = pending.span or self._open(pending, start_time=int(pending.ts * 1e9))
+        pending.span = span
         span.set_attributes(outcome_attributes(pending, record))
         error = error_type(record)
         if error is not None:
@@ -133,21 +133,6 @@ def error_type(record: Record) -> str | None:
 
 
 @contextlib.contextmanager
-def as_current(pending: Pending) -> Iterator[None]:
-    """The call's span as the current one while its real side runs (nothing when the
-    call has no span)."""
-    span = pending.metadata.get(_SPAN)
-    if span is None:
-        yield
-        return
-    token = otel_context.attach(trace.set_span_in_context(span))
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
-
-
-@contextlib.contextmanager
 def incoming(tracer: CallTracer | None, headers: Mapping[str, str]) -> Iterator[None]:
     """The trace context a request's headers carry (`traceparent`, `tracestate`) as the
     current one while its call is decided, so the call's span continues the caller's
@@ -160,17 +145,6 @@ def incoming(tracer: CallTracer | None, headers: Mapping[str, str]) -> Iterator[
         yield
     finally:
         otel_context.detach(token)
-
-
-def inject(pending: Pending, carrier: MutableMapping[str, str]) -> bool:
-    """Writes the call's trace context into `carrier` (the headers of the request sent
-    to the real side): the same trace, the call's span as the parent. False (the
-    carrier unchanged) when the call has no span."""
-    span = pending.metadata.get(_SPAN)
-    if span is None:
-        return False
-    propagate.inject(carrier, context=trace.set_span_in_context(span))
-    return True
 
 
 def annotate_current(record: Record, *, method: str, target: str, tool_name: str | None = None) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from router.engine.guard_state import CLOSED, HALF_OPEN, OPEN, Limits, Outcome, Refusal, Verdict, window_of
+from router.addons.upstream_guard.state import CLOSED, HALF_OPEN, OPEN, Limits, Outcome, Refusal, Verdict, window_of
 from shadow.store.redis.base import RedisBase
 
 _BREAKER_TTL_S = 7 * 86400  # a breaker nobody calls through is forgotten (closed) after a week

@@ -11,10 +11,8 @@ from collections.abc import Sequence
 
 from backends.browser.page_state import PageState
 from backends.http.messages import encode_body, observation_of, response_record
-from backends.shell.screen import ShellResult
-from router.engine.fault_shapes import last_cwd
-from router.engine.guard_state import Refusal
-from router.engine.upstream_guard import Refused
+from backends.shell.screen import ShellResult, last_cwd
+from router.addons.upstream_guard.state import Refusal, Refused
 from router.types import Call, Observation, Provenance, Turn
 
 REFUSED_EXIT_CODE = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure, try again later

@@ -2,18 +2,15 @@
 real backend is called (after the route is decided: policies stay pure), the same on
 every channel: per upstream (an MCP server, an HTTP host, the shell sandbox pool, the
 browser) a concurrency cap, a call budget per token and window, and a circuit breaker
-(guard_state.py has the rules, guard_redis.py shares them across replicas).
+(state.py has the rules, redis_state.py shares them across replicas).
 
 A refused call never reaches the real side: the agent gets simroute's own answer
-(provenance `none`) in its channel's shape (guard_shapes.py), and the record's note
+(provenance `none`) in its channel's shape (shapes.py), and the record's note
 says which check refused it. A route that could have fallen back (shadow) is not
 simulated instead: a session does not silently hop from the real side to the
 simulated one; the agent sees the refusal and may retry after `Retry-After`.
 
-What counts as a failure of the real side: a deadline passed, a connection or
-transport error, a 5xx answer, i.e. an answer simroute made itself because the real
-side did not answer (provenance `none`) or an HTTP status >= 500. A tool's own error
-(`isError` from the upstream, a command's non-zero exit) is an answer: a success.
+What counts as a failure of the real side: `router.engine.real_calls.outcome_of`.
 
 If the shared state (Redis) cannot be reached, the call goes through unguarded (the
 record says so) rather than every upstream being refused because of the store.
@@ -26,38 +23,21 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import anyio
 
 from backends.replay import namespace_of
-from router.engine.guard_state import CLOSED, GuardState, Limits, LocalGuardState, Outcome, Refusal, Verdict
-from router.types import Call, Observation, Provenance
+from router.addons.upstream_guard.shapes import refusal_observation
+from router.addons.upstream_guard.state import CLOSED, GuardState, Limits, LocalGuardState, Outcome, Refusal, Refused, Ticket, Verdict
+from router.engine.addons import CallAddon
+from router.engine.pending import Pending
+from router.types import Call, Observation
 from shadow.store.protocol import StoreError
 
 log = logging.getLogger("simroute.guard")
 
+_TICKET = "upstream_guard.ticket"
 LEASE_MARGIN_S = 10.0  # a slot outlives its call's deadline by this much before it frees itself
-
-
-@dataclass(frozen=True, slots=True)
-class Ticket:
-    """An admitted call's claim: released when its real side has answered."""
-
-    upstream: str
-    limits: Limits
-    slot: str
-    trial: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    upstream: str
-    refusal: Refusal
-    retry_after_s: float
-    message: str
-
-    @property
-    def note(self) -> str:
-        return f"upstream guard refused the real call ({self.refusal}): nothing was sent to {self.upstream!r}"
 
 
 def upstream_of(call: Call) -> str:
@@ -71,23 +51,11 @@ def token_of(session_id: str) -> str:
     return namespace_of(session_id).removesuffix("/")
 
 
-def outcome_of(call: Call, observation: Observation, *, raised: bool = False, session_closed: bool = False) -> Outcome:
-    """How the real side did, for the breaker (see the module's docstring). A call whose
-    session closed while it ran failed because simroute tore that session's upstream
-    down: it says nothing of the upstream."""
-    if session_closed:
-        return Outcome.NEUTRAL
-    if raised:
-        return Outcome.FAILURE
-    structured = observation.structured
-    if call.channel == "http" and isinstance(structured, dict) and isinstance(structured.get("status"), int):
-        return Outcome.FAILURE if structured["status"] >= 500 else Outcome.SUCCESS
-    if call.channel == "browser":  # its own refusals (address policies) are provenance none too: only deadlines count
-        return Outcome.SUCCESS
-    return Outcome.FAILURE if observation.is_error and observation.provenance is Provenance.NONE else Outcome.SUCCESS
+class UpstreamGuard(CallAddon):
+    """The guard, and the call addon that brackets every real send with it: a ticket
+    taken in `before_real` (or the refusal answered instead), released in `after_real`
+    with how the real side did (never cancelled half-way)."""
 
-
-class UpstreamGuard:
     def __init__(
         self,
         *,
@@ -143,6 +111,22 @@ class UpstreamGuard:
         if state != self.breakers.get(ticket.upstream, CLOSED):
             log.warning("upstream %r: circuit breaker %s", ticket.upstream, state.replace("_", "-"))
         self.breakers[ticket.upstream] = state
+
+    async def before_real(self, pending: Pending, deadline_s: float) -> Observation | None:
+        ticket = await self.admit(pending.call, deadline_s=deadline_s)
+        note = ticket.note if isinstance(ticket, Refused) else "upstream guard unavailable: sent unguarded" if ticket is None else ""
+        if note:  # the record says why the call was refused, or went unguarded
+            pending.route_note = "; ".join(n for n in (pending.route_note, note) if n)
+        if isinstance(ticket, Refused):
+            return refusal_observation(pending.call, ticket, pending.session.history)
+        pending.metadata[_TICKET] = ticket
+        return None
+
+    async def after_real(self, pending: Pending, observation: Observation | None, outcome: Outcome) -> None:
+        ticket = pending.metadata.pop(_TICKET, None)
+        if ticket is not None:
+            with anyio.CancelScope(shield=True):
+                await self.release(ticket, outcome)
 
 
 def _message(call: Call, upstream: str, limits: Limits, verdict: Verdict) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from backends.browser.page_state import PageState
 from backends.http.messages import encode_body, observation_of, render_response, response_record
-from backends.shell.screen import ShellResult
+from backends.shell.screen import ShellResult, last_cwd
 from router.types import Call, Observation, Perturbation, Provenance, Turn
 
 
@@ -77,15 +77,6 @@ def _shell_fault(call: Call, perturbation: Perturbation, cwd: str | None) -> She
     else:
         message = perturbation.message or f"{program}: Resource temporarily unavailable"
     return ShellResult(output=message + "\n", exit_code=perturbation.exit_code, cwd=cwd)
-
-
-def last_cwd(history: Sequence[Turn]) -> str | None:
-    """The working directory the session's last shell answer showed (a fault leaves it)."""
-    for turn in reversed(history):
-        structured = turn.observation.structured
-        if turn.call.channel == "shell" and isinstance(structured, dict) and isinstance(structured.get("cwd"), str):
-            return structured["cwd"]
-    return None
 
 
 def _browser_error(call: Call, perturbation: Perturbation) -> str:

@@ -1,4 +1,4 @@
-"""The engine's perturbation step: which plan a call falls under, its call numbers
+"""The perturbation addon: which plan a call falls under, its call numbers
 claimed from session state, the pure decision (policies/perturbation), and its
 application to what the agent gets — the same on every route.
 
@@ -8,7 +8,7 @@ application to what the agent gets — the same on every route.
 - `latency` delays the call before its route runs;
 - `empty` and `truncate` change the answer after the route ran; the changed answer
   has provenance `none` (simroute made it) and the record keeps the route's answer;
-- `paginate` cuts a listing the route answered into pages (router/engine/pages.py):
+- `paginate` cuts a listing the route answered into pages (pages.py):
   the agent gets the first with a cursor, the rest wait in session state, and a
   follow-up call with a cursor gets its page from there (no side is asked again);
   on `sim` the world model is told the listing is paginated and gives it whole;
@@ -32,13 +32,15 @@ import anyio
 
 from backends.world_model.steering import mislead
 from policies.perturbation import PerturbationsConfig, Plan, compile_plan
-from router.engine.fault_shapes import fault_observation, shaped_observation
-from router.engine.pages import cursor_for, cursor_in, listing_of, pages_of
+from router.addons.perturbation.fault_shapes import fault_observation, shaped_observation
+from router.addons.perturbation.pages import cursor_for, cursor_in, listing_of, pages_of
+from router.engine.addons import CallAddon
 from router.engine.session_state import SessionState, count_locally
 from router.types import ANSWER_KINDS, Call, Observation, Perturbation, Route, Session, Steer
 from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
+    from router.engine.parts import EngineParts
     from router.engine.pending import Pending
     from shadow.redaction import Redactor
 
@@ -48,7 +50,7 @@ log = logging.getLogger("simroute.engine")
 SimRoute = Callable[[Call, Session, float | None, Steer | None], Awaitable[Observation]]
 
 
-class Perturber:
+class Perturber(CallAddon):
     def __init__(self, plans: Mapping[str, Plan] | None = None, *, default: str | None = None) -> None:
         self.plans = dict(plans or {})
         if default is not None and default not in self.plans:
@@ -56,6 +58,32 @@ class Perturber:
         self.default = default
         # Whether any call could be perturbed by a configured plan (an episode's own plan counts apart).
         self.active = bool(self.plans)
+        self.engine: EngineParts | None = None
+
+    # --- the hooks -------------------------------------------------------------------
+
+    def load(self, engine: EngineParts) -> None:
+        self.engine = engine
+
+    async def decided(self, pending: Pending) -> None:
+        if self.engine is None or not (self.active or pending.session.perturbation is not None):
+            return
+        pending.perturbation = await self.decide(pending, self.engine.session_state)
+        pending.steer = self.route_steer(pending)
+
+    async def route(self, pending: Pending) -> Observation | None:
+        return await self.before_route(pending) if pending.perturbation is not None else None
+
+    async def answered(self, pending: Pending, observation: Observation) -> Observation:
+        if pending.perturbation is None or self.engine is None:
+            return observation
+        engine = self.engine  # a mislead's truth is redacted first
+        sim = engine.simulate if engine.simulator is not None else None
+        observation, perturbed = await self.after_route(pending, observation, state=engine.session_state, sim=sim, redactor=engine.redactor)
+        pending.route_note = "; ".join(n for n in (pending.route_note, perturbed) if n)
+        return observation
+
+    # --- the steps -------------------------------------------------------------------
 
     @classmethod
     def from_config(cls, config: PerturbationsConfig) -> Perturber:

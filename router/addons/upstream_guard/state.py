@@ -1,6 +1,6 @@
 """The upstream guard's state: per upstream, a circuit breaker, leased concurrency
 slots, and call budgets per token and window. `LocalGuardState` keeps it in the
-process (one router, the embedded store); `RedisGuardState` (guard_redis.py) shares
+process (one router, the embedded store); `RedisGuardState` (redis_state.py) shares
 the same rules across replicas. Both take the time as an argument, so the rules
 are pure functions of it (tests run them on a fake clock).
 
@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from router.engine.real_calls import RealOutcome
+
 
 class Refusal(StrEnum):
     BREAKER_OPEN = "breaker_open"  # open, cooling down
@@ -31,10 +33,8 @@ class Refusal(StrEnum):
     BUDGET = "budget"  # the token's budget for this window is spent
 
 
-class Outcome(StrEnum):
-    SUCCESS = "success"  # the real side answered (a tool's own error included)
-    FAILURE = "failure"  # the real side did not: timeout, connection error, 5xx, transport error
-    NEUTRAL = "neutral"  # nothing learned about the real side (cancelled, never sent)
+# How the real side did, as the engine tells every addon (router/engine/real_calls.py).
+Outcome = RealOutcome
 
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
@@ -59,6 +59,28 @@ class Verdict:
     retry_after_s: float = 0.0
     breaker: str = CLOSED  # the breaker's state as this call saw it
     trial: bool = False  # admitted as the half-open breaker's trial call
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """An admitted call's claim: released when its real side has answered."""
+
+    upstream: str
+    limits: Limits
+    slot: str
+    trial: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    upstream: str
+    refusal: Refusal
+    retry_after_s: float
+    message: str
+
+    @property
+    def note(self) -> str:
+        return f"upstream guard refused the real call ({self.refusal}): nothing was sent to {self.upstream!r}"
 
 
 class GuardState(Protocol):
