@@ -25,10 +25,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from router.types import Call, Observation, Provenance, ReplayAlias, Session
+from router.types import Call, Observation, Provenance, ReplayAlias, Session, SessionSlice
 from shadow.compare.canonical import call_key, canonical_json
 from shadow.compare.substitution import substituted
 from shadow.store.protocol import RecordStore, ReplaySource
@@ -56,6 +56,14 @@ class ReplayHit:
 class ReplayMiss:
     reason: str
     has_source: bool  # an earlier session made this call (it just has no usable answer for this occurrence)
+
+
+@dataclass(slots=True)
+class ReplaySources(SessionSlice):
+    """The replay source session chosen for each replay key, kept for the session (in
+    the process): a session's replays of a key come from one source, in its order."""
+
+    sessions: dict[str, str] = field(default_factory=dict)
 
 
 class ReplayBackend:
@@ -119,10 +127,12 @@ class ReplayBackend:
         `source`: where to look, whatever the session's or the configured source (a
         virtual server's own recording)."""
         started = time.perf_counter()
-        source_session = session.replay_sources.get(key)
+        chosen = session.slice(ReplaySources).sessions
+        source_session = chosen.get(key)
         if source_session is None:
             if source is None:
-                source = ReplaySource(session.replay_from) if session.replay_from else self.source  # an episode's own recording
+                setup = session.episode  # an episode's own recording
+                source = ReplaySource(setup.replay_from) if setup is not None and setup.replay_from else self.source
             for candidate in self._visible_keys(key, session.id):
                 source_session = await self.store.replay_session(candidate, exclude_session=session.id, source=source)
                 if source_session is not None:
@@ -130,7 +140,7 @@ class ReplayBackend:
             if source_session is None:
                 where = f"recording {source.recording!r}" if source.recording else "any earlier session"
                 return ReplayMiss(f"no call like this in {where}", has_source=False)
-            session.replay_sources[key] = source_session
+            chosen[key] = source_session
         row = await self.store.replay_row(self._key_in(key, session.id, source_session), session=source_session, occurrence=occurrence)
         if row is None:
             return ReplayMiss(f"the source session made this call fewer than {occurrence} times", has_source=True)

@@ -6,15 +6,10 @@ decision path: whatever it needs was loaded when it was built.
 
 from __future__ import annotations
 
-from typing import Protocol
+from router.types import Call, Decision, RoutingPolicy, Session
 
-from router.types import Call, Decision, Session
-
-
-class Policy(Protocol):
-    name: str
-
-    def decide(self, call: Call, session: Session) -> Decision | None: ...
+# A routing policy (the protocol lives with the data model: an episode's session carries its own chain).
+Policy = RoutingPolicy
 
 
 def decide(policies: list[Policy], call: Call, session: Session, *, fallback: Decision) -> Decision:

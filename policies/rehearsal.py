@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from policies.errors import PolicyConfigError
+from policies.marks import Diversions, RoutePins
 from policies.rules import RulesPolicy
 from policies.safety.verdict import SafetyClass, SafetyVerdict
 from router.types import Call, Decision, Route, Session
@@ -52,7 +53,8 @@ class RehearsalGate:
 
     def decide(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Decision | None:
         key = (call.channel, call.server)
-        if key in session.diverted and session.pinned.get(key) is Route.SIM:
+        diverted = session.find(Diversions)
+        if diverted is not None and key in diverted.environments and session.slice(RoutePins).routes.get(key) is Route.SIM:
             return Decision(
                 Route.SIM,
                 self.name,
@@ -82,5 +84,5 @@ def after_call(session: Session, call: Call, decision: Decision) -> None:
     if decision.policy != POLICY or decision.route is not Route.SIM:
         return
     key = (call.channel, call.server)
-    session.pinned[key] = Route.SIM
-    session.diverted.add(key)
+    session.slice(RoutePins).routes[key] = Route.SIM
+    session.slice(Diversions).environments.add(key)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from policies.base import Policy
+from policies.marks import RoutePins
 from policies.safety.policy import decide_with
 from policies.safety.verdict import SafetyVerdict
 from router.types import Call, Decision, Route, Session
@@ -31,9 +32,10 @@ class StickyPolicy:
 
     def decide(self, call: Call, session: Session, safety: SafetyVerdict | None = None) -> Decision | None:
         key = (call.channel, call.server)
-        if call.channel in self.channels and (pinned := session.pinned.get(key)) is not None:
+        pins = session.slice(RoutePins).routes
+        if call.channel in self.channels and (pinned := pins.get(key)) is not None:
             return Decision(pinned, self.name, f"this session's {call.channel} stays {pinned} (chosen at its first call)")
         decision = decide_with(self.inner, call, session, safety)
         if decision is not None and call.channel in self.channels and decision.route in _PINNABLE:
-            session.pinned[key] = decision.route
+            pins[key] = decision.route
         return decision

@@ -7,10 +7,10 @@ room imports it.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 
 class Route(StrEnum):
@@ -217,9 +217,75 @@ class Turn:
 HISTORY_IN_MEMORY = 256
 
 
+class SessionSlice:
+    """One feature's own per-session state: a typed slice of the session, declared by
+    the feature beside its code and read with `session.slice(Kind)` (made on first use)
+    or `session.find(Kind)` (None when the session has none).
+
+    A slice kept in the process needs nothing more. A slice shared by router replicas
+    names its `key` in the shared session state and is a map of string fields there:
+    `fields()` gives it, `merge(fields)` takes in what the shared state holds (another
+    replica's changes), `cap()` bounds how many fields it may hold there (new fields
+    past the cap are not kept). The session state (router/engine/session_state.py)
+    loads the slices it is told to with each call's claim (no extra round trip) and
+    sends only the fields that changed since (`synced`)."""
+
+    key: ClassVar[str] = ""  # "": kept in the process only
+    # The fields as the shared state last held them (what a save need not send again).
+    synced: dict[str, str] | None = None
+
+    def fields(self) -> dict[str, str]:
+        return {}
+
+    def merge(self, fields: Mapping[str, str]) -> None:
+        return None
+
+    def cap(self) -> int | None:
+        return None
+
+    def field(self, name: str) -> str | None:
+        """One field as `fields()` would give it (a slice with large fields says it cheaper)."""
+        return self.fields().get(name)
+
+
+class CountingSlice(SessionSlice):
+    """A slice with counters the replicas claim numbers from (`SessionState.claim`):
+    the claimed numbers are kept in `counts` too (a replica alone counts on from them)."""
+
+    counts: dict[str, int]
+
+
+class RoutingPolicy(Protocol):
+    """A routing policy (policies/base.py): pure `decide(call, session) -> Decision | None`."""
+
+    name: str
+
+    def decide(self, call: Call, session: Session) -> Decision | None: ...
+
+
+@dataclass(slots=True)
+class EpisodeSetup(SessionSlice):
+    """An episode's own setup (router/episodes), kept in the process (the episode's
+    row, shared by replicas, rebuilds it): its policy chain (None: the runtime's), the
+    named recording its replays come from, the (channel, server) environments in play
+    (None: every one). A session with one is an episode."""
+
+    policies: Sequence[RoutingPolicy] | None = None
+    replay_from: str | None = None
+    scope: frozenset[tuple[str, str]] | None = None
+
+
+@dataclass(slots=True)
+class SessionWorld(SessionSlice):
+    """The initial state the world model is told, by channel ("*": every channel): an
+    episode's world document, its files for a simulated shell; kept in the process."""
+
+    world: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class Session:
-    """An agent session: its history and per-session routing state."""
+    """An agent session: its history, its counters, and its features' slices."""
 
     id: str
     created_at: float = field(default_factory=time.time)
@@ -233,53 +299,42 @@ class Session:
     # How often each replay key has been called in this session: the n-th call
     # of a key replays the n-th occurrence of the replay source.
     occurrences: dict[str, int] = field(default_factory=dict)
-    # The replay source session chosen for each replay key, kept for the session.
-    replay_sources: dict[str, str] = field(default_factory=dict)
-    # The route a stateful environment (channel, server) of this session is pinned to.
-    pinned: dict[tuple[str, str], Route] = field(default_factory=dict)
-    # The (channel, server) environments rehearsal diverted to sim: they stay simulated.
-    diverted: set[tuple[str, str]] = field(default_factory=set)
-    # The (channel, server, tool) of the real calls with side effects this session made:
-    # the recordings they may have changed are not replayed to it (policies/learned/policy.py).
-    side_effects: set[tuple[str, str, str]] = field(default_factory=set)
     # Calls begun and not yet complete: a session busy with a long call is not idle.
     in_flight: int = 0
-    # Set for an episode (router/episodes): its own idle TTL (None: the registry's), its
-    # seed (fixes the world model's sampling and every seeded decision), its own policy
-    # chain (None: the runtime's).
-    idle_ttl_s: float | None = None
-    seed: int | None = None
-    policies: Any = None
-    # An episode's initial state for the world model by channel ("*": every channel; e.g.
-    # its world document, and its files for the shell), the named recording its replays
-    # come from, and the (channel, server) environments in play (None: every one).
-    world: dict[str, str] = field(default_factory=dict)
-    replay_from: str | None = None
-    scope: frozenset[tuple[str, str]] | None = None
-    # An episode's answers to recent tools/call requests by request (a retried request is
-    # answered once); None for sessions that are not episodes.
-    answered: dict[str, Any] | None = None
-    # An episode's perturbation plan (policies/perturbation.Plan; None: the configured
-    # one), and the call numbers its rules claimed when state is not shared.
-    perturbation: Any = None
-    perturbation_counts: dict[str, int] = field(default_factory=dict)
-    # Facts the session's answers stated (backends/world_model/facts.py): name -> (the
-    # step that last stated it, its value). Given back to the world model, so the world
-    # stays consistent when the turns that stated them no longer fit its context.
-    facts: dict[str, tuple[int, str]] = field(default_factory=dict)
-    # Pages of paginated listings still to be served, by cursor, when state is not shared.
-    pages: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Set when the session closed (the agent's close, idle reaping, a stop): its backends
     # are being torn down, so a real call failing now tells nothing of the upstream.
     closed: bool = False
+    # An episode's seed (fixes the world model's sampling and every seeded decision) and
+    # its own idle TTL (None: the registry's).
+    seed: int | None = None
+    idle_ttl_s: float | None = None
+    # Each feature's own state, by its slice type (see `SessionSlice`).
+    slices: dict[type[SessionSlice], SessionSlice] = field(default_factory=dict)
+
+    def slice[S: SessionSlice](self, kind: type[S]) -> S:
+        """The session's `kind` slice, made empty on first use."""
+        found = self.slices.get(kind)
+        if found is None:
+            found = self.slices[kind] = kind()
+        return found  # type: ignore[return-value]
+
+    def find[S: SessionSlice](self, kind: type[S]) -> S | None:
+        return self.slices.get(kind)  # type: ignore[return-value]
 
     @property
     def is_episode(self) -> bool:
-        return self.answered is not None
+        return EpisodeSetup in self.slices
+
+    @property
+    def episode(self) -> EpisodeSetup | None:
+        return self.find(EpisodeSetup)
 
     def world_for(self, channel: str) -> str | None:
         """The initial state the world model is told for `channel`, or None."""
-        parts = [text for text in (self.world.get("*"), self.world.get(channel)) if text]
+        found = self.find(SessionWorld)
+        if found is None:
+            return None
+        parts = [text for text in (found.world.get("*"), found.world.get(channel)) if text]
         return "\n\n".join(parts) or None
 
     @property

@@ -25,9 +25,10 @@ import json
 import re
 import shlex
 from collections.abc import Iterator, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from router.types import Call, Observation
+from router.types import Call, Observation, SessionSlice
 
 VALUE_CHARS = 240
 KEY_CHARS = 160
@@ -189,6 +190,27 @@ def _answer(call: Call, observation: Observation) -> tuple[str, str] | None:
         only = structured.get("result") if list(structured) == ["result"] else None
         return f"{call.server}.{call.tool}({args})", only if isinstance(only, str) else _compact(dict(structured))
     return f"{call.server}.{call.tool}({args})", observation.text
+
+
+@dataclass(slots=True)
+class StatedFacts(SessionSlice):
+    """The session's stated facts (name -> (the step that last stated it, its value)),
+    shared by replicas: given back to the world model on whichever replica simulates."""
+
+    key: ClassVar[str] = "facts"
+    facts: dict[str, tuple[int, str]] = field(default_factory=dict)
+    limit: int = 0  # the facts kept (0: no cap); the shared state keeps no more
+
+    def fields(self) -> dict[str, str]:
+        return {name: f"{step}\x1f{value}" for name, (step, value) in self.facts.items()}
+
+    def merge(self, fields: Mapping[str, str]) -> None:
+        for name, stored in fields.items():
+            step, _, value = stored.partition("\x1f")
+            self.facts[name] = (int(step) if step.isdigit() else 0, value)
+
+    def cap(self) -> int | None:
+        return self.limit or None
 
 
 def keep_facts(kept: dict[str, tuple[int, str]], new: Mapping[str, str], *, step: int, limit: int) -> dict[str, tuple[int, str]]:

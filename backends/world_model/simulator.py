@@ -25,10 +25,10 @@ from typing import Any
 
 from backends.world_model.domain import Domain
 from backends.world_model.engine import Completion, ModelUnavailable, WorldModelEngine, WorldModelError
-from backends.world_model.facts import render_facts
+from backends.world_model.facts import StatedFacts, render_facts
 from backends.world_model.grounding import Grounding, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
-from router.types import Call, Observation, Provenance, Session, Steer
+from router.types import Call, Observation, Provenance, Session, SessionWorld, Steer
 
 log = logging.getLogger("simroute.sim")
 
@@ -97,26 +97,30 @@ class WorldModelSimulator:
         budget = self.context_tokens - self.max_tokens_for(call.channel)
         count_tokens = self.engine.count_tokens
         session = self.in_world(session)
-        if not session.facts:
+        stated = session.find(StatedFacts)
+        facts = stated.facts if stated is not None else {}
+        if not facts:
             return domain.messages(call, session, budget_tokens=budget, count_tokens=count_tokens, grounding=grounding)
         # The facts the session's answers stated, in the last message (the system message
         # and history stay a cached prefix), within a quarter of the budget; those the
         # history the domain fitted still shows are left out.
-        whole = render_facts(session.facts)
+        whole = render_facts(facts)
         reserve = min(budget // FACTS_SHARE, count_tokens(whole) + 8)
         messages = domain.messages(call, session, budget_tokens=budget - reserve, count_tokens=count_tokens, grounding=grounding)
         chars = len(whole) * max(0, reserve - 8) // max(1, count_tokens(whole))
-        block = render_facts(session.facts, shown="\n".join(m["content"] for m in messages), budget_chars=chars)
+        block = render_facts(facts, shown="\n".join(m["content"] for m in messages), budget_chars=chars)
         if block:
             messages[-1] = {**messages[-1], "content": block + "\n\n" + messages[-1]["content"]}
         return messages
 
     def in_world(self, session: Session) -> Session:
         """The session as its prompts see it: with the configured world unless its own
-        (`session.world["*"]`, set by an episode) stands in for it."""
-        if self.world is None or "*" in session.world:
+        (an episode's world document, `SessionWorld.world["*"]`) stands in for it."""
+        own = session.find(SessionWorld)
+        if self.world is None or (own is not None and "*" in own.world):
             return session
-        return dataclasses.replace(session, world={"*": self.world, **session.world})
+        world = SessionWorld({"*": self.world, **(own.world if own is not None else {})})
+        return dataclasses.replace(session, slices={**session.slices, SessionWorld: world})
 
     async def simulate(
         self, call: Call, session: Session, *, deadline_s: float, background: bool = False, steer: Steer | None = None

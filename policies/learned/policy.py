@@ -39,6 +39,7 @@ from fnmatch import fnmatchcase
 from policies.learned.features import Feature, dynamic_features, hashed, static_features, tool_key
 from policies.learned.model import LearnedModel
 from policies.learned.state import EMPTY_STATE, LearnedState
+from policies.marks import SideEffects
 from policies.safety.verdict import SafetyVerdict
 from router.types import Call, Decision, ReplayAlias, Route, Session
 
@@ -230,10 +231,11 @@ class LearnedPolicy:
             return ""
         if call.channel in STATEFUL_CHANNELS:
             return f"not eligible on the stateful {call.channel} channel"
-        if session.side_effects:
+        marks = session.find(SideEffects)
+        if marks is not None and marks.calls:
             own = self.state.tenancy.own(call.session_id)  # write effects are learned per token namespace
             free = self.state.independent.get(own + tool_key(call.channel, call.server, call.tool), frozenset())
-            for channel, server, tool in session.side_effects:
+            for channel, server, tool in marks.calls:
                 if channel == call.channel and server == call.server and own + tool_key(channel, server, tool) not in free:
                     what = f"{tool!r} on {server!r}" if tool else f"{server!r}"
                     return f"not eligible after a real call with side effects ({what}) in this session that may have changed it"
@@ -315,4 +317,4 @@ def after_call(session: Session, call: Call, decision: Decision) -> None:
     and is not known to be read-only may have changed its server, so the recordings
     it may have changed are not replayed to this session from now on."""
     if decision.route in (Route.REAL, Route.SHADOW) and decision.safety != "safe":
-        session.side_effects.add((call.channel, call.server, call.tool))
+        session.slice(SideEffects).calls.add((call.channel, call.server, call.tool))

@@ -4,11 +4,13 @@ cut answer. The engine claims the call numbers and applies the decision
 
 from policies.perturbation.config import DelayDistribution, PerturbationRuleConfig, PerturbationsConfig, PlanConfig
 from policies.perturbation.plan import PerturbationRule, Plan, compile_plan
+from policies.perturbation.session import PerturbationState
 
 __all__ = [
     "DelayDistribution",
     "PerturbationRule",
     "PerturbationRuleConfig",
+    "PerturbationState",
     "PerturbationsConfig",
     "Plan",
     "PlanConfig",

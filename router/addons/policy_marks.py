@@ -4,8 +4,8 @@ session (rehearsal: a call diverted to sim pins its server to sim and marks it
 diverted; the learned router: a real call with possible side effects marks the
 recordings it may have changed as stale), and this addon shares what changed.
 
-The diversion marks are shared before the pin: a sim pin without its mark would let
-a later read go real on another replica.
+What changed is shared in one transaction: a sim pin is never seen without its
+diversion mark (without it, a later read would go real on another replica).
 """
 
 from __future__ import annotations
@@ -38,21 +38,11 @@ class PolicyMarks(CallAddon):
 
     async def finished(self, pending: Pending, record: Record) -> None:
         session, call, decision = pending.session, pending.call, pending.decision
-        pins, marks, diverted = dict(session.pinned), set(session.side_effects), set(session.diverted)
         for after_call in self.after_calls:
             after_call(session, call, decision)
         if self.engine is None:
             return
-        state, what = self.engine.session_state, ""
         try:
-            if len(session.diverted) != len(diverted):
-                what = "rehearsal diversions"
-                await state.save_diverted(session, session.diverted - diverted)
-            if session.pinned != pins:
-                what = "pins"
-                await state.save_pins(session)
-            if len(session.side_effects) != len(marks):  # marks only grow
-                what = "side-effect marks"
-                await state.save_side_effects(session, session.side_effects - marks)
-        except StoreError as exc:
-            log.warning("%s of session %s not shared: %s", what, session.id[:8], exc)
+            await self.engine.session_state.save(session)  # only what changed is sent
+        except StoreError as exc:  # kept on this replica; shared with its next save
+            log.warning("routing marks of session %s not shared: %s", session.id[:8], exc)

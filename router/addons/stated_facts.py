@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from backends.world_model.facts import keep_facts, stated_facts
+from backends.world_model.facts import StatedFacts, keep_facts, stated_facts
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
 from router.engine.session_state import SessionState
@@ -44,13 +44,15 @@ class FactKeeper(CallAddon):
             return
         if record.perturbation is not None or served.provenance is Provenance.NONE or record.status == "started":
             return
-        changed = keep_facts(session.facts, stated_facts(record.call, served), step=record.step, limit=self.limit)
+        kept = session.slice(StatedFacts)
+        kept.limit = self.limit
+        changed = keep_facts(kept.facts, stated_facts(record.call, served), step=record.step, limit=self.limit)
         if not changed:
             return
         state = self.session_state or (self.engine.session_state if self.engine is not None else None)
         if state is None:
             return
         try:
-            await state.save_facts(session, changed, limit=self.limit)
+            await state.save(session, StatedFacts)
         except StoreError as exc:  # kept on this replica; another one will not be told them
             log.warning("stated facts of session %s not shared: %s", session.id[:8], exc)

@@ -119,14 +119,14 @@ class Engine:
         stored_call = self._redacted(call, session)
         keys = self.replay.keys(stored_call)
         step, occurrence = await self._claim(session, keys.replay)
-        pins = dict(session.pinned)
+        setup = session.episode  # an episode's own policy chain, else the runtime's
+        policies = list(setup.policies) if setup is not None and setup.policies else self.policies
         try:
-            decision = decide(session.policies or self.policies, call, session, fallback=_FALLBACK)
+            decision = decide(policies, call, session, fallback=_FALLBACK)
         except Exception as exc:
             log.exception("deciding %s.%s failed", call.server, call.tool)
             decision = Decision(Route.DENY, "engine", f"a routing policy failed: {type(exc).__name__}: {exc}")
-        if session.pinned != pins:
-            await self._save_pins(session)
+        await self._share(session)  # what the policies marked (a stateful channel's pin)
         pending = Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
         pending.in_flight, session.in_flight = True, session.in_flight + 1  # a session busy with a call is not idle
         await self.addons.decided(pending)
@@ -142,11 +142,11 @@ class Engine:
             log.warning("shared session state unavailable (%s); counting session %s locally", exc, session.id[:8])
             return claim_locally(session, replay_key)
 
-    async def _save_pins(self, session: Session) -> None:
+    async def _share(self, session: Session) -> None:
         try:
-            await self.session_state.save_pins(session)
-        except StoreError as exc:
-            log.warning("session pins not shared: %s", exc)
+            await self.session_state.save(session)
+        except StoreError as exc:  # kept on this replica; shared with its next save
+            log.warning("session state of %s not shared: %s", session.id[:8], exc)
 
     async def serve(self, pending: Pending) -> Observation | None:
         """The observation of a route that needs no real side (sim, replay, deny), or

@@ -1,56 +1,43 @@
-"""Per-session routing state a call claims when it begins: its step, its
-occurrence of a replay key, the session's pins, the servers a real call with
-side effects has changed in the session (their recordings are stale to it: the
-learned router does not replay them), the servers rehearsal diverted to sim
-(their later reads must see the simulated world, on whichever replica serves them),
-the call numbers of perturbation rules (a seeded plan gives the same
-perturbations whichever replica serves a call), the facts the session's answers
-stated (the world model is told them on whichever replica simulates), and the pages
-of paginated listings still to be served, by cursor (a follow-up call gets the next
-page whichever replica serves it).
+"""Per-session state a call claims when it begins (its step, its occurrence of a
+replay key) and the features' slices (router.types.SessionSlice) shared by replicas.
 
-`LocalSessionState` keeps it in the process (one router). `RedisSessionState`
-shares it through Redis, so an agent session can move between router replicas:
-step and occurrence counters are atomic increments, pins are a hash, the
-side-effect and diversion marks sets, all read in one round trip per call (a mark one replica
-adds is seen by the next call on any replica). The real side of stateful channels (a sandbox, a browser
-context, an upstream MCP session) stays on the replica that opened it (a sandbox is
-claimed per replica: router/runtime/replica.py).
+One interface for every feature: no method per feature. `begin` claims the step and
+occurrence and, in the same round trip, loads the slices the state was built to load
+on every call (the routing marks the policies read: pins, diversions, side effects;
+the facts the world model is told); `save` sends what changed in slices; `claim`
+numbers a slice's counters (a perturbation rule's calls); `read` fetches one field of
+a slice not loaded on every call (a page of a listing, by its cursor).
+
+`LocalSessionState` keeps it in the process (one router): the slices are the state.
+`RedisSessionState` (shadow/store/redis/session_state.py) shares it through Redis, so
+an agent session can move between router replicas. The real side of stateful
+channels (a sandbox, a browser context, an upstream MCP session) stays on the
+replica that opened it (router/runtime/replica.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-from router.types import Session
+from router.types import CountingSlice, Session, SessionSlice
 
 
 class SessionState(Protocol):
     shared: bool
 
     async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
-        """Claim the call's (step, occurrence of `replay_key`); refreshes `session.pinned`,
-        `session.side_effects`, `session.diverted` and `session.facts`."""
+        """Claim the call's (step, occurrence of `replay_key`); the slices loaded on every
+        call are merged with what other replicas saved."""
 
-    async def save_pins(self, session: Session) -> None: ...
+    async def save(self, session: Session, *kinds: type[SessionSlice]) -> None:
+        """Share what changed in the session's `kinds` slices (none named: the slices
+        loaded on every call), in one round trip."""
 
-    async def count(self, session: Session, counters: list[str]) -> list[int]:
-        """Claim the next number of each counter (a perturbation rule's calls, 1-based)."""
+    async def claim(self, session: Session, kind: type[CountingSlice], counters: list[str]) -> list[int]:
+        """Claim the next number of each counter of the session's `kind` slice (1-based)."""
 
-    async def save_pages(self, session: Session, pages: dict[str, dict[str, Any]]) -> None:
-        """Keep the pages of a paginated listing, by the cursor that asks for each."""
-
-    async def page(self, session: Session, cursor: str) -> dict[str, Any] | None:
-        """The page a cursor asks for (None: a cursor the session was not given)."""
-
-    async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
-        """Share new side-effect marks ((channel, server, tool)) of the session."""
-
-    async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
-        """Share new diversion marks ((channel, server)) of the session."""
-
-    async def save_facts(self, session: Session, facts: dict[str, tuple[int, str]], *, limit: int) -> None:
-        """Share stated facts (name -> (step, value)) of the session, at most `limit` kept."""
+    async def read(self, session: Session, kind: type[SessionSlice], name: str) -> str | None:
+        """One field of the session's `kind` slice as shared (None: not there)."""
 
 
 class LocalSessionState:
@@ -59,26 +46,15 @@ class LocalSessionState:
     async def begin(self, session: Session, replay_key: str) -> tuple[int, int]:
         return claim_locally(session, replay_key)
 
-    async def save_pins(self, session: Session) -> None:
-        return None
+    async def save(self, session: Session, *kinds: type[SessionSlice]) -> None:
+        return None  # the slices are the state
 
-    async def count(self, session: Session, counters: list[str]) -> list[int]:
-        return count_locally(session, counters)
+    async def claim(self, session: Session, kind: type[CountingSlice], counters: list[str]) -> list[int]:
+        return count_locally(session.slice(kind), counters)
 
-    async def save_pages(self, session: Session, pages: dict[str, dict[str, Any]]) -> None:
-        session.pages.update(pages)
-
-    async def page(self, session: Session, cursor: str) -> dict[str, Any] | None:
-        return session.pages.get(cursor)
-
-    async def save_side_effects(self, session: Session, marks: set[tuple[str, str, str]]) -> None:
-        return None
-
-    async def save_diverted(self, session: Session, marks: set[tuple[str, str]]) -> None:
-        return None
-
-    async def save_facts(self, session: Session, facts: dict[str, tuple[int, str]], *, limit: int) -> None:
-        return None  # kept in `session.facts` already
+    async def read(self, session: Session, kind: type[SessionSlice], name: str) -> str | None:
+        found = session.find(kind)
+        return found.field(name) if found is not None else None
 
 
 def claim_locally(session: Session, replay_key: str) -> tuple[int, int]:
@@ -88,8 +64,8 @@ def claim_locally(session: Session, replay_key: str) -> tuple[int, int]:
     return step, occurrence
 
 
-def count_locally(session: Session, counters: list[str]) -> list[int]:
-    counts = session.perturbation_counts
+def count_locally(counting: CountingSlice, counters: list[str]) -> list[int]:
+    counts = counting.counts
     for name in counters:
         counts[name] = counts.get(name, 0) + 1
     return [counts[name] for name in counters]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastmcp.exceptions import NotFoundError
 
+from policies.perturbation import PerturbationState
 from router.auth import namespaced
 from router.engine.sessions import SessionLimitError
 from router.episodes import http_tool
@@ -36,7 +37,8 @@ from router.episodes.shared import EpisodeRow, episode_share
 from router.episodes.verifiers import VerifierError, run_verifier
 from router.mcp.idempotency import IdempotencyError, IdempotencyLost, answered_once_by_key
 from router.mcp.identity import EPISODE_SESSION
-from router.types import Call, Session
+from router.mcp.retries import RetriedRequests
+from router.types import Call, EpisodeSetup, Session, SessionWorld
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -112,7 +114,7 @@ class EpisodeHost:
             return found
         parsed = EpisodeOptions.parse(row.options, self.runtime.config)
         session = self._session(session_id, parsed, row.seed)
-        session.world = dict(row.world)
+        session.slice(SessionWorld).world = dict(row.world)
         episode = Episode(row.id, row.token, session, row.seed, parsed, created=row.created, steps=row.steps)
         episode.infra_error, episode.ended, episode.last_reward = row.infra_error, row.ended, row.reward
         if episode.ended is None:
@@ -128,17 +130,14 @@ class EpisodeHost:
 
     def _session(self, session_id: str, parsed: EpisodeOptions, seed: int | None) -> Session:
         config = self.runtime.config
-        return Session(
-            id=session_id,
-            idle_ttl_s=parsed.ttl_s or config.episodes.idle_ttl_s,
-            seed=seed,
-            policies=self.routes.chain(parsed),
-            world={"*": world} if (world := parsed.world_text(config)) is not None else {},
-            replay_from=parsed.recording,
-            scope=parsed.scope(config),
-            answered={},
-            perturbation=parsed.perturbation_plan(config),  # drawn from the episode's seed
-        )
+        session = Session(id=session_id, idle_ttl_s=parsed.ttl_s or config.episodes.idle_ttl_s, seed=seed)
+        session.slices[EpisodeSetup] = EpisodeSetup(self.routes.chain(parsed), replay_from=parsed.recording, scope=parsed.scope(config))
+        session.slices[SessionWorld] = SessionWorld({"*": world} if (world := parsed.world_text(config)) is not None else {})
+        session.slices[RetriedRequests] = RetriedRequests()  # a retried request is answered once
+        plan = parsed.perturbation_plan(config)  # drawn from the episode's seed
+        if plan is not None:
+            session.slices[PerturbationState] = PerturbationState(plan)
+        return session
 
     async def refresh(self, episode: Episode) -> Episode:
         """The episode as the replicas share it (its steps, flags and end), for `state`."""
@@ -180,7 +179,8 @@ class EpisodeHost:
         exists = EpisodeError(f"simroute: episode {episode_id!r} exists already (ids are not reused)", 409)
         if self.runtime.sessions.find(session.id) is not None or self.runtime.sessions.ended(session.id) is not None:
             raise exists
-        row = EpisodeRow(episode_id, token, seed, options or {}, session.world, time.time(), replica=self.runtime.replica.identity)
+        world = session.slice(SessionWorld).world
+        row = EpisodeRow(episode_id, token, seed, options or {}, dict(world), time.time(), replica=self.runtime.replica.identity)
         if not await self.share.create(session.id, row):  # another replica's episode
             raise exists
         try:
@@ -190,8 +190,8 @@ class EpisodeHost:
             raise EpisodeCapacityError(f"simroute: at capacity: {exc}") from exc
         episode = self._episodes[session.id] = Episode(episode_id, token, session, seed, parsed, created=row.created)
         await self._initial_files(episode)
-        if session.world != row.world or episode.infra_error:  # the files told to a simulated shell
-            await self.share.update(session.id, world=json.dumps(session.world), infra_error=episode.infra_error)
+        if world != row.world or episode.infra_error:  # the files told to a simulated shell
+            await self.share.update(session.id, world=json.dumps(world), infra_error=episode.infra_error)
         await self.runtime.engine.remark(
             Call("episode", "simroute", "reset", {"episode_id": episode_id, "seed": seed, "options": options or {}}, session.id),
             session,
@@ -223,7 +223,7 @@ class EpisodeHost:
                 log.warning("episode %s: writing its initial files failed: %s", episode.id, problem)
             return
         listing = "\n".join(f"--- /workspace/{path} ---\n{text}" for path, text in files.items())
-        episode.session.world["shell"] = f"Files in /workspace at the start:\n{listing}"
+        episode.session.slice(SessionWorld).world["shell"] = f"Files in /workspace at the start:\n{listing}"
 
     # --- steps ------------------------------------------------------------------------
 
@@ -286,7 +286,7 @@ class EpisodeHost:
         return {"observation": observation, "reward": None, "done": episode.truncated, "info": info}
 
     def _http_in_play(self, episode: Episode) -> bool:
-        scope = episode.session.scope
+        scope = episode.session.episode.scope if episode.session.episode is not None else None
         return self.http.available and (scope is None or ("http", "http") in scope)
 
     async def _http_request(self, episode: Episode, arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

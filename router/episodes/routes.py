@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from policies.base import Policy, decide
 from policies.errors import PolicyConfigError
+from policies.marks import Diversions, RoutePins
 from router.episodes.options import EpisodeOptions, EpisodeOptionsError, RoutePlan
 from router.runtime.policy_chain import build_policies
-from router.types import Call, Mode, Route, Session
+from router.types import Call, EpisodeSetup, Mode, Route, Session
 
 if TYPE_CHECKING:
     from router.runtime.runtime import Runtime
@@ -64,11 +65,16 @@ def shell_is_real(session: Session, default: list[Policy]) -> bool:
     """Whether the episode's shell is its real sandbox: the route its shell is pinned to
     once it ran, else the one its policies give a harmless command now (decided on a
     scratch session: nothing is pinned on the episode)."""
-    if ("shell", "shell") in session.diverted:
+    diverted = session.find(Diversions)
+    if diverted is not None and ("shell", "shell") in diverted.environments:
         return False
-    pinned = session.pinned.get(("shell", "shell"))
+    pinned = session.slice(RoutePins).routes.get(("shell", "shell"))
     if pinned is None:
-        probe = Session(id=session.id, policies=session.policies)
+        setup = session.episode
+        probe = Session(id=session.id)
+        if setup is not None:
+            probe.slices[EpisodeSetup] = setup
+        own = setup.policies if setup is not None and setup.policies else default
         call = Call("shell", "shell", "shell_exec", {"command": "true"}, session.id)
-        pinned = decide(session.policies or default, call, probe, fallback=None).route  # type: ignore[arg-type]
+        pinned = decide(list(own), call, probe, fallback=None).route  # type: ignore[arg-type]
     return pinned in (Route.REAL, Route.SHADOW)

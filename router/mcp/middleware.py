@@ -40,7 +40,7 @@ from router.mcp.reads import (
     server_of_uri,
 )
 from router.mcp.results import observation_from_result, result_from_observation, result_json, result_of_json, simroute_meta
-from router.mcp.retries import answered_once, retry_key
+from router.mcp.retries import RetriedRequests, answered_once, retry_key
 from router.mcp.virtual_provider import VirtualProvider
 from router.runtime.runtime import Runtime
 from router.types import Call, Observation, Provenance, Session
@@ -123,9 +123,11 @@ class RoutingMiddleware(Middleware):
         key = idempotency_key_of(ctx)
         if key is not None:  # answered once on any replica (idempotency.py)
             return await self._once_by_key(key, context, call_next, session)
-        if session.answered is not None:  # an episode: a retried request is answered once
+        if session.is_episode:  # a retried request is answered once
             return await answered_once(
-                session.answered, retry_key(ctx, name, arguments), lambda: self._call_tool(context, call_next, session)
+                session.slice(RetriedRequests).answers,
+                retry_key(ctx, name, arguments),
+                lambda: self._call_tool(context, call_next, session),
             )
         return await self._call_tool(context, call_next, session)
 
@@ -152,7 +154,8 @@ class RoutingMiddleware(Middleware):
         arguments = dict(context.message.arguments or {})
         local, target, channel, server, upstream_tool = self._target(name)
         call = Call(channel, server, upstream_tool, arguments, session.id)
-        in_scope = session.scope is None or (channel, server) in session.scope  # an episode's channels and servers
+        scope = session.episode.scope if session.episode is not None else None  # an episode's channels and servers
+        in_scope = scope is None or (channel, server) in scope
         if in_scope and local is None and target is not None:
             await self._pins_current(server)
         definition = None
@@ -204,9 +207,10 @@ class RoutingMiddleware(Middleware):
         tools = await call_next(context)
         ctx = context.fastmcp_context
         session = self.runtime.sessions.find(agent_session_id(ctx)) if ctx is not None else None
-        if session is None or session.scope is None:
+        scope = session.episode.scope if session is not None and session.episode is not None else None
+        if scope is None:
             return tools
-        return [tool for tool in tools if self._environment_of(tool.name) in session.scope]
+        return [tool for tool in tools if self._environment_of(tool.name) in scope]
 
     def _environment_of(self, name: str) -> tuple[str, str]:
         _, _, channel, server, _ = self._target(name)

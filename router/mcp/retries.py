@@ -10,9 +10,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from router.types import SessionSlice
+
 REMEMBERED_PER_SESSION = 64
+
+
+@dataclass(slots=True)
+class RetriedRequests(SessionSlice):
+    """An episode's answers to its recent tools/call requests, by request (a slice kept
+    in the process: a retry reaches the replica that holds the MCP session)."""
+
+    answers: dict[str, Any] = field(default_factory=dict)
 
 
 def retry_key(ctx: Any, name: str, arguments: dict[str, Any]) -> str | None:

@@ -5,7 +5,9 @@ trace span ends before the shadow work that is its child is submitted."""
 
 from __future__ import annotations
 
+from backends.world_model.facts import StatedFacts
 from policies import learned, rehearsal
+from policies.marks import ROUTING_MARKS
 from policies.virtual import VirtualServers
 from router.addons.noise import NoiseWatch
 from router.addons.perturbation.addon import Perturber
@@ -17,8 +19,15 @@ from router.addons.upstream_guard.guard import UpstreamGuard
 from router.addons.virtual_servers import VirtualServerRoutes
 from router.config import Config
 from router.engine.addons import CallAddon
+from router.types import SessionSlice
 from shadow.noise_learner import NoiseLearner
 from shadow.runner import ShadowQueue
+
+
+def shared_slices() -> list[type[SessionSlice]]:
+    """The session slices every call reads from shared state (with its claim, in one
+    round trip): the marks the policies decide by, the facts the world model is told."""
+    return [*ROUTING_MARKS, StatedFacts]
 
 
 def policy_after_calls() -> list[AfterCall]:

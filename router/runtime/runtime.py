@@ -31,7 +31,7 @@ from router.http.addresses import BrowserAddresses, ChannelAddresses
 from router.http.browser_egress import BrowserEgress
 from router.http.listeners import Listener, RoutingParts
 from router.http.proxy import HttpProxy
-from router.runtime.addon_chain import default_addons
+from router.runtime.addon_chain import default_addons, shared_slices
 from router.runtime.collector import settle_after_start
 from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
 from router.runtime.replica import replica_presence
@@ -166,7 +166,7 @@ class Runtime:
     def _session_state(self):
         if self.config.store.redis_url is None:
             return LocalSessionState()
-        return RedisSessionState(self.store, ttl_s=2 * self.config.sessions.idle_ttl_s)
+        return RedisSessionState(self.store, ttl_s=2 * self.config.sessions.idle_ttl_s, loaded=shared_slices())
 
     def _upstream_guard(self) -> UpstreamGuard | None:
         """The real side's protection: its state shared by the replicas of a Redis store."""

@@ -113,7 +113,7 @@ class HistoryReadBack:
     @staticmethod
     def _with_history(session: Session, history: list[Turn]) -> Session:
         # Everything else as the session has it: an episode's seed and world shape its prompts too.
-        return dataclasses.replace(session, history=history, pinned=dict(session.pinned))
+        return dataclasses.replace(session, history=history, slices=dict(session.slices))
 
 
 def build_engine(config: Config) -> Any:

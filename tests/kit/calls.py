@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from router.types import Call, Observation, Session, Turn
+from router.types import Call, Observation, Session, SessionSlice, Turn
 
 # The upstream a call of each channel is addressed to when a test does not name one:
 # simroute's own channels are their own server; an MCP call goes to a generic one.
@@ -23,3 +23,10 @@ def make_call(
 def make_session(session_id: str = "s", history: Iterable[tuple[Call, Observation]] = ()) -> Session:
     """A fresh session that has already seen `history` (call, observation pairs, oldest first)."""
     return Session(session_id, history=[Turn(call, observation) for call, observation in history])
+
+
+def with_slices(session: Session, *slices: SessionSlice) -> Session:
+    """`session` holding `slices` (an episode's setup, its world, its own perturbation plan)."""
+    for found in slices:
+        session.slices[type(found)] = found
+    return session

@@ -23,6 +23,7 @@ perturbed record is marked (`Record.perturbation`) for the readers that look fur
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from backends.world_model.steering import mislead
-from policies.perturbation import PerturbationsConfig, Plan, compile_plan
+from policies.perturbation import PerturbationsConfig, PerturbationState, Plan, compile_plan
 from router.addons.perturbation.fault_shapes import fault_observation, shaped_observation
 from router.addons.perturbation.pages import cursor_for, cursor_in, listing_of, pages_of
 from router.engine.addons import CallAddon
@@ -66,7 +67,7 @@ class Perturber(CallAddon):
         self.engine = engine
 
     async def decided(self, pending: Pending) -> None:
-        if self.engine is None or not (self.active or pending.session.perturbation is not None):
+        if self.engine is None or not (self.active or own_plan(pending.session) is not None):
             return
         pending.perturbation = await self.decide(pending, self.engine.session_state)
         pending.steer = self.route_steer(pending)
@@ -91,8 +92,8 @@ class Perturber(CallAddon):
 
     def plan_for(self, session: Session, plan_name: str | None) -> Plan | None:
         """An episode's own plan, else the plan the deciding rule names, else the default."""
-        if session.perturbation is not None:
-            return session.perturbation
+        if (own := own_plan(session)) is not None:
+            return own
         name = plan_name or self.default
         return self.plans.get(name) if name is not None else None
 
@@ -113,10 +114,10 @@ class Perturber(CallAddon):
             return None
         counters = [counter for _, counter in matched]
         try:
-            numbers = await state.count(session, counters)
+            numbers = await state.claim(session, PerturbationState, counters)
         except StoreError as exc:  # shared state unreachable: this replica counts alone until it returns
             log.warning("shared perturbation counters unavailable (%s); counting session %s locally", exc, session.id[:8])
-            numbers = count_locally(session, counters)
+            numbers = count_locally(session.slice(PerturbationState), counters)
         seed, key = plan.key(session.id, session.seed)
         return plan.decide([(rule, n) for (rule, _), n in zip(matched, numbers, strict=True)], seed=seed, key=key, step=pending.step)
 
@@ -203,10 +204,10 @@ class Perturber(CallAddon):
                 "perturbation": {**meta, "page": index},
             }
         try:
-            await state.save_pages(session, kept)
+            session.slice(PerturbationState).pages.update(kept)  # kept here first: a replica alone still serves them
+            await state.save(session, PerturbationState)
         except StoreError as exc:  # shared state unreachable: this replica keeps the pages
             log.warning("pages of a listing not shared (%s); kept for session %s locally", exc, session.id[:8])
-            session.pages.update(kept)
         return pages[0]
 
     @staticmethod
@@ -230,9 +231,17 @@ class Perturber(CallAddon):
 _NO_WORLD_MODEL = "simroute: the mislead perturbation needs a world model, and none is configured (see the world_model section)"
 
 
+def own_plan(session: Session) -> Plan | None:
+    """An episode's own perturbation plan (None: the configured ones apply)."""
+    state = session.find(PerturbationState)
+    return state.plan if state is not None else None
+
+
 async def _page(state: SessionState, session: Session, cursor: str) -> dict | None:
     try:
-        return await state.page(session, cursor)
+        found = await state.read(session, PerturbationState, cursor)
     except StoreError as exc:  # shared state unreachable: what this replica kept
         log.warning("pages of a listing unavailable (%s); reading session %s's own", exc, session.id[:8])
-        return session.pages.get(cursor)
+        own = session.find(PerturbationState)
+        return own.pages.get(cursor) if own is not None else None
+    return json.loads(found) if found is not None else None

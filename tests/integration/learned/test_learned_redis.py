@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from policies.chain import default_policies
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder
+from policies.marks import SideEffects
 from policies.safety import SafetyClassifier
 from router.cli.main import app
 from router.runtime.learned_service import LearnedService
@@ -127,7 +128,7 @@ async def test_a_side_effect_on_one_replica_stops_replay_on_another(tmp_path, re
     assert before.record.decision.route is Route.REPLAY, before.record.decision.reason
     changed = await a.handle(Call("mcp", "srv", "add_motto", {"text": "carpe diem"}, "agent"), on_a, real)
     assert changed.record.decision.route is Route.REAL and changed.record.decision.safety == "side_effect"
-    assert on_b.side_effects == set()  # B has not heard of it in memory
+    assert on_b.slice(SideEffects).calls == set()  # B has not heard of it in memory
     after = await b.handle(motto, on_b, real)
     assert after.record.decision.route is Route.SIM, after.record.decision.reason
     assert "not eligible after a real call with side effects ('add_motto' on 'srv')" in after.record.decision.reason

@@ -10,7 +10,9 @@ from kit.engine import FakeReal, c, check_replay_mapping, make_engine
 from kit.launch import records_of, stdio_client, toolbox_server
 from kit.redis import RedisServer
 
+from backends.world_model.facts import StatedFacts
 from policies.chain import default_policies
+from policies.marks import Diversions
 from router.types import Route, Session
 from shadow.store.redis.store import RedisStore
 
@@ -158,12 +160,12 @@ async def test_a_diversion_on_one_replica_keeps_the_servers_reads_simulated_on_a
     assert (await b.handle(read, on_b, real)).record.decision.route is Route.REAL
     diverted = await a.handle(Call("mcp", "notes", "delete_note", {"note_id": 1}, "agent"), on_a, real)
     assert (diverted.record.decision.route, diverted.record.decision.policy) == (Route.SIM, "rehearsal")
-    assert on_b.diverted == set() and real.calls == 1  # B has not heard of it in memory
+    assert on_b.slice(Diversions).environments == set() and real.calls == 1  # B has not heard of it in memory
     for session in (on_b, Session("agent")):  # B's own session object; a restarted replica's new one
         after = await b.handle(read, session, real)
         decision = after.record.decision
         assert (decision.route, decision.policy) == (Route.SIM, "rehearsal"), decision.reason
-        assert session.diverted == {("mcp", "notes")}
+        assert session.slice(Diversions).environments == {("mcp", "notes")}
     assert real.calls == 1
     # Another agent session is not affected.
     other = await b.handle(Call("mcp", "notes", "list_notes", {}, "other"), Session("other"), real)
@@ -372,7 +374,7 @@ async def test_facts_stated_on_one_replica_are_told_on_another_within_the_limit(
     await a.handle(c("agent", op="list"), on_a, FakeReal())
     b.simulator = FakeSimulator('{"id": 3, "name": "Cy"}')
     await b.handle(c("agent", op="get"), on_b, FakeReal())
-    assert on_b.facts == {"srv id=1": (0, "name=Ada"), "srv id=2": (0, "name=Bo")}  # A's facts; Cy: full
+    assert on_b.slice(StatedFacts).facts == {"srv id=1": (0, "name=Ada"), "srv id=2": (0, "name=Bo")}  # A's facts; Cy: full
     a.simulator = FakeSimulator('{"id": 2, "name": "Bo Lind"}')
     await a.handle(c("agent", op="rename"), on_a, FakeReal())
     await b.handle(c("agent", op="get"), on_b, FakeReal())

@@ -10,6 +10,7 @@ from kit.calls import make_call
 
 from policies.base import decide
 from policies.chain import default_policies
+from policies.marks import Diversions, RoutePins
 from policies.rehearsal import RehearsalGate, after_call
 from policies.rules import RulesPolicy, parse_rule
 from policies.safety import SafetyClassifier
@@ -107,10 +108,10 @@ def test_a_diversion_pins_the_session_to_sim_after_the_call():
     session = Session("s")
     first = route(policies, shell("ls"), session)
     after_call(session, shell("ls"), first)
-    assert first.route is Route.REAL and session.pinned[("shell", "shell")] is Route.REAL
+    assert first.route is Route.REAL and session.slice(RoutePins).routes[("shell", "shell")] is Route.REAL
     diverted = route(policies, shell("rm -rf /srv"), session)
     after_call(session, shell("rm -rf /srv"), diverted)
-    assert diverted.route is Route.SIM and session.pinned[("shell", "shell")] is Route.SIM
+    assert diverted.route is Route.SIM and session.slice(RoutePins).routes[("shell", "shell")] is Route.SIM
     later = route(policies, shell("ls /srv"), session)  # a read now sees the simulated world
     assert (later.route, later.policy, later.safety) == (Route.SIM, "rehearsal", "safe")
     # a denial changed nothing, so it pins nothing
@@ -118,7 +119,7 @@ def test_a_diversion_pins_the_session_to_sim_after_the_call():
     other = Session("o")
     denied = route(denying, make_call("git_push", server="git", session="o"), other)
     after_call(other, make_call("git_push", server="git", session="o"), denied)
-    assert denied.route is Route.DENY and not other.diverted
+    assert denied.route is Route.DENY and not other.slice(Diversions).environments
 
 
 def test_mode_rehearsal_is_shorthand_and_composes_with_the_section():

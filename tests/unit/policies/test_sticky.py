@@ -4,6 +4,7 @@ from kit.calls import make_call
 
 from policies.base import decide
 from policies.chain import default_policies
+from policies.marks import RoutePins
 from policies.rules import parse_rule
 from policies.sticky import StickyPolicy
 from router.types import Decision, Route, Session
@@ -75,4 +76,4 @@ def test_deny_and_replay_are_not_pinned():
     session = Session("s")
     assert decide([policy], shell("x"), session, fallback=FALLBACK).route is Route.DENY
     assert decide([policy], shell("y"), session, fallback=FALLBACK).route is Route.REAL
-    assert session.pinned == {("shell", "shell"): Route.REAL}
+    assert session.slice(RoutePins).routes == {("shell", "shell"): Route.REAL}

@@ -1,13 +1,15 @@
 """The simulator tells every session its world, and the facts its answers stated that
 the fitted history no longer shows (scripted engine: prompt building is pure logic)."""
 
-from backends.world_model.facts import FACTS_HEADING
+from kit.calls import with_slices
+
+from backends.world_model.facts import FACTS_HEADING, StatedFacts
 from backends.world_model.http_domain import HttpDomain
 from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
 from backends.world_model.terminal_domain import TerminalDomain
 from backends.world_model.web_domain import WebDomain
-from router.types import Call, Observation, Provenance, Session, Turn
+from router.types import Call, Observation, Provenance, Session, SessionWorld, Turn
 
 
 class Engine:
@@ -32,7 +34,7 @@ def test_the_configured_world_reaches_every_channel_and_an_episode_world_stands_
     browser = Call("browser", "browser", "browser_navigate", {"url": "https://lumen.test/"}, "s")
     for call in (MCP, HTTP, shell, browser):
         assert "Current date: 2031-04-02" in sim.messages_for(call, Session("s"), grounding=None)[0]["content"]
-    episode = Session("e", world={"*": "Current date: 1999-12-31"})
+    episode = with_slices(Session("e"), SessionWorld({"*": "Current date: 1999-12-31"}))
     system = sim.messages_for(HTTP, episode)[0]["content"]
     assert "1999-12-31" in system and "2031-04-02" not in system
 
@@ -43,8 +45,9 @@ def test_facts_whose_turns_no_longer_fit_come_back_in_the_last_message():
         Turn(Call("mcp", "crm", "t", {"n": i}, "s"), Observation([{"type": "text", "text": f"row {i} " + "z" * 200}], Provenance.SIM))
         for i in range(30)
     ]
-    session = Session(
-        "s", history=history, facts={"crm id=1": (0, "name=Ada Park, plan=gold"), "file /w/a.txt": (1, "row 29 " + "z" * 200)}
+    session = with_slices(
+        Session("s", history=history),
+        StatedFacts({"crm id=1": (0, "name=Ada Park, plan=gold"), "file /w/a.txt": (1, "row 29 " + "z" * 200)}),
     )
     messages = sim.messages_for(MCP, session)
     prompt = "\n".join(m["content"] for m in messages)

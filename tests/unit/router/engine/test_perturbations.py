@@ -3,11 +3,11 @@ changed answers kept beside what the agent saw, and nothing perturbed replayed."
 
 import json
 
-from kit.calls import make_call
+from kit.calls import make_call, with_slices
 from kit.engine import FakeReal, FakeSimulator, c, make_engine
 
 from policies.chain import default_policies
-from policies.perturbation import PlanConfig, compile_plan
+from policies.perturbation import PerturbationState, PlanConfig, compile_plan
 from router.addons.perturbation.addon import Perturber
 from router.engine.replay_modes import ReplayModes
 from router.types import Observation, Provenance, Route, Session
@@ -106,7 +106,7 @@ async def test_an_episode_plan_is_drawn_from_the_episode_seed(tmp_path):
     plan = compile_plan("episode", PlanConfig.model_validate({"rules": [{"kind": "error", "probability": 0.5}]}))
 
     async def kinds(seed):
-        session = Session(f"e{seed}-{id(object())}", seed=seed, perturbation=plan)
+        session = with_slices(Session(f"e{seed}-{id(object())}", seed=seed), PerturbationState(plan))
         return [(await engine.handle(c(session.id, i=i), session, FakeReal())).record.perturbation for i in range(30)]
 
     first = await kinds(3)

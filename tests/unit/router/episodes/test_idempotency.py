@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from kit.calls import with_slices
 
 from router.mcp.idempotency import AnsweredOnce, IdempotencyError
 from router.runtime.replica import ReplicaPresence
-from router.types import Session
+from router.types import EpisodeSetup, Session
 
 
 async def test_one_router_answers_a_retried_key_once_and_refuses_it_for_another_action():
-    episode = Session("episode-x", answered={})
+    episode = with_slices(Session("episode-x"), EpisodeSetup())
     once, runs = AnsweredOnce(None, ReplicaPresence(None, None, identity="here:1:1")), []
 
     async def produce():
