@@ -36,7 +36,7 @@ def sequence(outcomes) -> list[str]:
 
 async def test_two_replicas_sharing_redis_perturb_200_calls_as_one_router_does(tmp_path, redis_server):
     alone, _ = await make_engine(tmp_path / "alone")
-    alone.perturber = perturber()
+    alone.addons.add(perturber())
     session = Session("agent")
     expected = sequence([await alone.handle(c("agent", i=i), session, FakeReal()) for i in range(200)])
     assert 40 <= expected.count("error") <= 80 and expected.count("rate_limit") > 0
