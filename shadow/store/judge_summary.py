@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from shadow.store.namespaces import in_namespaces
 from shadow.store.protocol import RecordFilter
 
 
@@ -19,6 +20,8 @@ def selected(row: dict[str, Any], where: RecordFilter) -> bool:
         wanted = getattr(where, name)
         if wanted and row.get(name) != wanted:
             return False
+    if not in_namespaces(row.get("session") or "", where.namespaces):  # a token sees its own tenants' scores only
+        return False
     return not where.divergent or (row.get("divergence") or 0) > 0 or row["kind"] != "simulated"
 
 

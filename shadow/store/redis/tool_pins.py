@@ -2,7 +2,8 @@
 the replicas: `<prefix>:pins` holds each tool's accepted definition (field
 `server\\x1ftool`), `<prefix>:pin-changes` the changes later listings showed (field
 `server\\x1ftool\\x1fnew digest`). Changes are rare: their updates read the hash and
-write it back in one transaction."""
+write it back in one transaction (a new change's under WATCH, so replicas seeing it at
+once record it once)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import json
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from redis.exceptions import WatchError
 
 from shadow.store.redis.base import RedisBase
 
@@ -42,17 +45,30 @@ class ToolPins(RedisBase):
 
     async def add_pin_change(self, change: dict[str, Any]) -> bool:
         field = _SEP.join((change["server"], change["tool"], change["new_digest"]))
-        changes = await self._changes()
-        if changes.get(field, {}).get("status") == "pending":
-            return False
-        updates = {
-            f: json.dumps({**c, "status": "superseded"}, ensure_ascii=False)
-            for f, c in changes.items()
-            if c["server"] == change["server"] and c["tool"] == change["tool"] and c["status"] == "pending"
-        }
-        updates[field] = json.dumps({**change, "status": "pending"}, ensure_ascii=False)
-        await self._run("writing a tool pin change", lambda r: r.hset(self._key("pin-changes"), mapping=updates))
-        return True
+        key = self._key("pin-changes")
+
+        async def work(r) -> bool:
+            async with r.pipeline(transaction=True) as pipe:
+                while True:
+                    await pipe.watch(key)
+                    changes = {f: json.loads(body) for f, body in (await pipe.hgetall(key)).items()}
+                    if changes.get(field, {}).get("status") == "pending":
+                        return False
+                    updates = {
+                        f: json.dumps({**c, "status": "superseded"}, ensure_ascii=False)
+                        for f, c in changes.items()
+                        if c["server"] == change["server"] and c["tool"] == change["tool"] and c["status"] == "pending"
+                    }
+                    updates[field] = json.dumps({**change, "status": "pending"}, ensure_ascii=False)
+                    pipe.multi()
+                    pipe.hset(key, mapping=updates)
+                    try:
+                        await pipe.execute()
+                    except WatchError:  # another replica wrote the changes since this read: read them again
+                        continue
+                    return True
+
+        return await self._run("writing a tool pin change", work)
 
     async def end_pin_changes(self, server: str, tools: Sequence[str] | None, status: str) -> list[dict[str, Any]]:
         now = time.time()

@@ -81,6 +81,33 @@ async def test_a_tokens_dashboard_views_count_only_its_namespaces(store):
     assert await store.page(RecordFilter(since=NOW - 3600, session="alice/s01", namespaces=("bob/",)), limit=50) == []
 
 
+def judge_score(session: str, score: float) -> dict:
+    """A stored judge score (shadow/judge/run.py `score_row`) of a simulated pair of `session`'s record."""
+    return {
+        "record_id": f"rec-{session}",
+        "judge": "judge-model",
+        "kind": "simulated",
+        "prompt_version": "1",
+        "ts": NOW - 30,
+        "session": session,
+        "channel": "mcp",
+        "server": "srv",
+        "tool": "get_balance",
+        "route": "real",
+        "divergence": 0.5,
+        "score": score,
+    }
+
+
+async def test_a_tokens_judge_scores_are_only_its_namespaces(store):
+    await store.save_judge_scores([judge_score("alice/s01", 10.0), judge_score("alice/s02", 20.0), judge_score("bob/old", 90.0)])
+    [everyone] = await store.judge_summary(RecordFilter(since=NOW - 3600))
+    assert everyone["simulated"] == {"pairs": 3, "score": 40.0}
+    [bobs] = await store.judge_summary(RecordFilter(since=NOW - 3600, namespaces=("bob/", "ci/")))
+    assert bobs["simulated"] == {"pairs": 1, "score": 90.0}
+    assert await store.judge_summary(RecordFilter(since=NOW - 3600, namespaces=("carol/",))) == []
+
+
 async def test_named_recordings_are_counted_per_namespace(store):
     everyone = {info.name: (info.sessions, info.records) for info in await store.recordings()}
     assert everyone == {"mine": (40, 40), "golden": (1, 1)}

@@ -3,6 +3,8 @@ sight wins, a change is recorded once and supersedes an older one, accept pins i
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from kit.redis import RedisServer
 
@@ -58,3 +60,16 @@ async def test_a_change_is_recorded_once_superseded_and_accepted(store):
     assert (pin["digest"], pin["definition"]["description"]) == (accepted["new_digest"], "second pull")
     assert await store.pin_changes(status="pending") == []
     assert await store.end_pin_changes("dict", None, "accepted") == []
+
+
+async def test_a_change_two_redis_replicas_see_at_once_is_new_to_one_of_them(redis_server):
+    replicas = [await RedisStore(redis_server.url).open() for _ in range(2)]
+    try:
+        await replicas[0].add_pins([Pin.of("dict", LOOKUP, ts=1.0).to_row()])
+        seen = await asyncio.gather(*(replicas[n % 2].add_pin_change(change_to("pulled", ts=2.0 + n)) for n in range(20)))
+        assert seen.count(True) == 1  # one listing records the change; the others find it pending
+        [change] = await replicas[1].pin_changes("dict")
+        assert (change["definition"]["description"], change["status"]) == ("pulled", "pending")
+    finally:
+        for replica in replicas:
+            await replica.aclose()
