@@ -16,10 +16,11 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from router.mcp.retries import answered_once
-from router.types import Session
+from router.types import Session, SessionSlice
 from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
@@ -54,13 +55,18 @@ def digest_of(action: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(action, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
+@dataclass(slots=True)
+class KeyedAnswers(SessionSlice):
+    """A session's answers by idempotency key, in one router (a slice kept in the
+    process: it ends with the session, and a session holding it is no episode)."""
+
+    answers: dict[str, Any] = field(default_factory=dict)
+
+
 class AnsweredOnce:
     def __init__(self, answers: RedisAnswers | None, replica: ReplicaPresence) -> None:
-        self.answers = answers  # None: one router, kept in memory (`_answered`)
+        self.answers = answers  # None: one router, kept in the session (`KeyedAnswers`)
         self.replica = replica
-        # A plain session's answers by agent session id, until it closes (`session_closed`).
-        # Not in the session: a session with answers (`Session.answered`) is an episode.
-        self._plain: dict[str, dict[str, Any]] = {}
 
     async def run(
         self, session: Session, key: str, action: dict[str, Any], produce: Callable[[], Awaitable[dict[str, Any]]]
@@ -70,15 +76,15 @@ class AnsweredOnce:
             raise IdempotencyError("simroute: an idempotency key is 1-200 printable ASCII characters")
         digest = digest_of(action)
         if self.answers is None:
-            answered = self._answered(session)
-            kept = answered.get(f"idem\0{key}\0digest")
+            answered = session.slice(KeyedAnswers).answers
+            kept = answered.get(f"{key}\0digest")
             if kept is not None and kept.result() != digest:
                 raise IdempotencyError(f"simroute: idempotency key {key!r} was used for another action in this session")
             if kept is None:
                 done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
                 done.set_result(digest)
-                answered[f"idem\0{key}\0digest"] = done
-            return await answered_once(answered, f"idem\0{key}", produce)
+                answered[f"{key}\0digest"] = done
+            return await answered_once(answered, key, produce)
         deadline = time.monotonic() + WAIT_S
         while True:
             try:
@@ -91,19 +97,6 @@ class AnsweredOnce:
             if answer is not None:
                 return answer
             # the first request failed (its key forgotten): this one runs the call
-
-    def _answered(self, session: Session) -> dict[str, Any]:
-        """Where one router keeps the session's answers: an episode's in its session (beside
-        its retried requests', router/mcp/retries.py), a plain session's here."""
-        if session.answered is not None:
-            return session.answered
-        if session.closed:  # closing as this call began: nothing is kept past its close
-            return {}
-        return self._plain.setdefault(session.id, {})
-
-    async def session_closed(self, session_id: str, reason: str) -> None:
-        """A closed session's keys end with it (a session reopened with its id starts afresh)."""
-        self._plain.pop(session_id, None)
 
     async def _first(self, session: Session, key: str, digest: str, produce: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         assert self.answers is not None
@@ -158,12 +151,9 @@ class IdempotencyLost(RuntimeError):
 
 
 def answered_once_by_key(runtime: Runtime) -> AnsweredOnce:
-    """Kept in Redis with a Redis store (every replica answers a key once), else in this router
-    until the session closes."""
+    """Kept in Redis with a Redis store (every replica answers a key once), else in the session."""
     if runtime.config.store.redis_url is None:
-        once = AnsweredOnce(None, runtime.replica)
-        runtime.sessions.closed_listeners.append(once.session_closed)
-        return once
+        return AnsweredOnce(None, runtime.replica)
     from shadow.store.redis.answers import RedisAnswers
 
     return AnsweredOnce(RedisAnswers(runtime.store, ttl_s=max(86400.0, 2 * runtime.config.episodes.idle_ttl_s)), runtime.replica)

@@ -22,6 +22,7 @@ from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder
 from policies.marks import SideEffects
 from policies.safety import SafetyClassifier
 from router.cli.main import app
+from router.runtime.addon_chain import shared_slices
 from router.runtime.learned_service import LearnedService
 from router.types import Call, Mode, Route, Session
 from shadow.store.redis.session_state import RedisSessionState
@@ -116,7 +117,7 @@ async def test_a_side_effect_on_one_replica_stops_replay_on_another(tmp_path, re
     builder.add(rows)
     state = dataclasses.replace(builder.snapshot(), recorded_keys=frozenset({a.replay.keys(motto).replay}))
     for engine in (a, b):
-        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
         engine.simulator = FakeSimulator()
         policy = LearnedPolicy(
             LearnedSettings(explore_rate=0.0), replay_key_of=lambda call, e=engine: e.replay.keys(call).replay, state=state

@@ -11,6 +11,7 @@ from kit.engine import FakeReal, c, make_engine
 
 from policies.perturbation import PlanConfig, compile_plan
 from router.addons.perturbation.addon import Perturber
+from router.runtime.addon_chain import shared_slices
 from router.types import Session
 from shadow.store.redis.session_state import RedisSessionState
 from shadow.store.redis.store import RedisStore
@@ -45,7 +46,7 @@ async def test_two_replicas_sharing_redis_perturb_200_calls_as_one_router_does(t
     a, _ = await make_engine(tmp_path / "a", store=store)
     b, _ = await make_engine(tmp_path / "b", store=store)
     for engine in (a, b):
-        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
         engine.addons.add(perturber())
     on_a, on_b, real = Session("agent"), Session("agent"), FakeReal()
     outcomes = []
@@ -106,7 +107,7 @@ async def test_a_listing_paginated_on_one_replica_is_followed_on_the_other(tmp_p
     b, _ = await make_engine(tmp_path / "b", store=store)
     plan = {"seed": 1, "rules": [{"name": "pages", "kind": "paginate", "page_size": 2}]}
     for engine in (a, b):
-        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
         engine.addons.add(Perturber({"p": compile_plan("p", PlanConfig.model_validate(plan))}, default="p"))
     asked = []
 

@@ -96,6 +96,7 @@ async def test_two_replicas_share_a_sessions_occurrences_history_and_pins(tmp_pa
     object for the same agent session: occurrences and history carry across."""
     from kit.engine import FakeSimulator
 
+    from router.runtime.addon_chain import shared_slices
     from router.runtime.world import HistoryReadBack
     from shadow.store.redis.session_state import RedisSessionState
 
@@ -103,7 +104,7 @@ async def test_two_replicas_share_a_sessions_occurrences_history_and_pins(tmp_pa
     a, _ = await make_engine(tmp_path / "a", store=store)
     b, _ = await make_engine(tmp_path / "b", store=store)
     for engine in (a, b):
-        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
     counter = FakeReal()
     recorded = Session("rec")
     for _ in range(3):
@@ -143,6 +144,7 @@ async def test_a_diversion_on_one_replica_keeps_the_servers_reads_simulated_on_a
     from kit.engine import FakeSimulator
 
     from router.config import parse_config
+    from router.runtime.addon_chain import shared_slices
     from router.runtime.policy_chain import build_policies
     from router.types import Call
     from shadow.store.redis.session_state import RedisSessionState
@@ -151,7 +153,7 @@ async def test_a_diversion_on_one_replica_keeps_the_servers_reads_simulated_on_a
     a, _ = await make_engine(tmp_path / "a", store=store)
     b, _ = await make_engine(tmp_path / "b", store=store)
     for engine in (a, b):
-        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
         engine.simulator = FakeSimulator()
         engine.policies = build_policies(parse_config("mode: rehearsal\n"))
     real = FakeReal()
@@ -361,13 +363,14 @@ async def test_facts_stated_on_one_replica_are_told_on_another_within_the_limit(
     from kit.engine import FakeSimulator
 
     from router.addons.stated_facts import FactKeeper
+    from router.runtime.addon_chain import shared_slices
     from shadow.store.redis.session_state import RedisSessionState
 
     store = redis_store(redis_server)
     a, _ = await make_engine(tmp_path / "a", store=store, mode=Route.SIM)
     b, _ = await make_engine(tmp_path / "b", store=store, mode=Route.SIM)
     for engine in (a, b):
-        engine.session_state = RedisSessionState(store, ttl_s=600)
+        engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
         engine.addons.add(FactKeeper(engine.session_state, limit=2))
     on_a, on_b = Session("agent"), Session("agent")
     a.simulator = FakeSimulator('[{"id": 1, "name": "Ada"}, {"id": 2, "name": "Bo"}]')
@@ -378,5 +381,5 @@ async def test_facts_stated_on_one_replica_are_told_on_another_within_the_limit(
     a.simulator = FakeSimulator('{"id": 2, "name": "Bo Lind"}')
     await a.handle(c("agent", op="rename"), on_a, FakeReal())
     await b.handle(c("agent", op="get"), on_b, FakeReal())
-    assert on_b.facts["srv id=2"] == (2, "name=Bo Lind")
+    assert on_b.slice(StatedFacts).facts["srv id=2"] == (2, "name=Bo Lind")
     await store.aclose()

@@ -1,7 +1,7 @@
 """A plain MCP session's tools/call answered once by idempotency key, in one router: the
-key's answer is kept beside the session, not in it, so the session stays a plain
-session (an episode lists its tools from the stored snapshot, retries its requests
-by id, ...), and the answers end when the session does."""
+key's answer is kept in a slice of its own, so the session stays a plain session (an
+episode lists its tools from the stored snapshot, retries its requests by id, ...),
+and the answers end when the session does."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from router.engine.sessions import SessionRegistry
 from router.mcp import server
-from router.mcp.idempotency import answered_once_by_key
+from router.mcp.idempotency import KeyedAnswers, answered_once_by_key
 from router.runtime.replica import ReplicaPresence
 
 ACTION = {"tool": "create_ticket", "arguments": {"title": "disk full"}}
@@ -32,7 +32,7 @@ async def test_a_plain_session_answered_by_key_stays_plain_and_forgets_its_keys_
     assert await once.run(session, "k", ACTION, produce) == {"n": 1}
     assert await once.run(session, "k", ACTION, produce) == {"n": 1} and len(runs) == 1  # the retry: answered once
 
-    assert not session.is_episode and session.answered is None
+    assert not session.is_episode and session.find(KeyedAnswers) is not None  # its answers are its own slice
     monkeypatch.setattr(server, "get_context", lambda: None)
     monkeypatch.setattr(server, "agent_session_id", lambda ctx: "plain")
     assert server._serving_an_episode(runtime) is False  # its tools are still listed by the upstream, not the snapshot
