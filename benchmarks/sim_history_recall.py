@@ -29,7 +29,7 @@ from backends.shell.screen import ShellResult
 from backends.world_model.llama_engine import LlamaCppEngine
 from backends.world_model.simulator import WorldModelSimulator
 from backends.world_model.terminal_domain import TerminalDomain
-from router.config.sections import DEFAULT_MODEL_PATH
+from router.config.world_model import DEFAULT_MODEL_PATH
 from router.types import Call, Observation, Provenance, Session, Turn
 
 TEXTS = [

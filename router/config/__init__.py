@@ -30,9 +30,9 @@ from router.config.sections import (
     SessionsConfig,
     ShadowConfig,
     StoreConfig,
-    WorldModelConfig,
 )
 from router.config.upstream_guard import GuardLimits, UpstreamGuardConfig
+from router.config.world_model import WorldModelConfig
 
 __all__ = [
     "DEFAULT_CONFIG_NAME",

@@ -34,9 +34,9 @@ from router.config.sections import (
     SessionsConfig,
     ShadowConfig,
     StoreConfig,
-    WorldModelConfig,
 )
 from router.config.upstream_guard import UpstreamGuardConfig
+from router.config.world_model import WorldModelConfig
 from router.config.yaml_document import DocumentTooLarge, check_depth, check_expanded_size, describe_yaml_error
 from router.types import Mode, Route
 

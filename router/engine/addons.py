@@ -139,11 +139,17 @@ class Addons:
         return None
 
     async def before_real(self, pending: Pending, deadline_s: float) -> Observation | None:
-        """An answer instead of the real call (None: send it). The addons whose hook ran
-        are kept in `pending`, to be told `after_real`."""
+        """An answer instead of the real call (None: send it; the upstream guard's refusal:
+        nothing is sent). The addons whose hook ran are kept in `pending`, to be told
+        `after_real`. A hook that raises answers with an error: a broken check never
+        lets the call through."""
         for hook in self._hooks["before_real"]:
             pending.entered.append(hook.__self__)
-            answer = await hook(pending, deadline_s)
+            try:
+                answer = await hook(pending, deadline_s)
+            except Exception as exc:
+                log.exception("addon hook %s failed before the real side", hook.__qualname__)
+                return Observation.error(f"simroute: the check before the real side failed: {type(exc).__name__}: {exc}")
             if answer is not None:
                 return answer
         return None

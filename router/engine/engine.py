@@ -29,7 +29,7 @@ from policies.base import Policy, decide
 from router.engine.addons import Addons, CallAddon
 from router.engine.parts import Deadlines
 from router.engine.pending import Outcome, Pending
-from router.engine.real_calls import RealOutcome, call_real, outcome_of
+from router.engine.real_calls import RealOutcome, bounded, call_real, outcome_of
 from router.engine.record_of import record_of
 from router.engine.record_writer import RecordWriter
 from router.engine.replay_modes import ReplayModes
@@ -100,15 +100,8 @@ class Engine:
         """A finished call the front door can send again (`again`), offered to the
         addons (the noise learner probes a sample of real calls known read-only off
         the agent's path). `again` runs under the call's deadline, redacted like the record."""
-        redactor, session_id = self.redactor, pending.call.session_id
         deadline = pending.decision.deadline_s or self.deadlines.real(pending.call)
-
-        async def answer() -> Observation:
-            with anyio.fail_after(deadline):
-                observation = await again()
-            return redactor.observation(observation, session_id=session_id) if redactor is not None else observation
-
-        return self.addons.repeatable(pending, record, answer)
+        return self.addons.repeatable(pending, record, bounded(again, deadline, self.redactor, pending.call.session_id))
 
     # The steps of `handle`, for front doors whose real side does not fit one awaited
     # call (the HTTP proxy forwards the request itself and sees the answer in a later hook).
@@ -116,37 +109,32 @@ class Engine:
     async def begin(self, call: Call, session: Session, *, read_only: bool = False) -> Pending:
         """Claim the call's step and occurrence, and decide its route (pure policies, no
         I/O). A policy that raises denies the call: nothing goes real undecided."""
-        stored_call = self._redacted(call, session)
-        keys = self.replay.keys(stored_call)
-        step, occurrence = await self._claim(session, keys.replay)
+        pending = await self._claimed(call, session, _FALLBACK, read_only=read_only)
         setup = session.episode  # an episode's own policy chain, else the runtime's
         policies = list(setup.policies) if setup is not None and setup.policies else self.policies
         try:
-            decision = decide(policies, call, session, fallback=_FALLBACK)
+            pending.decision = decide(policies, call, session, fallback=_FALLBACK)
         except Exception as exc:
             log.exception("deciding %s.%s failed", call.server, call.tool)
-            decision = Decision(Route.DENY, "engine", f"a routing policy failed: {type(exc).__name__}: {exc}")
-        await self._share(session)  # what the policies marked (a stateful channel's pin)
-        pending = Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
+            pending.decision = Decision(Route.DENY, "engine", f"a routing policy failed: {type(exc).__name__}: {exc}")
+        try:
+            await self.session_state.save(session)  # what the policies marked (a stateful channel's pin)
+        except StoreError as exc:  # kept on this replica; shared with its next save
+            log.warning("session state of %s not shared: %s", session.id[:8], exc)
         pending.in_flight, session.in_flight = True, session.in_flight + 1  # a session busy with a call is not idle
         await self.addons.decided(pending)
         return pending
 
-    def _redacted(self, call: Call, session: Session) -> Call:
-        return call if self.redactor is None else self.redactor.call(call, target_name=typed_into(call, session))
-
-    async def _claim(self, session: Session, replay_key: str) -> tuple[int, int]:
+    async def _claimed(self, call: Call, session: Session, decision: Decision, *, read_only: bool = False) -> Pending:
+        """The call redacted, keyed, and its step and occurrence claimed."""
+        stored_call = call if self.redactor is None else self.redactor.call(call, target_name=typed_into(call, session))
+        keys = self.replay.keys(stored_call)
         try:
-            return await self.session_state.begin(session, replay_key)
+            step, occurrence = await self.session_state.begin(session, keys.replay)
         except StoreError as exc:  # shared state unreachable: this replica counts alone until it returns
             log.warning("shared session state unavailable (%s); counting session %s locally", exc, session.id[:8])
-            return claim_locally(session, replay_key)
-
-    async def _share(self, session: Session) -> None:
-        try:
-            await self.session_state.save(session)
-        except StoreError as exc:  # kept on this replica; shared with its next save
-            log.warning("session state of %s not shared: %s", session.id[:8], exc)
+            step, occurrence = claim_locally(session, keys.replay)
+        return Pending(call, session, decision, occurrence, keys, stored_call, step=step, read_only=read_only)
 
     async def serve(self, pending: Pending) -> Observation | None:
         """The observation of a route that needs no real side (sim, replay, deny), or
@@ -163,19 +151,6 @@ class Engine:
         pending.needs_real = observation is None
         return observation
 
-    async def before_real(self, pending: Pending, deadline_s: float) -> Observation | None:
-        """The addons' say before a real send (the upstream guard's refusal: then nothing
-        is sent). A front door that sends the request itself calls it, then `after_real`."""
-        try:
-            return await self.addons.before_real(pending, deadline_s)
-        except Exception as exc:  # a broken check never lets the call through
-            log.exception("checking %s.%s before the real side failed", pending.call.server, pending.call.tool)
-            return Observation.error(f"simroute: the check before the real side failed: {type(exc).__name__}: {exc}")
-
-    async def after_real(self, pending: Pending, observation: Observation | None, outcome: RealOutcome) -> None:
-        """Tells the addons whose `before_real` ran how the real side did."""
-        await self.addons.after_real(pending, observation, outcome)
-
     async def write_ahead(self, pending: Pending) -> None:
         """Before a real call with possible side effects: its record, `started`.
         Raises RecordError when it cannot be written (the call must not run)."""
@@ -187,12 +162,13 @@ class Engine:
 
     async def run_real(self, pending: Pending, real: CallNext) -> Observation:
         """The real side under the call's deadline (a rule's `deadline_s` wins), written
-        ahead first, inside the addons' bracket (a refused call is answered, never sent)."""
+        ahead first, inside the addons' bracket (a refused call is answered, never sent).
+        A front door that sends the request itself brackets it the same way (`addons`)."""
         call = pending.call
         deadline = pending.decision.deadline_s or self.deadlines.real(call)
-        refused = await self.before_real(pending, deadline)
+        refused = await self.addons.before_real(pending, deadline)
         if refused is not None:
-            await self.after_real(pending, None, RealOutcome.NEUTRAL)
+            await self.addons.after_real(pending, None, RealOutcome.NEUTRAL)
             return refused
         observation, outcome = None, RealOutcome.NEUTRAL  # cancelled or never sent: nothing learned about the real side
         try:
@@ -202,7 +178,7 @@ class Engine:
             outcome = outcome_of(call, observation, raised=raised, session_closed=pending.session.closed)
             return observation
         finally:
-            await self.after_real(pending, observation, outcome)
+            await self.addons.after_real(pending, observation, outcome)
 
     async def complete(self, pending: Pending, observation: Observation, *, note: str = "") -> Outcome:
         """Record what the agent gets, the addons having changed it (`answered`). If the
@@ -228,7 +204,7 @@ class Engine:
     async def reject(self, call: Call, session: Session, *, policy: str, reason: str, record_id: str | None = None) -> Outcome:
         """Record a call refused before routing (arguments failing the tool's schema, an
         unknown tool, a session cap, a refused tunnel)."""
-        pending = await self._undecided(call, session, Decision(Route.DENY, policy, reason))
+        pending = await self._claimed(call, session, Decision(Route.DENY, policy, reason))
         if record_id is not None:
             pending.record_id = record_id
         return await self.complete(pending, Observation.error(reason))
@@ -237,14 +213,8 @@ class Engine:
         """Record something simroute did itself in a session that routed nothing (an
         episode's reset, verification, close or reaping): provenance `none`, not an error,
         the route `deny` (nothing reached any side)."""
-        pending = await self._undecided(call, session, Decision(Route.DENY, policy, text))
+        pending = await self._claimed(call, session, Decision(Route.DENY, policy, text))
         return await self.complete(pending, Observation([{"type": "text", "text": text}], Provenance.NONE, structured=structured))
-
-    async def _undecided(self, call: Call, session: Session, decision: Decision) -> Pending:
-        stored_call = self._redacted(call, session)
-        keys = self.replay.keys(stored_call)
-        step, occurrence = await self._claim(session, keys.replay)
-        return Pending(call, session, decision, occurrence, keys, stored_call, step=step)
 
     async def simulate(self, call: Call, session: Session, deadline_s: float | None = None, steer: Steer | None = None) -> Observation:
         """The sim route's answer (also what addons ask the world model through: a mislead)."""

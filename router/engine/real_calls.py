@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import anyio
 
 from router.types import Call, CallNext, Observation, Provenance
+
+if TYPE_CHECKING:
+    from shadow.redaction import Redactor
 
 log = logging.getLogger("simroute.engine")
 
@@ -54,3 +59,17 @@ def outcome_of(call: Call, observation: Observation, *, raised: bool = False, se
     if call.channel == "browser":  # its own refusals (address policies) are provenance none too: only deadlines count
         return RealOutcome.SUCCESS
     return RealOutcome.FAILURE if observation.is_error and observation.provenance is Provenance.NONE else RealOutcome.SUCCESS
+
+
+def bounded(
+    again: Callable[[], Awaitable[Observation]], deadline_s: float, redactor: Redactor | None, session_id: str
+) -> Callable[[], Awaitable[Observation]]:
+    """`again` (a finished call sent again off the agent's path) under the call's
+    deadline, its answer redacted like the record's."""
+
+    async def answer() -> Observation:
+        with anyio.fail_after(deadline_s):
+            observation = await again()
+        return redactor.observation(observation, session_id=session_id) if redactor is not None else observation
+
+    return answer

@@ -202,14 +202,14 @@ class HttpRouting:
         if refusal is not None:
             await self.door.refuse(flow, refusal, session_id=pending.session.id, call=call)
             return None
-        refused = await self.engine.before_real(pending, self.config.timeout_s)  # the upstream guard: never sent if refused
+        refused = await self.engine.addons.before_real(pending, self.config.timeout_s)  # the upstream guard: never sent if refused
         if refused is not None:
-            await self.engine.after_real(pending, None, RealOutcome.NEUTRAL)
+            await self.engine.addons.after_real(pending, None, RealOutcome.NEUTRAL)
             return refused
         try:
             await self.engine.write_ahead(pending)  # a request with side effects is on record before it leaves
         except RecordError as exc:
-            await self.engine.after_real(pending, None, RealOutcome.NEUTRAL)
+            await self.engine.addons.after_real(pending, None, RealOutcome.NEUTRAL)
             return Observation.error(str(exc))
         inject(pending, flow.request.headers)  # tracing on: the upstream's parent is the call's span, in the same trace
         real = flow.metadata[REAL] = RealSide(pending, time.perf_counter(), note=note, websocket=websocket)

@@ -81,7 +81,7 @@ class RealAnswers:
         """Free the upstream guard's slot of `real` and tell its breaker how the upstream did (once)."""
         if real.bracketed:
             real.bracketed = False
-            await self.door.engine.after_real(real.pending, None, outcome)
+            await self.door.engine.addons.after_real(real.pending, None, outcome)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if is_probe(flow) and flow.response is not None:

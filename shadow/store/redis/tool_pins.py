@@ -71,29 +71,33 @@ class ToolPins(RedisBase):
         return await self._run("writing a tool pin change", work)
 
     async def end_pin_changes(self, server: str, tools: Sequence[str] | None, status: str) -> list[dict[str, Any]]:
-        now = time.time()
-        ended = {
-            f: {**c, "status": status}
-            for f, c in (await self._changes()).items()
-            if c["server"] == server and c["status"] == "pending" and (tools is None or c["tool"] in tools)
-        }
-        if not ended:
-            return []
+        """End the pending changes of `server` (of `tools`; None: all) with `status`, read
+        and written in one transaction (a change another replica records meanwhile is
+        read again, never overwritten); `accepted` pins each one's definition."""
+        now, key = time.time(), self._key("pin-changes")
 
-        async def work(r) -> None:
-            pipe = r.pipeline(transaction=True)
-            pipe.hset(self._key("pin-changes"), mapping={f: json.dumps(c, ensure_ascii=False) for f, c in ended.items()})
-            if status == "accepted":
-                for change in ended.values():
-                    pin = {
-                        "server": server,
-                        "tool": change["tool"],
-                        "digest": change["new_digest"],
-                        "ts": now,
-                        "definition": change["definition"],
+        async def work(r) -> dict[str, dict[str, Any]]:
+            async with r.pipeline(transaction=True) as pipe:
+                while True:
+                    await pipe.watch(key)
+                    ended = {
+                        f: {**c, "status": status}
+                        for f, c in ((f, json.loads(body)) for f, body in (await pipe.hgetall(key)).items())
+                        if c["server"] == server and c["status"] == "pending" and (tools is None or c["tool"] in tools)
                     }
-                    pipe.hset(self._key("pins"), f"{server}{_SEP}{change['tool']}", json.dumps(pin, ensure_ascii=False))
-            await pipe.execute()
+                    if not ended:
+                        return {}
+                    pipe.multi()
+                    pipe.hset(key, mapping={f: json.dumps(c, ensure_ascii=False) for f, c in ended.items()})
+                    for change in ended.values() if status == "accepted" else ():
+                        pin = {"server": server, "tool": change["tool"], "digest": change["new_digest"], "ts": now}
+                        pin["definition"] = change["definition"]
+                        pipe.hset(self._key("pins"), f"{server}{_SEP}{change['tool']}", json.dumps(pin, ensure_ascii=False))
+                    try:
+                        await pipe.execute()
+                    except WatchError:  # another replica wrote the changes since this read: read them again
+                        continue
+                    return ended
 
-        await self._run("ending tool pin changes", work)
+        ended = await self._run("ending tool pin changes", work)
         return sorted(ended.values(), key=lambda c: c["ts"])
