@@ -13,6 +13,7 @@ from router.addons.noise import NoiseWatch
 from router.addons.perturbation.addon import Perturber
 from router.addons.policy_marks import AfterCall, PolicyMarks
 from router.addons.shadow_sampling import ShadowSampling
+from router.addons.shell_state import ShellStateKeeper
 from router.addons.stated_facts import FactKeeper
 from router.addons.tracing import CallTracer
 from router.addons.upstream_guard.guard import UpstreamGuard
@@ -58,6 +59,7 @@ def default_addons(
         # The facts answers state are given back to the world model, in sessions it may answer.
         FactKeeper(limit=config.world_model.facts_kept, every_session=config.may_simulate()),
         PolicyMarks(policy_after_calls()),
+        ShellStateKeeper(),
         tracer,
         ShadowSampling(shadow, rate=config.shadow.rate),
     ]
