@@ -8,6 +8,7 @@ assembles them in order):
 - `noise`: the noise learner fed with real answers and probes;
 - `stated_facts`: facts answers stated, kept in session state for the world model;
 - `policy_marks`: what policies learn from a finished call (rehearsal, learned router);
+- `shell_state`: the session's shell cwd and last exit code, from every route's answer;
 - `tracing`: an OpenTelemetry span per call;
 - `shadow_sampling`: the simulated side run off the agent's path and compared.
 
