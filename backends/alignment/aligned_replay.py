@@ -1,0 +1,164 @@
+"""Sequence-aligned replay: a simulated call answered from a recorded real session
+that made the same calls, before any world model is asked.
+
+1. Aligned: this session's calls to the call's environment so far, then the call,
+   are a recorded session's calls under a consistent renaming of their values
+   (sequence.py, renaming.py): the recorded answer at the call's position is served
+   with this session's values written in. The recorded sessions tried are the
+   newest that made a real call of the tool (`RecordStore.tool_sessions`, at most
+   `candidates`), each read up to a little past this session's step.
+2. Identical: the call's own replay key has recorded real answers from other
+   sessions, and they are all the same: that answer is served.
+
+Only answers the real side gave (or replays of them) are ever served: never a
+simulated one, simroute's own (a denial, a deadline), a perturbed one, one recorded
+truncated, or one whose call had not finished. Recordings of another token are never
+read (`ReplayBackend.visible`, as replay and the world model's examples).
+
+The answer is the recorded observation as `Provenance.SIM` (the sim route's answer;
+its sub-provenance is `replay-aligned`), with the record it came from and the
+renaming used. Nothing here raises for a miss: `answer` returns None and the sim
+route asks the world model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from backends.alignment.sequence import align, same_environment
+from backends.replay import REPLAYABLE, ReplayBackend
+from router.types import HISTORY_IN_MEMORY, Call, Observation, Provenance, Session
+from shadow.records import Record
+from shadow.store.protocol import RecordStore
+
+# Records of a candidate session read at most (its calls near this session's position).
+MAX_READ = 2 * HISTORY_IN_MEMORY
+# Statuses of a record whose call ended with the answer recorded.
+_FINISHED = frozenset({"complete", "pending"})
+
+Basis = Literal["sequence", "identical"]
+
+
+@dataclass(frozen=True, slots=True)
+class AlignedAnswer:
+    """What the sim route serves instead of asking the model."""
+
+    observation: Observation  # provenance SIM; this session's values written in
+    record_id: str  # the recorded real answer it came from
+    source_session: str
+    basis: Basis  # "sequence": the aligned position of a recorded session; "identical": the key's only answer
+    position: int | None = None  # sequence: the call's index among the source's calls to its environment
+    renaming: dict[str, str] = field(default_factory=dict)  # recorded value -> this session's (only those that differ)
+
+
+class AlignedReplay:
+    """Answers a call from recorded real sessions (module doc). `replay` gives the
+    call's replay key and the token namespaces a session may read."""
+
+    def __init__(
+        self,
+        store: RecordStore,
+        replay: ReplayBackend,
+        *,
+        channels: Sequence[str] = ("mcp",),
+        candidates: int = 8,
+        read_ahead: int = 32,
+        identical_examples: int = 16,
+        min_identical: int = 1,
+    ) -> None:
+        if candidates < 1 or read_ahead < 1 or identical_examples < 1 or min_identical < 1:
+            raise ValueError("candidates, read_ahead, identical_examples and min_identical must be at least 1")
+        self.store = store
+        self.replay = replay
+        self.channels = frozenset(channels)
+        self.candidates = candidates
+        # Records read past this session's step: the recording's calls to other environments between.
+        self.read_ahead = read_ahead
+        self.identical_examples = identical_examples
+        self.min_identical = min_identical
+
+    async def answer(self, call: Call, session: Session) -> AlignedAnswer | None:
+        """The recorded answer `call` gets in `session` (the call's turn not yet in
+        its history), or None: ask the model."""
+        if call.channel not in self.channels:
+            return None
+        started = time.perf_counter()
+        found = await self.aligned(call, session) or await self.identical(call, session)
+        if found is None:
+            return None
+        found.observation.latency_s = time.perf_counter() - started
+        return found
+
+    async def aligned(self, call: Call, session: Session) -> AlignedAnswer | None:
+        """The answer at the call's position in the newest recorded session it aligns with."""
+        known = [turn.call for turn in session.history if same_environment(turn.call, call)]
+        sessions = await self.store.tool_sessions(
+            call.channel,
+            call.server,
+            call.tool,
+            exclude_session=session.id,
+            limit=self.candidates,
+            namespaces=self.replay.visible_namespaces(session.id),
+        )
+        before = session.steps + self.read_ahead
+        limit = min(before, MAX_READ)
+        for source in sessions:
+            if not self.replay.visible(session.id, source):
+                continue
+            records = await self.store.session_records(source, before_step=before, limit=limit)
+            recorded = [record for record in records if same_environment(record.call, call)]
+            complete = len(records) < limit or (bool(records) and records[0].step == 0)
+            found = align([record.call for record in recorded], known, call, anchored=complete and session.forgotten == 0)
+            if found is None:
+                continue
+            record = recorded[found.position]
+            if not _servable(record):
+                continue
+            renamed = found.renaming.apply(_simulated(record.served))
+            return AlignedAnswer(renamed, record.id, source, "sequence", found.position, found.renaming.changed)
+        return None
+
+    async def identical(self, call: Call, session: Session) -> AlignedAnswer | None:
+        """The one answer other sessions' real calls with this call's replay key got."""
+        key = self.replay.keys(call).replay
+        rows: list[dict[str, Any]] = []
+        for visible_key in self.replay.visible_keys(key, session.id):
+            found = await self.store.examples(
+                call.channel,
+                call.server,
+                call.tool,
+                exclude_session=session.id,
+                call_key=visible_key,
+                limit=self.identical_examples,
+                namespaces=self.replay.visible_namespaces(session.id),
+            )
+            rows += [row for row in found if row.get("replay_key") == visible_key and self.replay.visible(session.id, str(row["session"]))]
+        sources = [record for record in map(Record.from_json, rows) if _servable(record)]
+        if len(sources) < self.min_identical:
+            return None
+        first = sources[0].served
+        if any(not _same_answer(first, other.served) for other in sources[1:]):
+            return None
+        newest = max(sources, key=lambda record: record.ts)
+        return AlignedAnswer(_simulated(newest.served), newest.id, newest.call.session_id, "identical")
+
+
+def _servable(record: Record) -> bool:
+    """A real answer (or a replay of one), unperturbed, whole, of a call that ended."""
+    return (
+        record.served.provenance in REPLAYABLE
+        and record.perturbation is None
+        and not record.served.truncated
+        and record.status in _FINISHED
+    )
+
+
+def _same_answer(a: Observation, b: Observation) -> bool:
+    return a.content == b.content and a.structured == b.structured and a.is_error == b.is_error
+
+
+def _simulated(recorded: Observation) -> Observation:
+    return Observation(recorded.content, Provenance.SIM, recorded.is_error, recorded.structured)
