@@ -6,7 +6,11 @@ that made the same calls, before any world model is asked.
    (sequence.py, renaming.py): the recorded answer at the call's position is served
    with this session's values written in. The recorded sessions tried are the
    newest that made a real call of the tool (`RecordStore.tool_sessions`, at most
-   `candidates`), each read up to a little past this session's step.
+   `candidates`), each read up to a little past this session's step. Once aligned,
+   the session keeps a trail (`AlignmentTrails`, in the process): its next call reads
+   only the recording's calls since the last aligned one, so a call costs the same at
+   step 200 as at step 2; a session that leaves the recording's path is searched for
+   again.
 2. Identical: the call's own replay key has recorded real answers from other
    sessions, and they are all the same: that answer is served.
 
@@ -28,14 +32,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from backends.alignment.renaming import Renaming
 from backends.alignment.sequence import align, same_environment
 from backends.replay import REPLAYABLE, ReplayBackend
-from router.types import HISTORY_IN_MEMORY, Call, Observation, Provenance, Session
+from router.types import HISTORY_IN_MEMORY, Call, Observation, Provenance, Session, SessionSlice, Turn
 from shadow.records import Record
 from shadow.store.protocol import RecordStore
 
 # Records of a candidate session read at most (its calls near this session's position).
 MAX_READ = 2 * HISTORY_IN_MEMORY
+# Records read past a trail's next calls at first (other environments' calls between).
+_FOLLOW_SLACK = 2
 # Statuses of a record whose call ended with the answer recorded.
 _FINISHED = frozenset({"complete", "pending"})
 
@@ -52,6 +59,26 @@ class AlignedAnswer:
     basis: Basis  # "sequence": the aligned position of a recorded session; "identical": the key's only answer
     position: int | None = None  # sequence: the call's index among the source's calls to its environment
     renaming: dict[str, str] = field(default_factory=dict)  # recorded value -> this session's (only those that differ)
+
+
+@dataclass(slots=True)
+class Trail:
+    """Where this session's calls to one environment stand in a recording they align with."""
+
+    source: str  # the recorded session
+    renaming: Renaming
+    call: Call  # this session's last aligned call (the object its turn holds)
+    position: int  # its index among the recording's calls to the environment
+    step: int = -1  # the recording's step at that index
+
+
+@dataclass(slots=True)
+class AlignmentTrails(SessionSlice):
+    """Per environment (channel, server), the recording the session's calls last aligned
+    with, kept in the process: the next call reads only the recording's calls since,
+    instead of the whole recording again (a lost trail is found again by the search)."""
+
+    trails: dict[tuple[str, str], Trail] = field(default_factory=dict)
 
 
 class AlignedReplay:
@@ -93,7 +120,16 @@ class AlignedReplay:
         return found
 
     async def aligned(self, call: Call, session: Session) -> AlignedAnswer | None:
-        """The answer at the call's position in the newest recorded session it aligns with."""
+        """The answer at the call's position in the recorded session this one follows
+        (its trail), else in the newest recorded session it aligns with."""
+        trail = session.slice(AlignmentTrails).trails.get((call.channel, call.server))
+        if trail is not None:
+            followed = await self._follow(trail, call, session)
+            if followed is not None:
+                return followed
+        return await self._search(call, session)
+
+    async def _search(self, call: Call, session: Session) -> AlignedAnswer | None:
         known = [turn.call for turn in session.history if same_environment(turn.call, call)]
         sessions = await self.store.tool_sessions(
             call.channel,
@@ -112,14 +148,44 @@ class AlignedReplay:
             recorded = [record for record in records if same_environment(record.call, call)]
             complete = len(records) < limit or (bool(records) and records[0].step == 0)
             found = align([record.call for record in recorded], known, call, anchored=complete and session.forgotten == 0)
-            if found is None:
-                continue
-            record = recorded[found.position]
-            if not _servable(record):
-                continue
-            renamed = found.renaming.apply(_simulated(record.served))
-            return AlignedAnswer(renamed, record.id, source, "sequence", found.position, found.renaming.changed)
+            if found is not None:
+                served = self._served(recorded[found.position], Trail(source, found.renaming, call, found.position), session)
+                if served is not None:
+                    return served
         return None
+
+    async def _follow(self, trail: Trail, call: Call, session: Session) -> AlignedAnswer | None:
+        """The next answer of the trail's recording: only its calls since the trail's
+        last are read and aligned with this session's calls since."""
+        since = _turns_after(session.history, trail.call)
+        if since is None:  # its last call is no longer in memory (or this is a copy of the session)
+            return None
+        new = [*(turn.call for turn in since if same_environment(turn.call, call)), call]
+        recorded: list[Record] = []
+        # Most often the recording's next records are the ones wanted: read just past them
+        # first, and as far as `read_ahead` only when other environments' calls came between.
+        for ahead in (len(new) + _FOLLOW_SLACK, len(new) + self.read_ahead):
+            records = await self.store.session_records(trail.source, before_step=trail.step + 1 + ahead, limit=ahead)
+            recorded = [record for record in records if record.step > trail.step and same_environment(record.call, call)][: len(new)]
+            if len(recorded) == len(new) or len(records) < ahead:
+                break
+        renaming = trail.renaming.copy()
+        if len(recorded) < len(new) or any(
+            theirs.call.tool != ours.tool or not renaming.pair(theirs.call.arguments, ours.arguments)
+            for theirs, ours in zip(recorded, new, strict=False)
+        ):
+            return None
+        return self._served(recorded[-1], Trail(trail.source, renaming, call, trail.position + len(new)), session)
+
+    def _served(self, record: Record, trail: Trail, session: Session) -> AlignedAnswer | None:
+        """`record`'s answer with this session's values, when it may be served; the
+        session's trail then ends at it."""
+        if not _servable(record):
+            return None
+        trail.step = record.step
+        session.slice(AlignmentTrails).trails[(trail.call.channel, trail.call.server)] = trail
+        renamed = trail.renaming.apply(_simulated(record.served))
+        return AlignedAnswer(renamed, record.id, trail.source, "sequence", trail.position, trail.renaming.changed)
 
     async def identical(self, call: Call, session: Session) -> AlignedAnswer | None:
         """The one answer other sessions' real calls with this call's replay key got."""
@@ -144,6 +210,14 @@ class AlignedReplay:
             return None
         newest = max(sources, key=lambda record: record.ts)
         return AlignedAnswer(_simulated(newest.served), newest.id, newest.call.session_id, "identical")
+
+
+def _turns_after(history: Sequence[Turn], call: Call) -> Sequence[Turn] | None:
+    """The turns after the one of `call` (that very object), or None when none holds it."""
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].call is call:
+            return history[index + 1 :]
+    return None
 
 
 def _servable(record: Record) -> bool:

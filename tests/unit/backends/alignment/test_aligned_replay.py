@@ -195,3 +195,42 @@ async def test_other_channels_are_not_answered_and_the_options_are_checked(store
     assert await aligned.answer(make_call("run", {"command": "ls"}, channel="shell"), Session("now")) is None
     with pytest.raises(ValueError, match="at least 1"):
         AlignedReplay(store, ReplayBackend(store), candidates=0)
+
+
+class CountingStore:
+    """The store, counting the lookups aligned replay makes."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store, self.searches, self.read = store, 0, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def tool_sessions(self, *args: Any, **kwargs: Any) -> list[str]:
+        self.searches += 1
+        return await self.store.tool_sessions(*args, **kwargs)
+
+    async def session_records(self, session: str, *, before_step: int, limit: int) -> list[Record]:
+        self.read.append(limit)
+        return await self.store.session_records(session, before_step=before_step, limit=limit)
+
+
+async def test_a_session_follows_its_recording_reading_only_the_calls_since(store):
+    clock = ("get_current_time", {"timezone": "UTC"}, "12:00")
+    await record(store, "warm", [*warm_up(A), clock, clock, clock, *warm_up(A)], servers={5: "time", 6: "time", 7: "time"})
+    counting = CountingStore(store)
+    aligned = AlignedReplay(counting, ReplayBackend(store), read_ahead=4)
+    session, texts = Session("now"), []
+    for tool, arguments, _ in [*warm_up(B), *warm_up(B)]:
+        call = Call("mcp", "git", tool, arguments, "now")
+        session.steps += 1
+        answer = await aligned.answer(call, session)
+        assert answer is not None
+        texts.append(answer.observation.text)
+        session.add_turn(Turn(call, answer.observation))  # what the engine does: the turn holds the call answered
+    assert texts == [text.replace(A, B) for _, _, text in [*warm_up(A), *warm_up(A)]]
+    # One search; then the recording's next record and 2 past it, and 4 past it when the clock's calls came between.
+    assert counting.searches == 1 and counting.read[1:] == [3, 3, 3, 3, 3, 5, 3, 3, 3, 3]
+    # A session that leaves the recording's path is searched for again (and here, nothing aligns).
+    off = Call("mcp", "git", "git_reset", {"repo_path": B}, "now")
+    assert await aligned.answer(off, session) is None and counting.searches == 2
