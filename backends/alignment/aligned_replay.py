@@ -21,12 +21,13 @@ read (`ReplayBackend.visible`, as replay and the world model's examples).
 
 The answer is the recorded observation as `Provenance.SIM` (the sim route's answer;
 its sub-provenance is `replay-aligned`), with the record it came from and the
-renaming used. Nothing here raises for a miss: `answer` returns None and the sim
-route asks the world model.
+renaming used. Nothing here raises for a miss, nor when the store cannot be read
+(logged): `answer` returns None and the sim route asks the world model.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,9 @@ from backends.alignment.sequence import align, same_environment
 from backends.replay import REPLAYABLE, ReplayBackend
 from router.types import HISTORY_IN_MEMORY, Call, Observation, Provenance, Session, SessionSlice, Turn
 from shadow.records import Record
-from shadow.store.protocol import RecordStore
+from shadow.store.protocol import RecordStore, StoreError
+
+log = logging.getLogger("simroute.alignment")
 
 # Records of a candidate session read at most (its calls near this session's position).
 MAX_READ = 2 * HISTORY_IN_MEMORY
@@ -57,7 +60,9 @@ class AlignedAnswer:
     record_id: str  # the recorded real answer it came from
     source_session: str
     basis: Basis  # "sequence": the aligned position of a recorded session; "identical": the key's only answer
-    position: int | None = None  # sequence: the call's index among the source's calls to its environment
+    # sequence: the call's index among the source's calls to its environment (counted from the
+    # first one read: a long recording aligned as a window is read from near the call's step)
+    position: int | None = None
     renaming: dict[str, str] = field(default_factory=dict)  # recorded value -> this session's (only those that differ)
 
 
@@ -113,7 +118,11 @@ class AlignedReplay:
         if call.channel not in self.channels:
             return None
         started = time.perf_counter()
-        found = await self.aligned(call, session) or await self.identical(call, session)
+        try:
+            found = await self.aligned(call, session) or await self.identical(call, session)
+        except StoreError as exc:  # the store is down: the model answers, as it would without a recording
+            log.warning("aligned replay of %s.%s skipped: %s", call.server, call.tool, exc)
+            return None
         if found is None:
             return None
         found.observation.latency_s = time.perf_counter() - started
@@ -122,7 +131,8 @@ class AlignedReplay:
     async def aligned(self, call: Call, session: Session) -> AlignedAnswer | None:
         """The answer at the call's position in the recorded session this one follows
         (its trail), else in the newest recorded session it aligns with."""
-        trail = session.slice(AlignmentTrails).trails.get((call.channel, call.server))
+        trails = session.find(AlignmentTrails)
+        trail = trails.trails.get((call.channel, call.server)) if trails is not None else None
         if trail is not None:
             followed = await self._follow(trail, call, session)
             if followed is not None:

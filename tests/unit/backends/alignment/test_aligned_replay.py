@@ -234,3 +234,16 @@ async def test_a_session_follows_its_recording_reading_only_the_calls_since(stor
     # A session that leaves the recording's path is searched for again (and here, nothing aligns).
     off = Call("mcp", "git", "git_reset", {"repo_path": B}, "now")
     assert await aligned.answer(off, session) is None and counting.searches == 2
+
+
+async def test_a_store_that_cannot_be_read_is_a_miss_not_an_error(store, caplog):
+    from shadow.store.protocol import StoreError
+
+    class Down(CountingStore):
+        async def tool_sessions(self, *args: Any, **kwargs: Any) -> list[str]:
+            raise StoreError("the store is down")
+
+    await record(store, "warm", warm_up(A))
+    aligned = AlignedReplay(Down(store), ReplayBackend(store))
+    assert await aligned.answer(git("git_status", B), Session("now")) is None
+    assert "aligned replay of git.git_status skipped: the store is down" in caplog.text
