@@ -33,6 +33,7 @@ from router.config.sections import (
 )
 from router.config.upstream_guard import GuardLimits, UpstreamGuardConfig
 from router.config.world_model import WorldModelConfig
+from router.config.world_state import WorldStateConfig
 
 __all__ = [
     "DEFAULT_CONFIG_NAME",
@@ -60,6 +61,7 @@ __all__ = [
     "Strict",
     "UpstreamGuardConfig",
     "WorldModelConfig",
+    "WorldStateConfig",
     "load_config",
     "parse_config",
 ]

@@ -36,6 +36,7 @@ from router.config.sections import (
     StoreConfig,
 )
 from router.config.upstream_guard import UpstreamGuardConfig
+from router.config.world_state import WorldStateConfig
 from router.config.world_model import WorldModelConfig
 from router.config.yaml_document import DocumentTooLarge, check_depth, check_expanded_size, describe_yaml_error
 from router.types import Mode, Route
@@ -80,6 +81,9 @@ class Config(Strict):
     service: ServiceConfig = Field(default=ServiceConfig(), description="Who may talk to simroute over the network.")
     upstream_guard: UpstreamGuardConfig = Field(
         default=UpstreamGuardConfig(), description="Protects the real side: concurrency caps, call budgets, circuit breakers."
+    )
+    world_state: WorldStateConfig = Field(
+        default=WorldStateConfig(), description="Each session's world kept outside the model; simulated calls answered from it first."
     )
     call_timeout_s: PositiveFloat = Field(
         default=60.0, description="Deadline for one real call; a timeout answers with an error result, never a hang."

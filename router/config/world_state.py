@@ -1,0 +1,37 @@
+"""The `world_state` section: each session's world kept outside the world model (a
+shell's files, working directory and variables; MCP answers aligned with recorded
+sessions), answering simulated calls it determines before the model is asked."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from backends.options import Strict
+
+_CHANNELS = ("shell", "mcp")
+
+
+class WorldStateConfig(Strict):
+    """Simulated calls are answered from the session's world state where it determines the
+    answer (`state`), from a recorded real session that made the same calls
+    (`replay-aligned`, MCP), and by the world model, given the state a call touches,
+    only for the rest."""
+
+    enabled: bool = Field(default=True, description="Keep each session's world state and answer simulated calls from it.")
+    off: list[str] = Field(
+        default=[],
+        description="Where it stays off: a channel (`shell`, `mcp`) or an MCP server (`mcp/NAME`); those calls go to the model.",
+    )
+
+    @field_validator("off")
+    @classmethod
+    def _known_places(cls, places: list[str]) -> list[str]:
+        for place in places:
+            channel, _, server = place.partition("/")
+            if channel not in _CHANNELS or (channel == "shell" and server):
+                raise ValueError(f"{place!r} is not a channel ({', '.join(_CHANNELS)}) or an MCP server (mcp/NAME)")
+        return places
+
+    def on_for(self, channel: str, server: str) -> bool:
+        """Whether the world state answers and learns for calls of (channel, server)."""
+        return self.enabled and channel not in self.off and f"{channel}/{server}" not in self.off
