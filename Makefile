@@ -40,6 +40,7 @@ bench: setup
 	.venv/bin/python benchmarks/sim_format.py
 	.venv/bin/python benchmarks/shell_pool.py
 	.venv/bin/python benchmarks/shell_exec.py
+	.venv/bin/python benchmarks/shell_state_equality.py
 	.venv/bin/python benchmarks/browser_actions.py
 	.venv/bin/python benchmarks/http_overhead.py
 	.venv/bin/python benchmarks/store_scaling.py

@@ -30,6 +30,7 @@ benchmarks=(
   "dashboard_queries.py --redis"
   shell_pool.py
   shell_exec.py
+  shell_state_equality.py
   browser_actions.py
   sim_step_latency.py
   sim_format.py

@@ -1,0 +1,16 @@
+"""The world's state, kept outside the world model (issue 37).
+
+A simulated tool answer is only as good as the world it describes: a model that tracks
+files, listings and counters in its tokens forgets and contradicts them. Here each kind
+of world keeps its state as plain, JSON-serialisable data, learns it from every answer
+the agent gets (real, replayed or simulated, each with its provenance), and answers
+itself whatever the state determines, so the model only writes what the state cannot.
+
+One folder per kind of world, each a pure library (no I/O, no clock, no model):
+`shell/` (a virtual filesystem, working directory, environment and last exit code,
+driven by parsed bash command lines). Who keeps a state per session, and when the
+model is asked instead, is the engine's business, not this package's.
+
+May import: `router.types` and `shadow` (as every backend), never `policies` or the
+rest of `router`.
+"""

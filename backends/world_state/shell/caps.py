@@ -1,0 +1,47 @@
+"""The bounds on what one session's shell state keeps (issue 37: 256 KB, 1,000 paths).
+
+Beyond them, names are kept and contents dropped (marked unknown: a later read asks the
+world model). Names themselves stop at `MAX_NAMES`; past it the newest names go too and
+their directory's listing becomes unknown, so memory stays bounded whatever an agent does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from backends.world_state.shell.filesystem import FileSystem, parent_of
+
+MAX_CONTENT_BYTES = 256 * 1024
+MAX_PATHS = 1000
+MAX_NAMES = 4 * MAX_PATHS
+
+
+def enforce(fs: FileSystem) -> None:
+    """Brings `fs` within the caps, in place."""
+    if len(fs.nodes) > MAX_NAMES:
+        _drop_newest_names(fs, len(fs.nodes) - MAX_NAMES)
+    if len(fs.nodes) > MAX_PATHS:
+        # Contents of the paths past the first 1,000 (by creation) go.
+        for path in sorted(fs.nodes, key=lambda p: fs.nodes[p].order)[MAX_PATHS:]:
+            if fs.nodes[path].content is not None:
+                fs.nodes[path] = replace(fs.nodes[path], content=None, invented=False)
+    sizes = {path: len(node.content) for path, node in fs.nodes.items() if node.content is not None}
+    if sum(sizes.values()) * 4 <= MAX_CONTENT_BYTES:  # UTF-8 takes at most 4 bytes a character
+        return
+    sizes = {path: len(fs.nodes[path].content.encode("utf-8", "surrogatepass")) for path in sizes}  # type: ignore[union-attr]
+    total = sum(sizes.values())
+    # The largest contents go first: the fewest files lose what the state knows of them.
+    for path in sorted(sizes, key=lambda p: (-sizes[p], p)):
+        if total <= MAX_CONTENT_BYTES:
+            break
+        fs.nodes[path] = replace(fs.nodes[path], content=None, invented=False)
+        total -= sizes[path]
+
+
+def _drop_newest_names(fs: FileSystem, count: int) -> None:
+    for path in sorted(fs.nodes, key=lambda p: -fs.nodes[p].order)[:count]:
+        if path in fs.nodes:  # not gone with a folder removed before it
+            fs.remove(path)
+            directory = parent_of(path)
+            if directory in fs.nodes:
+                fs.nodes[directory] = replace(fs.nodes[directory], complete=False)
