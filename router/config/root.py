@@ -36,8 +36,8 @@ from router.config.sections import (
     StoreConfig,
 )
 from router.config.upstream_guard import UpstreamGuardConfig
-from router.config.world_state import WorldStateConfig
 from router.config.world_model import WorldModelConfig
+from router.config.world_state import WorldStateConfig
 from router.config.yaml_document import DocumentTooLarge, check_depth, check_expanded_size, describe_yaml_error
 from router.types import Mode, Route
 

@@ -18,6 +18,7 @@ from router.addons.stated_facts import FactKeeper
 from router.addons.tracing import CallTracer
 from router.addons.upstream_guard.guard import UpstreamGuard
 from router.addons.virtual_servers import VirtualServerRoutes
+from router.addons.world_state import WorldStateKeeper, workspace_reader
 from router.config import Config
 from router.engine.addons import CallAddon
 from router.types import SessionSlice
@@ -60,6 +61,10 @@ def default_addons(
         FactKeeper(limit=config.world_model.facts_kept, every_session=config.may_simulate()),
         PolicyMarks(policy_after_calls()),
         ShellStateKeeper(),
+        # Each session's world kept outside the model, learnt from every route's answer.
+        WorldStateKeeper(on_for=config.world_state.on_for, workspace_files=workspace_reader(config.shell_workspace))
+        if config.world_state.enabled
+        else None,
         tracer,
         ShadowSampling(shadow, rate=config.shadow.rate),
     ]

@@ -89,7 +89,7 @@ class Runtime:
         self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
         self.examples.visible = self.replay.visible
         self.examples.namespaces = self.replay.visible_namespaces
-        self.simulator = build_simulator(config, self.store, self.world_model, self.examples)
+        self.simulator = build_simulator(config, self.store, self.world_model, self.examples, replay=self.replay)
         self.shadow_runner = ShadowRunner(
             simulator=self.simulator,
             store=self.store,

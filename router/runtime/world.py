@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from backends.replay import ReplayBackend
 from router.config import Config
 from router.types import HISTORY_IN_MEMORY, Call, Observation, Session, Simulator, Steer, Turn
 from shadow.store.protocol import RecordStore
@@ -139,10 +140,28 @@ def build_engine(config: Config) -> Any:
     )
 
 
-def build_simulator(config: Config, store: RecordStore, engine: Any, examples: ExampleLookup) -> Simulator:
-    """One simulator for every channel, its sessions' whole history read back from the store."""
-    simulator = build_world_simulator(config, store, engine, examples)
-    return HistoryReadBack(simulator, store, shared=config.store.redis_url is not None, examples=examples)
+def build_simulator(
+    config: Config, store: RecordStore, engine: Any, examples: ExampleLookup, *, replay: ReplayBackend | None = None
+) -> Simulator:
+    """One simulator for every channel, its sessions' whole history read back from the
+    store; with the world state on (`world_state`), answering first from the session's
+    state and, given the replay backend, from aligned recorded sessions
+    (backends/world_state/simulation.py)."""
+    simulator: Simulator = HistoryReadBack(
+        build_world_simulator(config, store, engine, examples), store, shared=config.store.redis_url is not None, examples=examples
+    )
+    if not config.world_state.enabled:
+        return simulator
+    from backends.alignment import AlignedReplay
+    from backends.world_state.simulation import StatefulSimulator
+
+    return StatefulSimulator(
+        simulator,
+        aligned=AlignedReplay(store, replay) if replay is not None else None,
+        on_for=config.world_state.on_for,
+        screen_lines=config.shell.screen_lines,
+        screen_chars=config.shell.screen_chars,
+    )
 
 
 def build_world_simulator(config: Config, store: RecordStore, engine: Any, examples: ExampleLookup) -> Any:

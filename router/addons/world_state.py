@@ -1,0 +1,125 @@
+"""Keeps each session's world state (backends/world_state) from every answer the agent
+gets, on every route, so real, replayed and simulated steps tell one consistent world:
+a real `echo x > f` is in the state a later simulated `cat f` reads.
+
+- `decided`: a shell call about to run: the session's shell world is made (a fresh
+  sandbox's, with the configured workspace's files) and, with a Redis store, read from
+  the shared state first (another replica may have served the session's last step).
+- `finished`: the answer's lesson learnt (`observe`: the line's effects, what the answer
+  shows, a simulated answer's marked invented), unless the answer came from the state
+  itself (its effects are applied already), was perturbed, or was simroute's own; then
+  shared. Learning from the record as stored means what the state holds, and what
+  reaches Redis or a prompt from it, is redacted as records are.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from backends.shell.screen import ShellResult
+from backends.world_state.session import WorldState
+from backends.world_state.shell import observe, seed_files
+from router.engine.addons import CallAddon
+from router.engine.pending import Pending
+from router.types import Provenance
+from shadow.records import Record
+from shadow.store.protocol import StoreError
+
+if TYPE_CHECKING:
+    from router.engine.parts import EngineParts
+
+log = logging.getLogger("simroute.world_state")
+
+_FROM_STATE = "state"
+
+
+class WorldStateKeeper(CallAddon):
+    def __init__(
+        self,
+        *,
+        on_for: Callable[[str, str], bool] = lambda channel, server: True,
+        workspace_files: Callable[[], Mapping[str, str]] = dict,
+    ) -> None:
+        self.on_for = on_for  # the world_state section's switch, per (channel, server)
+        self.workspace_files = workspace_files  # what a new sandbox's /workspace holds (shell.workspace)
+        self.engine: EngineParts | None = None
+
+    def load(self, engine: EngineParts) -> None:
+        self.engine = engine
+
+    async def decided(self, pending: Pending) -> None:
+        call, session = pending.call, pending.session
+        if call.channel != "shell" or not self.on_for(call.channel, call.server) or self.engine is None:
+            return
+        state = self.engine.session_state
+        if state.shared:
+            try:
+                stored = await state.read(session, WorldState, "shell")
+            except StoreError as exc:  # this replica's own copy stands until Redis is back
+                log.warning("world state of session %s not read: %s", session.id[:8], exc)
+                stored = None
+            if stored is not None:
+                session.slice(WorldState).merge({"shell": stored})
+                session.slice(WorldState).synced = {"shell": stored}
+        world = session.slice(WorldState)
+        if world.shell is None:
+            seed_files(world.shell_world(), self.workspace_files())
+
+    async def finished(self, pending: Pending, record: Record) -> None:
+        call, served = record.call, record.served
+        if call.channel != "shell" or not self.on_for(call.channel, call.server) or self.engine is None:
+            return
+        if record.perturbation is not None or served.provenance is Provenance.NONE or record.status == "started":
+            return
+        if served.source is not None and served.source.sub == _FROM_STATE:
+            changed = True  # the state answered: its effects are applied already
+        else:
+            changed = self._observe(pending, record)
+        if changed:
+            await self._share(pending)
+
+    @staticmethod
+    def _observe(pending: Pending, record: Record) -> bool:
+        command, served = record.call.arguments.get("command"), record.served
+        structured = served.structured if isinstance(served.structured, dict) else None
+        if not isinstance(command, str) or structured is None:
+            return False  # an answer that does not show the shell (an unparsed simulation)
+        world = pending.session.slice(WorldState).shell_world()
+        observe(world, command, ShellResult.from_structured(structured), provenance=served.provenance)
+        return True
+
+    async def _share(self, pending: Pending) -> None:
+        assert self.engine is not None
+        try:
+            await self.engine.session_state.save(pending.session, WorldState)
+        except StoreError as exc:  # kept on this replica; shared with its next save
+            log.warning("world state of session %s not shared: %s", pending.session.id[:8], exc)
+
+
+def workspace_reader(folder: object, *, max_files: int = 200, max_bytes: int = 256 * 1024) -> Callable[[], Mapping[str, str]]:
+    """The text files of the configured shell workspace (`shell.workspace`), as a new
+    sandbox's /workspace holds them (relative path -> text), within the state's caps;
+    read once, on the first session that needs them."""
+    from pathlib import Path
+
+    @functools.cache
+    def read() -> Mapping[str, str]:
+        if folder is None or not Path(str(folder)).is_dir():
+            return {}
+        root, files, used = Path(str(folder)), {}, 0
+        for path in sorted(root.rglob("*")):
+            if len(files) >= max_files or used >= max_bytes:
+                break
+            if path.is_file():
+                try:
+                    text = path.read_text()
+                except (UnicodeDecodeError, OSError):
+                    continue
+                files[path.relative_to(root).as_posix()] = text
+                used += len(text.encode())
+        return files
+
+    return read
