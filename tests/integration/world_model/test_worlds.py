@@ -101,6 +101,8 @@ def test_an_episode_world_extends_or_replaces_the_configured_one_on_every_channe
             mcp_prompt = prompt_of(stub.bodies[-1])
             fetched = served.call(extended, "http_request", method="GET", url="http://api.lumen.test/v1/today")
             assert '"date": "2031-05-01"' in text_of(fetched)
+            for step in (told, fetched):  # an episode's MCP and HTTP answers name their source alike
+                assert step["observation"]["result"]["_meta"]["simroute"]["source"] == {"sub": "model", "model": "stub"}
             http_prompt = prompt_of(stub.bodies[-1])
             for prompt in (mcp_prompt, http_prompt):  # its date and facts win; the configured ones it does not override stay
                 assert "Current date: 2031-05-01\n- ceo: Ada Park\n- city: Quito\n- order 7: late\n" + WORLD_TEXT in prompt
