@@ -1,7 +1,8 @@
 """The pipeline's types: every channel speaks `Call` in and `Observation` out.
 
-A leaf module: it imports nothing from the rest of simroute, and every other
-room imports it.
+A leaf module: it imports nothing from the rest of simroute but `router.source`
+(an observation's `Source`, a leaf too, re-exported here), and every other room
+imports it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
+
+from router.source import Source as Source
 
 
 class Route(StrEnum):
@@ -72,6 +75,9 @@ class Observation:
     is_error: bool = False
     structured: dict[str, Any] | None = None
     latency_s: float = 0.0
+    # Where within its provenance it came from (None: nothing more to say, as in every
+    # record written before sources existed).
+    source: Source | None = None
 
     @property
     def truncated(self) -> bool:
@@ -92,22 +98,32 @@ class Observation:
         return "\n".join(block.get("text", "") for block in self.content if block.get("type") == "text")
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "content": self.content,
             "structured": self.structured,
             "is_error": self.is_error,
             "provenance": str(self.provenance),
             "latency_s": self.latency_s,
         }
+        # Only when it says something: an observation without one is written as before.
+        if (source := self.source_json()) is not None:
+            out["source"] = source
+        return out
+
+    def source_json(self) -> dict[str, Any] | None:
+        """The source as every carrier writes it; None when there is none to tell."""
+        return (self.source.to_json() or None) if self.source is not None else None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Observation:
+        source = data.get("source")
         return cls(
             content=list(data.get("content") or []),
             structured=data.get("structured"),
             is_error=bool(data.get("is_error")),
             provenance=Provenance(data.get("provenance", "none")),
             latency_s=float(data.get("latency_s") or 0.0),
+            source=Source.from_json(source) if isinstance(source, dict) and source else None,
         )
 
 

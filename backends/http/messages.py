@@ -29,6 +29,7 @@ PROVENANCE_HEADER = "X-Simroute-Provenance"
 ROUTE_HEADER = "X-Simroute-Route"
 RECORD_HEADER = "X-Simroute-Record"
 PERTURBATION_HEADER = "X-Simroute-Perturbation"  # a perturbed answer's {kind, rule, seed, n}, as compact JSON
+SOURCE_HEADER = "X-Simroute-Source"  # where within its provenance the answer came from ({sub, model, …}), as compact JSON
 SAFETY_HEADER = "X-Simroute-Safety"  # the safety gate's class of the request (safe, side_effect, destructive, unknown)
 # Not part of a recorded or replayed response: they describe one connection or one encoding.
 HOP_BY_HOP = frozenset(

@@ -38,6 +38,9 @@ class Completion:
     evaluated_tokens: int  # prompt tokens actually evaluated (not reused from a cached prefix)
     latency_s: float
     finish_reason: str
+    # The model that answered (a GGUF file's name, a served model's name), named in the
+    # observation's source; per completion, as an engine may pick a model per request.
+    model: str = ""
 
 
 class WorldModelEngine(Protocol):

@@ -254,6 +254,7 @@ class LlamaCppEngine:
             evaluated_tokens=evaluated,
             latency_s=time.monotonic() - started,
             finish_reason=str(choice.get("finish_reason")),
+            model=self.model_path.name,
         )
 
     @staticmethod

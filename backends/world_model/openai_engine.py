@@ -132,6 +132,8 @@ class OpenAICompatibleEngine:
             evaluated_tokens=prompt_tokens - cached,
             latency_s=time.monotonic() - started,
             finish_reason=str(choice.get("finish_reason")),
+            # The name asked for, not the answer's `model`: some servers (llama-server) answer a placeholder there.
+            model=self.model,
         )
 
     async def _post(self, url: str, body: dict[str, Any], json_schema: dict[str, Any] | None, timeout_s: float) -> Any:

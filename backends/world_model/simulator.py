@@ -11,7 +11,9 @@ more (another seed, the configured temperature) before a clear error.
 
 Never raises for a model failure: a timeout, an overflow, an empty or invalid
 answer, a missing model or a down server each become an error observation
-tagged `sim` that names the cause.
+tagged `sim` that names the cause. Only an answer the model wrote carries a
+source (`sub: model`, and the model that wrote it): an error simroute made in its
+place carries none.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from backends.world_model.engine import Completion, ModelUnavailable, WorldModel
 from backends.world_model.facts import StatedFacts, render_facts
 from backends.world_model.grounding import Grounding, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
-from router.types import Call, Observation, Provenance, Session, SessionWorld, Steer
+from router.types import Call, Observation, Provenance, Session, SessionWorld, Source, Steer
 
 log = logging.getLogger("simroute.sim")
 
@@ -172,6 +174,7 @@ class WorldModelSimulator:
                     problem = str(exc)
                 if not problem:
                     observation.provenance = Provenance.SIM
+                    observation.source = Source(sub="model", model=completion.model or None)
                     observation.latency_s = time.monotonic() - started
                     return observation
                 log.info("malformed prediction for %s %s.%s (%s); asking once more", call.channel, call.server, call.tool, problem)

@@ -81,7 +81,9 @@ async function overview(main) {
     el("span", {}, `shadow skipped: ${data.shadow_skipped ?? "–"}`),
     el("span", { id: "perturbed-calls", title: "calls this router perturbed since it started, by kind" },
       `perturbed: ${Object.values(data.perturbations || {}).reduce((n, c) => n + c, 0)}`
-      + (Object.keys(data.perturbations || {}).length ? ` (${Object.entries(data.perturbations).map(([k, c]) => `${k} ${c}`).join(", ")})` : ""))));
+      + (Object.keys(data.perturbations || {}).length ? ` (${Object.entries(data.perturbations).map(([k, c]) => `${k} ${c}`).join(", ")})` : "")),
+    ...(Object.keys(data.sources || {}).length ? [el("span", { id: "answer-sources", title: "calls this router served an answer with a source, by provenance/sub" },
+      `by source: ${Object.entries(data.sources).map(([k, c]) => `${k} ${c}`).join(", ")}`)] : [])));
   if (!total) { main.append(el("p", { class: "note" }, "No records in this range.")); return; }
   const grid = el("div", { class: "charts" });
   main.append(grid);
@@ -141,6 +143,13 @@ async function fidelity(main) {
   if (!rows.length) main.append(el("p", { class: "note" }, "No records in this range."));
 }
 
+// Where within its provenance an answer came from ({sub, model, …}): "model stub"; "" for none.
+function sourceText(source) {
+  if (!source) return "";
+  const { sub, model, ...extra } = source;
+  return [sub, model, ...Object.entries(extra).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)].filter(Boolean).join(" ");
+}
+
 function recordRow(r) {
   // A call rehearsal kept away from the real world (diverted to sim, or denied).
   const diverted = (r.policy || "").startsWith("rehearsal") && r.route !== "real";
@@ -149,7 +158,7 @@ function recordRow(r) {
   return el("tr", { class: classes, "data-id": r.id, onclick: () => go({ view: "record", id: r.id }) },
     el("td", {}, when(r.ts)), el("td", {}, el("a", { onclick: (e) => { e.stopPropagation(); go({ view: "session", session: r.session }); } }, r.session)),
     el("td", {}, String(r.step)), el("td", {}, r.channel), el("td", {}, `${r.server}.${r.tool}`), el("td", {}, r.route),
-    el("td", {}, r.provenance), el("td", {}, r.status), el("td", {}, fmt(r.divergence)), el("td", {}, r.divergence_kind || ""),
+    el("td", { class: "provenance" }, r.source ? `${r.provenance} (${sourceText(r.source)})` : r.provenance), el("td", {}, r.status), el("td", {}, fmt(r.divergence)), el("td", {}, r.divergence_kind || ""),
     el("td", { title: r.reason || "" }, r.policy || ""),
     el("td", { class: "perturbation" }, p ? `${p.kind} (${p.rule}, call ${p.n}${p.page ? `, page ${p.page}` : ""})` : ""));
 }
@@ -206,7 +215,8 @@ async function record(main) {
   const { record: r, diffs = {}, judge: judged = [] } = await api("record", { id: state().get("id") });
   if (!r) { main.append(el("p", {}, "No such record.")); return; }
   const evidence = Object.assign({ divergent: [], masked: [], note: "" }, r.divergence_evidence || {});
-  main.append(el("h2", {}, `${r.channel} ${r.server}.${r.tool} — ${r.route} (${r.provenance})`),
+  const source = sourceText((r.observation || {}).source);
+  main.append(el("h2", {}, `${r.channel} ${r.server}.${r.tool} — ${r.route} (${r.provenance}${source ? `: ${source}` : ""})`),
     el("p", {}, `Decision: ${r.route} by ${r.policy}: ${r.reason}`),
     ...(r.perturbation ? [el("p", { class: "perturbation" }, `Perturbed: ${r.perturbation.kind} by ${r.perturbation.rule} (seed ${r.perturbation.seed}, call ${r.perturbation.n})${r.note ? ` — ${r.note}` : ""}`)] : []),
     el("p", {}, `Session `, el("a", { onclick: () => go({ view: "session", session: r.session, id: null }) }, r.session), ` step ${r.step}; divergence ${fmt(r.divergence)} (${r.divergence_kind || "not shadowed"})`),

@@ -2,8 +2,9 @@
 
 Counted where records are written (`RecordLog.observers`): a call is counted
 once, when its record first reaches a finished status (a perturbed one counted by
-its perturbation's kind too); its divergence when the
-shadow comparison lands (possibly later, in a second write of the record).
+its perturbation's kind too, one whose served answer names a source by the
+source's `sub` too); its divergence when the shadow comparison lands (possibly
+later, in a second write of the record).
 The world model's tokens and generation time are counted per completion
 (`WorldModelSimulator.observers`), by engine and domain (the call's channel).
 Live gauges (shadow queue, skips, spool) are read from the runtime at scrape
@@ -84,6 +85,14 @@ class CallMetrics:
             buckets=GENERATION_BUCKETS_S,
             registry=self.registry,
         )
+        # Apart from simroute_calls, whose series stay as they were: a served answer's source
+        # (router.types.Source) by its `sub`, a value simroute sets (a bounded label).
+        self.sources = Counter(
+            "simroute_call_sources",
+            "Routed calls whose served answer names its source, by channel, provenance and the source's sub.",
+            ("channel", "provenance", "sub", *scope),
+            registry=self.registry,
+        )
         self.perturbations = Counter(
             "simroute_perturbations",
             "Calls a perturbation plan faulted, delayed or changed, by channel and kind.",
@@ -107,6 +116,8 @@ class CallMetrics:
             outcome = "error" if record.served.is_error else record.status
             self.calls.labels(record.call.channel, str(record.decision.route), str(record.served.provenance), outcome, *scope).inc()
             self.latency.labels(str(record.decision.route), *scope).observe(max(record.served.latency_s, 0.0))
+            if record.served.source is not None and record.served.source.sub:
+                self.sources.labels(record.call.channel, str(record.served.provenance), record.served.source.sub, *scope).inc()
             if record.perturbation is not None:
                 self.perturbations.labels(record.call.channel, str(record.perturbation.get("kind")), *scope).inc()
             divergence_counted = False

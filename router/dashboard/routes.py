@@ -11,6 +11,7 @@ import asyncio
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -188,21 +189,17 @@ class Dashboard:
         return {"policy": self.pins_policy, "pins": await self.store.pins(), "changes": await self.store.pin_changes()}
 
     def _live(self, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
-        """This process's live figures: the shadow queue, and the calls it perturbed by
-        kind (with tokens, those of the namespaces the request may see)."""
+        """This process's live figures: the shadow queue, the calls it perturbed by kind,
+        and the calls it served an answer with a source by provenance and sub
+        (`sim/model`); with tokens, those of the namespaces the request may see."""
         families = list(self.metrics.registry.collect())
         gauges = {m.name: m.samples[0].value for m in families if m.name.startswith("simroute_shadow") and m.samples}
         visible = None if namespaces is None else {prefix.rstrip("/") for prefix in namespaces}
-        perturbations: dict[str, int] = {}
-        for sample in (s for m in families if m.name == "simroute_perturbations" for s in m.samples if s.name.endswith("_total")):
-            if visible is not None and sample.labels.get("namespace") not in visible:
-                continue
-            kind = sample.labels["kind"]
-            perturbations[kind] = perturbations.get(kind, 0) + int(sample.value)
         return {
             "shadow_queue": gauges.get("simroute_shadow_queue_depth"),
             "shadow_skipped": gauges.get("simroute_shadow_skipped"),
-            "perturbations": perturbations,
+            "perturbations": _counted(families, "simroute_perturbations", lambda labels: labels["kind"], visible),
+            "sources": _counted(families, "simroute_call_sources", lambda labels: f"{labels['provenance']}/{labels['sub']}", visible),
         }
 
     # --- /metrics ----------------------------------------------------------------------------
@@ -242,6 +239,16 @@ async def annotate_judge(store: Any, where: RecordFilter, rows: list[dict[str, A
         )
 
 
+def _counted(families: list[Any], name: str, key: Callable[[dict[str, str]], str], visible: set[str] | None) -> dict[str, int]:
+    """A counter's totals summed by `key` of their labels, over the namespaces `visible` (None: all)."""
+    out: dict[str, int] = {}
+    for sample in (s for m in families if m.name == name for s in m.samples if s.name.endswith("_total")):
+        if visible is not None and sample.labels.get("namespace") not in visible:
+            continue
+        out[key(sample.labels)] = out.get(key(sample.labels), 0) + int(sample.value)
+    return out
+
+
 _NO_STORE = {"cache-control": "no-store"}
 _SUMMARY_FIELDS = (
     "id",
@@ -264,4 +271,5 @@ _SUMMARY_FIELDS = (
 
 
 def _summary(row: dict[str, Any]) -> dict[str, Any]:
-    return {name: row.get(name) for name in _SUMMARY_FIELDS}
+    # The served answer's source ({sub, model, …}; None: none) is read from its observation, not a column.
+    return {**{name: row.get(name) for name in _SUMMARY_FIELDS}, "source": (row.get("observation") or {}).get("source")}

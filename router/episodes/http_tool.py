@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2 as httpx
 
-from backends.http.messages import PERTURBATION_HEADER, PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER
+from backends.http.messages import PERTURBATION_HEADER, PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER, SOURCE_HEADER
 from router.http.ca import certificate_path
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ class EpisodeHttp:
         }
         if PERTURBATION_HEADER in response.headers:  # a perturbation the agent got: {kind, rule, seed, n}
             meta["perturbation"] = json.loads(response.headers[PERTURBATION_HEADER])
+        if SOURCE_HEADER in response.headers:  # where within its provenance the answer came from: {sub, model, …}
+            meta["source"] = json.loads(response.headers[SOURCE_HEADER])
         structured = {"status": response.status_code, "headers": dict(response.headers), "body": response.text}
         own = meta["provenance"] == "none" and response.status_code >= 400  # simroute's own answer: a refusal or a failure
         result = {

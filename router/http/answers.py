@@ -27,6 +27,7 @@ from backends.http.messages import (
     RECORD_HEADER,
     ROUTE_HEADER,
     SAFETY_HEADER,
+    SOURCE_HEADER,
     BodyCapture,
     encode_body,
     error_structured,
@@ -93,6 +94,8 @@ class RealAnswers:
             return
         response = flow.response
         response.headers[PROVENANCE_HEADER] = "real"
+        # A real answer has no source: an upstream's own header of that name would pass for simroute's.
+        response.headers.pop(SOURCE_HEADER, None)
         response.headers[ROUTE_HEADER] = str(real.pending.decision.route)
         if real.pending.decision.safety:
             response.headers[SAFETY_HEADER] = real.pending.decision.safety

@@ -1,13 +1,14 @@
 """mitmproxy flows as simroute reads and answers them: a request's URL and server,
 header fields, whether a response streams, and the answers simroute makes itself
-(with the provenance, route, record and safety headers every answer carries)."""
+(with the provenance, route, record and safety headers every answer carries, and
+the source header of an answer that has one)."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
 
-from backends.http.messages import PERTURBATION_HEADER, PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER, SAFETY_HEADER
+from backends.http.messages import PERTURBATION_HEADER, PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER, SAFETY_HEADER, SOURCE_HEADER
 from router.types import Route
 from shadow.compare.http_canonical import authority
 
@@ -66,4 +67,6 @@ def make_response(
             response.headers[SAFETY_HEADER] = outcome.record.decision.safety
         if outcome.record.perturbation is not None:
             response.headers[PERTURBATION_HEADER] = json.dumps(outcome.record.perturbation, separators=(",", ":"))
+        if (source := outcome.observation.source_json()) is not None:  # ASCII-escaped: a header is latin-1
+            response.headers[SOURCE_HEADER] = json.dumps(source, separators=(",", ":"))
     return response

@@ -48,6 +48,7 @@ def simroute_meta(record: Record) -> dict[str, Any]:
         "record_id": record.id,
         **({"note": record.note} if record.note else {}),
         **({"perturbation": record.perturbation} if record.perturbation is not None else {}),
+        **({"source": source} if (source := record.served.source_json()) is not None else {}),
     }
 
 

@@ -41,9 +41,14 @@ class LivePrompts:
 
     def prompt(self, call: Call, history: Sequence[Turn]) -> list[dict[str, Any]]:
         grounding, messages = self.simulator.grounded_messages(call, Session(id=call.session_id, history=list(history)))
-        shown = [turn.observation.provenance for turn in history if turn.call.channel == call.channel and turn.call.server == call.server]
-        demonstrated = [(row.get("observation") or {}).get("provenance", "none") for row in grounding.rows]
-        return marked(messages, [str(p) for p in shown], demonstrated)
+        shown = [turn.observation for turn in history if turn.call.channel == call.channel and turn.call.server == call.server]
+        demonstrated = [row.get("observation") or {} for row in grounding.rows]
+        return marked(
+            messages,
+            [str(o.provenance) for o in shown],
+            [o.get("provenance", "none") for o in demonstrated],
+            sources=([o.source_json() for o in shown], [o.get("source") or None for o in demonstrated]),
+        )
 
     def rendered(self, call: Call, history: Sequence[Turn], observation: Observation) -> str:
         from backends.world_model.grounding import Grounding
@@ -57,8 +62,15 @@ class LivePrompts:
         return messages[-2]["content"]
 
 
-def marked(messages: list[dict[str, str]], shown: Sequence[str], demonstrated: Sequence[str]) -> list[dict[str, Any]]:
-    """The prompt's assistant turns with the provenance of the observation each shows.
+def marked(
+    messages: list[dict[str, str]],
+    shown: Sequence[str],
+    demonstrated: Sequence[str],
+    *,
+    sources: tuple[Sequence[dict[str, Any] | None], Sequence[dict[str, Any] | None]] = ((), ()),
+) -> list[dict[str, Any]]:
+    """The prompt's assistant turns with the provenance of the observation each shows,
+    and its source where `sources` (of the shown turns, of the demonstrations) names one.
     The demonstrations are the last turns before the action (a prompt that had to
     shrink drops the oldest of them first); before them, the history turns of the
     call's environment (channel and server), the oldest dropped first: both aligned
@@ -67,8 +79,12 @@ def marked(messages: list[dict[str, str]], shown: Sequence[str], demonstrated: S
     assistants = [message for message in out if message["role"] == "assistant"]
     examples = min(len(demonstrated), len(assistants))
     history, shown_examples = assistants[: len(assistants) - examples], assistants[len(assistants) - examples :]
-    for message, provenance in zip(reversed(shown_examples), reversed(demonstrated), strict=False):
-        message["provenance"] = provenance
-    for message, provenance in zip(reversed(history), reversed(shown), strict=False):
-        message["provenance"] = provenance
+    shown_sources, demonstrated_sources = sources
+    for turns, provenances, turn_sources in ((shown_examples, demonstrated, demonstrated_sources), (history, shown, shown_sources)):
+        for message, provenance in zip(reversed(turns), reversed(provenances), strict=False):
+            message["provenance"] = provenance
+        # Aligned from the newest like the provenances (no sources given: none marked).
+        for message, source in zip(reversed(turns), reversed(turn_sources), strict=False):
+            if source is not None:
+                message["source"] = source
     return out

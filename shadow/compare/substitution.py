@@ -5,6 +5,7 @@ decides when; backends/replay.py serves it)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from router.types import Observation
 
@@ -18,4 +19,4 @@ def substituted(observation: Observation, recorded: str, value: str) -> Observat
     """`observation` with every occurrence of `recorded` replaced by `value`."""
     text = json.dumps([observation.content, observation.structured], ensure_ascii=False)
     content, structured = json.loads(text.replace(json_escaped(recorded), json_escaped(value)))
-    return Observation(content, observation.provenance, observation.is_error, structured, observation.latency_s)
+    return replace(observation, content=content, structured=structured)  # the rest (provenance, source…) as it was

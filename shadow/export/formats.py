@@ -6,25 +6,29 @@
   action is the user turn, the environment's observation the assistant turn; an
   assistant turn carries the `provenance` of the observation it shows), `turn_idx`
   (the turn to predict), `answer` (the real observation, in the environment's
-  native format), `domain`, and `meta` (where the example came from).
+  native format), `domain`, and `meta` (where the example came from). A turn, and
+  `meta` for the served answer, carry the observation's `source` too when it has
+  one (`{sub, model, …}`: router.types.Source).
 - `messages`: `{"messages": [...], "tools": []}`, the chat layout TRL and most
   fine-tuning stacks read; the last message is the real observation. Earlier
-  assistant turns are context: each carries its `provenance` and `weight: 0`
+  assistant turns are context: each carries its `provenance` (and `source`) and `weight: 0`
   (stacks that weigh messages train on the last one only). `tools` is empty: the
   world model calls no tools (the environment's tools are in its system message).
 - `preference`: `{"prompt", "chosen", "rejected"}` (TRL's conversational preference
-  layout): chosen the real observation, rejected the simulated one.
+  layout): chosen the real observation, rejected the simulated one (its source in
+  `meta.rejected_source`, when it has one).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from shadow.export.examples import Example
+from shadow.export.examples import Example, simulated_side
 
 
 def meta(example: Example, side: str) -> dict[str, Any]:
     record = example.record
+    source = record.served.source_json()
     return {
         "record": record.id,
         "session": record.call.session_id,
@@ -35,6 +39,7 @@ def meta(example: Example, side: str) -> dict[str, Any]:
         "tool": record.call.tool,
         "route": str(record.decision.route),
         "served": str(record.served.provenance),
+        **({"source": source} if source is not None else {}),
         "divergence": record.divergence,
     }
 
@@ -43,8 +48,9 @@ def agentworldbench(example: Example, side: str) -> dict[str, Any]:
     turns = []
     for index, message in enumerate(example.prompt[1:]):
         turn = {"turn_idx": index // 2 + 1, "role": message["role"], "content": message["content"]}
-        if "provenance" in message:
-            turn["provenance"] = message["provenance"]
+        for key in ("provenance", "source"):
+            if key in message:
+                turn[key] = message[key]
         turns.append(turn)
     return {
         "domain": example.domain,
@@ -71,11 +77,14 @@ def preference(example: Example, side: str) -> dict[str, Any] | None:
     if example.rejected is None:
         return None
     prompt = [{"role": message["role"], "content": message["content"]} for message in example.prompt]
+    simulated = simulated_side(example.record)
+    rejected_source = simulated.source_json() if simulated is not None else None
     return {
         "prompt": prompt,
         "chosen": [{"role": "assistant", "content": example.target}],
         "rejected": [{"role": "assistant", "content": example.rejected}],
-        "meta": meta(example, side),
+        # The rejected answer's source (the model that wrote it), when it names one.
+        "meta": {**meta(example, side), **({"rejected_source": rejected_source} if rejected_source is not None else {})},
     }
 
 

@@ -372,3 +372,21 @@ def test_fidelity_table_sorts_by_p_sim_once_a_model_is_trained(dashboard: Launch
     finally:
         model.unlink()
         model.with_suffix(".card.json").unlink()
+
+
+def test_an_answers_source_shows_beside_its_provenance(dashboard: Launched, page):
+    from dataclasses import replace
+
+    from kit.records import sourced_record
+
+    from shadow.records import new_record_id
+
+    record = replace(sourced_record(session="sourced-session", record_id=new_record_id()), ts=time.time())
+    dashboard.write([record.to_json()])
+    page.goto(f"{dashboard.url}/dashboard?view=session&session=sourced-session")
+    ready(page)
+    [row] = page.query_selector_all("#records tbody tr")
+    assert row.query_selector("td.provenance").inner_text() == "sim (model stub.gguf fork=f-1)"
+    page.goto(f"{dashboard.url}/dashboard?view=record&id={record.id}")
+    ready(page)
+    assert page.inner_text("#main h2").endswith("— sim (sim: model stub.gguf fork=f-1)")

@@ -13,6 +13,8 @@ from fastmcp.client.transports import StreamableHttpTransport
 from kit.launch import toolbox_server, write_config
 from kit.serve import parsed, scrape_around_a_call, serving
 
+from router.config.world_model import DEFAULT_MODEL_PATH
+
 pytestmark = pytest.mark.integration
 
 
@@ -78,6 +80,9 @@ async def test_metrics_count_the_world_models_tokens_and_generation_time(tmp_pat
     assert samples[("simroute_world_model_generation_seconds_sum", MCP_LLAMA)] > 0
     sim_calls = [value for (name, labels), value in samples.items() if name == "simroute_calls_total" and ("provenance", "sim") in labels]
     assert sim_calls == [1.0]
+    # The model's answer names its source, counted apart; an error made in its place names none.
+    sourced = samples.get(("simroute_call_sources_total", (("channel", "mcp"), ("provenance", "sim"), ("sub", "model"))))
+    assert sourced == (None if result.is_error else 1.0)
 
 
 async def test_a_known_servers_system_prompt_is_read_before_the_first_call(tmp_path: Path):
@@ -97,6 +102,7 @@ async def test_a_known_servers_system_prompt_is_read_before_the_first_call(tmp_p
             time.sleep(0.2)
         _, result, text = await scrape_around_a_call(port)
     assert result.meta["simroute"]["provenance"] == "sim" and not result.is_error, log.read_text()
+    assert result.meta["simroute"]["source"] == {"sub": "model", "model": Path(DEFAULT_MODEL_PATH).name}  # the GGUF file's name
     samples = parsed(text)
     completions = samples[("simroute_world_model_generation_seconds_count", MCP_LLAMA)]
     prompt = samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)] / completions  # each attempt has the same prompt

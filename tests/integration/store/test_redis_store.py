@@ -197,6 +197,16 @@ async def test_writes_between_on_redis(redis_server):
         await store.aclose()
 
 
+async def test_sources_round_trip_through_redis_and_an_old_record_reads_back_unchanged(redis_server):
+    from kit.records import check_sources_stored
+
+    store = await redis_store(redis_server).open()
+    try:
+        await check_sources_stored(store)
+    finally:
+        await store.aclose()
+
+
 async def test_two_router_processes_share_an_agent_sessions_occurrences(make_config, simroute_http, redis_server, tmp_path):
     """Two `simroute mcp --http` processes on one Redis: an agent session that moves
     between them keeps its replay occurrences (tickets 1, 2, 3 in order)."""

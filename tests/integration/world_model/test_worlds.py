@@ -1,6 +1,7 @@
 """Fictional worlds through `simroute serve`, launched as a user launches it, with an
 OpenAI-compatible model stub that keeps the prompts it was sent and echoes the world's
-date back: one world document shared by an MCP server and the HTTP channel, facts an
+date back: one world document shared by an MCP server and the HTTP channel (each
+answer naming its source, the served model), facts an
 answer stated early in a long session still told to the model when their turn no
 longer fits its context, and an episode's world extending or replacing the configured one."""
 
@@ -61,6 +62,9 @@ async def test_one_world_document_is_told_to_an_mcp_server_and_the_http_channel(
                 response = http.get("http://api.lumen.test/v1/today")
     assert meta_of(result)["provenance"] == "sim" and "today is 2031-04-02" in text
     assert response.headers["X-Simroute-Provenance"] == "sim" and response.json() == {"date": "2031-04-02"}
+    # Both answers name their source: the world model, the served model's name.
+    assert meta_of(result)["source"] == {"sub": "model", "model": "stub"}
+    assert json.loads(response.headers["X-Simroute-Source"]) == {"sub": "model", "model": "stub"}
     mcp_prompt, http_prompt = (
         next(prompt_of(body) for body in stub.bodies if body["messages"][0]["content"].startswith(head))
         for head in ("You are the MCP server", "You are the HTTP server")
@@ -97,6 +101,8 @@ def test_an_episode_world_extends_or_replaces_the_configured_one_on_every_channe
             mcp_prompt = prompt_of(stub.bodies[-1])
             fetched = served.call(extended, "http_request", method="GET", url="http://api.lumen.test/v1/today")
             assert '"date": "2031-05-01"' in text_of(fetched)
+            for step in (told, fetched):  # an episode's MCP and HTTP answers name their source alike
+                assert step["observation"]["result"]["_meta"]["simroute"]["source"] == {"sub": "model", "model": "stub"}
             http_prompt = prompt_of(stub.bodies[-1])
             for prompt in (mcp_prompt, http_prompt):  # its date and facts win; the configured ones it does not override stay
                 assert "Current date: 2031-05-01\n- ceo: Ada Park\n- city: Quito\n- order 7: late\n" + WORLD_TEXT in prompt

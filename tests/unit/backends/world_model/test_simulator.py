@@ -9,7 +9,7 @@ import pytest
 from backends.world_model.engine import Completion, ContextOverflow, ModelUnavailable, WorldModelTimeout
 from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
-from router.types import Call, Observation, Provenance, Session, Turn
+from router.types import Call, Observation, Provenance, Session, Source, Turn
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -30,7 +30,7 @@ class ScriptedEngine:
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
-        return Completion(answer, 100, 10, 100, 0.01, "stop")
+        return Completion(answer, 100, 10, 100, 0.01, "stop", model="scripted.gguf")
 
     async def aclose(self):
         pass
@@ -271,3 +271,11 @@ async def test_size_budgets_follow_the_recorded_answers_in_process_but_not_on_an
     else:
         assert asked["max_tokens"] < 512  # the in-process engine's budget follows the recorded sizes
         assert asked["max_tokens"] <= 64
+
+
+async def test_the_models_answer_names_its_source_and_an_error_made_in_its_place_none():
+    observation = await simulator(ScriptedEngine('{"n": 3}'), schema=SCHEMA).simulate(CALL, Session("s"), deadline_s=5)
+    assert observation.source == Source(sub="model", model="scripted.gguf")
+    assert observation.to_json()["source"] == {"sub": "model", "model": "scripted.gguf"}
+    failed = await simulator(ScriptedEngine(WorldModelTimeout("too slow"))).simulate(CALL, Session("s"), deadline_s=5)
+    assert failed.is_error and failed.provenance is Provenance.SIM and failed.source is None

@@ -8,7 +8,7 @@ from dataclasses import replace
 from prometheus_client.parser import text_string_to_metric_families
 
 from router.dashboard.metrics import CallMetrics, RuntimeGauges, StoreTotals
-from router.types import Call, Decision, Observation, Provenance, Route
+from router.types import Call, Decision, Observation, Provenance, Route, Source
 from shadow.records import Record
 from shadow.store.protocol import StoreError
 
@@ -118,3 +118,16 @@ def test_a_perturbed_call_is_counted_once_by_its_kind():
     metrics.observe(record("complete", perturbation=perturbed), stored=True)
     metrics.observe(record("complete", id="r2"), stored=True)  # not perturbed
     assert samples(metrics)[("simroute_perturbations_total", (("channel", "mcp"), ("kind", "mislead")))] == 1
+
+
+def test_a_served_answers_source_is_counted_by_its_sub_beside_the_unchanged_call_series():
+    metrics = CallMetrics()
+    simulated = Observation(content=[], provenance=Provenance.SIM, source=Source(sub="model", model="m.gguf"))
+    metrics.observe(record("complete", decision=Decision(Route.SIM, "mode", ""), served=simulated), stored=True)
+    metrics.observe(record("complete", id="r2"), stored=True)  # a real answer: no source
+    got = samples(metrics)
+    assert got[("simroute_call_sources_total", (("channel", "mcp"), ("provenance", "sim"), ("sub", "model")))] == 1
+    assert [key for key in got if key[0] == "simroute_call_sources_total"] == [
+        ("simroute_call_sources_total", (("channel", "mcp"), ("provenance", "sim"), ("sub", "model")))
+    ]
+    assert got[("simroute_calls_total", (("channel", "mcp"), ("outcome", "complete"), ("provenance", "sim"), ("route", "sim")))] == 1
