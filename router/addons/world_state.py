@@ -109,7 +109,8 @@ def workspace_reader(folder: object, *, max_files: int = 200, max_bytes: int = 2
     def read() -> Mapping[str, str]:
         if folder is None or not Path(str(folder)).is_dir():
             return {}
-        root, files, used = Path(str(folder)), {}, 0
+        root, used = Path(str(folder)), 0
+        files: dict[str, str] = {}
         for path in sorted(root.rglob("*")):
             if len(files) >= max_files or used >= max_bytes:
                 break

@@ -13,12 +13,10 @@ same seed, options, world, history and counters.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import re
 import secrets
-import shlex
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -31,8 +29,9 @@ from router.engine.sessions import SessionLimitError
 from router.episodes import http_tool
 from router.episodes.episode import Episode, infra_failure
 from router.episodes.idempotency import lost_answer
+from router.episodes.initial_files import write_initial_files
 from router.episodes.options import EpisodeOptions
-from router.episodes.routes import EpisodeRoutes, shell_is_real
+from router.episodes.routes import EpisodeRoutes
 from router.episodes.shared import EpisodeRow, episode_share
 from router.episodes.verifiers import VerifierError, run_verifier
 from router.mcp.idempotency import IdempotencyError, IdempotencyLost, answered_once_by_key
@@ -189,7 +188,7 @@ class EpisodeHost:
             await self.share.update(session.id, ended="refused", forgotten=True)
             raise EpisodeCapacityError(f"simroute: at capacity: {exc}") from exc
         episode = self._episodes[session.id] = Episode(episode_id, token, session, seed, parsed, created=row.created)
-        await self._initial_files(episode)
+        await write_initial_files(self.runtime, episode)
         if world != row.world or episode.infra_error:  # the files told to a simulated shell
             await self.share.update(session.id, world=json.dumps(world), infra_error=episode.infra_error)
         await self.runtime.engine.remark(
@@ -199,31 +198,6 @@ class EpisodeHost:
             text=f"episode {episode_id} reset (seed {seed})",
         )
         return episode
-
-    async def _initial_files(self, episode: Episode) -> None:
-        """A real shell gets the files written into its sandbox; a simulated one is told
-        them in its world document. Which one the episode has is what its route decides
-        for a harmless command now."""
-        files = episode.options.files
-        if not files:
-            return
-        if self.runtime.shell is not None and shell_is_real(episode.session, self.runtime.engine.policies):
-            script = " && ".join(
-                f"mkdir -p {shlex.quote(_parent(path))} && printf %s {shlex.quote(base64.b64encode(text.encode()).decode())} "
-                f"| base64 -d > {shlex.quote(path)}"
-                for path, text in files.items()
-            )
-            try:
-                result = await self.runtime.shell.exec(episode.session_id, f"(cd /workspace && {script})", timeout_s=60.0)
-                problem = result.error or (result.output[-200:] if result.exit_code != 0 else None)
-            except Exception as exc:  # noqa: BLE001 -- a reset's boundary: no sandbox (no Docker engine) flags the episode, it does not fail the reset
-                problem = f"{type(exc).__name__}: {exc}"
-            if problem is not None:
-                episode.infra_error = True
-                log.warning("episode %s: writing its initial files failed: %s", episode.id, problem)
-            return
-        listing = "\n".join(f"--- /workspace/{path} ---\n{text}" for path, text in files.items())
-        episode.session.slice(SessionWorld).world["shell"] = f"Files in /workspace at the start:\n{listing}"
 
     # --- steps ------------------------------------------------------------------------
 
@@ -365,10 +339,6 @@ class EpisodeHost:
     async def _remark(self, episode: Episode, tool: str, text: str, structured: dict[str, Any] | None = None) -> None:
         call = Call("episode", "simroute", tool, {"episode_id": episode.id}, episode.session_id)
         await self.runtime.engine.remark(call, episode.session, policy="episodes", text=text, structured=structured)
-
-
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else "."
 
 
 def _tool_json(tool: Any) -> dict[str, Any]:

@@ -1,0 +1,67 @@
+"""Two replicas sharing Redis continue one session's world state: a file written through
+one (really, or simulated) is read from state on the other, with no model call."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from kit.redis import RedisServer
+
+from backends.shell.screen import ShellResult
+from backends.world_state.shell import new_world, run
+from backends.world_state.simulation import StatefulSimulator
+from policies.chain import default_policies
+from policies.rules import parse_rule
+from router.addons.world_state import WorldStateKeeper
+from router.runtime.addon_chain import shared_slices
+from router.types import Call, Observation, Provenance, Route, Session
+from shadow.store.redis.session_state import RedisSessionState
+from shadow.store.redis.store import RedisStore
+
+pytestmark = pytest.mark.integration
+
+
+def shell(command: str) -> Call:
+    return Call("shell", "shell", "shell_exec", {"command": command}, "agent")
+
+
+class RealSandbox:
+    def __init__(self) -> None:
+        self.world = new_world()
+
+    async def __call__(self, call: Call) -> Observation:
+        result = run(self.world, call.arguments["command"]).to_result()
+        return Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured())
+
+
+class NoModel:
+    calls = 0
+
+    async def simulate(self, call, session, *, deadline_s, background=False, steer=None):
+        NoModel.calls += 1
+        return Observation.error("no model here", Provenance.SIM)
+
+
+async def test_two_replicas_continue_one_sessions_world_state(tmp_path, redis_server: RedisServer):
+    from kit.engine import make_engine
+
+    store = RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}")
+    written_real = parse_rule({"match": {"arguments": {"command": "echo one*"}}, "route": "real"})
+    replicas = []
+    for name in ("a", "b"):
+        engine, _ = await make_engine(tmp_path / name, store=store)
+        engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
+        engine.policies = default_policies(rules=[written_real], mode=Route.SIM)
+        engine.simulator = StatefulSimulator(NoModel())
+        engine.addons.add(WorldStateKeeper())
+        replicas.append(engine)
+    a, b = replicas
+    on_a, on_b, sandbox = Session("agent"), Session("agent"), RealSandbox()  # each replica its own session object
+    await a.handle(shell("echo one > log.txt"), on_a, sandbox)  # real, on A
+    await b.handle(shell("mkdir -p out && cp log.txt out/copy.txt"), on_b, sandbox)  # simulated on B, from A's state
+    await a.handle(shell("echo two >> out/copy.txt"), on_a, sandbox)  # simulated on A, on B's state
+    answer = (await b.handle(shell("cat out/copy.txt"), on_b, sandbox)).observation
+    assert ShellResult.from_structured(answer.structured).output == "one\ntwo\n" and answer.source.sub == "state"
+    assert NoModel.calls == 0
+    await store.aclose()
