@@ -1,108 +1,168 @@
-"""Does the world model read the session's history? The demo's shell episode,
-looped: a real `echo '<text>' > notes.txt && ls -l` (run by bash in a scratch
-directory), then `cat notes.txt` simulated with the session's history and no
-recorded example of it. The text is in the earlier *command*, not in an earlier
-observation, so only a model that reads the history answers with it; no pattern
-for this command is written anywhere in simroute.
+"""Does a simulated shell keep the world consistent? Issue 37's workload through the
+engine's sim route, as an RL loop drives it: `simroute serve` (the bundled GGUF world
+model loaded, the shell channel on), one REST episode per workload episode with
+`route: sim`, `channels: [shell]` and the episode's initial `files`, its 20 command
+lines stepped one by one. Each answer (output and exit code, `ls -l` dates masked)
+is compared with what the same lines print in the project's sandbox image through
+the shell channel's real side, from the same initial files (the ground truth,
+benchmarks/_shell_workload.py; drawn with a fixed seed, committed before the state's
+executor).
 
-Each loop is a new session with its own text and seed. Counted: answers that show
-the text; answers the domain checker refused twice (a clear simulation error, not
-degenerate output passed on); other answers (well-formed, wrong).
+Reported: steps equal to the sandbox (target >= 95%), per sub-provenance of the answer
+(`state`: from the session's world state, no model call; `model+state`, `model`: the
+world model wrote it), the time inside simroute of a step answered from state (p50
+<= 2 ms, p99 <= 20 ms) and the client's REST round trip of a simulated step (p50 <= 50 ms).
 
-Target (issue 25): the text in at least 8 of 10 loops.
-
-Usage: python benchmarks/sim_history_recall.py [--loops 10] [--model PATH] [--chat-format NAME] [--smoke]
+Usage: python benchmarks/sim_history_recall.py [--episodes 10] [--model PATH] [--smoke]
+       (--smoke: one episode of five steps, the instant model stub instead of the GGUF)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
+import contextlib
+import json
+import sqlite3
+import statistics
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
+import httpx2 as httpx
+from _episodes import load_average, model_stub, percentile, serving, write_config
 from _results import add_smoke_flag, row, write_results
+from _shell_workload import Episode, draw_episodes, mask_dates, run_in_sandbox, same_answer
 
-from backends.shell.screen import ShellResult
-from backends.world_model.llama_engine import LlamaCppEngine
-from backends.world_model.simulator import WorldModelSimulator
-from backends.world_model.terminal_domain import TerminalDomain
-from router.config.world_model import DEFAULT_MODEL_PATH
-from router.types import Call, Observation, Provenance, Session, Turn
-
-TEXTS = [
-    "hello from the sandbox",
-    "buy milk and eggs",
-    "meeting at noon",
-    "deploy v2 tonight",
-    "call alice back",
-    "the quick brown fox",
-    "remember the keys",
-    "lunch with bob",
-    "rotate the logs",
-    "ship it friday",
-]
+TARGET_EQUAL = 0.95
 
 
-def real_turn(text: str, session_id: str) -> Turn:
-    """The echo as the real sandbox answers it (bash in a scratch directory)."""
-    command = f"echo '{text}' > notes.txt && ls -l"
-    with tempfile.TemporaryDirectory() as folder:
-        done = subprocess.run(["bash", "-c", command], cwd=folder, capture_output=True, text=True, timeout=10)
-    result = ShellResult(done.stdout + done.stderr, done.returncode, "/workspace")
-    call = Call("shell", "shell", "shell_exec", {"command": command}, session_id)
-    return Turn(call, Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured()))
-
-
-async def run(loops: int, model: str, chat_format: str | None) -> dict[str, int]:
-    engine = LlamaCppEngine(model, n_ctx=4096, cached_sessions=2, prefill="**Environment Observation:**\n", chat_format=chat_format)
-    simulator = WorldModelSimulator(engine, domains={"shell": TerminalDomain()}, max_tokens=256)
-    counts = {"recalled": 0, "refused": 0, "wrong": 0}
+async def simulated(http: httpx.AsyncClient, episode: Episode) -> list[dict]:
+    """Each step's answer, its source, the time inside simroute and the client's round trip."""
+    answer = await http.post("/episodes", json={"options": {"route": "sim", "channels": ["shell"], "files": episode.files}})
+    answer.raise_for_status()
+    episode_id, steps = answer.json()["episode_id"], []
     try:
-        for i in range(loops):
-            text = TEXTS[i % len(TEXTS)]
-            session = Session(f"recall-{i}", seed=i)
-            session.add_turn(real_turn(text, session.id))
+        for command in episode.commands:
             started = time.perf_counter()
-            answer = await simulator.simulate(
-                Call("shell", "shell", "shell_exec", {"command": "cat notes.txt"}, session.id), session, deadline_s=600
+            stepped = await http.post(
+                f"/episodes/{episode_id}/step", json={"type": "call_tool", "tool_name": "shell_exec", "arguments": {"command": command}}
             )
-            kind = "recalled" if text in answer.text else "refused" if answer.text.startswith("simroute: world model failed") else "wrong"
-            counts[kind] += 1
-            print(f"loop {i + 1:2}: {kind:8} {time.perf_counter() - started:5.1f} s  {answer.text[:90]!r}")
+            round_trip = (time.perf_counter() - started) * 1000
+            stepped.raise_for_status()
+            body = stepped.json()
+            result = body["observation"]["result"]
+            structured = result.get("structuredContent") or {}
+            meta = (result.get("_meta") or {}).get("simroute") or {}
+            steps.append(
+                {
+                    "answer": (str(structured.get("output", "")), structured.get("exit_code")),
+                    "sub": (meta.get("source") or {}).get("sub") or meta.get("provenance"),
+                    "inside_ms": float(body["info"].get("simroute_ms") or 0.0),
+                    "round_trip_ms": round_trip,
+                }
+            )
     finally:
-        await engine.aclose()
-    return counts
+        await http.delete(f"/episodes/{episode_id}")
+    return steps
 
 
-def main() -> None:
+async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--loops", type=int, default=10)
-    parser.add_argument("--model", default=DEFAULT_MODEL_PATH)
-    parser.add_argument("--chat-format", default=None, help="for a GGUF without a chat template (e.g. gemma)")
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
+    parser.add_argument("--show", action="store_true", help="print each unequal step")
     add_smoke_flag(parser)
-    args = parser.parse_args()
-    loops = 1 if args.smoke else args.loops
-    model = str(Path(args.model).expanduser())
-    counts = asyncio.run(run(loops, model, args.chat_format))
-    print(
-        f"\nthe simulated cat shows the echoed text in {counts['recalled']} of {loops} loops "
-        f"({counts['refused']} refused as degenerate, {counts['wrong']} well-formed but without it); model {Path(model).name}"
-    )
-    if args.smoke:
+    options = parser.parse_args()
+    episodes = draw_episodes()[: options.episodes]
+    if options.smoke:
+        episodes = [Episode(e.index, e.files, e.commands[:5]) for e in episodes[:1]]
+    truths = [await run_in_sandbox(episode) for episode in episodes]
+    with tempfile.TemporaryDirectory(prefix="simroute-bench-") as folder, contextlib.ExitStack() as stack:
+        workdir = Path(folder)
+        world_model = {"model_path": options.model} if options.model else {}  # {}: the bundled GGUF
+        if options.smoke:
+            world_model = stack.enter_context(model_stub()).world_model()
+        config = write_config(workdir, mode="sim", shell={"enabled": True, "pool_size": 0}, world_model=world_model)
+        served = stack.enter_context(serving(config, workdir / "serve.log"))
+        async with httpx.AsyncClient(base_url=served.base_url, timeout=600) as http:
+            measured = [await simulated(http, episode) for episode in episodes]
+        answer_ms = state_answer_ms(workdir / "records.db")
+    report(options, episodes, truths, measured, answer_ms)
+
+
+def state_answer_ms(store: Path) -> list[float]:
+    """The latency each answer from state recorded: the sim route's own work for it."""
+    with sqlite3.connect(store) as db:
+        bodies = [json.loads(body) for (body,) in db.execute("SELECT body FROM records WHERE channel = 'shell' AND provenance = 'sim'")]
+    return [float(b["latency_ms"]) for b in bodies if (b["observation"].get("source") or {}).get("sub") == "state"]
+
+
+def report(
+    options: argparse.Namespace, episodes: list[Episode], truths: list[list], measured: list[list[dict]], answer_ms: list[float]
+) -> None:
+    equal, by_sub, state_ms, trips = 0, Counter(), [], []
+    for episode, truth, steps in zip(episodes, truths, measured, strict=True):
+        for command, expected, step in zip(episode.commands, truth, steps, strict=True):
+            same = same_answer(step["answer"], expected)
+            equal += same
+            by_sub[(step["sub"], same)] += 1
+            trips.append(step["round_trip_ms"])
+            if step["sub"] == "state":
+                state_ms.append(step["inside_ms"])
+            if not same and options.show:
+                print(f"--- episode {episode.index}: {command!r} ({step['sub']})")
+                print(f"sandbox: {mask_dates(expected[0])!r} exit {expected[1]}")
+                print(f"served:  {mask_dates(step['answer'][0])!r} exit {step['answer'][1]}")
+    total = sum(len(steps) for steps in measured)
+    share = equal / total
+    print(f"\n{total} simulated steps in {len(episodes)} episodes, the bundled model loaded; load average {load_average()}")
+    print(f"equal to the sandbox: {equal}/{total} = {share:.3f} (target >= {TARGET_EQUAL})")
+    for sub in sorted({sub for sub, _ in by_sub}, key=str):
+        print(f"  answered by {sub}: {by_sub[(sub, True)] + by_sub[(sub, False)]} steps, {by_sub[(sub, True)]} equal")
+    if answer_ms:
+        print(
+            f"an answer from state (the sim route's work): p50 {statistics.median(answer_ms):.3f} ms, p99 {percentile(answer_ms, 0.99):.3f} ms"
+        )
+    if state_ms:
+        print(
+            f"a step answered from state, inside simroute: p50 {statistics.median(state_ms):.2f} ms, p99 {percentile(state_ms, 0.99):.2f} ms"
+        )
+    print(f"REST round trip of a simulated step: p50 {statistics.median(trips):.2f} ms, p99 {percentile(trips, 0.99):.2f} ms")
+    if options.smoke:
         return
+    state_steps = by_sub[("state", True)] + by_sub[("state", False)]
     write_results(
         __file__,
-        "A simulated `cat` of a file the session's earlier command wrote",
+        "A simulated shell's steps against the sandbox image, through the sim route (issue 37's workload; the bundled model loaded)",
         [
-            row("loops whose simulated cat shows the echoed text", counts["recalled"], f"of {loops}", target=">= 8", better="higher"),
-            row("loops answered a clear simulation error (degenerate output refused)", counts["refused"], f"of {loops}"),
-            row("loops answered well-formed output without the text", counts["wrong"], f"of {loops}"),
+            row(
+                f"steps equal to the sandbox ({total} steps, {len(episodes)} episodes)",
+                share,
+                "share",
+                target=f">= {TARGET_EQUAL}",
+                better="higher",
+            ),
+            row("steps answered from the world state (no model call)", state_steps / total, "share", better="higher"),
+            row(
+                "inside simroute p50, a step answered from state",
+                statistics.median(state_ms) if state_ms else 0.0,
+                "ms",
+                target="<= 2",
+                better="lower",
+            ),
+            row(
+                "inside simroute p99, a step answered from state",
+                percentile(state_ms, 0.99) if state_ms else 0.0,
+                "ms",
+                target="<= 20",
+                better="lower",
+            ),
+            row("REST round trip p50 of a simulated shell step", statistics.median(trips), "ms", target="<= 50", better="lower"),
         ],
     )
 
 
 if __name__ == "__main__":
-    main()
+    asyncio.run(main())
