@@ -8,10 +8,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from backends.world_state.shell import ShellWorld, new_world
-from router.types import SessionSlice
+from backends.shell.screen import ShellResult
+from backends.world_state.shell import ShellWorld, new_world, observe, run
+from backends.world_state.shell.filesystem import FILE
+from router.types import Observation, Provenance, SessionSlice
+
+FROM_STATE = "state"  # the sub-provenance of an answer the state gave itself
+SUMMARY_PATHS = 200
 
 
 @dataclass(slots=True)
@@ -32,3 +37,41 @@ class WorldState(SessionSlice):
         # The shared copy is the newest any replica saved: it stands for the whole world.
         if "shell" in fields:
             self.shell = ShellWorld.from_json(json.loads(fields["shell"]))
+
+    def learn(self, command: str, served: Observation, *, replaying: bool = False) -> bool:
+        """What one shell answer the agent got teaches the state (every route): the line's
+        effects and what the answer shows, a simulated answer's marked invented. An answer
+        the state gave itself applied its effects when it was made; `replaying` (a state
+        rebuilt from records) runs it again. False: the answer taught nothing."""
+        structured = served.structured if isinstance(served.structured, dict) else None
+        if structured is None:
+            return False  # an answer that does not show the shell (an unparsed simulation)
+        world = self.shell_world()
+        if served.source is not None and served.source.sub == FROM_STATE:
+            return run(world, command) is not None if replaying else True
+        observe(world, command, ShellResult.from_structured(structured), provenance=served.provenance)
+        return True
+
+    def summary(self) -> dict[str, Any]:
+        """What the state holds, for people (`simroute explain`, an episode's `state`): the
+        shell's cwd, last exit code and the files it knows (size, or unknown content;
+        invented when a simulated answer taught it), the first SUMMARY_PATHS of them."""
+        if self.shell is None:
+            return {}
+        files: dict[str, Any] = {}
+        for path, node in sorted(self.shell.fs.nodes.items()):
+            if node.kind != FILE or len(files) >= SUMMARY_PATHS:
+                continue
+            known = {"bytes": len(node.content.encode())} if node.content is not None else {"content": "unknown"}
+            files[path] = {**known, **({"invented": True} if node.invented else {})}
+        return {"shell": {"cwd": self.shell.cwd, "exit_code": self.shell.exit_code, "files": files}}
+
+
+def rebuilt(turns: list[tuple[str, Observation, bool]]) -> WorldState:
+    """A session's world state rebuilt from its shell records, oldest first: (command,
+    served answer, perturbed). A perturbed answer and simroute's own teach nothing."""
+    state = WorldState()
+    for command, served, perturbed in turns:
+        if not perturbed and served.provenance is not Provenance.NONE:
+            state.learn(command, served, replaying=True)
+    return state

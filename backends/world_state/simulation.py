@@ -26,12 +26,12 @@ from typing import Any
 
 from backends.alignment import AlignedReplay
 from backends.shell.screen import ShellResult
-from backends.world_state.session import WorldState
+from backends.world_state.session import FROM_STATE, WorldState
 from backends.world_state.shell import run
 from backends.world_state.shell_view import contradiction, state_view
 from router.types import Call, Observation, Provenance, Session, Simulator, Source, Steer
 
-STATE, ALIGNED, MODEL, MODEL_STATE = "state", "replay-aligned", "model", "model+state"
+ALIGNED, MODEL, MODEL_STATE = "replay-aligned", "model", "model+state"
 
 
 class StatefulSimulator:
@@ -86,7 +86,7 @@ class StatefulSimulator:
             structured=result.structured(),
             latency_s=time.perf_counter() - started,
         )
-        return _sourced(observation, STATE, invented=True if outcome.invented else None)
+        return _sourced(observation, FROM_STATE, invented=True if outcome.invented else None)
 
     @staticmethod
     def _state_steer(call: Call, session: Session) -> Steer | None:

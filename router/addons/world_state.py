@@ -19,9 +19,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from backends.shell.screen import ShellResult
 from backends.world_state.session import WorldState
-from backends.world_state.shell import observe, seed_files
+from backends.world_state.shell import seed_files
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
 from router.types import Provenance
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
     from router.engine.parts import EngineParts
 
 log = logging.getLogger("simroute.world_state")
-
-_FROM_STATE = "state"
 
 
 class WorldStateKeeper(CallAddon):
@@ -74,22 +71,9 @@ class WorldStateKeeper(CallAddon):
             return
         if record.perturbation is not None or served.provenance is Provenance.NONE or record.status == "started":
             return
-        if served.source is not None and served.source.sub == _FROM_STATE:
-            changed = True  # the state answered: its effects are applied already
-        else:
-            changed = self._observe(pending, record)
-        if changed:
+        command = call.arguments.get("command")
+        if isinstance(command, str) and pending.session.slice(WorldState).learn(command, served):
             await self._share(pending)
-
-    @staticmethod
-    def _observe(pending: Pending, record: Record) -> bool:
-        command, served = record.call.arguments.get("command"), record.served
-        structured = served.structured if isinstance(served.structured, dict) else None
-        if not isinstance(command, str) or structured is None:
-            return False  # an answer that does not show the shell (an unparsed simulation)
-        world = pending.session.slice(WorldState).shell_world()
-        observe(world, command, ShellResult.from_structured(structured), provenance=served.provenance)
-        return True
 
     async def _share(self, pending: Pending) -> None:
         assert self.engine is not None

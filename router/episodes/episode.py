@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from backends.world_state.session import WorldState
 from router.episodes.options import EpisodeOptions
 from router.types import Session
 
@@ -55,6 +56,7 @@ class Episode:
             "reward": self.last_reward,
             "options": self.options.model_dump(exclude_none=True, exclude_defaults=True),
             "created": self.created,
+            "world": world.summary() if (world := self.session.find(WorldState)) is not None else {},
         }
 
 

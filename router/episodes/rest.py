@@ -70,6 +70,9 @@ class EpisodeState(BaseModel):
     reward: float | None
     options: dict[str, Any]
     created: float
+    world: dict[str, Any] = Field(
+        default={}, description="The world state simroute keeps for the episode's simulated side (shell: cwd, exit code, files known)."
+    )
 
 
 class ResetResponse(BaseModel):
