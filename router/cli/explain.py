@@ -19,6 +19,10 @@ def explain(
     calls: Annotated[
         Path | None, typer.Option("--calls", help="A JSON-lines file of calls ('-': stdin), explained in one process.")
     ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="A recorded session: its world state (rebuilt from its records) and what it answers a shell call."),
+    ] = None,
 ) -> None:
     """Print, as JSON, how simroute would route a call, without executing anything.
 
@@ -52,6 +56,7 @@ def explain(
             typer.echo(f"simroute: {exc}", err=True)
             raise typer.Exit(1) from exc
     explainer = Explainer(cfg, catalog=catalog, learned=learned)
+    world = _session_world(cfg, session) if session is not None else None
     if call is not None:
         entries = list(read_calls(iter([call])))
         source = "--call"
@@ -68,10 +73,32 @@ def explain(
         try:
             if isinstance(data, CallFormatError):
                 raise data
-            result = explainer.explain(call_from_json(data, cfg))
+            explained = call_from_json(data, cfg)
+            result = explainer.explain(explained)
+            if world is not None:
+                from router.reports.world_state import would_answer
+
+                result["world_state"] = {"session": session, **world.summary(), "sim_answer": would_answer(world, explained)}
         except CallFormatError as exc:
             failed += 1
             result = {"error": f"{source}:{number}: {exc}" if calls is not None else f"--call: {exc}"}
         typer.echo(json.dumps(result, ensure_ascii=False))
     if failed:
         raise typer.Exit(2)
+
+
+def _session_world(cfg, session: str):
+    """The session's world state rebuilt from the store's records (any store)."""
+    import asyncio
+
+    from router.reports.world_state import session_world
+
+    async def read():
+        store = cfg.open_store(read_only=True)
+        await store.open()
+        try:
+            return await session_world(store, session)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(read())

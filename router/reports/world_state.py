@@ -1,0 +1,37 @@
+"""A session's world state as simroute keeps it, rebuilt from its records (every
+route's shell answer, oldest first, as the live addon learnt them), and what it
+would answer a shell call: for `simroute explain --session`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backends.world_state.session import WorldState, rebuilt
+from backends.world_state.shell import run
+from backends.world_state.shell_view import state_view
+from router.types import Call
+from shadow.store.protocol import RecordStore
+
+RECORDS_READ = 100_000
+
+
+async def session_world(store: RecordStore, session_id: str) -> WorldState:
+    records = await store.session_records(session_id, before_step=2**62, limit=RECORDS_READ)
+    turns = [
+        (str(r.call.arguments.get("command")), r.served, r.perturbation is not None)
+        for r in records
+        if r.call.channel == "shell" and isinstance(r.call.arguments.get("command"), str) and r.status != "started"
+    ]
+    return rebuilt(turns)
+
+
+def would_answer(state: WorldState, call: Call) -> dict[str, Any]:
+    """How the sim route would answer `call` from `state` (nothing changes in it)."""
+    command = call.arguments.get("command")
+    if call.channel != "shell" or not isinstance(command, str):
+        return {}
+    world = state.shell_world().copy()
+    outcome = run(world, command)
+    if outcome is None:
+        return {"sub": "model+state", "told": state_view(state.shell_world(), command)}
+    return {"sub": "state", "output": outcome.output, "exit_code": outcome.exit_code, "cwd": outcome.cwd}
