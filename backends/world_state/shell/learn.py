@@ -155,8 +155,9 @@ def _listing(state: ShellWorld, args: list[str], output: str, cwd: str, *, inven
             if child is not None:
                 state.fs.remove(join(path, name))
             state.fs.put(join(path, name), Node(kind, complete=kind != DIR, mtime=state.clock))
-    if shown_all:
-        state.fs.nodes[path] = replace(state.fs.nodes[path], complete=True)
+    # Every name is now known, dot-names only if the listing showed them.
+    node = state.fs.nodes[path]
+    state.fs.nodes[path] = replace(node, complete=True, hidden_known=shown_all or (node.complete and node.hidden_known))
 
 
 def _existence(state: ShellWorld, path: str, test: str, holds: bool, *, invented: bool) -> None:

@@ -131,13 +131,15 @@ class _Builder:
             if heredoc is not None:
                 return self.heredoc_statement(node, heredoc)
             body = node.child_by_field_name("body")
-            if body is not None and body.type == "pipeline":
-                # `a | b > f`: the redirections are the last command's.
-                stages = self.stages(body)
-                last, extra = stages[-1], list[Word]()
+            if body is not None and body.type in ("pipeline", "list"):
+                # `a | b > f`, `a || b > f`: the grammar hangs the redirections on the whole;
+                # bash gives them to the last command.
+                inner, extra = self.and_or(body), list[Word]()
                 redirects = self.redirects(node, extra)
-                stages[-1] = Simple(last.words + tuple(extra), last.assignments, last.redirects + redirects, last.line)
-                return AndOr((tuple(stages),))
+                *before, stages = inner.pipelines
+                last = stages[-1]
+                stages = (*stages[:-1], Simple(last.words + tuple(extra), last.assignments, last.redirects + redirects, last.line))
+                return AndOr((*before, stages), inner.operators, inner.negated)
         if node.type == "pipeline":
             return AndOr((tuple(self.stages(node)),))
         return AndOr(((self.simple(node),),))
@@ -165,7 +167,18 @@ class _Builder:
     def stages(self, node: Any) -> list[Simple]:
         if any(c.type == "|&" for c in node.children):
             raise Unanswerable("|& is not run from state")
-        return [self.simple(child) for child in node.named_children]
+        stages: list[Simple] = []
+        for child in node.named_children:
+            body = child.child_by_field_name("body") if child.type == "redirected_statement" else None
+            if child.type == "pipeline" or (body is not None and body.type == "pipeline"):
+                # `a 2>&1 | b 2>&1 | c`: the grammar nests the first stages in a pipeline of their own.
+                inner = self.and_or(child)
+                if len(inner.pipelines) != 1 or inner.negated:
+                    raise Unanswerable("a pipeline the executor does not run")
+                stages.extend(inner.pipelines[0])
+            else:
+                stages.append(self.simple(child))
+        return stages
 
     def simple(self, node: Any) -> Simple:
         line = node.start_point[0]

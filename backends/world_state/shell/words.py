@@ -112,7 +112,7 @@ def _glob(pieces: list[tuple[str, bool]], fs: FileSystem, cwd: str) -> list[str]
             node = fs.lookup(directory)
             if node is None or node.kind != DIR:
                 continue
-            for name in fs.names(directory):
+            for name in fs.names(directory, hidden=component.startswith(".")):
                 if (name.startswith(".") and not component.startswith(".")) or not fnmatch.fnmatchcase(name, component):
                     continue
                 if not last or folders_only:

@@ -21,10 +21,16 @@ class Context:
     world: ShellWorld
     line: int  # the row the command starts on, for bash's own messages
     emit: Callable[[int, str | None], None]  # (fd, text); None: text the state does not know
-    stdin: str | None = ""  # None: input the state does not know
+    stdin_text: str | None = ""  # None: input the state does not know
     stdin_size: int | None = None  # the size of a regular file on stdin (`< f`); None: a pipe
     invented: list[bool] = field(default_factory=lambda: [False])  # shared by the line's commands
     writes_to: frozenset[str] = frozenset()  # files the command's output is redirected into
+    used_stdin: bool = False  # whether the command read its input (a pipeline's order depends on it)
+
+    def stdin(self) -> str | None:
+        """The command's input (read to its end)."""
+        self.used_stdin = True
+        return self.stdin_text
 
     def out(self, text: str | None) -> None:
         if text != "":
@@ -142,7 +148,7 @@ def options(args: list[str], flags: str, *, valued: str = "", program: str = "")
 
 # --- quoting of names in messages (gnulib quotearg, LANG=C.UTF-8) -----------------------------
 
-_SHELL_SPECIAL = re.compile(r"[\s!\"$&'()*;<>?\[\\\]^`{|}]|^[#~]")
+_SHELL_SPECIAL = re.compile(r"[\s!\"$&'()*:;<=>?\[\\\]^`{|}]|^[#~]")
 
 
 def _checked(name: str) -> str:
@@ -152,7 +158,8 @@ def _checked(name: str) -> str:
 
 
 def quote_if_needed(name: str) -> str:
-    """cat, wc, grep: the name as it is, single-quoted only when a shell would need it."""
+    """cat, wc: the name as it is, single-quoted only when a shell would need it (or it
+    holds a colon, which would blur the message's own)."""
     return f"'{name}'" if _SHELL_SPECIAL.search(_checked(name)) or not name else name
 
 

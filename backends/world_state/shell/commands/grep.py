@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from backends.world_state.shell.commands.base import Context, options, quote_if_needed, split_lines
+from backends.world_state.shell.commands.base import Context, options, split_lines
 from backends.world_state.shell.commands.regex import translate
 from backends.world_state.shell.errors import Unanswerable
 from backends.world_state.shell.filesystem import DIR
@@ -56,16 +56,17 @@ def grep(ctx: Context, args: list[str]) -> int:
 def _text(ctx: Context, operand: str, flags: dict[str, str]) -> str | None:
     """The operand's text; None (said unless -s) when it cannot be read."""
     if operand == "-":
-        if ctx.stdin is None:
+        text = ctx.stdin()
+        if text is None:
             raise Unanswerable("grep of input the state does not know")
-        return ctx.stdin
+        return text
     node = ctx.lookup(operand)
     if node is not None and node.kind is None:
         raise Unanswerable(f"whether {operand} is a file is not known")
     if node is None or node.kind == DIR:
         if "s" not in flags:
             reason = ctx.missing(operand) if node is None else "Is a directory"
-            ctx.err(f"grep: {quote_if_needed(operand)}: {reason}\n")
+            ctx.err(f"grep: {operand}: {reason}\n")  # grep names files as they are, unquoted
         return None
     return ctx.read(ctx.path(operand))
 

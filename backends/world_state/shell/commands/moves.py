@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from backends.world_state.shell.commands.base import Context, options, quote_always, usage_error
 from backends.world_state.shell.errors import Unanswerable
-from backends.world_state.shell.filesystem import DIR, FILE, Node, join, name_of, parent_of
+from backends.world_state.shell.filesystem import DIR, FILE, Node, join, parent_of
 
 
 def mv(ctx: Context, args: list[str]) -> int:
@@ -40,11 +40,13 @@ def _targets(ctx: Context, program: str, operands: list[str]) -> list[tuple[str,
     if len(operands) == 1:
         return usage_error(ctx, program, f"missing destination file operand after {quote_always(operands[0])}")
     *sources, destination = operands
+    if any(s.rstrip("/").rsplit("/", 1)[-1] in (".", "..", "") for s in sources):
+        raise Unanswerable(f"{program} of . or ..")
     node = ctx.lookup(destination)
     if node is not None and node.kind is None:
         raise Unanswerable(f"whether {destination} is a directory is not known")
     if node is not None and node.kind == DIR:
-        return [(s, join(destination, name_of(ctx.path(s)))) for s in sources]
+        return [(s, join(destination, s.rstrip("/").rsplit("/", 1)[-1])) for s in sources]
     if len(sources) > 1:
         reason = ctx.missing(destination) if node is None else "Not a directory"
         ctx.err(f"{program}: target {quote_always(destination)}: {reason}\n")
