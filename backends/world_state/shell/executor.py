@@ -21,8 +21,9 @@ from backends.world_state.shell import caps
 from backends.world_state.shell.commands import COMMANDS, Context
 from backends.world_state.shell.errors import Unanswerable
 from backends.world_state.shell.filesystem import DIR, FILE, parent_of
-from backends.world_state.shell.parse import AndOr, Redirect, Simple, parse_line
+from backends.world_state.shell.parse import parse_line
 from backends.world_state.shell.state import ShellWorld
+from backends.world_state.shell.syntax import AndOr, Redirect, Simple
 from backends.world_state.shell.words import expand, expand_one, redirect_target
 
 SCREEN_LINES = 200  # the channel's defaults (backends/shell/options.py)
@@ -57,6 +58,9 @@ def run_or_raise(
     """As `run`, raising Unanswerable (which says why) instead of answering None."""
     script = parse_line(command_line)
     work = state.copy()
+    # The channel's shell runs each line through `eval "$(… | base64 -d)"`: `$?` starts
+    # every line as that decoding's status, 0, whatever the last line ended with.
+    work.exit_code = 0
     runner = _Runner(work)
     for statement in script:
         runner.statement(statement)

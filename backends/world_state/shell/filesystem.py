@@ -29,7 +29,7 @@ class Node:
     invented: bool = False  # learnt from a simulated answer: a real one overrides it
     complete: bool = True  # a directory: every entry is in the store
     hidden_known: bool = True  # a complete directory: its dot-names too (a plain `ls` shows none)
-    owner: str = "agent"
+    owner: str = "agent"  # "": not known (a path learnt from an answer, outside the agent's mounts)
     mtime: float = 0.0
     order: int = 0  # when the entry was made or renamed (tmpfs lists a directory's newest entry first)
     inode: int = 0  # when the file itself was made (a rename keeps it; cp -r copies in inode order)

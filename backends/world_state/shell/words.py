@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from backends.world_state.shell.errors import Unanswerable
 from backends.world_state.shell.filesystem import DIR, FileSystem, join, normalize
-from backends.world_state.shell.parse import Word
+from backends.world_state.shell.syntax import Word
 
 
 def _magic(text: str) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from backends.world_state.shell import sandbox
 from backends.world_state.shell.errors import Unanswerable
-from backends.world_state.shell.filesystem import DIR, FILE, Node, normalize
+from backends.world_state.shell.filesystem import DIR, FILE, Node, normalize, parent_of
 from backends.world_state.shell.state import ShellWorld
 
 
@@ -69,11 +69,21 @@ class Context:
             self.invented[0] = True
         return node.content
 
+    def may_change(self, directory: str) -> None:
+        """Entries of `directory` may be made or removed: it is the agent's, or writable by
+        all (/tmp). Elsewhere (the image's read-only folders, what the state does not
+        know) the answer is the model's."""
+        node = self.world.fs.nodes.get(directory)
+        if node is None or not (node.owner == sandbox.USER or node.mode & 0o002):
+            raise Unanswerable(f"a change in {directory}, not the agent's")
+
     def write(self, path: str, text: str | None, *, append: bool) -> None:
         """Writes (or appends) a file's content; a new file gets the umask's mode. Content
         derived from invented content is invented too; unknown text makes it unknown."""
         fs = self.world.fs
         old = fs.nodes.get(path)
+        if old is None:
+            self.may_change(parent_of(path))
         invented = self.invented[0]
         if old is not None and append:
             text = None if text is None or old.content is None else old.content + text
@@ -82,6 +92,7 @@ class Context:
         fs.put(path, Node(FILE, mode, content=text, invented=invented, mtime=self.world.clock))
 
     def make_dir(self, path: str) -> None:
+        self.may_change(parent_of(path))
         self.world.fs.put(path, Node(DIR, sandbox.DIR_MODE, mtime=self.world.clock))
 
     def missing(self, operand: str) -> str:

@@ -132,6 +132,8 @@ def rmdir(ctx: Context, args: list[str]) -> int:
         return usage_error(ctx, "rmdir", "missing operand")
     code = 0
     for operand in operands:
+        if operand.rstrip("/").rsplit("/", 1)[-1] in (".", ".."):
+            raise Unanswerable("rmdir of . or ..")
         node = ctx.lookup(operand)
         path = ctx.path(operand)
         if node is not None and node.kind is None:
@@ -140,9 +142,10 @@ def rmdir(ctx: Context, args: list[str]) -> int:
             reason = ctx.missing(operand) if node is None else "Not a directory"
         elif ctx.world.fs.names(path):
             reason = "Directory not empty"
-        elif ctx.world.cwd == path or node.owner != "agent" or operand.rstrip("/").endswith((".", "..")):
+        elif ctx.world.cwd == path or node.owner != "agent":
             raise Unanswerable(f"rmdir of {operand} is not answered from state")
         else:
+            ctx.may_change(parent_of(path))
             ctx.world.fs.remove(path)
             continue
         ctx.err(f"rmdir: failed to remove {quote_always(operand)}: {reason}\n")
@@ -176,6 +179,7 @@ def rm(ctx: Context, args: list[str]) -> int:
             raise Unanswerable("rm of the working directory is not answered from state")
         if node.owner != "agent" or _sticky_other(ctx, path):
             raise Unanswerable(f"rm of {operand}, not the agent's, is not answered from state")
+        ctx.may_change(parent_of(path))
         ctx.world.fs.remove(path)
     return code
 

@@ -29,6 +29,8 @@ def grep(ctx: Context, args: list[str]) -> int:
         text = _text(ctx, operand, flags)
         if text is None:
             failed = True
+            if "c" in flags and "l" not in flags and operand != "-" and _is_dir(ctx, operand):
+                ctx.out((f"{label}:" if show_names else "") + "0\n")  # grep counts a folder it cannot read as 0
             continue
         if "\0" in text:
             raise Unanswerable("grep of binary content")
@@ -69,6 +71,11 @@ def _text(ctx: Context, operand: str, flags: dict[str, str]) -> str | None:
             ctx.err(f"grep: {operand}: {reason}\n")  # grep names files as they are, unquoted
         return None
     return ctx.read(ctx.path(operand))
+
+
+def _is_dir(ctx: Context, operand: str) -> bool:
+    node = ctx.lookup(operand)
+    return node is not None and node.kind == DIR
 
 
 def _matcher(pattern: str, flags: dict[str, str]) -> Callable[[str], object]:

@@ -88,8 +88,8 @@ def _long(ctx: Context, rows: list[tuple[str, str, Node]], sized_by: list[tuple[
 
 def _cells(ctx: Context, row: tuple[str, str, Node]) -> tuple[str, ...]:
     name, path, node = row
-    if node.kind is None:
-        raise Unanswerable(f"whether {name} is a directory is not known")
+    if node.kind is None or not node.owner:
+        raise Unanswerable(f"what {name} is, or whose, is not known")
     links, size = _links_and_size(ctx, ctx.world.fs, path, node)
     return (mode_string(node), str(links), node.owner, node.owner, str(size), _date(node.mtime, ctx.world.clock), name)
 

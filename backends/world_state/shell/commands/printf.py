@@ -52,9 +52,10 @@ def _once(ctx: Context, form: str, values: list[str]) -> tuple[int, bool, bool]:
         value = values[used] if used < len(values) else None
         used += value is not None
         spec = f"%{flags}{width}" + (f".{precision}" if precision is not None else "")
-        if conversion in "sc":
-            text = value or ""
-            ctx.out((spec + "s") % (text[:1] if conversion == "c" else text))
+        if conversion == "c":
+            ctx.out((spec + "s") % ((value or "")[:1] or "\0"))  # no character: bash writes a NUL
+        elif conversion == "s":
+            ctx.out((spec + "s") % (value or ""))
         elif conversion == "b":
             text, stop = backslash_escapes(value or "", echo=True)
             ctx.out((spec + "s") % text)
