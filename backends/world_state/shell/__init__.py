@@ -4,10 +4,11 @@
 working directory, environment variables, the last exit code; JSON in and out) and
 `seed_files`; `sandbox.py` the facts of the project's sandbox image the answers must
 match; `caps.py` the bounds on what one session keeps; `parse.py` a bash command line's
-structure (tree-sitter-bash); `words.py` expansion of its words; `commands/` the
-programs and builtins the executor knows; `executor.py` runs a line against the state
-(`run`); `observe.py` learns the state from an answer the agent got (`observe`), with
-`learn.py` (what an answer shows) and `touched.py` (what a line may have changed).
+structure (`syntax.py`) from tree-sitter-bash; `words.py` expansion of its words;
+`commands/` the programs and builtins the executor knows; `executor.py` runs a line
+against the state (`run`); `observe.py` learns the state from an answer the agent got
+(`observe`), with `learn.py` (what an answer shows) and `touched.py` (what a line may
+have changed).
 
 Pure and deterministic: no I/O, no clock (the state carries its own), microseconds to
 a millisecond per command line.

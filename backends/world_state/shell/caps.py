@@ -7,8 +7,6 @@ their directory's listing becomes unknown, so memory stays bounded whatever an a
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from backends.world_state.shell.filesystem import FileSystem, parent_of
 
 MAX_CONTENT_BYTES = 256 * 1024
@@ -23,18 +21,17 @@ def enforce(fs: FileSystem) -> None:
     if len(fs.nodes) > MAX_PATHS:
         # Contents of the paths past the first 1,000 (by creation) go.
         for path in sorted(fs.nodes, key=lambda p: fs.nodes[p].order)[MAX_PATHS:]:
-            if fs.nodes[path].content is not None:
-                fs.nodes[path] = replace(fs.nodes[path], content=None, invented=False)
+            fs.forget_content(path)
     sizes = {path: len(node.content) for path, node in fs.nodes.items() if node.content is not None}
     if sum(sizes.values()) * 4 <= MAX_CONTENT_BYTES:  # UTF-8 takes at most 4 bytes a character
         return
-    sizes = {path: len(fs.nodes[path].content.encode("utf-8", "surrogatepass")) for path in sizes}  # type: ignore[union-attr]
+    sizes = {path: len(fs.nodes[path].content.encode("utf-8", "surrogateescape")) for path in sizes}  # type: ignore[union-attr]
     total = sum(sizes.values())
     # The largest contents go first: the fewest files lose what the state knows of them.
     for path in sorted(sizes, key=lambda p: (-sizes[p], p)):
         if total <= MAX_CONTENT_BYTES:
             break
-        fs.nodes[path] = replace(fs.nodes[path], content=None, invented=False)
+        fs.forget_content(path)
         total -= sizes[path]
 
 
@@ -42,6 +39,4 @@ def _drop_newest_names(fs: FileSystem, count: int) -> None:
     for path in sorted(fs.nodes, key=lambda p: -fs.nodes[p].order)[:count]:
         if path in fs.nodes:  # not gone with a folder removed before it
             fs.remove(path)
-            directory = parent_of(path)
-            if directory in fs.nodes:
-                fs.nodes[directory] = replace(fs.nodes[directory], complete=False)
+            fs.forget_listing(parent_of(path))

@@ -14,15 +14,16 @@ the world model is asked. Otherwise the copy becomes the state, within its caps.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from backends.shell.screen import ShellResult, trim_screen
 from backends.world_state.shell import caps
 from backends.world_state.shell.commands import COMMANDS, Context
 from backends.world_state.shell.errors import Unanswerable
-from backends.world_state.shell.filesystem import DIR, FILE
-from backends.world_state.shell.parse import AndOr, Redirect, Simple, parse_line
+from backends.world_state.shell.filesystem import DIR, FILE, parent_of
+from backends.world_state.shell.parse import parse_line
 from backends.world_state.shell.state import ShellWorld
+from backends.world_state.shell.syntax import AndOr, Redirect, Simple
 from backends.world_state.shell.words import expand, expand_one, redirect_target
 
 SCREEN_LINES = 200  # the channel's defaults (backends/shell/options.py)
@@ -57,6 +58,9 @@ def run_or_raise(
     """As `run`, raising Unanswerable (which says why) instead of answering None."""
     script = parse_line(command_line)
     work = state.copy()
+    # The channel's shell runs each line through `eval "$(… | base64 -d)"`: `$?` starts
+    # every line as that decoding's status, 0, whatever the last line ended with.
+    work.exit_code = 0
     runner = _Runner(work)
     for statement in script:
         runner.statement(statement)
@@ -91,19 +95,30 @@ class _Runner:
 
     def stages(self, stages: tuple[Simple, ...]) -> int:
         if len(stages) == 1:
-            return self.simple(stages[0], self.world, ("", None), _Terminal(self.terminal))
+            log = _StageLog()
+            return self.simple(stages[0], self.world, ("", None), _Terminal(self.terminal, log), log)
         feed: tuple[str | None, int | None] = ("", None)
         code = 0
+        logs = []
+        fs = self.world.fs
         for i, stage in enumerate(stages):
             # A subshell: its own cwd and variables, the one filesystem.
-            shell = ShellWorld(self.world.fs, self.world.cwd, dict(self.world.env), self.world.exit_code, self.world.clock)
-            last = i == len(stages) - 1
-            pipe = _Pipe()
-            code = self.simple(stage, shell, feed, _Terminal(self.terminal) if last else pipe)
+            shell = ShellWorld(fs, self.world.cwd, dict(self.world.env), self.world.exit_code, self.world.clock)
+            log = _StageLog()
+            logs.append(log)
+            pipe = _Pipe(log)
+            before, fs.seen = dict(fs.nodes), log.seen
+            try:
+                code = self.simple(stage, shell, feed, _Terminal(self.terminal, log) if i == len(stages) - 1 else pipe, log)
+            finally:
+                fs.seen = None
+            log.changed = {p for p in before.keys() | fs.nodes.keys() if before.get(p) is not fs.nodes.get(p)}
+            log.changed |= {parent_of(p) for p in before.keys() ^ fs.nodes.keys()}  # made or removed: the listing changed
             feed = (pipe.text(), None)
+        _check_order(logs)
         return code
 
-    def simple(self, command: Simple, world: ShellWorld, stdin: tuple[str | None, int | None], stdout: _Sink) -> int:
+    def simple(self, command: Simple, world: ShellWorld, stdin: tuple[str | None, int | None], stdout: _Sink, log: _StageLog) -> int:
         def variable(name: str) -> str:
             if name == "?":
                 return str(world.exit_code)
@@ -118,7 +133,7 @@ class _Runner:
             raise Unanswerable("variables set for one command are not run from state")
         if argv and argv[0] not in COMMANDS:
             raise Unanswerable(f"{argv[0]} is not answered from state")
-        fds: dict[int, _Sink] = {1: stdout, 2: _Terminal(self.terminal)}
+        fds: dict[int, _Sink] = {1: stdout, 2: _Terminal(self.terminal, log)}
         ctx = Context(world, command.line, lambda fd, text: fds[fd].write(text, ctx), stdin[0], stdin[1], self.invented)
         for redirect in command.redirects:
             if not self.redirect(ctx, redirect, fds, variable, home):
@@ -128,7 +143,9 @@ class _Runner:
                 world.env[name] = expand_one(value, variable, home)
             return 0
         ctx.writes_to = frozenset(sink.path for sink in fds.values() if isinstance(sink, _File))
-        return COMMANDS[argv[0]](ctx, argv[1:])
+        code = COMMANDS[argv[0]](ctx, argv[1:])
+        log.used_stdin = ctx.used_stdin
+        return code
 
     def redirect(self, ctx: Context, redirect: Redirect, fds: dict[int, _Sink], variable: Callable[[str], str], home: str) -> bool:
         """Sets up one redirection; False (bash's message said) when it fails."""
@@ -140,12 +157,12 @@ class _Runner:
             fds[redirect.fd] = fds[redirect.to_fd]
             return True
         if redirect.op == "<<":
-            ctx.stdin, ctx.stdin_size = expand_one(redirect.body, variable, home), None
+            ctx.stdin_text, ctx.stdin_size = expand_one(redirect.body, variable, home), None
             return True
         target = redirect_target(redirect.target, variable, home)
         if target == "/dev/null":
             if redirect.op == "<":
-                ctx.stdin, ctx.stdin_size = "", None
+                ctx.stdin_text, ctx.stdin_size = "", None
             else:
                 fds[redirect.fd] = _Null()
                 if redirect.op.startswith("&"):
@@ -162,7 +179,7 @@ class _Runner:
                 ctx.bash_error(f"{target}: {ctx.missing(target)}")
                 return False
             text = ctx.read_or_unknown(path)
-            ctx.stdin, ctx.stdin_size = text, None if text is None else len(text.encode("utf-8", "surrogateescape"))
+            ctx.stdin_text, ctx.stdin_size = text, None if text is None else len(text.encode("utf-8", "surrogateescape"))
             return True
         if node is not None and node.kind == DIR:
             ctx.bash_error(f"{target}: Is a directory")
@@ -184,27 +201,60 @@ class _Runner:
         return True
 
 
+@dataclass(slots=True)
+class _StageLog:
+    """What a pipeline stage wrote where, in order ("t" terminal, "p" pipe), and whether it
+    read its input."""
+
+    events: list[str] = field(default_factory=list)
+    used_stdin: bool = False
+    seen: set[str] = field(default_factory=set)  # paths it asked about
+    changed: set[str] = field(default_factory=set)  # paths it changed, and their folders
+
+
+def _check_order(logs: list[_StageLog]) -> None:
+    """The stages of a pipeline run at once: their writes to the terminal come in an order
+    the state can tell only when each writer's messages precede what it sends down the
+    pipe (later ones race the next stage, or die with it by SIGPIPE) and every stage after
+    the first writer reads its input to the end before it can write; and what one stage
+    changes must be what no other stage looks at."""
+    for log in logs[:-1]:
+        if "t" in log.events and "p" in log.events and log.events.index("p") < len(log.events) - 1 - log.events[::-1].index("t"):
+            raise Unanswerable("a pipeline stage writes to the terminal after it fed the next one")
+    writers = [i for i, log in enumerate(logs) if "t" in log.events]
+    if len(writers) > 1 and not all(log.used_stdin for log in logs[writers[0] + 1 :]):
+        raise Unanswerable("pipeline stages writing to the terminal in an order that races")
+    for i, log in enumerate(logs):
+        if any(log.changed & (other.seen | other.changed) for other in logs[:i] + logs[i + 1 :]):
+            raise Unanswerable("pipeline stages changing what another one looks at, all at once")
+
+
 class _Sink:
     def write(self, text: str | None, ctx: Context) -> None:
         raise NotImplementedError
 
 
 class _Terminal(_Sink):
-    def __init__(self, chunks: list[str]) -> None:
-        self.chunks = chunks
+    def __init__(self, chunks: list[str], log: _StageLog) -> None:
+        self.chunks, self.log = chunks, log
 
     def write(self, text: str | None, ctx: Context) -> None:
         if text is None:
             raise Unanswerable("the output shows content the state does not hold")
-        self.chunks.append(text)
+        if text:
+            self.chunks.append(text)
+            self.log.events.append("t")
 
 
 class _Pipe(_Sink):
-    def __init__(self) -> None:
+    def __init__(self, log: _StageLog) -> None:
         self.chunks: list[str | None] = []
+        self.log = log
 
     def write(self, text: str | None, ctx: Context) -> None:
         self.chunks.append(text)
+        if text != "":
+            self.log.events.append("p")
 
     def text(self) -> str | None:
         return None if any(c is None for c in self.chunks) else "".join(c for c in self.chunks if c is not None)

@@ -28,7 +28,8 @@ class Node:
     content: str | None = None  # a file's text; None: not known
     invented: bool = False  # learnt from a simulated answer: a real one overrides it
     complete: bool = True  # a directory: every entry is in the store
-    owner: str = "agent"
+    hidden_known: bool = True  # a complete directory: its dot-names too (a plain `ls` shows none)
+    owner: str = "agent"  # "": not known (a path learnt from an answer, outside the agent's mounts)
     mtime: float = 0.0
     order: int = 0  # when the entry was made or renamed (tmpfs lists a directory's newest entry first)
     inode: int = 0  # when the file itself was made (a rename keeps it; cp -r copies in inode order)
@@ -45,6 +46,8 @@ class Node:
             data["invented"] = True
         if self.kind == DIR and not self.complete:
             data["complete"] = False
+        if self.kind == DIR and not self.hidden_known:
+            data["hidden_known"] = False
         if self.fixed is not None:
             data["fixed"] = list(self.fixed)
         return data
@@ -58,6 +61,7 @@ class Node:
             content=data.get("content"),
             invented=bool(data.get("invented", False)),
             complete=bool(data.get("complete", True)),
+            hidden_known=bool(data.get("hidden_known", True)),
             owner=str(data.get("owner", "agent")),
             mtime=float(data.get("mtime", 0.0)),
             order=int(data.get("order", 0)),
@@ -98,6 +102,9 @@ class FileSystem:
         self.nodes: dict[str, Node] = nodes if nodes is not None else {}
         self.counter = counter  # the last creation order given
         self._children: dict[str, set[str]] | None = None  # built on first use
+        # While a pipeline's stage runs: the paths it asked about (their folders too), so
+        # stages running at once that touch the same paths are told apart (executor.py).
+        self.seen: set[str] | None = None
 
     def copy(self) -> FileSystem:
         return FileSystem(dict(self.nodes), counter=self.counter)
@@ -107,9 +114,13 @@ class FileSystem:
     def lookup(self, path: str) -> Node | None:
         """The node at `path` (absolute, normalised); None when it certainly does not exist.
         Raises Unanswerable when the state cannot tell."""
+        if self.seen is not None:
+            self.seen.add(path)
         node = self.nodes.get(path)
         if node is not None:
             return node
+        if self.seen is not None:
+            self.seen.add(parent_of(path))  # that it is absent is the folder's listing's say
         ancestor = parent_of(path)
         while ancestor not in self.nodes:
             if ancestor == "/":
@@ -120,6 +131,8 @@ class FileSystem:
             return None
         if found.kind is None or not found.complete:
             raise Unanswerable(f"the entries of {ancestor} are not all known")
+        if not found.hidden_known and path[len(ancestor) :].lstrip("/").startswith("."):
+            raise Unanswerable(f"the dot-names of {ancestor} are not known")
         return None
 
     def missing_reason(self, path: str) -> str:
@@ -132,18 +145,25 @@ class FileSystem:
         return "Not a directory" if node is not None and node.kind == FILE else "No such file or directory"
 
     def content(self, path: str) -> str:
+        if self.seen is not None:
+            self.seen.add(path)
         node = self.nodes[path]
         if node.content is None:
             raise Unanswerable(f"the content of {path} is not known")
         return node.content
 
-    def names(self, directory: str) -> list[str]:
-        """The entry names of a directory, newest first (the order tmpfs lists them in).
-        Raises Unanswerable when the listing is not complete."""
+    def names(self, directory: str, *, hidden: bool = True) -> list[str]:
+        """The entry names of a directory, newest first (the order tmpfs lists them in);
+        without dot-names unless `hidden`. Raises Unanswerable when the listing is not
+        complete."""
+        if self.seen is not None:
+            self.seen.add(directory)
         node = self.nodes[directory]
-        if node.kind != DIR or not node.complete:
+        if node.kind != DIR or not node.complete or (hidden and not node.hidden_known):
             raise Unanswerable(f"the entries of {directory} are not all known")
         children = self._index().get(directory, set())
+        if not hidden:
+            children = {name for name in children if not name.startswith(".")}
         return sorted(children, key=lambda name: -self.nodes[join(directory, name)].order)
 
     def known_names(self, directory: str) -> set[str]:
@@ -194,18 +214,31 @@ class FileSystem:
                 self._children.pop(gone, None)
 
     def forget(self, path: str) -> None:
-        """What the state held of `path` is no longer to be trusted: a file's content and
-        a directory's listing become unknown; a name the store lacks makes its nearest
-        stored directory's listing unknown."""
+        """Nothing the state held of `path` is to be trusted any more, not even that it
+        exists: it leaves the store, and its folder's listing becomes unknown (a name the
+        store lacks: its nearest stored folder's)."""
+        if path in self.nodes and path != "/":
+            self.remove(path)
+        ancestor = parent_of(path)
+        while ancestor != "/" and ancestor not in self.nodes:
+            ancestor = parent_of(ancestor)
+        self.forget_listing(ancestor)
+
+    def forget_entries(self, directory: str) -> None:
+        """Nothing below `directory` is to be trusted: its entries leave the store and its
+        listing becomes unknown (the folder itself stays)."""
+        for name in self.known_names(directory):
+            self.remove(join(directory, name))
+        self.forget_listing(directory)
+
+    def forget_listing(self, directory: str) -> None:
+        """New names may have appeared in `directory`: its listing is no longer complete."""
+        node = self.nodes.get(directory)
+        if node is not None and node.kind == DIR:
+            self.nodes[directory] = replace(node, complete=False)
+
+    def forget_content(self, path: str) -> None:
+        """A file's content is no longer known (it stays where it is)."""
         node = self.nodes.get(path)
-        if node is None:
-            ancestor = parent_of(path)
-            while ancestor != "/" and ancestor not in self.nodes:
-                ancestor = parent_of(ancestor)
-            if ancestor in self.nodes and self.nodes[ancestor].kind == DIR:
-                self.nodes[ancestor] = replace(self.nodes[ancestor], complete=False)
-            return
-        if node.kind == DIR:
-            self.nodes[path] = replace(node, complete=False)
-        else:
+        if node is not None and node.kind == FILE:
             self.nodes[path] = replace(node, content=None, invented=False)

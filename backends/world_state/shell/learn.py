@@ -71,7 +71,8 @@ def set_content(state: ShellWorld, path: str, text: str, *, invented: bool) -> N
     if not ensure_directory(state, parent_of(path), invented=invented):
         return
     mode = node.mode if node is not None else sandbox.FILE_MODE
-    fs.put(path, Node(FILE, mode, content=text, invented=invented, mtime=node.mtime if node else state.clock))
+    owner = node.owner if node is not None else sandbox.owner_of_new(path)
+    fs.put(path, Node(FILE, mode, content=text, invented=invented, owner=owner, mtime=node.mtime if node else state.clock))
 
 
 def ensure_directory(state: ShellWorld, path: str, *, invented: bool = False) -> bool:
@@ -95,7 +96,10 @@ def ensure_directory(state: ShellWorld, path: str, *, invented: bool = False) ->
         ancestor = parent_of(ancestor)
     for directory in reversed(missing):
         if directory not in fs.nodes:
-            fs.put(directory, Node(DIR, sandbox.DIR_MODE, complete=False, invented=invented, mtime=state.clock))
+            fs.put(
+                directory,
+                Node(DIR, sandbox.DIR_MODE, complete=False, invented=invented, owner=sandbox.owner_of_new(directory), mtime=state.clock),
+            )
     return True
 
 
@@ -142,7 +146,10 @@ def _listing(state: ShellWorld, args: list[str], output: str, cwd: str, *, inven
             return
         for name, kind in names.items():
             if join(path, name) not in state.fs.nodes:
-                state.fs.put(join(path, name), Node(kind, complete=False, invented=True, mtime=state.clock))
+                state.fs.put(
+                    join(path, name),
+                    Node(kind, complete=False, invented=True, owner=sandbox.owner_of_new(join(path, name)), mtime=state.clock),
+                )
         return
     ensure_directory(state, path)
     shown_all = "a" in flags or "A" in flags
@@ -154,9 +161,12 @@ def _listing(state: ShellWorld, args: list[str], output: str, cwd: str, *, inven
         if child is None or (kind is not None and child.kind != kind):
             if child is not None:
                 state.fs.remove(join(path, name))
-            state.fs.put(join(path, name), Node(kind, complete=kind != DIR, mtime=state.clock))
-    if shown_all:
-        state.fs.nodes[path] = replace(state.fs.nodes[path], complete=True)
+            state.fs.put(
+                join(path, name), Node(kind, complete=kind != DIR, owner=sandbox.owner_of_new(join(path, name)), mtime=state.clock)
+            )
+    # Every name is now known, dot-names only if the listing showed them.
+    node = state.fs.nodes[path]
+    state.fs.nodes[path] = replace(node, complete=True, hidden_known=shown_all or (node.complete and node.hidden_known))
 
 
 def _existence(state: ShellWorld, path: str, test: str, holds: bool, *, invented: bool) -> None:
@@ -171,6 +181,6 @@ def _existence(state: ShellWorld, path: str, test: str, holds: bool, *, invented
         if node is not None:
             fs.remove(path)
         if ensure_directory(state, parent_of(path), invented=invented):
-            fs.put(path, Node(kind, complete=kind != DIR, invented=invented, mtime=state.clock))
+            fs.put(path, Node(kind, complete=kind != DIR, invented=invented, owner=sandbox.owner_of_new(path), mtime=state.clock))
     elif test == "-e" and not invented and node is not None:
         fs.remove(path)

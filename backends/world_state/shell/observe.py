@@ -74,28 +74,31 @@ def _settle(state: ShellWorld, answer: Answer) -> None:
         cwd = normalize(answer.cwd, "/")
         learn.ensure_directory(state, cwd)
         if cwd != state.cwd:
-            state.env["OLDPWD"], state.env["PWD"] = state.cwd, cwd
-            state.cwd = cwd
+            # OLDPWD: the executor set it for a line it ran; for one it could not run,
+            # touched.py made it unknown.
+            state.env["PWD"], state.cwd = cwd, cwd
 
 
 def _forget_touched(state: ShellWorld, command_line: str) -> None:
     found = touched(command_line)
     fs = state.fs
     if found.anywhere:
-        for path in fs.subtree(state.cwd):
-            fs.forget(path)
+        fs.forget_entries(state.cwd)
     for operand in found.paths:
         path = normalize(operand, state.cwd)
-        for below in fs.subtree(path) or [path]:
-            fs.forget(below)
+        if path == state.cwd or state.cwd.startswith(path.rstrip("/") + "/"):
+            fs.forget_entries(path)  # the working directory stays where the shell says it is
+        else:
+            fs.forget(path)
     if found.new_files_here:
-        fs.forget(state.cwd)
+        fs.forget_listing(state.cwd)
     for name in found.variables:
         state.env[name] = None
 
 
 def _forget_everything(state: ShellWorld) -> None:
-    """After a sandbox reset: nothing of the files is known, and the shell starts afresh."""
-    for path in list(state.fs.nodes):
-        state.fs.forget(path)
+    """After a sandbox reset: nothing the agent's shell wrote is known, and the shell
+    starts afresh."""
+    for mount in sandbox.MOUNTS:
+        state.fs.forget_entries(mount)
     state.env = dict(sandbox.ENV)

@@ -1,9 +1,9 @@
 """A bash command line's structure, from tree-sitter-bash, for the executor to run.
 
-`parse_line(text) -> Script`: statements (`;`, newlines) of and-or lists (`&&`, `||`) of
-pipelines of simple commands, each with its words (quoting kept: which parts were quoted,
-which are variables), its prefix assignments and its redirections (`>`, `>>`, `<`,
-`n>&m`, `&>`, here-documents and here-strings). Words are expanded at run time (a
+`parse_line(text) -> Script` (syntax.py): statements (`;`, newlines) of and-or lists
+(`&&`, `||`) of pipelines of simple commands, each with its words (quoting kept: which
+parts were quoted, which are variables), its prefix assignments and its redirections
+(`>`, `>>`, `<`, `n>&m`, `&>`, here-documents and here-strings). Words are expanded at run time (a
 variable set earlier on the line changes a later word), by words.py.
 
 Whatever the executor does not run raises Unanswerable here, before anything runs:
@@ -18,55 +18,11 @@ from __future__ import annotations
 import codecs
 import re
 import threading
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from backends.world_state.shell.errors import Unanswerable
-
-
-@dataclass(frozen=True, slots=True)
-class Part:
-    text: str
-    quoted: bool = False  # no splitting, no globbing, no tilde
-    var: bool = False  # `text` is a variable's name ($X, ${X}, $?)
-
-
-Word = tuple[Part, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Redirect:
-    fd: int
-    op: str  # ">", ">>", "<", "dup" (fd>&to_fd), "&>", "&>>", "<<" (here-document, here-string)
-    target: Word = ()
-    to_fd: int = -1
-    body: Word = ()  # a here-document's or here-string's text
-
-
-@dataclass(frozen=True, slots=True)
-class Simple:
-    words: tuple[Word, ...]
-    assignments: tuple[tuple[str, Word], ...] = ()
-    redirects: tuple[Redirect, ...] = ()
-    line: int = 0  # the row the command starts on (bash names it in its own messages)
-
-
-@dataclass(frozen=True, slots=True)
-class AndOr:
-    pipelines: tuple[tuple[Simple, ...], ...]
-    operators: tuple[str, ...] = ()  # "&&" or "||" between consecutive pipelines
-    negated: frozenset[int] = frozenset()  # the pipelines written with `!` before them
-
-    def then(self, operator: str, rest: AndOr) -> AndOr:
-        """This list, `operator`, then `rest`."""
-        shift = len(self.pipelines)
-        return AndOr(
-            self.pipelines + rest.pipelines, (*self.operators, operator, *rest.operators), self.negated | {i + shift for i in rest.negated}
-        )
-
-
-Script = tuple[AndOr, ...]
+from backends.world_state.shell.syntax import AndOr, Part, Redirect, Script, Simple, Word
 
 _local = threading.local()
 _EXPANSIONS = ("simple_expansion", "expansion", "command_substitution", "arithmetic_expansion", "process_substitution")
@@ -131,13 +87,15 @@ class _Builder:
             if heredoc is not None:
                 return self.heredoc_statement(node, heredoc)
             body = node.child_by_field_name("body")
-            if body is not None and body.type == "pipeline":
-                # `a | b > f`: the redirections are the last command's.
-                stages = self.stages(body)
-                last, extra = stages[-1], list[Word]()
+            if body is not None and body.type in ("pipeline", "list"):
+                # `a | b > f`, `a || b > f`: the grammar hangs the redirections on the whole;
+                # bash gives them to the last command.
+                inner, extra = self.and_or(body), list[Word]()
                 redirects = self.redirects(node, extra)
-                stages[-1] = Simple(last.words + tuple(extra), last.assignments, last.redirects + redirects, last.line)
-                return AndOr((tuple(stages),))
+                *before, stages = inner.pipelines
+                last = stages[-1]
+                stages = (*stages[:-1], Simple(last.words + tuple(extra), last.assignments, last.redirects + redirects, last.line))
+                return AndOr((*before, stages), inner.operators, inner.negated)
         if node.type == "pipeline":
             return AndOr((tuple(self.stages(node)),))
         return AndOr(((self.simple(node),),))
@@ -165,7 +123,18 @@ class _Builder:
     def stages(self, node: Any) -> list[Simple]:
         if any(c.type == "|&" for c in node.children):
             raise Unanswerable("|& is not run from state")
-        return [self.simple(child) for child in node.named_children]
+        stages: list[Simple] = []
+        for child in node.named_children:
+            body = child.child_by_field_name("body") if child.type == "redirected_statement" else None
+            if child.type == "pipeline" or (body is not None and body.type == "pipeline"):
+                # `a 2>&1 | b 2>&1 | c`: the grammar nests the first stages in a pipeline of their own.
+                inner = self.and_or(child)
+                if len(inner.pipelines) != 1 or inner.negated:
+                    raise Unanswerable("a pipeline the executor does not run")
+                stages.extend(inner.pipelines[0])
+            else:
+                stages.append(self.simple(child))
+        return stages
 
     def simple(self, node: Any) -> Simple:
         line = node.start_point[0]

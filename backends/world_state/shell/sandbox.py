@@ -55,6 +55,12 @@ MOUNTS: dict[str, tuple[int, str]] = {
 COMMAND_START_FILE = "/tmp/.simroute-command-start"
 
 
+def owner_of_new(path: str) -> str:
+    """Who owns a path the state learns of from an answer: the agent below its own tmpfs
+    mounts (nobody else writes there); elsewhere the state cannot say ("")."""
+    return USER if any(path.startswith(mount + "/") for mount in MOUNTS) else ""
+
+
 def bash_error(line: int, text: str) -> str:
     """A message of bash itself (a builtin, a redirection). The channel's shell runs each
     command through `eval` in a function it defined on the second line of its input, so

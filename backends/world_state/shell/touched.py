@@ -87,6 +87,8 @@ def _command(node: Any, found: _Found) -> None:
         found.anywhere = found.new_files_here = True
         return
     program = name.rsplit("/", 1)[-1]
+    if program in ("cd", "pushd", "popd"):
+        found.variables.update(("PWD", "OLDPWD"))
     args = [_static(w) for w in words]
     if program == "find" and not any(a in ("-delete", "-exec", "-execdir", "-ok", "-fprint") for a in args):
         return

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from backends.world_state.shell.errors import Unanswerable
 from backends.world_state.shell.filesystem import DIR, FileSystem, join, normalize
-from backends.world_state.shell.parse import Word
+from backends.world_state.shell.syntax import Word
 
 
 def _magic(text: str) -> bool:
@@ -112,7 +112,7 @@ def _glob(pieces: list[tuple[str, bool]], fs: FileSystem, cwd: str) -> list[str]
             node = fs.lookup(directory)
             if node is None or node.kind != DIR:
                 continue
-            for name in fs.names(directory):
+            for name in fs.names(directory, hidden=component.startswith(".")):
                 if (name.startswith(".") and not component.startswith(".")) or not fnmatch.fnmatchcase(name, component):
                     continue
                 if not last or folders_only:

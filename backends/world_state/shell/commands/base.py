@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from backends.world_state.shell import sandbox
 from backends.world_state.shell.errors import Unanswerable
-from backends.world_state.shell.filesystem import DIR, FILE, Node, normalize
+from backends.world_state.shell.filesystem import DIR, FILE, Node, normalize, parent_of
 from backends.world_state.shell.state import ShellWorld
 
 
@@ -21,10 +21,16 @@ class Context:
     world: ShellWorld
     line: int  # the row the command starts on, for bash's own messages
     emit: Callable[[int, str | None], None]  # (fd, text); None: text the state does not know
-    stdin: str | None = ""  # None: input the state does not know
+    stdin_text: str | None = ""  # None: input the state does not know
     stdin_size: int | None = None  # the size of a regular file on stdin (`< f`); None: a pipe
     invented: list[bool] = field(default_factory=lambda: [False])  # shared by the line's commands
     writes_to: frozenset[str] = frozenset()  # files the command's output is redirected into
+    used_stdin: bool = False  # whether the command read its input (a pipeline's order depends on it)
+
+    def stdin(self) -> str | None:
+        """The command's input (read to its end)."""
+        self.used_stdin = True
+        return self.stdin_text
 
     def out(self, text: str | None) -> None:
         if text != "":
@@ -63,11 +69,21 @@ class Context:
             self.invented[0] = True
         return node.content
 
+    def may_change(self, directory: str) -> None:
+        """Entries of `directory` may be made or removed: it is the agent's, or writable by
+        all (/tmp). Elsewhere (the image's read-only folders, what the state does not
+        know) the answer is the model's."""
+        node = self.world.fs.nodes.get(directory)
+        if node is None or not (node.owner == sandbox.USER or node.mode & 0o002):
+            raise Unanswerable(f"a change in {directory}, not the agent's")
+
     def write(self, path: str, text: str | None, *, append: bool) -> None:
         """Writes (or appends) a file's content; a new file gets the umask's mode. Content
         derived from invented content is invented too; unknown text makes it unknown."""
         fs = self.world.fs
         old = fs.nodes.get(path)
+        if old is None:
+            self.may_change(parent_of(path))
         invented = self.invented[0]
         if old is not None and append:
             text = None if text is None or old.content is None else old.content + text
@@ -76,6 +92,7 @@ class Context:
         fs.put(path, Node(FILE, mode, content=text, invented=invented, mtime=self.world.clock))
 
     def make_dir(self, path: str) -> None:
+        self.may_change(parent_of(path))
         self.world.fs.put(path, Node(DIR, sandbox.DIR_MODE, mtime=self.world.clock))
 
     def missing(self, operand: str) -> str:
@@ -142,7 +159,7 @@ def options(args: list[str], flags: str, *, valued: str = "", program: str = "")
 
 # --- quoting of names in messages (gnulib quotearg, LANG=C.UTF-8) -----------------------------
 
-_SHELL_SPECIAL = re.compile(r"[\s!\"$&'()*;<>?\[\\\]^`{|}]|^[#~]")
+_SHELL_SPECIAL = re.compile(r"[\s!\"$&'()*:;<=>?\[\\\]^`{|}]|^[#~]")
 
 
 def _checked(name: str) -> str:
@@ -152,7 +169,8 @@ def _checked(name: str) -> str:
 
 
 def quote_if_needed(name: str) -> str:
-    """cat, wc, grep: the name as it is, single-quoted only when a shell would need it."""
+    """cat, wc: the name as it is, single-quoted only when a shell would need it (or it
+    holds a colon, which would blur the message's own)."""
     return f"'{name}'" if _SHELL_SPECIAL.search(_checked(name)) or not name else name
 
 

@@ -89,6 +89,8 @@ def _unary(ctx: Context, op: str, operand: str) -> bool:
     if op == "-s":
         return node.kind == DIR or len(ctx.read(ctx.path(operand)).encode()) > 0
     if op in ("-r", "-w", "-x"):
+        if not node.owner or node.fixed is not None and op == "-w":
+            raise Unanswerable(f"the permissions of {operand} are not known")  # the image's root is read-only too
         bit = {"-r": 4, "-w": 2, "-x": 1}[op]
         shift = 6 if node.owner == "agent" else 0
         return bool(node.mode >> shift & bit)

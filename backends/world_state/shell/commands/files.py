@@ -15,7 +15,7 @@ def cat(ctx: Context, args: list[str]) -> int:
     number = 0
     for operand in operands or ["-"]:
         if operand == "-":
-            text = ctx.stdin
+            text = ctx.stdin()
         else:
             node = ctx.lookup(operand)
             if node is None or node.kind != FILE:
@@ -56,15 +56,24 @@ def touch(ctx: Context, args: list[str]) -> int:
         node = ctx.lookup(operand)
         path = ctx.path(operand)
         if node is not None:
+            if node.owner != "agent":
+                raise Unanswerable(f"touch of {operand}, not the agent's")
             ctx.world.fs.put(path, replace(node, mtime=ctx.world.clock))
             continue
         if "c" in flags:
             continue
         parent = ctx.world.fs.lookup(parent_of(path))
-        if operand.endswith("/") or parent is None or parent.kind != DIR:
+        if operand.endswith("/"):
+            if parent is None or parent.kind != DIR:
+                raise Unanswerable(f"touch of {operand} in a folder that is not one")
+            # touch cannot create a file named as a folder, then fails to set its times.
+            ctx.err(f"touch: setting times of {quote_always(operand)}: No such file or directory\n")
+            code = 1
+            continue
+        if parent is None or parent.kind != DIR:
             if parent is not None and parent.kind is None:
                 raise Unanswerable(f"whether the folder of {operand} is one is not known")
-            reason = "Not a directory" if operand.endswith("/") or parent is not None else ctx.missing(operand)
+            reason = "Not a directory" if parent is not None else ctx.missing(operand)
             ctx.err(f"touch: cannot touch {quote_always(operand)}: {reason}\n")
             code = 1
             continue
@@ -123,6 +132,8 @@ def rmdir(ctx: Context, args: list[str]) -> int:
         return usage_error(ctx, "rmdir", "missing operand")
     code = 0
     for operand in operands:
+        if operand.rstrip("/").rsplit("/", 1)[-1] in (".", ".."):
+            raise Unanswerable("rmdir of . or ..")
         node = ctx.lookup(operand)
         path = ctx.path(operand)
         if node is not None and node.kind is None:
@@ -131,9 +142,10 @@ def rmdir(ctx: Context, args: list[str]) -> int:
             reason = ctx.missing(operand) if node is None else "Not a directory"
         elif ctx.world.fs.names(path):
             reason = "Directory not empty"
-        elif ctx.world.cwd == path or node.owner != "agent" or operand.rstrip("/").endswith((".", "..")):
+        elif ctx.world.cwd == path or node.owner != "agent":
             raise Unanswerable(f"rmdir of {operand} is not answered from state")
         else:
+            ctx.may_change(parent_of(path))
             ctx.world.fs.remove(path)
             continue
         ctx.err(f"rmdir: failed to remove {quote_always(operand)}: {reason}\n")
@@ -167,6 +179,7 @@ def rm(ctx: Context, args: list[str]) -> int:
             raise Unanswerable("rm of the working directory is not answered from state")
         if node.owner != "agent" or _sticky_other(ctx, path):
             raise Unanswerable(f"rm of {operand}, not the agent's, is not answered from state")
+        ctx.may_change(parent_of(path))
         ctx.world.fs.remove(path)
     return code
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from backends.world_state.shell.commands.base import Context, options, quote_if_needed, split_lines
+from backends.world_state.shell.commands.base import Context, options, split_lines
 from backends.world_state.shell.commands.regex import translate
 from backends.world_state.shell.errors import Unanswerable
 from backends.world_state.shell.filesystem import DIR
@@ -29,6 +29,8 @@ def grep(ctx: Context, args: list[str]) -> int:
         text = _text(ctx, operand, flags)
         if text is None:
             failed = True
+            if "c" in flags and "l" not in flags and operand != "-" and _is_dir(ctx, operand):
+                ctx.out((f"{label}:" if show_names else "") + "0\n")  # grep counts a folder it cannot read as 0
             continue
         if "\0" in text:
             raise Unanswerable("grep of binary content")
@@ -56,18 +58,24 @@ def grep(ctx: Context, args: list[str]) -> int:
 def _text(ctx: Context, operand: str, flags: dict[str, str]) -> str | None:
     """The operand's text; None (said unless -s) when it cannot be read."""
     if operand == "-":
-        if ctx.stdin is None:
+        text = ctx.stdin()
+        if text is None:
             raise Unanswerable("grep of input the state does not know")
-        return ctx.stdin
+        return text
     node = ctx.lookup(operand)
     if node is not None and node.kind is None:
         raise Unanswerable(f"whether {operand} is a file is not known")
     if node is None or node.kind == DIR:
         if "s" not in flags:
             reason = ctx.missing(operand) if node is None else "Is a directory"
-            ctx.err(f"grep: {quote_if_needed(operand)}: {reason}\n")
+            ctx.err(f"grep: {operand}: {reason}\n")  # grep names files as they are, unquoted
         return None
     return ctx.read(ctx.path(operand))
+
+
+def _is_dir(ctx: Context, operand: str) -> bool:
+    node = ctx.lookup(operand)
+    return node is not None and node.kind == DIR
 
 
 def _matcher(pattern: str, flags: dict[str, str]) -> Callable[[str], object]:

@@ -51,7 +51,7 @@ def ls(ctx: Context, args: list[str]) -> int:
 
 
 def _entries(fs: FileSystem, path: str, flags: dict[str, str]) -> list[str]:
-    names = fs.names(path)
+    names = fs.names(path, hidden="a" in flags or "A" in flags)
     if "a" in flags:
         names = [".", "..", *names]
     elif "A" not in flags:
@@ -77,6 +77,8 @@ def _entry_node(fs: FileSystem, directory: str, name: str) -> Node:
 def _long(ctx: Context, rows: list[tuple[str, str, Node]], sized_by: list[tuple[str, str, Node]] | None = None) -> str:
     cells = [_cells(ctx, row) for row in rows]
     measured = cells if sized_by is None else [_cells(ctx, row) for row in sized_by]
+    if not cells:
+        return ""
     widths = [max(len(cell[i]) for cell in measured) for i in range(5)]
     return "".join(
         f"{m} {links:>{widths[1]}} {owner:<{widths[2]}} {group:<{widths[3]}} {size:>{widths[4]}} {date} {name}\n"
@@ -86,8 +88,8 @@ def _long(ctx: Context, rows: list[tuple[str, str, Node]], sized_by: list[tuple[
 
 def _cells(ctx: Context, row: tuple[str, str, Node]) -> tuple[str, ...]:
     name, path, node = row
-    if node.kind is None:
-        raise Unanswerable(f"whether {name} is a directory is not known")
+    if node.kind is None or not node.owner:
+        raise Unanswerable(f"what {name} is, or whose, is not known")
     links, size = _links_and_size(ctx, ctx.world.fs, path, node)
     return (mode_string(node), str(links), node.owner, node.owner, str(size), _date(node.mtime, ctx.world.clock), name)
 

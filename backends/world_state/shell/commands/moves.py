@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from backends.world_state.shell import sandbox
 from backends.world_state.shell.commands.base import Context, options, quote_always, usage_error
 from backends.world_state.shell.errors import Unanswerable
-from backends.world_state.shell.filesystem import DIR, FILE, Node, join, name_of, parent_of
+from backends.world_state.shell.filesystem import DIR, FILE, Node, join, parent_of
 
 
 def mv(ctx: Context, args: list[str]) -> int:
@@ -40,11 +41,13 @@ def _targets(ctx: Context, program: str, operands: list[str]) -> list[tuple[str,
     if len(operands) == 1:
         return usage_error(ctx, program, f"missing destination file operand after {quote_always(operands[0])}")
     *sources, destination = operands
+    if any(s.rstrip("/").rsplit("/", 1)[-1] in (".", "..", "") for s in sources):
+        raise Unanswerable(f"{program} of . or ..")
     node = ctx.lookup(destination)
     if node is not None and node.kind is None:
         raise Unanswerable(f"whether {destination} is a directory is not known")
     if node is not None and node.kind == DIR:
-        return [(s, join(destination, name_of(ctx.path(s)))) for s in sources]
+        return [(s, join(destination, s.rstrip("/").rsplit("/", 1)[-1])) for s in sources]
     if len(sources) > 1:
         reason = ctx.missing(destination) if node is None else "Not a directory"
         ctx.err(f"{program}: target {quote_always(destination)}: {reason}\n")
@@ -88,8 +91,9 @@ def _move_one(ctx: Context, source: str, target: str) -> bool:
         return False
     if dst.startswith(src + "/") or ctx.world.cwd == src or ctx.world.cwd.startswith(src + "/"):
         raise Unanswerable("a move into itself, or of the working directory")
-    if node.owner != "agent" or fs.nodes[parent_of(src)].owner != "agent":
+    if node.owner != "agent":
         raise Unanswerable(f"a move of {source}, not the agent's")
+    ctx.may_change(parent_of(src))
     if not _parent_ready(ctx, "mv", source, target, "", folder=node.kind == DIR):
         return False
     existing = fs.lookup(dst)
@@ -106,6 +110,7 @@ def _move_one(ctx: Context, source: str, target: str) -> bool:
             ctx.err(f"mv: cannot move {quote_always(source)} to {quote_always(target)}: Directory not empty\n")
             return False
         fs.remove(dst)
+    ctx.may_change(parent_of(dst))
     moved = {p: fs.nodes[p] for p in fs.subtree(src)}
     fs.remove(src)
     for path in sorted(moved, key=len):
@@ -155,6 +160,7 @@ def _copy_tree(ctx: Context, src: str, dst: str) -> None:
     sorts them by inode number: the order the files were made in)."""
     fs = ctx.world.fs
     if dst not in fs.nodes:
+        ctx.may_change(parent_of(dst))
         fs.put(dst, Node(DIR, fs.nodes[src].mode, mtime=ctx.world.clock))
     for name in sorted(fs.names(src), key=lambda n: fs.nodes[join(src, n)].inode):
         child = fs.nodes[join(src, name)]
@@ -164,4 +170,5 @@ def _copy_tree(ctx: Context, src: str, dst: str) -> None:
             old = fs.nodes.get(join(dst, name))
             if old is not None and old.kind == DIR:
                 raise Unanswerable("a file copied onto a directory")
-            fs.put(join(dst, name), replace(child, order=0, inode=0, mtime=ctx.world.clock))
+            ctx.may_change(dst)
+            fs.put(join(dst, name), replace(child, order=0, inode=0, owner=sandbox.USER, mtime=ctx.world.clock))

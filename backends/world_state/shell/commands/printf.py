@@ -23,41 +23,42 @@ def printf(ctx: Context, args: list[str]) -> int:
         raise Unanswerable(f"printf {args[0]} is not answered from state")
     form, values = args[0], args[1:]
     code = 0
-    out: list[str] = []
     while True:
-        used, stop, failed = _once(ctx, form, values, out)
+        used, stop, failed = _once(ctx, form, values)
         code = 1 if failed else code
         values = values[used:]
         if stop or not used or not values:
             break
-    ctx.out("".join(out))
     return code
 
 
-def _once(ctx: Context, form: str, values: list[str], out: list[str]) -> tuple[int, bool, bool]:
-    """One pass of the format: (arguments used, whether \\c stopped it, whether a number was invalid)."""
+def _once(ctx: Context, form: str, values: list[str]) -> tuple[int, bool, bool]:
+    """One pass of the format: (arguments used, whether \\c stopped it, whether a number
+    was invalid). Output goes out as it is made: bash reports an invalid number between
+    what came before it and the 0 it prints for it."""
     used = 0
     failed = False
     position = 0
     for match in _SPEC.finditer(form):
         literal, stop = backslash_escapes(form[position : match.start()], echo=False)
-        out.append(literal)
+        ctx.out(literal)
         if stop:
             return used, True, failed
         position = match.end()
         flags, width, precision, conversion = match.groups()
         if conversion == "%":
-            out.append("%")
+            ctx.out("%")
             continue
         value = values[used] if used < len(values) else None
         used += value is not None
         spec = f"%{flags}{width}" + (f".{precision}" if precision is not None else "")
-        if conversion in "sc":
-            text = value or ""
-            out.append((spec + "s") % (text[:1] if conversion == "c" else text))
+        if conversion == "c":
+            ctx.out((spec + "s") % ((value or "")[:1] or "\0"))  # no character: bash writes a NUL
+        elif conversion == "s":
+            ctx.out((spec + "s") % (value or ""))
         elif conversion == "b":
             text, stop = backslash_escapes(value or "", echo=True)
-            out.append((spec + "s") % text)
+            ctx.out((spec + "s") % text)
             if stop:
                 return used, True, failed
         elif conversion in "diouxX":
@@ -65,13 +66,13 @@ def _once(ctx: Context, form: str, values: list[str], out: list[str]) -> tuple[i
             failed = failed or not ok
             if conversion == "u" and number < 0:
                 number += 1 << 64
-            out.append((spec + ("d" if conversion in "diu" else conversion)) % number)
+            ctx.out((spec + ("d" if conversion in "diu" else conversion)) % number)
         elif conversion in "feEgG":
-            out.append((spec + conversion) % _float(value))
+            ctx.out((spec + conversion) % _float(value))
         else:
             raise Unanswerable(f"printf %{conversion} is not answered from state")
     literal, stop = backslash_escapes(form[position:], echo=False)
-    out.append(literal)
+    ctx.out(literal)
     if "%" in literal.replace("%%", ""):
         raise Unanswerable("a printf format bash reads differently")
     return used, stop, failed

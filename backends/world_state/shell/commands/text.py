@@ -24,9 +24,10 @@ def _inputs(ctx: Context, operands: list[str], program: str) -> list[_Input]:
     found = []
     for operand in operands or ["-"]:
         if operand == "-":
-            if ctx.stdin is None:
+            text = ctx.stdin()
+            if text is None:
                 raise Unanswerable(f"{program} of input the state does not know")
-            found.append(_Input("-", ctx.stdin, ctx.stdin_size is not None))
+            found.append(_Input("-", text, ctx.stdin_size is not None))
             continue
         node = ctx.lookup(operand)
         if node is None:
@@ -97,6 +98,8 @@ def tail(ctx: Context, args: list[str]) -> int:
 
 def _ends(ctx: Context, program: str, args: list[str]) -> int:
     if args and re.fullmatch(r"-\d+", args[0]):
+        if program == "tail" and len(args) > 2:
+            raise Unanswerable("tail's old -N spelling with several files")
         args = [f"-n{args[0][1:]}", *args[1:]]  # `head -2`: the old spelling of -n 2
     flags, operands = options(args, "qv", valued="n", program=program)
     spelled = flags.get("n", "10")

@@ -127,3 +127,16 @@ def test_an_answer_takes_a_fraction_of_a_millisecond(world):
             run(world, line)
     # ~0.1-0.5 ms a line on this project's 2-core machines; the bound leaves room for a loaded one.
     assert (time.perf_counter() - started) / (50 * len(lines)) < 0.005
+
+
+def test_pipeline_stages_run_at_once_so_racing_writes_are_left_to_the_model(world):
+    # An earlier stage's message comes first when the later stages wait for their input.
+    assert sh(world, "cat missing | wc -l") == ("cat: missing: No such file or directory\n0\n", 0)
+    assert sh(world, "cat notes.txt | grep a > hits.txt; cat hits.txt") == ("alpha\nbeta\ngamma\n", 0)
+    # A message after what a stage fed the next one races it (or dies with it by SIGPIPE).
+    assert unanswered(world, "cat notes.txt missing | head -n 1")
+    # A later stage that writes without reading its input races an earlier writer.
+    assert unanswered(world, "cat missing | cat nope")
+    # A stage changing what another one looks at.
+    assert unanswered(world, "mkdir x | touch x")
+    assert unanswered(world, "ls | wc -l > count.txt")

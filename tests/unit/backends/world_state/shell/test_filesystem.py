@@ -78,14 +78,22 @@ def test_removing_a_directory_removes_what_is_below_it():
     assert fs.names("/w") == ["a.txt"]
 
 
-def test_forgetting_makes_contents_and_listings_unknown():
+def test_forgetting_a_path_makes_even_its_existence_unknown():
     fs = tree()
-    fs.forget("/w/a.txt")
     fs.forget("/w/d")
+    assert "/w/d/b.txt" not in fs.nodes and "/w/d" not in fs.nodes
+    with pytest.raises(Unanswerable):
+        fs.lookup("/w/d")
+    assert fs.lookup("/w/a.txt").kind == FILE  # what the folder held besides stays known
+
+
+def test_forgetting_entries_keeps_the_folder_and_forgetting_content_keeps_the_file():
+    fs = tree()
+    fs.forget_entries("/w/d")
+    assert fs.nodes["/w/d"].kind == DIR and not fs.nodes["/w/d"].complete
+    assert "/w/d/b.txt" not in fs.nodes
+    fs.forget_content("/w/a.txt")
     assert fs.nodes["/w/a.txt"].content is None
-    assert not fs.nodes["/w/d"].complete
-    fs.forget("/w/new/file")  # a name the store lacks: its nearest folder's listing
-    assert not fs.nodes["/w"].complete
 
 
 def test_a_copy_is_independent():

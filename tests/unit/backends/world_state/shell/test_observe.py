@@ -21,7 +21,7 @@ def answer(output: str = "", exit_code: int | None = 0, cwd: str | None = "/work
 def unseeded():
     """A sandbox whose workspace came from a folder the state never saw."""
     world = make_world()
-    world.fs.forget("/workspace")
+    world.fs.forget_entries("/workspace")
     return world
 
 
@@ -39,6 +39,15 @@ def test_real_then_simulated_then_real_stays_with_the_real_side():
     assert run(world, "echo b >> x") is not None  # the sim route answered from state
     observe(world, "cat x", answer("a\n"), provenance=REAL)  # the real sandbox never saw the append
     assert out(world, "cat x") == "a\n"
+
+
+def test_a_plain_real_listing_teaches_every_name_but_the_dot_names():
+    world = unseeded()
+    observe(world, "ls", answer("a.txt\nsub\n"), provenance=REAL)
+    assert out(world, "ls") == "a.txt\nsub\n"
+    assert sh(world, "cat nope") == ("cat: nope: No such file or directory\n", 1)
+    assert unanswered(world, "ls -a")
+    assert unanswered(world, "cat .env")
 
 
 def test_a_real_listing_teaches_names_and_a_simulated_read_is_invented_until_a_real_one():
@@ -112,9 +121,10 @@ def test_the_answers_working_directory_and_exit_code():
     observe(world, "cd /tmp/build 2>/dev/null || cd /opt/app", answer("", 0, "/opt/app"), provenance=REAL)
     assert world.cwd == "/opt/app"
     assert world.fs.nodes["/opt/app"].kind == DIR
-    assert world.env["OLDPWD"] == "/workspace"
+    assert unanswered(world, "cd -")  # which cd ran, and so the previous directory, is not known
     observe(world, "false", answer("", 1, "/opt/app"), provenance=REAL)
-    assert out(world, "echo $?") == "1\n"
+    assert world.exit_code == 1
+    assert out(world, "echo $?") == "0\n"  # the channel starts each line's $? afresh (executor.py)
 
 
 def test_variables_set_by_a_line_the_state_cannot_follow_are_unknown():
@@ -136,7 +146,7 @@ def test_an_answer_cut_short_or_after_a_reset_teaches_only_doubt():
     observe(world, "echo more >> a.txt; sleep 100", answer("", None, None, timed_out=True), provenance=REAL)
     assert unanswered(world, "cat a.txt")
     world = make_world({"a.txt": "a\n"})
-    observe(world, "ls", answer("", 0, reset="the sandbox was replaced with a fresh one (files reset)"), provenance=REAL)
+    observe(world, "true", answer("", 0, reset="the sandbox was replaced with a fresh one (files reset)"), provenance=REAL)
     assert unanswered(world, "cat a.txt")
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from backends.world_state.shell.errors import Unanswerable
-from backends.world_state.shell.parse import Part, Redirect, parse_line
+from backends.world_state.shell.parse import parse_line
+from backends.world_state.shell.syntax import Part, Redirect
 
 
 def words(line: str) -> list[list[tuple[str, bool, bool]]]:

@@ -58,3 +58,18 @@ def test_what_file_commands_leave_to_the_model(world):
     assert unanswered(world, "rm -i notes.txt")
     assert unanswered(world, "cd src && rm -r /workspace/src")
     assert unanswered(world, "rm /etc/hosts")
+
+
+def test_names_in_messages_are_quoted_as_coreutils_quotes_them(world):
+    assert sh(world, "cat 'p=q' 'a:b' r,s x#y '#z' é") == (
+        "cat: 'p=q': No such file or directory\n"
+        "cat: 'a:b': No such file or directory\n"
+        "cat: r,s: No such file or directory\n"
+        "cat: x#y: No such file or directory\n"
+        "cat: '#z': No such file or directory\n"
+        "cat: é: No such file or directory\n",
+        1,
+    )
+    assert sh(world, "grep x 'a b'") == ("grep: a b: No such file or directory\n", 2)  # grep does not quote
+    assert sh(world, "mkdir 'x/a b'") == ("mkdir: cannot create directory \u2018x/a b\u2019: No such file or directory\n", 1)
+    assert unanswered(world, 'cat "d\'e"')  # coreutils double-quotes it: left to the model

@@ -21,6 +21,7 @@ from kit.shell_world import make_world, sh, unanswered
         ("printf '%d\\n' abc", ("main: line 2: printf: abc: invalid number\n0\n", 1)),
         ("printf", ("printf: usage: printf [-v var] format [arguments]\n", 2)),
         ("printf '%d %d\\n' 010 0x1f", ("8 31\n", 0)),
+        ("printf '%c|' '' x", ("\0|x|", 0)),
     ],
 )
 def test_printf(line, answer):
