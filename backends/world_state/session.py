@@ -38,15 +38,17 @@ class WorldState(SessionSlice):
         if "shell" in fields:
             self.shell = ShellWorld.from_json(json.loads(fields["shell"]))
 
-    def learn(self, command: str, served: Observation, *, replaying: bool = False) -> bool:
+    def learn(self, command: str, served: Observation, *, at: float, replaying: bool = False) -> bool:
         """What one shell answer the agent got teaches the state (every route): the line's
         effects and what the answer shows, a simulated answer's marked invented. An answer
         the state gave itself applied its effects when it was made; `replaying` (a state
-        rebuilt from records) runs it again. False: the answer taught nothing."""
+        rebuilt from records) runs it again. `at`: when (the state's clock: `ls -l` dates,
+        new files' times). False: the answer taught nothing."""
         structured = served.structured if isinstance(served.structured, dict) else None
         if structured is None:
             return False  # an answer that does not show the shell (an unparsed simulation)
         world = self.shell_world()
+        world.clock = max(world.clock, at)
         if served.source is not None and served.source.sub == FROM_STATE:
             return run(world, command) is not None if replaying else True
         observe(world, command, ShellResult.from_structured(structured), provenance=served.provenance)
@@ -67,11 +69,11 @@ class WorldState(SessionSlice):
         return {"shell": {"cwd": self.shell.cwd, "exit_code": self.shell.exit_code, "files": files}}
 
 
-def rebuilt(turns: list[tuple[str, Observation, bool]]) -> WorldState:
+def rebuilt(turns: list[tuple[str, Observation, bool, float]]) -> WorldState:
     """A session's world state rebuilt from its shell records, oldest first: (command,
-    served answer, perturbed). A perturbed answer and simroute's own teach nothing."""
+    served answer, perturbed, when). A perturbed answer and simroute's own teach nothing."""
     state = WorldState()
-    for command, served, perturbed in turns:
+    for command, served, perturbed, at in turns:
         if not perturbed and served.provenance is not Provenance.NONE:
-            state.learn(command, served, replaying=True)
+            state.learn(command, served, at=at, replaying=True)
     return state

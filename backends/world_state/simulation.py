@@ -75,7 +75,9 @@ class StatefulSimulator:
         command = call.arguments.get("command")
         if not isinstance(command, str):
             return None
-        outcome = run(session.slice(WorldState).shell_world(), command, screen_lines=self.screen_lines, screen_chars=self.screen_chars)
+        world = session.slice(WorldState).shell_world()
+        world.clock = max(world.clock, time.time())  # `ls -l` dates and new files' times
+        outcome = run(world, command, screen_lines=self.screen_lines, screen_chars=self.screen_chars)
         if outcome is None:
             return None
         result = outcome.to_result()

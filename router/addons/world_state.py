@@ -72,7 +72,7 @@ class WorldStateKeeper(CallAddon):
         if record.perturbation is not None or served.provenance is Provenance.NONE or record.status == "started":
             return
         command = call.arguments.get("command")
-        if isinstance(command, str) and pending.session.slice(WorldState).learn(command, served):
+        if isinstance(command, str) and pending.session.slice(WorldState).learn(command, served, at=record.ts):
             await self._share(pending)
 
     async def _share(self, pending: Pending) -> None:

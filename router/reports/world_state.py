@@ -18,7 +18,7 @@ RECORDS_READ = 100_000
 async def session_world(store: RecordStore, session_id: str) -> WorldState:
     records = await store.session_records(session_id, before_step=2**62, limit=RECORDS_READ)
     turns = [
-        (str(r.call.arguments.get("command")), r.served, r.perturbation is not None)
+        (str(r.call.arguments.get("command")), r.served, r.perturbation is not None, r.ts)
         for r in records
         if r.call.channel == "shell" and isinstance(r.call.arguments.get("command"), str) and r.status != "started"
     ]
