@@ -126,7 +126,9 @@ def test_a_simulated_episode_starts_nothing_real(tmp_path):
             assert served.children() == [] and sandboxes({owner_of(served.process.pid)}) == []
             prompt = json.dumps(stub.bodies[-1]["messages"])
             assert "notes/todo.txt" not in prompt  # the MCP server's world is not the shell's
-            served.call(episode, "shell_exec", command="cat notes/todo.txt")
+            # `sort`: a program the world state does not run, so the model answers, told the files
+            # (a `cat` is answered from the state, which holds them: test_sim_shell_state.py).
+            served.call(episode, "shell_exec", command="sort notes/todo.txt")
             assert "buy milk" in json.dumps(stub.bodies[-1]["messages"])  # the simulated shell is told its files
             assert served.children() == [] and sandboxes({owner_of(served.process.pid)}) == []
 
