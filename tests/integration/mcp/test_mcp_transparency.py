@@ -23,7 +23,8 @@ from kit.launch import stdio_client, write_config
 from kit.mcp_wire import WireSession, messages_of, rpc
 from kit.transparency import connected, direct_client, everything_server, remote_everything, simroute_http, wire
 
-pytestmark = pytest.mark.integration
+# The handshake-era methods compared here (subscribe, setLevel) are deprecated in the 2026 era.
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 CONFIGS = ["http", "stdio", "http-upstream", "two-upstreams"]
 EVERY_CONFIG = pytest.mark.parametrize("routed", CONFIGS, indirect=True)
@@ -182,6 +183,16 @@ async def test_log_messages_arrive_as_sent_at_the_level_asked(routed, direct):
 
 
 @FULL
+async def test_a_level_set_before_the_upstream_opened_is_sent_when_it_opens(routed):
+    """A second agent session: its upstream opens on its first call, after its setLevel."""
+    async with connected(lambda **kwargs: Client(routed.url, **kwargs)) as late:
+        await late.session.set_logging_level("critical")
+        result = await late.session.call_tool("log_levels", {})
+        assert result.content[0].text == "logged from critical"
+        assert [note["level"] for note in await late.settle("notifications/message", 3)] == ["critical", "alert", "emergency"]
+
+
+@FULL
 async def test_progress_only_when_the_client_asked_for_it(routed, direct):
     reported: dict[str, list] = {"direct": [], "routed": []}
     for label, side in (("direct", direct), ("routed", routed)):
@@ -243,3 +254,12 @@ def test_a_cancellation_reaches_the_upstream_with_its_reason(routed):
                 assert seen == (reason or "(no reason)")
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def test_off_the_real_route_completions_are_empty_and_subscriptions_send_nothing(tmp_path):
+    config = write_config(tmp_path, mcpServers={"everything": everything_server()}, mode="replay")
+    async with connected(lambda **kwargs: stdio_client(config, **kwargs)) as replayed:
+        ref = mcp_types.PromptReference(type="ref/prompt", name="review")
+        assert wire(await replayed.session.complete(ref, {"name": "language", "value": "p"}))["completion"]["values"] == []
+        assert wire(await replayed.session.subscribe_resource("note://alpha")) == {}
+        assert replayed.seen("notifications/resources/updated") == []
