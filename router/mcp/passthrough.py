@@ -157,9 +157,11 @@ class PassThrough(Middleware):
 
     async def _meet_upstreams(self, ctx: Any) -> None:
         """Open the session's upstreams whose capabilities this process does not know yet
-        (where its route for them is real or shadow): simroute says what they can do."""
+        (where its route for them is real or shadow): simroute says what they can do. Each
+        opens within `startup_timeout_s`, all at once."""
         pool = self.runtime.upstreams
-        unknown = [server for server in self.upstreams if server not in pool.capabilities]
+        # One that failed its last start is not waited for again here: its listing and calls say why.
+        unknown = [server for server in self.upstreams if server not in pool.capabilities and server not in pool.start_errors]
         session = self._session(agent_session_id(ctx)) if unknown else None
         if session is None or session.is_episode:  # an episode lists from snapshots: it starts nothing it need not
             return

@@ -62,6 +62,8 @@ class FrontRelay:
             front, request_id = ctx.session, ctx.request_id
             meta = ctx.request_context.meta if ctx.request_context is not None else None
         except RuntimeError:  # an episode's step taken in-process has no MCP request
+            front = None
+        if front is None:
             yield
             return
         self._fronts[session_id] = front
