@@ -16,7 +16,9 @@ stops doing its job.
 - `forward_cancel_reasons`: an abandoned upstream request is cancelled with the reason
   the agent gave, not mcp's own "caller cancelled"; `cancel_requested`: whether the
   agent cancelled its request (not a deadline).
-- `CacheEntry`: fastmcp's proxy provider's listing cache entry.
+- `CacheEntry`: fastmcp's proxy provider's listing cache entry (the provider and the
+  upstream tool subclass fastmcp's proxy classes and use their private attributes:
+  their sources are pinned by the same test).
 """
 
 from __future__ import annotations

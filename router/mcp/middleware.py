@@ -1,8 +1,10 @@
 """Routes every `tools/call`, `resources/read` and `prompts/get` through the engine;
 everything else passes through.
 
-Listings, notifications and server-to-client requests are served by fastmcp's
-proxy provider over the session's warm upstream, unchanged.
+Listings are router/mcp/listings.py's, the other requests router/mcp/passthrough.py's;
+the upstreams' notifications reach the agent through router/mcp/relay.py (which this
+middleware tells what it forwards), and their requests to the client (sampling,
+elicitation, roots) through fastmcp's proxy client, over the session's warm upstream.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Builds simroute's MCP server: one proxy provider per upstream, the routing
-middleware in front, the runtime (and any service beside the endpoint) opened
-and closed with the server."""
+middleware in front, simroute's own listings and pass-through requests, the relay
+of the upstreams' notifications, the runtime (and any service beside the endpoint)
+opened and closed with the server."""
 
 from __future__ import annotations
 

@@ -30,6 +30,10 @@ PINNED = {  # (module, qualified name) -> sha256 of its source, first 16 hex dig
     ("mcp.server.session", "ServerSession.__init__"): "8faf2240a36dac7f",  # _request_outbound
     ("mcp.client.session", "ClientSession.__init__"): "ad4b50702b3c63b2",  # _dispatcher
     ("fastmcp.server.server", "FastMCP.__init__"): "b285ec014c8da686",  # _mcp_server
+    # Subclassed (router/mcp/upstream_tool.py, router/mcp/provider.py): `_backend_name`,
+    # `_get_client`, and the listing caches (`_tools_cache`, `_templates_cache`, `_cache_ttl`).
+    ("fastmcp.server.providers.proxy", "ProxyTool"): "c122b69d7dc270a7",
+    ("fastmcp.server.providers.proxy", "ProxyProvider.__init__"): "c9b100555dfc1008",
 }
 
 
