@@ -27,8 +27,16 @@ def ca(
     typer.echo(trust_instructions(cert))
 
 
-def check_config(config: ConfigOption = None) -> None:
-    """Validate a config file (and the tokens: SIMROUTE_TOKEN, service.tokens) and print what it configures."""
+def check_config(
+    config: ConfigOption = None,
+    start: Annotated[
+        bool, typer.Option("--start", help="Also start each MCP server and list its tools (each within startup_timeout_s).")
+    ] = False,
+) -> None:
+    """Validate a config file (and the tokens: SIMROUTE_TOKEN, service.tokens) and print what it configures.
+
+    Exits 1 naming each MCP server that cannot start: a stdio server whose command is not on its PATH (with
+    `--start`: any server that does not finish its handshake and list its tools)."""
     cfg = load_or_exit(config, tokens=True)
     rehearsal = (
         f" with rehearsal ({len(cfg.rehearsal.allow)} allow rule(s), diverted calls get {cfg.rehearsal.on_divert})"
@@ -38,3 +46,27 @@ def check_config(config: ConfigOption = None) -> None:
     typer.echo(
         f"{cfg.source}: ok — mode {cfg.mode}{rehearsal}, {len(cfg.upstreams)} server(s), {len(cfg.rules)} rule(s), store {cfg.store.redis_url or cfg.store_path}"
     )
+    failed = _servers_that_cannot_start(cfg, start=start)
+    for server, problem in failed:
+        typer.echo(f"simroute: server {server!r} cannot start: {problem}", err=True)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _servers_that_cannot_start(cfg, *, start: bool) -> list[tuple[str, str]]:
+    import asyncio
+
+    from backends.mcp.check import command_problem, start_problem
+
+    failed = [(server, problem) for server, spec in cfg.real_upstreams.items() if (problem := command_problem(spec)) is not None]
+    if not start:
+        return failed
+    for server, spec in cfg.real_upstreams.items():
+        if server in dict(failed):
+            continue
+        problem, tools = asyncio.run(start_problem(server, spec, timeout_s=cfg.startup_timeout_s))
+        if problem is not None:
+            failed.append((server, problem))
+        else:
+            typer.echo(f"server {server!r}: started, {tools} tool(s)")
+    return failed

@@ -7,7 +7,9 @@ TRL, SkyRL, ART, verifiers and NeMo Gym reach environments through them) speak.
   closes the connection's previous episode and opens a new one; the connection closing
   closes its episode. A step's action is `{"type": "call_tool", "tool_name", "arguments"}`
   or `{"type": "list_tools"}` (OpenEnv's MCP actions).
-- `GET /schema` (the action, observation and state schemas), `/health`, `/metadata`.
+- `GET /schema` (the action, observation and state schemas), `/health` (OpenEnv's
+  `{"status": "healthy"}`, and `upstreams`: each MCP server's `{ok, error}` as of its
+  last start), `/metadata`.
 
 OpenEnv's HTTP `/reset` and `/step` are stateless by that protocol's design (each
 request a fresh environment): episodes live on `/ws` (or on simroute's `/episodes`).
@@ -78,7 +80,9 @@ def openenv_router(host: EpisodeHost) -> APIRouter:
 
     @api.get("/health", summary="Health (OpenEnv)")
     async def health() -> dict[str, Any]:
-        return {"status": "healthy"}
+        # Healthy while simroute serves (the balancer and OpenEnv clients read `status`);
+        # `upstreams` says which MCP servers failed their last start, and why.
+        return {"status": "healthy", "upstreams": host.runtime.upstreams.health()}
 
     @api.get("/metadata", summary="Environment metadata (OpenEnv)")
     async def metadata() -> dict[str, Any]:

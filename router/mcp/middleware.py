@@ -1,8 +1,10 @@
 """Routes every `tools/call`, `resources/read` and `prompts/get` through the engine;
 everything else passes through.
 
-Listings, notifications and server-to-client requests are served by fastmcp's
-proxy provider over the session's warm upstream, unchanged.
+Listings are router/mcp/listings.py's, the other requests router/mcp/passthrough.py's;
+the upstreams' notifications reach the agent through router/mcp/relay.py (which this
+middleware tells what it forwards), and their requests to the client (sampling,
+elicitation, roots) through fastmcp's proxy client, over the session's warm upstream.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from router.engine.sessions import SessionRefusedError
 from router.mcp.idempotency import IdempotencyError, IdempotencyLost, answered_once_by_key, idempotency_key_of
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
+from router.mcp.names import ToolNames
 from router.mcp.provider import SnapshotProxyProvider
 from router.mcp.reads import (
     GET_PROMPT,
@@ -39,6 +42,7 @@ from router.mcp.reads import (
     resource_result,
     server_of_uri,
 )
+from router.mcp.relay import FrontRelay
 from router.mcp.results import observation_from_result, result_from_observation, result_json, result_of_json, simroute_meta
 from router.mcp.retries import RetriedRequests, answered_once, retry_key
 from router.mcp.virtual_provider import VirtualProvider
@@ -46,25 +50,6 @@ from router.runtime.runtime import Runtime
 from router.types import Call, Observation, Provenance, Session
 
 log = logging.getLogger("simroute.mcp")
-
-
-class ToolNames:
-    """Front names <-> (server, upstream tool name). One upstream: names unchanged;
-    several: `server_tool`."""
-
-    def __init__(self, servers: Sequence[str]) -> None:
-        self.servers = list(servers)
-        self.prefixed = len(self.servers) > 1
-        # Longest first, so server "a_b" wins over server "a" for "a_b_tool".
-        self._by_length = sorted(self.servers, key=len, reverse=True)
-
-    def split(self, name: str) -> tuple[str, str] | None:
-        if not self.prefixed:
-            return (self.servers[0], name) if self.servers else None
-        for server in self._by_length:
-            if name.startswith(server + "_") and len(name) > len(server) + 1:
-                return server, name[len(server) + 1 :]
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +76,11 @@ class RoutingMiddleware(Middleware):
         names: ToolNames,
         providers: Mapping[str, SnapshotProxyProvider | VirtualProvider],
         local: Mapping[str, LocalTool] | None = None,
+        *,
+        relay: FrontRelay | None = None,
     ) -> None:
         self.runtime = runtime
+        self.relay = relay or FrontRelay(prefixed=names.prefixed)  # the upstreams' notifications, during the calls forwarded
         self.names = names
         self.providers = providers
         # simroute's own tools (shell, browser) by name; they win over an upstream's tool of the same name.
@@ -185,7 +173,11 @@ class RoutingMiddleware(Middleware):
         async def real(call: Call) -> Observation:
             started = time.perf_counter()
             try:
-                result = await call_next(context)
+                if local is not None:
+                    result = await call_next(context)
+                else:
+                    with self.relay.forwarding(session.id, server, ctx):
+                        result = await call_next(context)
             except Exception as exc:  # noqa: BLE001 -- the real side's boundary: whatever the upstream or tool raised becomes an error observation (_real_failure)
                 return await self._real_failure(exc, call, local is None, session.id, time.perf_counter() - started)
             upstream.append(result)
@@ -344,7 +336,8 @@ class RoutingMiddleware(Middleware):
         async def real(call: Call) -> Observation:
             started = time.perf_counter()
             try:
-                result = await call_next(context)
+                with self.relay.forwarding(session.id, server, ctx):
+                    result = await call_next(context)
             except (ResourceError, PromptError, NotFoundError) as exc:  # the upstream's own refusal
                 return Observation.error(f"upstream {server!r}: {exc}", Provenance.REAL, time.perf_counter() - started)
             except Exception as exc:  # noqa: BLE001 -- the real side's boundary: whatever the upstream raised becomes an error observation (_real_failure)

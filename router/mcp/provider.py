@@ -1,11 +1,13 @@
-"""A proxy provider that remembers its upstream's tools.
+"""A proxy provider that remembers its upstream's tools and lists it page by page.
 
-Every live listing is reconciled with the tool-definition pins (router/engine/pin_guard.py):
-the agent is served each changed tool as pinned, and that is what is snapshotted in the
+The agent's listings (router/mcp/listings.py) read one upstream page per request, with
+the agent's cursor, and get the definitions as the server sent them. Every tools page is
+reconciled with the tool-definition pins (router/engine/pin_guard.py): the agent is
+served each changed tool as pinned, and a complete listing is what is snapshotted in the
 record store (so prompts, the safety gate and episodes read it too). When the upstream
-cannot start (no credentials, offline), the snapshot still lists its tools, so
-the sim and replay routes keep serving them; the real route answers with the
-upstream's start error.
+cannot start (no credentials, offline), the snapshot still lists its tools, marked
+unavailable (`_meta.simroute.unavailable`: why), so the sim and replay routes keep
+serving them; the real route answers with the upstream's start error.
 """
 
 from __future__ import annotations
@@ -14,20 +16,44 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
-import mcp_types
 from fastmcp.prompts.base import Prompt
 from fastmcp.resources.base import Resource
 from fastmcp.resources.template import ResourceTemplate
-from fastmcp.server.providers.proxy import ClientFactoryT, ProxyProvider, ProxyTool, _CacheEntry
+from fastmcp.server.providers.proxy import ClientFactoryT, ProxyProvider
 from fastmcp.tools.base import Tool
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND, PaginatedRequestParams
 
+from backends.mcp.fastmcp_private import CacheEntry, monitored
 from backends.mcp.upstream import UpstreamError
 from router.engine.pin_guard import PinGuard
+from router.mcp.upstream_tool import UpstreamTool
 from shadow.store.protocol import RecordStore, StoreError
 
 log = logging.getLogger("simroute.mcp")
+
+KINDS = ("tools", "resources", "resourceTemplates", "prompts")  # a listing's kind: the key of its result's items
+_MAX_PAGES = 100  # a whole listing (for simroute's own use) reads at most this many upstream pages
+_OPEN_CHAINS = 16  # listings read page by page at once, per upstream, whose snapshot is still being assembled
+
+
+@dataclass
+class Page:
+    """One page of a listing: its items (wire JSON), the next page's cursor and `_meta`."""
+
+    items: list[dict[str, Any]]
+    next_cursor: str | None = None
+    meta: dict[str, Any] | None = None
+    unavailable: str | None = None  # the upstream could not list: why (the items are its snapshot, or none)
+
+
+@dataclass
+class _Chain:
+    served: list[dict[str, Any]] = field(default_factory=list)
 
 
 class SnapshotProxyProvider(ProxyProvider):
@@ -55,6 +81,8 @@ class SnapshotProxyProvider(ProxyProvider):
         # not): a call to one of the server's tools is then simroute's failure, not an unknown tool.
         self.listing_error: str | None = None
         self._tools_by_name: tuple[object, dict[str, Tool]] = (None, {})
+        # Listings the agent reads page by page, by the cursor of their next page.
+        self._chains: dict[str, _Chain] = {}
         # Episodes wait for one another's first listing: a thousand simulated episodes
         # reset on a fresh store start one upstream to list, not a thousand.
         self._first_listing = asyncio.Lock()
@@ -65,6 +93,85 @@ class SnapshotProxyProvider(ProxyProvider):
                 return await listing()
         except TimeoutError as exc:
             raise UpstreamError(f"upstream {self.server!r} did not list its {kind} within {self.list_timeout_s:g}s") from exc
+
+    # --- pages, as the agent reads them ---------------------------------------------------
+
+    async def page(self, kind: str, cursor: str | None, meta: dict[str, Any] | None = None) -> Page:
+        """One upstream page of a listing of `kind` (KINDS), from `cursor`."""
+        if kind == "tools":
+            if cursor is None and self.prefer_snapshot():
+                async with self._first_listing:
+                    snapshot = self.store.tool_snapshot(self.server)
+                    if snapshot is not None:
+                        self._from_snapshot(snapshot)
+                        return Page(snapshot)
+                    return await self._tools_page(cursor, meta)
+            return await self._tools_page(cursor, meta)
+        return await self._listed(_LABEL[kind], lambda: self._upstream_page(kind, cursor, meta))
+
+    async def _tools_page(self, cursor: str | None, meta: dict[str, Any] | None) -> Page:
+        page = await self._live_tools_page(cursor, meta)
+        if page.unavailable is not None:
+            return page
+        chain = _Chain() if cursor is None else self._chains.pop(cursor, None)
+        if chain is None:  # a page out of any listing read here from its start: nothing to snapshot
+            return page
+        chain.served += page.items
+        if page.next_cursor is None:
+            await self._complete(chain.served)
+        else:
+            while len(self._chains) >= _OPEN_CHAINS:
+                self._chains.pop(next(iter(self._chains)))
+            self._chains[page.next_cursor] = chain
+        return page
+
+    async def _live_tools_page(self, cursor: str | None, meta: dict[str, Any] | None) -> Page:
+        """A tools page as served (changed tools as pinned), or, when the first page cannot
+        be had, the snapshot marked unavailable."""
+        try:
+            page = await self._listed("tools", lambda: self._upstream_page("tools", cursor, meta))
+            served = page.items if self.pins is None else await self.pins.reconcile(self.server, page.items)
+        except Exception as exc:  # the listing's boundary: an upstream unreachable or hung, pins unreadable (any failure) fall back to its last known tools, else re-raised
+            snapshot = self.store.tool_snapshot(self.server) if cursor is None else None
+            if snapshot is None:
+                self.listing_error = f"{type(exc).__name__}: {exc}"
+                raise
+            log.warning("tools of %r not listed live (%s); serving them from the snapshot", self.server, exc)
+            self._from_snapshot(snapshot)
+            cause = str(exc)
+            return Page([_marked_unavailable(definition, cause) for definition in snapshot], unavailable=cause)
+        self.listing_error = None
+        return Page(served, page.next_cursor, page.meta)
+
+    async def _upstream_page(self, kind: str, cursor: str | None, meta: dict[str, Any] | None) -> Page:
+        client = await self._get_client()
+        params = PaginatedRequestParams(cursor=cursor, _meta=meta)  # type: ignore[call-arg]  # `_meta` is the alias of `meta`
+        async with client:
+            try:
+                result = await monitored(client, _LIST[kind](client.session, params))
+            except MCPError as exc:
+                if exc.error.code == METHOD_NOT_FOUND:  # a server without such things lists none
+                    return Page([])
+                raise
+        items = [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in getattr(result, _FIELD[kind])]
+        return Page(items, result.next_cursor, result.meta)
+
+    async def _complete(self, served: list[dict[str, Any]]) -> list[Tool]:
+        """A whole tools listing was read: cached for calls, told the tool catalog, snapshotted."""
+        tools: list[Tool] = [UpstreamTool.of_definition(self.client_factory, definition) for definition in served]
+        self._tools_cache = CacheEntry(tools, time.monotonic())
+        if self.on_tools is not None:
+            self.on_tools(self.server, served)
+        try:
+            previous = await self.store.save_tool_snapshot(self.server, served)
+        except StoreError as exc:
+            log.error("%s", exc)
+        else:
+            if previous is not None:
+                self.schema_changed_from = previous
+        return tools
+
+    # --- whole listings, for simroute's own lookups (a call's tool, an episode's list) -----
 
     async def _list_resources(self) -> Sequence[Resource]:
         return await self._listed("resources", super()._list_resources)
@@ -83,44 +190,17 @@ class SnapshotProxyProvider(ProxyProvider):
             return self._from_snapshot(snapshot) if snapshot is not None else await self._list_tools_live()
 
     async def _list_tools_live(self) -> Sequence[Tool]:
-        try:
-            listed_tools = await self._listed("tools", super()._list_tools)
-            listed = [tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed_tools]
-            definitions = listed if self.pins is None else await self.pins.reconcile(self.server, listed)
-        except Exception as exc:  # the listing's boundary: an upstream unreachable or hung, pins unreadable (any failure) fall back to its last known tools, else re-raised
-            snapshot = self.store.tool_snapshot(self.server)
-            if snapshot is None:
-                self.listing_error = f"{type(exc).__name__}: {exc}"
-                raise
-            log.warning("tools of %r not listed live (%s); serving them from the snapshot", self.server, exc)
-            return self._from_snapshot(snapshot)
-        self.listing_error = None
-        tools = self._served(listed_tools, listed, definitions)
-        if self.on_tools is not None:
-            self.on_tools(self.server, definitions)
-        try:
-            previous = await self.store.save_tool_snapshot(self.server, definitions)
-        except StoreError as exc:
-            log.error("%s", exc)
-        else:
-            if previous is not None:
-                self.schema_changed_from = previous
-        return tools
-
-    def _served(self, listed_tools: Sequence[Tool], listed: list[dict], served: list[dict]) -> list[Tool]:
-        """The tools the agent is served: each as listed, but a changed one as pinned."""
-        as_listed: dict[object, tuple[Tool, dict]] = {}
-        for tool, definition in zip(listed_tools, listed, strict=True):
-            as_listed.setdefault(definition.get("name"), (tool, definition))  # a name listed twice: the first is the tool (as pinned)
-        tools: list[Tool] = []
-        for definition in served:
-            tool, listed_definition = as_listed.get(definition.get("name"), (None, None))
-            if tool is not None and listed_definition == definition:
-                tools.append(tool)
-            else:
-                tools.append(ProxyTool.from_mcp_tool(self.client_factory, mcp_types.Tool.model_validate(definition)))
-        self._tools_cache = _CacheEntry(tools, time.monotonic())
-        return tools
+        served: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await self._live_tools_page(cursor, None)
+            if page.unavailable is not None:
+                return list(self._tools_cache.items) if self._tools_cache is not None else []
+            served += page.items
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return await self._complete(served)
 
     async def relist(self) -> None:
         """List the upstream's tools again now (its tools changed): what changed is
@@ -131,8 +211,8 @@ class SnapshotProxyProvider(ProxyProvider):
     def _from_snapshot(self, snapshot: list[dict]) -> list[Tool]:
         if self.on_tools is not None:
             self.on_tools(self.server, snapshot)
-        tools = [ProxyTool.from_mcp_tool(self.client_factory, mcp_types.Tool.model_validate(t)) for t in snapshot]
-        self._tools_cache = _CacheEntry(tools, time.monotonic())
+        tools: list[Tool] = [UpstreamTool.of_definition(self.client_factory, definition) for definition in snapshot]
+        self._tools_cache = CacheEntry(tools, time.monotonic())
         return tools
 
     def cached_tool(self, name: str) -> Tool | None:
@@ -149,7 +229,26 @@ class SnapshotProxyProvider(ProxyProvider):
         attribute = {"tools": "_tools_cache", "resources": "_resources_cache", "prompts": "_prompts_cache"}.get(kind)
         if attribute:
             setattr(self, attribute, None)
+        if kind == "resources":
+            self._templates_cache = None
 
     def snapshot(self) -> list[dict]:
         """The upstream's tool definitions as last seen (for prompts and records)."""
         return self.store.tool_snapshot(self.server) or []
+
+
+_LABEL = {"tools": "tools", "resources": "resources", "resourceTemplates": "resource templates", "prompts": "prompts"}
+_FIELD = {"tools": "tools", "resources": "resources", "resourceTemplates": "resource_templates", "prompts": "prompts"}
+_LIST: dict[str, Callable[[Any, PaginatedRequestParams], Awaitable[Any]]] = {
+    "tools": lambda session, params: session.list_tools(params=params),
+    "resources": lambda session, params: session.list_resources(params=params),
+    "resourceTemplates": lambda session, params: session.list_resource_templates(params=params),
+    "prompts": lambda session, params: session.list_prompts(params=params),
+}
+
+
+def _marked_unavailable(definition: dict[str, Any], cause: str) -> dict[str, Any]:
+    """A snapshot tool listed while its server cannot be reached: `_meta.simroute` says why."""
+    meta = dict(definition.get("_meta") or {})
+    meta["simroute"] = {**(meta.get("simroute") or {}), "unavailable": cause}
+    return {**definition, "_meta": meta}

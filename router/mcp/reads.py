@@ -40,6 +40,13 @@ def server_of_uri(uri: str, servers: Sequence[str], *, prefixed: bool) -> tuple[
     return None
 
 
+def namespaced_uri(server: str, uri: str) -> str:
+    """A server's resource URI (or URI template) as the agent sees it when several servers
+    are fronted: `scheme://path` -> `scheme://server/path` (as fastmcp namespaces them)."""
+    scheme, sep, path = uri.partition("://")
+    return f"{scheme}://{server}/{path}" if sep else uri
+
+
 def observation_of_resource(result: ResourceResult, *, latency_s: float) -> Observation:
     blocks = []
     for item in result.contents:

@@ -55,7 +55,7 @@ def simroute_meta(record: Record) -> dict[str, Any]:
 def result_from_observation(observation: Observation, record: Record, *, upstream: ToolResult | None = None) -> ToolResult:
     """The agent's result. When the agent is served the real upstream result, its
     content objects and `_meta` are relayed as they came (no re-validation)."""
-    if upstream is not None and observation.provenance is Provenance.REAL and observation.content and not _replaced(observation, upstream):
+    if upstream is not None and observation.provenance is Provenance.REAL and not _replaced(observation, upstream):
         return ToolResult(
             content=upstream.content,
             structured_content=upstream.structured_content,

@@ -1,9 +1,11 @@
 """Builds simroute's MCP server: one proxy provider per upstream, the routing
-middleware in front, the runtime (and any service beside the endpoint) opened
-and closed with the server."""
+middleware in front, simroute's own listings and pass-through requests, the relay
+of the upstreams' notifications, the runtime (and any service beside the endpoint)
+opened and closed with the server."""
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
@@ -14,11 +16,16 @@ from fastmcp.server.dependencies import get_context
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND
 
+from backends.mcp.fastmcp_private import low_level
 from router.mcp.browser_tools import browser_tools
 from router.mcp.identity import agent_session_id
+from router.mcp.listings import Listings
 from router.mcp.local_tools import LocalTool
-from router.mcp.middleware import RoutingMiddleware, ToolNames
+from router.mcp.middleware import RoutingMiddleware
+from router.mcp.names import ToolNames
+from router.mcp.passthrough import PassThrough
 from router.mcp.provider import SnapshotProxyProvider
+from router.mcp.relay import FrontRelay
 from router.mcp.shell_tools import shell_tools
 from router.mcp.virtual_provider import VirtualProvider
 from router.runtime.runtime import Runtime
@@ -57,14 +64,17 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
         finally:
             await runtime.aclose()
 
-    server = FastMCP("simroute", instructions=INSTRUCTIONS, lifespan=lifespan)
+    # Schemas as the upstreams list them: fastmcp would inline every `$ref` and drop `$defs`.
+    server = FastMCP("simroute", instructions=INSTRUCTIONS, lifespan=lifespan, version=simroute_version(), dereference_schemas=False)
     names = ToolNames(list(runtime.config.upstreams))
+    relay = FrontRelay(prefixed=names.prefixed)
+    runtime.upstreams.notices = relay  # what the upstreams send reaches their agent sessions
     virtual = runtime.config.virtual_servers
     providers: dict[str, SnapshotProxyProvider | VirtualProvider] = {
         upstream: VirtualProvider(upstream, virtual[upstream])
         if upstream in virtual
         else SnapshotProxyProvider(
-            _upstream_client_factory(runtime, upstream),
+            _upstream_client_factory(runtime, upstream, relay),
             server=upstream,
             store=runtime.store,
             list_timeout_s=runtime.config.list_timeout_s,
@@ -83,9 +93,21 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
     local = {entry.tool.name: entry for entry in local_tools(runtime)}
     for entry in local.values():
         server.add_tool(entry.tool)
-    server.add_middleware(RoutingMiddleware(runtime, names, providers, local))
+    passthrough = PassThrough(runtime, names, providers, relay)
+    server.add_middleware(passthrough)
+    server.add_middleware(RoutingMiddleware(runtime, names, providers, local, relay=relay))
+    passthrough.register(server)
+    Listings(runtime, names, providers, local).register(server)
     _advertise_handshake_era_only(server)
     return server
+
+
+def simroute_version() -> str:
+    """simroute's own version (pyproject's), as `serverInfo` says it."""
+    try:
+        return importlib.metadata.version("simroute")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def local_tools(runtime: Runtime) -> list[LocalTool]:
@@ -98,14 +120,15 @@ def local_tools(runtime: Runtime) -> list[LocalTool]:
     return tools
 
 
-def _upstream_client_factory(runtime: Runtime, upstream: str):
+def _upstream_client_factory(runtime: Runtime, upstream: str, relay: FrontRelay):
     async def client_for_current_session():
         ctx = get_context()
+        session_id = agent_session_id(ctx)
         try:
-            front = ctx.session  # where the upstream's requests to the client (sampling, roots) go
-        except RuntimeError:  # an episode's step taken in-process has no MCP client to ask
-            front = None
-        return await runtime.upstreams.client_for(agent_session_id(ctx), upstream, front=front)
+            relay.seen(session_id, ctx.session)  # where the upstream's notifications go
+        except RuntimeError:  # an episode's step taken in-process has no MCP client to tell
+            pass
+        return await runtime.upstreams.client_for(session_id, upstream)
 
     return client_for_current_session
 
@@ -125,4 +148,4 @@ def _advertise_handshake_era_only(server: FastMCP) -> None:
     async def discover(ctx: Any, params: Any) -> Any:
         raise MCPError(METHOD_NOT_FOUND, "simroute serves the session-based protocol era: use initialize")
 
-    server._mcp_server.add_request_handler("server/discover", mcp_types.RequestParams, discover)
+    low_level(server).add_request_handler("server/discover", mcp_types.RequestParams, discover)

@@ -18,6 +18,7 @@ from fastmcp.tools.base import Tool, ToolResult
 
 from backends.mcp.upstream import UpstreamError
 from backends.mcp.virtual import VirtualServer
+from router.mcp.provider import Page
 
 
 class DeclaredTool(Tool):
@@ -59,6 +60,10 @@ class VirtualProvider(Provider):
 
     def cached_tool(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    async def page(self, kind: str, cursor: str | None, meta: dict[str, Any] | None = None) -> Page:
+        """Its listing (router/mcp/listings.py): the declared tools as declared, in one page."""
+        return Page(self.spec.definitions() if kind == "tools" else [])
 
     def forget(self, kind: str) -> None:
         """Nothing to forget: a virtual server's listing is its declaration."""

@@ -137,7 +137,9 @@ async def test_schema_health_and_metadata_answer_as_openenv_expects(tmp_path: Pa
             answers = [await http.get(path) for path in ("/health", "/metadata", "/schema")]
         assert [answer.status_code for answer in answers] == [200, 200, 200]
         health, metadata, schemas = [answer.json() for answer in answers]
-        # openenv-core's response models forbid unknown fields: the answers are exactly theirs.
+        # openenv-core's response models forbid unknown fields: the answers are exactly theirs
+        # (OpenEnv's clients read /health's status code and `status`), /health's `upstreams` aside.
+        assert health.pop("upstreams") == {"toolbox": {"ok": True, "error": None}}
         assert HealthResponse.model_validate(health).status is HealthStatus.HEALTHY
         described = EnvironmentMetadata.model_validate(metadata)
         assert described.name == "simroute" and described.description
