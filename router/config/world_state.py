@@ -18,12 +18,12 @@ class WorldStateConfig(Strict):
     only for the rest."""
 
     enabled: bool = Field(default=True, description="Keep each session's world state and answer simulated calls from it.")
-    off: list[str] = Field(
+    exclude: list[str] = Field(
         default=[],
         description="Where it stays off: a channel (`shell`, `mcp`) or an MCP server (`mcp/NAME`); those calls go to the model.",
     )
 
-    @field_validator("off")
+    @field_validator("exclude")
     @classmethod
     def _known_places(cls, places: list[str]) -> list[str]:
         for place in places:
@@ -34,4 +34,4 @@ class WorldStateConfig(Strict):
 
     def on_for(self, channel: str, server: str) -> bool:
         """Whether the world state answers and learns for calls of (channel, server)."""
-        return self.enabled and channel not in self.off and f"{channel}/{server}" not in self.off
+        return self.enabled and channel not in self.exclude and f"{channel}/{server}" not in self.exclude

@@ -76,7 +76,7 @@ async def test_mislead_is_well_formed_wrong_and_tagged_and_never_replayed_or_an_
             simulated, _, structured = await call_tool(client, "get_price", product="desk lamp")
         assert meta_of(simulated)["source"]["sub"] == "replay-aligned" and structured["price"] == 30.0  # never the misled one
 
-        simulating = config(tmp_path, model, mode="sim", world_state={"off": ["mcp"]})  # the model asked
+        simulating = config(tmp_path, model, mode="sim", world_state={"exclude": ["mcp"]})  # the model asked
         asked = len(model.bodies)
         async with stdio_client(simulating, timeout=120) as client:
             await call_tool(client, "get_price", product="desk lamp")
