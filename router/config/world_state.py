@@ -18,6 +18,11 @@ class WorldStateConfig(Strict):
     only for the rest."""
 
     enabled: bool = Field(default=True, description="Keep each session's world state and answer simulated calls from it.")
+    mcp_alignment: bool = Field(
+        default=False,
+        description="Answer a simulated MCP call from a recorded real session that made the same calls under a renaming of "
+        "their values (`replay-aligned`), before the model.",
+    )
     exclude: list[str] = Field(
         default=[],
         description="Where it stays off: a channel (`shell`, `mcp`) or an MCP server (`mcp/NAME`); those calls go to the model.",
@@ -34,4 +39,6 @@ class WorldStateConfig(Strict):
 
     def on_for(self, channel: str, server: str) -> bool:
         """Whether the world state answers and learns for calls of (channel, server)."""
-        return self.enabled and channel not in self.exclude and f"{channel}/{server}" not in self.exclude
+        if not self.enabled or channel in self.exclude or f"{channel}/{server}" in self.exclude:
+            return False
+        return channel != "mcp" or self.mcp_alignment
