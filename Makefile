@@ -50,6 +50,7 @@ bench: setup
 	.venv/bin/python benchmarks/shadow_overhead.py
 	.venv/bin/python benchmarks/divergence_size.py
 	.venv/bin/python benchmarks/sim_fidelity.py
+	.venv/bin/python benchmarks/mcp_git_alignment.py
 	.venv/bin/python benchmarks/episode_reset.py
 	.venv/bin/python benchmarks/episode_load.py
 	.venv/bin/python benchmarks/episode_clients.py

@@ -133,7 +133,7 @@ class ReplayBackend:
             if source is None:
                 setup = session.episode  # an episode's own recording
                 source = ReplaySource(setup.replay_from) if setup is not None and setup.replay_from else self.source
-            for candidate in self._visible_keys(key, session.id):
+            for candidate in self.visible_keys(key, session.id):
                 source_session = await self.store.replay_session(candidate, exclude_session=session.id, source=source)
                 if source_session is not None:
                     break
@@ -179,7 +179,7 @@ class ReplayBackend:
         own = namespace_of(session_id)
         return (own, *(prefix for prefix in self.shared if prefix != own)) if own else self.shared
 
-    def _visible_keys(self, key: str, session_id: str) -> list[str]:
+    def visible_keys(self, key: str, session_id: str) -> list[str]:
         """`key` in the caller's namespace, then in each shared namespace: where its
         recordings may come from."""
         own = namespace_of(session_id)

@@ -36,6 +36,7 @@ benchmarks=(
   sim_first_call.py
   sim_history_recall.py
   sim_fidelity.py
+  mcp_git_alignment.py
   model_bakeoff.py
   episode_reset.py
   episode_load.py

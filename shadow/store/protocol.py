@@ -134,6 +134,14 @@ class RecordStore(DashboardQueries, Protocol):
         with `namespaces` (session prefixes), only from those (in the query, so another
         token's records never use up the limit)."""
 
+    async def tool_sessions(
+        self, channel: str, server: str, tool: str, *, exclude_session: str, limit: int, namespaces: Sequence[str] | None = None
+    ) -> list[str]:
+        """The sessions with a real record of one tool, other than `exclude_session`, the
+        one with the newest such record first, at most `limit` (read from the tool's newest
+        real records, a capped number: shadow/store/tool_sessions.py); with `namespaces`
+        (session prefixes), only from those."""
+
     async def pending(self, *, limit: int = 1000) -> list[dict[str, Any]]:
         """Records whose off-path shadow work has not finished, oldest first."""
 

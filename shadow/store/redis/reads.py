@@ -16,6 +16,7 @@ from shadow.store.protocol import RecordFilter, RecordingInfo, ReplayRow, Replay
 from shadow.store.redis import dashboard
 from shadow.store.redis.base import RedisBase
 from shadow.store.redis.dashboard import SEP
+from shadow.store.tool_sessions import ROWS_READ, newest_sessions
 
 _EXAMPLE_WINDOWS = 20  # windows of a tool's examples read past other tokens' records
 
@@ -70,6 +71,21 @@ class RecordReads(RedisBase):
                 if len(out) >= limit or len(batch) < window:
                     break
         return out
+
+    async def tool_sessions(
+        self, channel: str, server: str, tool: str, *, exclude_session: str, limit: int, namespaces: Sequence[str] | None = None
+    ) -> list[str]:
+        # The tool's example index holds its newest real records (writes.EXAMPLES_PER_KEY): read
+        # newest first, a window at a time, until enough sessions are found or ROWS_READ rows are.
+        key, window = self._key("ex", "tool", tool_key(channel, server, tool)), 4 * limit
+        sessions: list[str] = []
+        for start in range(0, ROWS_READ, window):
+            batch: list[str] = await self._command("finding a tool's sessions", "zrevrange", key, start, start + window - 1)
+            sessions += [row["session"] for row in await self._bodies(batch)]
+            found = newest_sessions(sessions, exclude_session=exclude_session, limit=limit, namespaces=namespaces)
+            if len(found) >= limit or len(batch) < window:
+                return found
+        return newest_sessions(sessions, exclude_session=exclude_session, limit=limit, namespaces=namespaces)
 
     async def pending(self, *, limit: int = 1000) -> list[dict[str, Any]]:
         ids = await self._run("reading pending records", lambda r: r.zrange(self._key("pending"), 0, limit - 1))

@@ -15,6 +15,7 @@ from shadow.store.namespaces import in_namespaces, sql_clause
 from shadow.store.protocol import ReplayRow, ReplaySource
 from shadow.store.sqlite import replay_sources
 from shadow.store.sqlite.base import SQLiteBase
+from shadow.store.tool_sessions import ROWS_READ, newest_sessions
 
 
 class ReplayLookups(SQLiteBase):
@@ -74,6 +75,19 @@ class ReplayLookups(SQLiteBase):
             return bodies
 
         return [json.loads(body) for body in await self._read(work)]
+
+    async def tool_sessions(
+        self, channel: str, server: str, tool: str, *, exclude_session: str, limit: int, namespaces: Sequence[str] | None = None
+    ) -> list[str]:
+        scope, scope_params = sql_clause(namespaces)
+        scope = f" AND {scope}" if scope else ""
+        rows = await self._read(
+            lambda db: db.execute(
+                f"SELECT session FROM records WHERE tool_key = ? AND provenance = 'real' AND session != ?{scope} ORDER BY ts DESC LIMIT ?",
+                (tool_key(channel, server, tool), exclude_session, *scope_params, ROWS_READ),
+            ).fetchall()
+        )
+        return newest_sessions((session for (session,) in rows), exclude_session=exclude_session, limit=limit, namespaces=namespaces)
 
 
 def _same_call(

@@ -23,6 +23,6 @@ def test_with_tokens_a_session_sees_its_own_token_and_the_shared_ones_only():
     assert not replay.visible("bob/b", "alice/a") and not replay.visible("bob/b", "stdio-1234")
     key = replay.keys(Call("mcp", "s", "t", {"x": 1}, "bob/b")).replay
     bare = key.removeprefix("bob/")
-    assert key.startswith("bob/") and replay._visible_keys(key, "bob/b") == [key, "ci/" + bare]  # own first
+    assert key.startswith("bob/") and replay.visible_keys(key, "bob/b") == [key, "ci/" + bare]  # own first
     assert replay._key_in(key, "bob/b", "ci/golden") == "ci/" + bare and replay._key_in(key, "bob/b", "bob/c") == key
-    assert backend(namespaced=True)._visible_keys(key, "bob/b") == [key]  # nothing shared: own only
+    assert backend(namespaced=True).visible_keys(key, "bob/b") == [key]  # nothing shared: own only
