@@ -44,3 +44,19 @@ def unanswered(world: ShellWorld, line: str) -> bool:
     answered = run(world, line) is not None
     assert answered or world.to_json() == before, "a declined line changed the state"
     return not answered
+
+
+class StandInSandbox:
+    """The real side of a shell call in engine tests: a world of its own (run by the
+    executor), which the session's world state never sees; answers with provenance real."""
+
+    def __init__(self) -> None:
+        self.world = new_world(clock=CLOCK)
+
+    async def __call__(self, call):
+        from router.types import Observation, Provenance
+
+        outcome = run(self.world, call.arguments["command"])
+        assert outcome is not None, f"the stand-in sandbox does not run {call.arguments['command']!r}"
+        result = outcome.to_result()
+        return Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured())

@@ -33,7 +33,8 @@ _HEREDOC_ESCAPE = re.compile(r"\\([$`\\\n])")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _parser() -> Any:
+def bash_parser() -> Any:
+    """This thread's tree-sitter-bash parser (parsers are not shared between threads)."""
     parser = getattr(_local, "parser", None)
     if parser is None:
         import tree_sitter
@@ -47,7 +48,7 @@ def _parser() -> Any:
 def parse_line(text: str) -> Script:
     """The structure of a command line. Raises Unanswerable for what the executor does not run."""
     source = text.encode("utf-8", "surrogateescape")
-    tree = _parser().parse(source)
+    tree = bash_parser().parse(source)
     if tree.root_node.has_error:
         raise Unanswerable("the command line does not parse")
     return _Builder(source).program(tree.root_node)

@@ -10,12 +10,11 @@ may also create files where it runs. A name only known at run time (`$f`, `*.txt
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-_local = threading.local()
+from backends.world_state.shell.parse import bash_parser
 
 READ_ONLY = frozenset(
     "cat ls grep egrep fgrep wc head tail pwd echo printf test [ true false : cd export unset env printenv which type "
@@ -42,19 +41,9 @@ class _Found:
     variables: set[str] = field(default_factory=set)
 
 
-def _parser() -> Any:
-    parser = getattr(_local, "parser", None)
-    if parser is None:
-        import tree_sitter
-        import tree_sitter_bash
-
-        parser = _local.parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    return parser
-
-
 @lru_cache(maxsize=1024)
 def touched(command_line: str) -> Touched:
-    tree = _parser().parse(command_line.encode("utf-8", "surrogateescape"))
+    tree = bash_parser().parse(command_line.encode("utf-8", "surrogateescape"))
     found = _Found()
     stack = [tree.root_node]
     while stack:

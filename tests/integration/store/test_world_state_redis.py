@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 from kit.redis import RedisServer
+from kit.shell_world import StandInSandbox
 
 from backends.shell.screen import ShellResult
-from backends.world_state.shell import new_world, run
 from backends.world_state.simulation import StatefulSimulator
 from policies.chain import default_policies
 from policies.rules import parse_rule
@@ -24,15 +24,6 @@ pytestmark = pytest.mark.integration
 
 def shell(command: str) -> Call:
     return Call("shell", "shell", "shell_exec", {"command": command}, "agent")
-
-
-class RealSandbox:
-    def __init__(self) -> None:
-        self.world = new_world()
-
-    async def __call__(self, call: Call) -> Observation:
-        result = run(self.world, call.arguments["command"]).to_result()
-        return Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured())
 
 
 class NoModel:
@@ -57,7 +48,7 @@ async def test_two_replicas_continue_one_sessions_world_state(tmp_path, redis_se
         engine.addons.add(WorldStateKeeper())
         replicas.append(engine)
     a, b = replicas
-    on_a, on_b, sandbox = Session("agent"), Session("agent"), RealSandbox()  # each replica its own session object
+    on_a, on_b, sandbox = Session("agent"), Session("agent"), StandInSandbox()  # each replica its own session object
     await a.handle(shell("echo one > log.txt"), on_a, sandbox)  # real, on A
     await b.handle(shell("mkdir -p out && cp log.txt out/copy.txt"), on_b, sandbox)  # simulated on B, from A's state
     await a.handle(shell("echo two >> out/copy.txt"), on_a, sandbox)  # simulated on A, on B's state

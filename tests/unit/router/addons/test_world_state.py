@@ -5,10 +5,11 @@ file kept so a later read agrees, secrets redacted before the state holds them."
 from __future__ import annotations
 
 from kit.engine import make_engine
+from kit.shell_world import StandInSandbox
 
 from backends.shell.screen import ShellResult
 from backends.world_state.session import WorldState
-from backends.world_state.shell import new_world, run
+from backends.world_state.shell import run
 from backends.world_state.simulation import StatefulSimulator
 from policies.chain import default_policies
 from policies.rules import parse_rule
@@ -22,18 +23,6 @@ def shell(command: str, session: str = "s") -> Call:
 
 def screen(result: ShellResult, provenance: Provenance) -> Observation:
     return Observation([{"type": "text", "text": result.text()}], provenance, is_error=result.is_error, structured=result.structured())
-
-
-class RealSandbox:
-    """A stand-in for the real sandbox: its own world, which the session's state never sees."""
-
-    def __init__(self) -> None:
-        self.world = new_world()
-
-    async def __call__(self, call: Call) -> Observation:
-        outcome = run(self.world, call.arguments["command"])
-        assert outcome is not None
-        return screen(outcome.to_result(), Provenance.REAL)
 
 
 class ScreenModel:
@@ -59,7 +48,7 @@ async def test_a_simulated_shell_answers_from_its_state_with_coreutils_text_and_
     engine, _ = await stateful_engine(tmp_path, model, mode=Route.SIM)
     session, answers = Session("s"), []
     for command in ("echo hi > f", "cat f", "rm f", "cat f"):
-        answers.append((await engine.handle(shell(command), session, RealSandbox())).observation)
+        answers.append((await engine.handle(shell(command), session, StandInSandbox())).observation)
     assert answers[1].structured["output"] == "hi\n" and answers[1].structured["exit_code"] == 0
     assert answers[3].structured["output"] == "cat: f: No such file or directory\n" and answers[3].structured["exit_code"] == 1
     assert {a.source.sub for a in answers} == {"state"} and {a.provenance for a in answers} == {Provenance.SIM}
@@ -71,7 +60,7 @@ async def test_real_then_simulated_then_real_steps_tell_one_world(tmp_path):
     model = ScreenModel("never asked")
     engine, _ = await stateful_engine(tmp_path, model)
     engine.policies = default_policies(rules=[cat_is_simulated], mode=Route.REAL)
-    session, sandbox = Session("s"), RealSandbox()
+    session, sandbox = Session("s"), StandInSandbox()
     await engine.handle(shell("echo alpha > notes.txt"), session, sandbox)  # real
     first = (await engine.handle(shell("cat notes.txt"), session, sandbox)).observation  # simulated, from state
     await engine.handle(shell("echo beta >> notes.txt"), session, sandbox)  # real again
@@ -86,7 +75,7 @@ async def test_a_file_the_model_invented_reads_the_same_the_second_time(tmp_path
     model = ScreenModel("the model's guess at the report\n")
     engine, _ = await stateful_engine(tmp_path, model)
     engine.policies = default_policies(rules=[listed_is_real], mode=Route.SIM)
-    session, sandbox = Session("s"), RealSandbox()
+    session, sandbox = Session("s"), StandInSandbox()
     run(sandbox.world, "echo 'the real report' > report.txt")  # only the real side holds it
     listing = (await engine.handle(shell("ls"), session, sandbox)).observation
     assert listing.provenance is Provenance.REAL and listing.structured["output"] == "report.txt\n"
@@ -106,8 +95,8 @@ async def test_secrets_reach_the_state_redacted_as_records_are(tmp_path):
     engine.redactor = Redactor(key=b"test-key")
     session = Session("s")
     secret = "sk-proj-" + "a1B2c3D4" * 6
-    await engine.handle(shell(f"echo 'OPENAI_API_KEY={secret}' > .env"), session, RealSandbox())
-    answer = (await engine.handle(shell("cat .env"), session, RealSandbox())).observation
+    await engine.handle(shell(f"echo 'OPENAI_API_KEY={secret}' > .env"), session, StandInSandbox())
+    answer = (await engine.handle(shell("cat .env"), session, StandInSandbox())).observation
     assert secret not in answer.text and secret not in str(session.slice(WorldState).fields())
 
 
@@ -117,7 +106,7 @@ async def test_an_off_switch_sends_the_calls_to_the_model(tmp_path):
     engine.simulator = StatefulSimulator(model, on_for=lambda channel, server: channel != "shell")
     engine.addons.add(WorldStateKeeper(on_for=lambda channel, server: channel != "shell"))
     session = Session("s")
-    await engine.handle(shell("echo hi > f"), session, RealSandbox())
-    answer = (await engine.handle(shell("cat f"), session, RealSandbox())).observation
+    await engine.handle(shell("echo hi > f"), session, StandInSandbox())
+    answer = (await engine.handle(shell("cat f"), session, StandInSandbox())).observation
     assert answer.structured["output"] == "from the model\n" and answer.source.sub == "model" and model.calls == 2
     assert session.find(WorldState) is None

@@ -7,25 +7,17 @@ import asyncio
 import json
 
 from kit.engine import make_engine
+from kit.shell_world import StandInSandbox
 from typer.testing import CliRunner
 
 from backends.shell.screen import ShellResult
-from backends.world_state.shell import new_world, run
+from backends.world_state.shell import run
 from backends.world_state.simulation import StatefulSimulator
 from policies.chain import default_policies
 from policies.rules import parse_rule
 from router.addons.world_state import WorldStateKeeper
 from router.cli.main import app
 from router.types import Call, Observation, Provenance, Route, Session
-
-
-class RealSandbox:
-    def __init__(self) -> None:
-        self.world = new_world()
-
-    async def __call__(self, call: Call) -> Observation:
-        result = run(self.world, call.arguments["command"]).to_result()
-        return Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured())
 
 
 class Model:
@@ -40,7 +32,7 @@ async def test_explain_rebuilds_a_sessions_world_state_from_its_records(tmp_path
     engine.addons.add(WorldStateKeeper())
     real = [parse_rule({"match": {"arguments": {"command": pattern}}, "route": "real"}) for pattern in ("echo *", "ls")]
     engine.policies = default_policies(rules=real, mode=Route.SIM)
-    session, sandbox = Session("agent"), RealSandbox()
+    session, sandbox = Session("agent"), StandInSandbox()
     run(sandbox.world, "echo secret plan > plan.txt")
     for command in ("echo one > a.txt", "ls", "cat plan.txt", "cp a.txt b.txt"):
         await engine.handle(Call("shell", "shell", "shell_exec", {"command": command}, "agent"), session, sandbox)
