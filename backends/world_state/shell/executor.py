@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from backends.shell.screen import ShellResult, trim_screen
 from backends.world_state.shell import caps
@@ -229,9 +230,10 @@ def _check_order(logs: list[_StageLog]) -> None:
             raise Unanswerable("pipeline stages changing what another one looks at, all at once")
 
 
-class _Sink:
-    def write(self, text: str | None, ctx: Context) -> None:
-        raise NotImplementedError
+class _Sink(Protocol):
+    """Where a command's output goes: the terminal, the next stage, a file, nowhere."""
+
+    def write(self, text: str | None, ctx: Context) -> None: ...
 
 
 class _Terminal(_Sink):
