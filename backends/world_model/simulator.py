@@ -6,8 +6,12 @@ reads it back.
 
 Well-formed by construction: the domain's grammar shapes the generation (the
 in-process engine applies it; endpoint engines get it where the server accepts
-one), its checker judges the observation, and a malformed one is asked for once
-more (another seed, the configured temperature) before a clear error.
+one), its checker judges the observation, then the gates every answer passes
+(gates/: not degenerate, naming the entities the call named, field values of the
+kind the tool's real answers hold; and, given a `StateGate`, no contradiction with
+the session's world state). A refused answer is asked for once more with the
+problem stated (another seed, the configured temperature), then the world state
+answers if it can, else a clear error: degenerate output is never passed on.
 
 Never raises for a model failure: a timeout, an overflow, an empty or invalid
 answer, a missing model or a down server each become an error observation
@@ -22,14 +26,16 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from backends.world_model.domain import Domain
 from backends.world_model.engine import Completion, ModelUnavailable, WorldModelEngine, WorldModelError
 from backends.world_model.facts import StatedFacts, render_facts
-from backends.world_model.grounding import Grounding, generation_budget
+from backends.world_model.gates import StateGate, real_examples, repeatable, screen_answer
+from backends.world_model.grounding import Grounding, Row, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
+from backends.world_model.steering import restated
 from router.types import Call, Observation, Provenance, Session, SessionWorld, Source, Steer
 
 log = logging.getLogger("simroute.sim")
@@ -48,6 +54,7 @@ class WorldModelSimulator:
         constrained_output: bool = True,
         size_budgets: bool = True,
         world: str | None = None,
+        state_gate: StateGate | None = None,
     ) -> None:
         self.engine = engine
         self.domains = dict(domains)
@@ -63,6 +70,9 @@ class WorldModelSimulator:
         # The configured world document (rendered), told to every session whose own
         # world (an episode's, merged with it at reset) does not replace it.
         self.world = world or None
+        # The session world state's hold on answers (a contradiction refuses one) and its
+        # own answer after two refusals; None: the stateless gates only.
+        self.state_gate = state_gate
         # Told of every completion (the call's channel names the domain): /metrics counts
         # the world model's tokens and generation time with them.
         self.observers: list[Callable[[str, Completion], None]] = []
@@ -142,8 +152,11 @@ class WorldModelSimulator:
             started = time.monotonic()  # loading the model is not charged to the call's deadline
             # Grounding reads recorded examples from the store and tokenises: off the event loop.
             grounding, messages = await asyncio.to_thread(self._grounded_messages, domain, call, session)
+            last = messages[-1]
             if steer is not None:
-                messages[-1] = {**messages[-1], "content": steer.instruction + "\n\n" + messages[-1]["content"]}
+                messages[-1] = {**last, "content": steer.instruction + "\n\n" + last["content"]}
+            # What the gates judge by: the tool's real answers, and what an answer may repeat.
+            examples, context = real_examples(call, session, grounding.answers), repeatable(call, session)
             ceiling = self.max_tokens_for(call.channel)
             # A steered answer is not held to the recorded answers' size: a listing asked for whole
             # is longer than the one recorded, and the model spaces JSON more than servers do.
@@ -152,6 +165,9 @@ class WorldModelSimulator:
             constraint = domain.constraint(call, session, grounding, max_tokens=max_tokens)
             problem = ""
             for attempt in range(2):
+                if attempt:  # the retry is told what was wrong with the refused answer
+                    retry = {**last, "content": restated(problem, steer).instruction + "\n\n" + last["content"]}
+                    messages = [*messages[:-1], retry]  # a new list: the first prompt stays as it was sent
                 remaining = deadline_s - (time.monotonic() - started)
                 completion = await self.engine.complete(
                     messages,
@@ -169,7 +185,7 @@ class WorldModelSimulator:
                     observe(call.channel, completion)
                 try:
                     observation = domain.observation(call, parse_prediction(completion.text))
-                    problem = constraint.check(observation) or (steer.check(observation) if steer is not None else None) or ""
+                    problem = self._problem(call, session, observation, constraint.check, steer, examples, context)
                 except (InvalidPrediction, EmptyPrediction) as exc:
                     problem = str(exc)
                 if not problem:
@@ -177,9 +193,31 @@ class WorldModelSimulator:
                     observation.source = Source(sub="model", model=completion.model or None)
                     observation.latency_s = time.monotonic() - started
                     return observation
-                log.info("malformed prediction for %s %s.%s (%s); asking once more", call.channel, call.server, call.tool, problem)
+                log.info("refused prediction for %s %s.%s (%s)", call.channel, call.server, call.tool, problem)
+            if self.state_gate is not None and (from_state := self.state_gate.answer(call, session, problem)) is not None:
+                return from_state
             raise InvalidPrediction(f"the world model's answer is malformed, twice: {problem}")
         except WorldModelError as exc:
             if background and isinstance(exc, ModelUnavailable):
                 raise  # a SimulatorUnavailable: shadow work waits for the model (see router.types.Simulator)
             return Observation.error(f"simroute: world model failed: {exc}", Provenance.SIM, time.monotonic() - started)
+
+    def _problem(
+        self,
+        call: Call,
+        session: Session,
+        observation: Observation,
+        check: Callable[[Observation], str | None],
+        steer: Steer | None,
+        examples: Sequence[Row],
+        context: str,
+    ) -> str:
+        """Why `observation` is refused ("" when it passes): the domain's checker, the
+        steer's, the stateless gates, then the world state's."""
+        return (
+            check(observation)
+            or (steer.check(observation) if steer is not None else None)
+            or screen_answer(call, observation, examples, context=context)
+            or (self.state_gate.contradiction(call, session, observation) if self.state_gate is not None else None)
+            or ""
+        )

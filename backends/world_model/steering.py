@@ -2,7 +2,10 @@
 wrong data. The route's own answer (real, recorded or simulated) is the ground
 truth the model is shown and told not to give; the answer is held to the tool's
 shape by the domain as any simulated answer is (its grammar, its checker, the
-tool's output schema), and to the kind by `differs`: a success, not the truth."""
+tool's output schema), and to the kind by `differs`: a success, not the truth.
+
+Also the steer of the one retry after a refused answer (`restated`): the problem
+stated, so the model is told what was wrong instead of only sampled again."""
 
 from __future__ import annotations
 
@@ -54,3 +57,23 @@ def _canonical(observation: Observation) -> Any:
         return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
     except ValueError:
         return " ".join(text.split())
+
+
+# The refused answer's problem, stated for the one retry (cut: it may quote the answer).
+PROBLEM_CHARS = 300
+REFUSED = (
+    "## Your previous answer was refused\n"
+    "It was refused because of this problem: {problem}\n"
+    "Answer again with only what the real environment returns for this action, in its own format."
+)
+
+
+def restated(problem: str, steer: Steer | None = None) -> Steer:
+    """The steer of the one retry after a refused answer: the problem stated, before
+    the call's own steer (a perturbation's instruction and check, which still hold)."""
+    if len(problem) > PROBLEM_CHARS:
+        problem = problem[:PROBLEM_CHARS] + "…"
+    instruction = REFUSED.format(problem=problem)
+    if steer is None:
+        return Steer("refused", instruction)
+    return Steer(steer.kind, instruction + "\n\n" + steer.instruction, check=steer.check)

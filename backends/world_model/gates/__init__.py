@@ -1,0 +1,67 @@
+"""Gates on every world-model answer, before it reaches the agent (issue 37, item 4).
+
+The stateless gates, pure functions of the answer, the call and the tool's real
+recorded answers:
+- `degenerate(text)`: long repetition, echoed prompt scaffolding, commentary about
+  the simulation, a package-like token standing in for the tool's answer;
+- `missing_entities(call, observation, examples)`: an entity the call named that
+  the tool's answers always name is missing (Lima is not Paris);
+- `unfit_fields(observation, examples)`: a field holds a value of another kind
+  than the recorded answers hold there (a datetime in a weather answer's `sky`).
+
+`screen_answer` runs them in that order. The simulator runs it on every answer
+after the domain's checker and the steer's check: a refused answer is asked for
+once more with the problem stated (steering.restated), and refused again it is a
+clear simulation error, or the answer a `StateGate` gives from the session's world
+state. The state-based gate (no contradiction with the state: a file state holds is
+not "missing", a deleted resource does not come back, a counter does not go back)
+plugs in as a `StateGate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from backends.world_model.gates.degenerate import degenerate
+from backends.world_model.gates.entities import missing_entities
+from backends.world_model.gates.fields import unfit_fields
+from backends.world_model.gates.sources import answer_text, real_examples, repeatable, row_observation
+from backends.world_model.grounding import Row
+from router.types import Call, Observation, Session
+
+__all__ = [
+    "StateGate",
+    "degenerate",
+    "missing_entities",
+    "real_examples",
+    "repeatable",
+    "screen_answer",
+    "unfit_fields",
+]
+
+# Channels whose answers have a tool's shape (fields, named entities); a screen or a
+# page is judged for degeneracy only (their state is the world state's to judge).
+SHAPED = ("mcp", "http")
+
+
+def screen_answer(call: Call, observation: Observation, examples: Sequence[Row], *, context: str = "") -> str | None:
+    """Why the stateless gates refuse `observation` as the answer to `call`, or None.
+    `examples`: the tool's real answers (see sources.real_examples); `context`: text
+    the answer may repeat (sources.repeatable)."""
+    recorded = [answer_text(call.channel, row_observation(row)) for row in examples]
+    problem = degenerate(answer_text(call.channel, observation), recorded=recorded, context=context)
+    if problem is None and call.channel in SHAPED:
+        problem = missing_entities(call, observation, examples) or unfit_fields(observation, examples, channel=call.channel)
+    return problem
+
+
+class StateGate(Protocol):
+    """What the session's world state adds to the gates: `contradiction` judges a
+    model's answer against the state (after the stateless gates pass it; None when it
+    agrees), and `answer` is the state's own answer to a call whose model answers were
+    refused twice (None when the state cannot answer: then a clear simulation error)."""
+
+    def contradiction(self, call: Call, session: Session, observation: Observation) -> str | None: ...
+
+    def answer(self, call: Call, session: Session, problem: str) -> Observation | None: ...
