@@ -8,10 +8,11 @@ Well-formed by construction: the domain's grammar shapes the generation (the
 in-process engine applies it; endpoint engines get it where the server accepts
 one), its checker judges the observation, then the gates every answer passes
 (gates/: not degenerate, naming the entities the call named, field values of the
-kind the tool's real answers hold; and, given a `StateGate`, no contradiction with
-the session's world state). A refused answer is asked for once more with the
-problem stated (another seed, the configured temperature), then the world state
-answers if it can, else a clear error: degenerate output is never passed on.
+kind the tool's real answers hold; the session's world state holds answers to it
+through a steer's check, backends/world_state/simulation.py). A refused answer is
+asked for once more with the problem stated (another seed, the configured
+temperature), then the answer the tool's real recordings determine, if they do
+(gates/template.py), else a clear error: degenerate output is never passed on.
 
 Never raises for a model failure: a timeout, an overflow, an empty or invalid
 answer, a missing model or a down server each become an error observation
@@ -32,7 +33,7 @@ from typing import Any
 from backends.world_model.domain import Domain
 from backends.world_model.engine import Completion, ModelUnavailable, WorldModelEngine, WorldModelError
 from backends.world_model.facts import StatedFacts, render_facts
-from backends.world_model.gates import StateGate, real_examples, repeatable, screen_answer
+from backends.world_model.gates import SHAPED, real_examples, repeatable, screen_answer, templated_answer
 from backends.world_model.grounding import Grounding, Row, generation_budget
 from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse_prediction
 from backends.world_model.steering import restated
@@ -54,7 +55,6 @@ class WorldModelSimulator:
         constrained_output: bool = True,
         size_budgets: bool = True,
         world: str | None = None,
-        state_gate: StateGate | None = None,
     ) -> None:
         self.engine = engine
         self.domains = dict(domains)
@@ -70,9 +70,6 @@ class WorldModelSimulator:
         # The configured world document (rendered), told to every session whose own
         # world (an episode's, merged with it at reset) does not replace it.
         self.world = world or None
-        # The session world state's hold on answers (a contradiction refuses one) and its
-        # own answer after two refusals; None: the stateless gates only.
-        self.state_gate = state_gate
         # Told of every completion (the call's channel names the domain): /metrics counts
         # the world model's tokens and generation time with them.
         self.observers: list[Callable[[str, Completion], None]] = []
@@ -194,8 +191,9 @@ class WorldModelSimulator:
                     observation.latency_s = time.monotonic() - started
                     return observation
                 log.info("refused prediction for %s %s.%s (%s)", call.channel, call.server, call.tool, problem)
-            if self.state_gate is not None and (from_state := self.state_gate.answer(call, session, problem)) is not None:
-                return from_state
+            if call.channel in SHAPED and (recorded := templated_answer(call, examples)) is not None:
+                recorded.latency_s = time.monotonic() - started
+                return recorded
             raise InvalidPrediction(f"the world model's answer is malformed, twice: {problem}")
         except WorldModelError as exc:
             if background and isinstance(exc, ModelUnavailable):
@@ -213,11 +211,10 @@ class WorldModelSimulator:
         context: str,
     ) -> str:
         """Why `observation` is refused ("" when it passes): the domain's checker, the
-        steer's, the stateless gates, then the world state's."""
+        steer's (the world state's, when it steers), then the stateless gates."""
         return (
             check(observation)
             or (steer.check(observation) if steer is not None else None)
             or screen_answer(call, observation, examples, context=context)
-            or (self.state_gate.contradiction(call, session, observation) if self.state_gate is not None else None)
             or ""
         )

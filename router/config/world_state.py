@@ -19,7 +19,7 @@ class WorldStateConfig(Strict):
 
     enabled: bool = Field(default=True, description="Keep each session's world state and answer simulated calls from it.")
     mcp_alignment: bool = Field(
-        default=False,
+        default=True,
         description="Answer a simulated MCP call from a recorded real session that made the same calls under a renaming of "
         "their values (`replay-aligned`), before the model.",
     )

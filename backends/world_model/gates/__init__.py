@@ -10,33 +10,34 @@ recorded answers:
   than the recorded answers hold there (a datetime in a weather answer's `sky`).
 
 `screen_answer` runs them in that order. The simulator runs it on every answer
-after the domain's checker and the steer's check: a refused answer is asked for
-once more with the problem stated (steering.restated), and refused again it is a
-clear simulation error, or the answer a `StateGate` gives from the session's world
-state. The state-based gate (no contradiction with the state: a file state holds is
-not "missing", a deleted resource does not come back, a counter does not go back)
-plugs in as a `StateGate`.
+after the domain's checker and the steer's check (the session's world state reaches
+the model as a steer whose check refuses a contradiction: a file the state holds is
+not "missing", a deleted one does not come back; backends/world_state/simulation.py).
+A refused answer is asked for once more with the problem stated
+(steering.restated); refused again, it is the answer the tool's real recordings
+determine (`templated_answer`), else a clear simulation error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from backends.world_model.gates.degenerate import degenerate
 from backends.world_model.gates.entities import missing_entities
 from backends.world_model.gates.fields import unfit_fields
 from backends.world_model.gates.sources import answer_text, real_examples, repeatable, row_observation
+from backends.world_model.gates.template import templated_answer
 from backends.world_model.grounding import Row
-from router.types import Call, Observation, Session
+from router.types import Call, Observation
 
 __all__ = [
-    "StateGate",
+    "SHAPED",
     "degenerate",
     "missing_entities",
     "real_examples",
     "repeatable",
     "screen_answer",
+    "templated_answer",
     "unfit_fields",
 ]
 
@@ -54,14 +55,3 @@ def screen_answer(call: Call, observation: Observation, examples: Sequence[Row],
     if problem is None and call.channel in SHAPED:
         problem = missing_entities(call, observation, examples) or unfit_fields(observation, examples, channel=call.channel)
     return problem
-
-
-class StateGate(Protocol):
-    """What the session's world state adds to the gates: `contradiction` judges a
-    model's answer against the state (after the stateless gates pass it; None when it
-    agrees), and `answer` is the state's own answer to a call whose model answers were
-    refused twice (None when the state cannot answer: then a clear simulation error)."""
-
-    def contradiction(self, call: Call, session: Session, observation: Observation) -> str | None: ...
-
-    def answer(self, call: Call, session: Session, problem: str) -> Observation | None: ...

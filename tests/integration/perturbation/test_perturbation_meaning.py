@@ -71,12 +71,12 @@ async def test_mislead_is_well_formed_wrong_and_tagged_and_never_replayed_or_an_
             again, _, structured = await call_tool(client, "get_price", product="desk lamp")
         assert meta_of(again)["provenance"] == "real" and structured["price"] == 30.0  # not the misled answer
 
-        aligned = config(tmp_path, model, mode="sim", world_state={"mcp_alignment": True})  # the real answer, replayed aligned
+        aligned = config(tmp_path, model, mode="sim")  # the real answer, replayed aligned
         async with stdio_client(aligned, timeout=120) as client:
             simulated, _, structured = await call_tool(client, "get_price", product="desk lamp")
         assert meta_of(simulated)["source"]["sub"] == "replay-aligned" and structured["price"] == 30.0  # never the misled one
 
-        simulating = config(tmp_path, model, mode="sim")  # the model asked
+        simulating = config(tmp_path, model, mode="sim", world_state={"mcp_alignment": False})  # the model asked
         asked = len(model.bodies)
         async with stdio_client(simulating, timeout=120) as client:
             await call_tool(client, "get_price", product="desk lamp")

@@ -73,7 +73,9 @@ def filled(tmp_path_factory) -> dict:
         replaying = config_for(folder, model, mode="replay")
         replayed = asyncio.run(session(replaying, [("echo", {"text": "alpha"}), ("echo", {"text": "omega"})]))
         assert [meta_of(r)["provenance"] for r in replayed] == ["replay", "real"]  # a miss goes real
-        simulated = asyncio.run(session(config_for(folder, model, mode="sim"), [("echo", {"text": "gamma"})]))
+        # The model must write this answer (its prompt is exported): not an aligned recorded session's.
+        simulating = config_for(folder, model, mode="sim", world_state={"mcp_alignment": False})
+        simulated = asyncio.run(session(simulating, [("echo", {"text": "gamma"})]))
         assert SIMULATED in simulated[0].content[0].text
         shell = config_for(folder, model, mode="shadow", shell={"enabled": True, "pool_size": 0})
         asyncio.run(session(shell, [("shell_exec", {"command": "echo hello from the sandbox"})]))

@@ -84,7 +84,15 @@ async def test_on_serve_a_token_gets_its_own_recordings_and_the_shared_namespace
 
     with ModelStub(answer="balance 0") as model:
         world_model = {"engine": "openai", "url": model.url, "max_tokens": 64, "deadline_s": 30}
-        simulating = make_config(mcpServers=servers, service=service, mode="sim", world_model=world_model)
+        aligning = make_config(mcpServers=servers, service=service, mode="sim", world_model=world_model)
+        with serving(aligning, tmp_path / "aligned.log") as port:
+            aligned = await balance(port, BOB, "aligned")
+        # An aligned recorded session is one bob may see: the shared one, never alice's.
+        assert meta_of(aligned)["source"]["sub"] == "replay-aligned" and aligned.content[0].text == "balance 2222"
+        assert not model.bodies
+        simulating = make_config(
+            mcpServers=servers, service=service, mode="sim", world_model=world_model, world_state={"mcp_alignment": False}
+        )
         with serving(simulating, tmp_path / "sim.log") as port:
             simulated = await balance(port, BOB, "fourth")
     assert meta_of(simulated)["provenance"] == "sim" and len(model.bodies) == 1

@@ -1,6 +1,6 @@
 """The gates on the simulator's path: a refused answer is asked for once more with
-the problem stated, and refused again it is a clear simulation error (or the world
-state's answer, given a StateGate); degenerate text is never passed on."""
+the problem stated, and refused again it is the answer the tool's real recordings
+determine, or a clear simulation error; degenerate text is never passed on."""
 
 import json
 
@@ -37,13 +37,13 @@ def real_row(tool, arguments, text):
     return {"session": "old", "channel": "mcp", "server": "srv", "tool": tool, "arguments": arguments, "observation": observation.to_json()}
 
 
-def simulator(engine, *, rows=(), schema=None, state_gate=None):
+def simulator(engine, *, rows=(), schema=None):
     domain = McpDomain(
         tools_for=lambda server: [{"name": "t", "description": "a tool"}],
         records_for=lambda call: list(rows),
         output_schema_for=lambda server, tool: schema,
     )
-    return WorldModelSimulator(engine, domains={"mcp": domain}, state_gate=state_gate)
+    return WorldModelSimulator(engine, domains={"mcp": domain})
 
 
 CALL = Call("mcp", "srv", "t", {"x": 1}, "s")
@@ -153,34 +153,21 @@ async def test_an_http_answer_naming_another_city_is_refused():
     assert observation.is_error and "'lima'" in observation.text and observation.text.startswith("simroute: world model failed")
 
 
-class RecordingStateGate:
-    """A world state that holds one fact: the file `notes.txt` exists."""
-
-    def __init__(self, answer=None):
-        self.answered = answer
-        self.asked = []
-
-    def contradiction(self, call, session, observation):
-        return "the state holds notes.txt, the answer says it is missing" if "No such file" in observation.text else None
-
-    def answer(self, call, session, problem):
-        self.asked.append(problem)
-        return self.answered
+ECHO = Call("mcp", "srv", "echo", {"text": "shadowed-2"}, "s")
 
 
-async def test_a_state_gate_refuses_contradictions_and_answers_after_two_refusals():
-    missing = "cat: notes.txt: No such file or directory"
-    from_state = Observation([{"type": "text", "text": "buy milk"}], Provenance.SIM)
-    gate = RecordingStateGate(from_state)
-    observation = await simulator(ScriptedEngine(missing, missing), state_gate=gate).simulate(CALL, Session("s"), deadline_s=5)
-    assert observation is from_state and gate.asked == ["the state holds notes.txt, the answer says it is missing"]
-    # A state that cannot answer: the clear error.
-    gate = RecordingStateGate(None)
-    failed = await simulator(ScriptedEngine(DEGENERATE, DEGENERATE), state_gate=gate).simulate(CALL, Session("s"), deadline_s=5)
-    assert failed.is_error and "long repetition" in failed.text and gate.asked == ["long repetition: ':1' repeated 10 times"]
-    # An answer that agrees with the state and passes the gates is the model's.
-    passed = await simulator(ScriptedEngine("buy milk"), state_gate=gate).simulate(CALL, Session("s"), deadline_s=5)
-    assert passed.text == "buy milk" and len(gate.asked) == 1
+async def test_refused_twice_a_tool_whose_recordings_are_one_shape_answers_from_them():
+    """An echo tool recorded for two texts answers a third from its recordings once the
+    model's answers (which do not name the text) are refused twice: `replay-aligned`."""
+    rows = [real_row("echo", {"text": text}, text) for text in ("shadowed-0", "shadowed-1")]
+    engine = ScriptedEngine("nothing useful here", "still nothing useful")
+    observation = await simulator(engine, rows=rows).simulate(ECHO, Session("s"), deadline_s=5)
+    assert observation.text == "shadowed-2" and not observation.is_error and observation.provenance is Provenance.SIM
+    assert observation.source is not None and observation.source.sub == "replay-aligned" and len(engine.seen) == 2
+    # Recordings that are not one shape (the answer holds more than the echoed text) determine nothing.
+    rows = [real_row("echo", {"text": text}, f"{text} at {n}") for n, text in ((1, "shadowed-0"), (7, "shadowed-1"))]
+    failed = await simulator(ScriptedEngine("nothing", "nothing"), rows=rows).simulate(ECHO, Session("s"), deadline_s=5)
+    assert failed.is_error and failed.text.startswith("simroute: world model failed") and failed.source is None
 
 
 async def test_through_an_openai_compatible_model_stub():
