@@ -13,8 +13,9 @@ from backends.world_state import http
 from backends.world_state.http import caps
 from backends.world_state.http.baseline import underlay
 from backends.world_state.http.ids import IdFormat
-from backends.world_state.session import WorldState
-from router.types import Call, Observation, Provenance
+from backends.world_state.session import WorldState, rebuilt
+from router.reports.world_state import would_answer
+from router.types import Call, Observation, Provenance, Source
 
 API = "api.test"
 
@@ -179,3 +180,18 @@ def test_the_session_slice_shares_and_summarises_the_http_state():
         "gone": 0,
         "complete": False,
     }
+
+
+def test_a_session_rebuilt_from_its_records_holds_what_the_state_answered_and_says_what_it_would_answer():
+    made = answer(201, {"id": 2, "name": "b"}, provenance=Provenance.SIM)
+    made.source = Source(sub="state", extra={"invented": True})
+    turns = [
+        (call("POST", "/items", {"name": "a"}), answer(201, {"id": 1, "name": "a"}), False, 1.0),
+        (call("POST", "/items", {"name": "b"}), made, False, 2.0),  # the state's own answer: its effects were not recorded apart
+        (call("DELETE", "/items/1"), answer(204), True, 3.0),  # perturbed: teaches nothing
+    ]
+    state = rebuilt(turns)
+    assert would_answer(state, call("GET", "/items/2")) == {"sub": "state", "status": 200, "body": '{"id": 2, "name": "b"}'}
+    assert would_answer(state, call("GET", "/items/1"))["status"] == 200
+    assert would_answer(state, call("GET", "/items/3")) == {"sub": "model"}
+    assert state.summary()["http"][API]["collections"]["/items"]["invented"] == 1
