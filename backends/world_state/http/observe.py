@@ -34,8 +34,8 @@ def observe(world: HttpWorld, call: Call, observation: Observation, *, provenanc
     """Updates `world` in place from one call and the answer the agent got; False: it
     is not an HTTP call the state reads."""
     request = request_of(call)
-    if request is None:
-        return False
+    if request is None or not isinstance(observation.structured, dict):
+        return False  # not an HTTP answer: a simulation that failed, a refusal made before any side ran
     fresh = call.server not in world.apis
     api = world.api(call.server)
     answer = answer_of(observation)

@@ -195,3 +195,10 @@ def test_a_session_rebuilt_from_its_records_holds_what_the_state_answered_and_sa
     assert would_answer(state, call("GET", "/items/1"))["status"] == 200
     assert would_answer(state, call("GET", "/items/3")) == {"sub": "model"}
     assert state.summary()["http"][API]["collections"]["/items"]["invented"] == 1
+
+
+def test_a_failed_simulation_changes_nothing():
+    world = recorded_items()
+    failed = Observation.error("simroute: the simulator failed: timeout", Provenance.SIM)
+    assert not http.observe(world, call("POST", "/items", {"name": "x"}), failed, provenance="sim")
+    assert served(world, "GET", "/items") == (200, [{"id": 1, "name": "a", "done": False}])
