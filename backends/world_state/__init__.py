@@ -8,8 +8,11 @@ itself whatever the state determines, so the model only writes what the state ca
 
 One folder per kind of world, each a pure library (no I/O, no clock, no model):
 `shell/` (a virtual filesystem, working directory, environment and last exit code,
-driven by parsed bash command lines). Who keeps a state per session, and when the
-model is asked instead, is the engine's business, not this package's.
+driven by parsed bash command lines), `http/` (the resources of JSON APIs, by
+collection and id, driven by each call's method and path). Who keeps a state per
+session, and when the model is asked instead, is the engine's business, not this
+package's (`session.py` the session slice, `simulation.py` the sim route's order,
+`http_state.py` the HTTP answers and the recordings they start from).
 
 May import: `router.types` and `shadow` (as every backend), never `policies` or the
 rest of `router`.

@@ -1,5 +1,6 @@
 """A session's world state as a session slice (router.types.SessionSlice), shared by
-router replicas: one field per kind of world (`shell`: a ShellWorld as JSON). Its
+router replicas: one field per kind of world (`shell`: a ShellWorld as JSON; `http`:
+an HttpWorld, the session's JSON APIs' resources, as JSON). Its
 contents come from records as stored (secrets already redacted), so neither Redis
 nor a prompt ever holds a secret the records would not."""
 
@@ -11,9 +12,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from backends.shell.screen import ShellResult
+from backends.world_state import http
+from backends.world_state.http import HttpWorld
 from backends.world_state.shell import ShellWorld, new_world, observe, run
 from backends.world_state.shell.filesystem import FILE
-from router.types import Observation, Provenance, SessionSlice
+from router.types import Call, Observation, Provenance, SessionSlice
 
 FROM_STATE = "state"  # the sub-provenance of an answer the state gave itself
 SUMMARY_PATHS = 200
@@ -23,6 +26,7 @@ SUMMARY_PATHS = 200
 class WorldState(SessionSlice):
     key: ClassVar[str] = "world"
     shell: ShellWorld | None = None
+    http: HttpWorld | None = None
 
     def shell_world(self) -> ShellWorld:
         """The shell's state, a fresh sandbox's until the session's answers tell more."""
@@ -30,13 +34,26 @@ class WorldState(SessionSlice):
             self.shell = new_world()
         return self.shell
 
+    def http_world(self) -> HttpWorld:
+        """The JSON APIs' resources, none known until the session's answers (or recordings) tell."""
+        if self.http is None:
+            self.http = HttpWorld()
+        return self.http
+
     def fields(self) -> dict[str, str]:
-        return {"shell": json.dumps(self.shell.to_json(), ensure_ascii=False, separators=(",", ":"))} if self.shell is not None else {}
+        kinds = {"shell": self.shell, "http": self.http}
+        return {name: _compact(world.to_json()) for name, world in kinds.items() if world is not None}
+
+    def field(self, name: str) -> str | None:
+        world = {"shell": self.shell, "http": self.http}.get(name)
+        return _compact(world.to_json()) if world is not None else None
 
     def merge(self, fields: Mapping[str, str]) -> None:
         # The shared copy is the newest any replica saved: it stands for the whole world.
         if "shell" in fields:
             self.shell = ShellWorld.from_json(json.loads(fields["shell"]))
+        if "http" in fields:
+            self.http = HttpWorld.from_json(json.loads(fields["http"]))
 
     def learn(self, command: str, served: Observation, *, at: float, replaying: bool = False) -> bool:
         """What one shell answer the agent got teaches the state (every route): the line's
@@ -54,26 +71,66 @@ class WorldState(SessionSlice):
         observe(world, command, ShellResult.from_structured(structured), provenance=served.provenance)
         return True
 
+    def learn_call(self, call: Call, served: Observation, *, at: float, replaying: bool = False) -> bool:
+        """What one answer the agent got teaches the state, by the call's channel (see
+        `learn` for the shell): an HTTP call's effects on the resources it names and what
+        its answer shows of them (backends/world_state/http/observe.py). False: nothing."""
+        if call.channel == "shell":
+            command = call.arguments.get("command")
+            return isinstance(command, str) and self.learn(command, served, at=at, replaying=replaying)
+        if call.channel != "http":
+            return False
+        if served.source is not None and served.source.sub == FROM_STATE:
+            # Its effects were applied when it was made; rebuilt from records (where the
+            # recordings it started from are not), what it showed is taken in as simulated.
+            return http.observe(self.http_world(), call, served, provenance=Provenance.SIM) if replaying else True
+        return http.observe(self.http_world(), call, served, provenance=served.provenance)
+
     def summary(self) -> dict[str, Any]:
         """What the state holds, for people (`simroute explain`, an episode's `state`): the
         shell's cwd, last exit code and the files it knows (size, or unknown content;
         invented when a simulated answer taught it), the first SUMMARY_PATHS of them."""
+        shown = {"http": _http_summary(self.http)} if self.http is not None and self.http.apis else {}
         if self.shell is None:
-            return {}
+            return shown
         files: dict[str, Any] = {}
         for path, node in sorted(self.shell.fs.nodes.items()):
             if node.kind != FILE or len(files) >= SUMMARY_PATHS:
                 continue
             known = {"bytes": len(node.content.encode())} if node.content is not None else {"content": "unknown"}
             files[path] = {**known, **({"invented": True} if node.invented else {})}
-        return {"shell": {"cwd": self.shell.cwd, "exit_code": self.shell.exit_code, "files": files}}
+        return {"shell": {"cwd": self.shell.cwd, "exit_code": self.shell.exit_code, "files": files}, **shown}
 
 
-def rebuilt(turns: list[tuple[str, Observation, bool, float]]) -> WorldState:
-    """A session's world state rebuilt from its shell records, oldest first: (command,
-    served answer, perturbed, when). A perturbed answer and simroute's own teach nothing."""
+def rebuilt(turns: list[tuple[Call, Observation, bool, float]]) -> WorldState:
+    """A session's world state rebuilt from its shell and HTTP records, oldest first:
+    (call, served answer, perturbed, when). A perturbed answer and simroute's own teach nothing."""
     state = WorldState()
-    for command, served, perturbed, at in turns:
+    for call, served, perturbed, at in turns:
         if not perturbed and served.provenance is not Provenance.NONE:
-            state.learn(command, served, at=at, replaying=True)
+            state.learn_call(call, served, at=at, replaying=True)
     return state
+
+
+def _compact(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _http_summary(world: HttpWorld) -> dict[str, Any]:
+    """Per API and collection: how many resources (with unknown contents, invented),
+    their first ids, those known gone, whether every member is known."""
+    shown: dict[str, Any] = {}
+    for server, api in sorted(world.apis.items()):
+        collections = {}
+        for path, collection in sorted(api.collections.items())[:SUMMARY_PATHS]:
+            items = sorted(collection.items.items(), key=lambda pair: pair[1].order)
+            collections[path] = {
+                "resources": len(items),
+                "ids": [key for key, _ in items[:20]],
+                "unknown": sum(item.body is None for _, item in items),
+                "invented": sum(item.invented for _, item in items),
+                "gone": len(collection.gone),
+                "complete": collection.complete,
+            }
+        shown[server] = {"id_field": api.id_field, "collections": collections}
+    return shown

@@ -2,8 +2,10 @@
 answered, in this order, from
 
 1. the session's world state, where it determines the answer (a shell command line the
-   executor knows, against the files, cwd and variables the session's answers taught):
-   sub-provenance `state`, no model call;
+   executor knows, against the files, cwd and variables the session's answers taught;
+   an HTTP call on a JSON API's resources the session's answers and the API's
+   recordings taught, backends/world_state/http_state.py): sub-provenance `state`, no
+   model call;
 2. a recorded real session that made the same calls under a renaming of their values
    (MCP, backends/alignment): `replay-aligned`, no model call;
 3. the world model, told the part of the state the call touches and held to it (a
@@ -26,6 +28,7 @@ from typing import Any
 
 from backends.alignment import AlignedReplay
 from backends.shell.screen import ShellResult
+from backends.world_state.http_state import RecordedApis, answer_from_state
 from backends.world_state.session import FROM_STATE, WorldState
 from backends.world_state.shell import run
 from backends.world_state.shell_view import contradiction, state_view
@@ -40,12 +43,14 @@ class StatefulSimulator:
         inner: Simulator,
         *,
         aligned: AlignedReplay | None = None,
+        recorded_apis: RecordedApis | None = None,
         on_for: Callable[[str, str], bool] = lambda channel, server: True,
         screen_lines: int = 200,
         screen_chars: int = 20_000,
     ) -> None:
         self.inner = inner
         self.aligned = aligned
+        self.recorded_apis = recorded_apis  # what other sessions' real HTTP answers teach (None: the session's own only)
         self.on_for = on_for  # the world_state section's switch, per (channel, server)
         self.screen_lines, self.screen_chars = screen_lines, screen_chars
 
@@ -60,6 +65,10 @@ class StatefulSimulator:
             answered = self._from_state(call, session)
             if answered is not None:
                 return answered
+        if stateful and call.channel == "http":
+            stated = await answer_from_state(session.slice(WorldState).http_world(), call, self.recorded_apis, session)
+            if stated is not None:
+                return _sourced(stated[0], FROM_STATE, invented=True if stated[1] else None)
         if stateful and call.channel == "mcp" and self.aligned is not None:
             found = await self.aligned.answer(call, session)
             if found is not None:

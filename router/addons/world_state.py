@@ -1,14 +1,16 @@
 """Keeps each session's world state (backends/world_state) from every answer the agent
 gets, on every route, so real, replayed and simulated steps tell one consistent world:
-a real `echo x > f` is in the state a later simulated `cat f` reads.
+a real `echo x > f` is in the state a later simulated `cat f` reads, a real `POST
+/items` in the state a later simulated `GET /items/{id}` reads.
 
-- `decided`: a shell call about to run: the session's shell world is made (a fresh
-  sandbox's, with the configured workspace's files) and, with a Redis store, read from
-  the shared state first (another replica may have served the session's last step).
-- `finished`: the answer's lesson learnt (`observe`: the line's effects, what the answer
-  shows, a simulated answer's marked invented), unless the answer came from the state
-  itself (its effects are applied already), was perturbed, or was simroute's own; then
-  shared. Learning from the record as stored means what the state holds, and what
+- `decided`: a shell or HTTP call about to run: with a Redis store, the session's
+  world of that kind is read from the shared state first (another replica may have
+  served the session's last step); a shell's is then made if there is none (a fresh
+  sandbox's, with the configured workspace's files).
+- `finished`: the answer's lesson learnt (the call's effects, what the answer shows, a
+  simulated answer's marked invented: session.py `learn_call`), unless the answer came
+  from the state itself (its effects are applied already), was perturbed, or was
+  simroute's own; then shared. Learning from the record as stored means what the state holds, and what
   reaches Redis or a prompt from it, is redacted as records are.
 """
 
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("simroute.world_state")
 
+KINDS = ("shell", "http")  # the channels whose calls the state follows (a field of WorldState each)
+
 
 class WorldStateKeeper(CallAddon):
     def __init__(
@@ -49,30 +53,30 @@ class WorldStateKeeper(CallAddon):
 
     async def decided(self, pending: Pending) -> None:
         call, session = pending.call, pending.session
-        if call.channel != "shell" or not self.on_for(call.channel, call.server) or self.engine is None:
+        if call.channel not in KINDS or not self.on_for(call.channel, call.server) or self.engine is None:
             return
         state = self.engine.session_state
         if state.shared:
             try:
-                stored = await state.read(session, WorldState, "shell")
+                stored = await state.read(session, WorldState, call.channel)
             except StoreError as exc:  # this replica's own copy stands until Redis is back
                 log.warning("world state of session %s not read: %s", session.id[:8], exc)
                 stored = None
             if stored is not None:
-                session.slice(WorldState).merge({"shell": stored})
-                session.slice(WorldState).synced = {"shell": stored}
+                world = session.slice(WorldState)
+                world.merge({call.channel: stored})
+                world.synced = {**(world.synced or {}), call.channel: stored}
         world = session.slice(WorldState)
-        if world.shell is None:
+        if call.channel == "shell" and world.shell is None:
             seed_files(world.shell_world(), self.workspace_files())
 
     async def finished(self, pending: Pending, record: Record) -> None:
         call, served = record.call, record.served
-        if call.channel != "shell" or not self.on_for(call.channel, call.server) or self.engine is None:
+        if call.channel not in KINDS or not self.on_for(call.channel, call.server) or self.engine is None:
             return
         if record.perturbation is not None or served.provenance is Provenance.NONE or record.status == "started":
             return
-        command = call.arguments.get("command")
-        if isinstance(command, str) and pending.session.slice(WorldState).learn(command, served, at=record.ts):
+        if pending.session.slice(WorldState).learn_call(call, served, at=record.ts):
             await self._share(pending)
 
     async def _share(self, pending: Pending) -> None:

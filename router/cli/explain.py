@@ -21,7 +21,9 @@ def explain(
     ] = None,
     session: Annotated[
         str | None,
-        typer.Option("--session", help="A recorded session: its world state (rebuilt from its records) and what it answers a shell call."),
+        typer.Option(
+            "--session", help="A recorded session: its world state (rebuilt from its records) and what it answers a shell or HTTP call."
+        ),
     ] = None,
 ) -> None:
     """Print, as JSON, how simroute would route a call, without executing anything.

@@ -1,6 +1,7 @@
 """The `world_state` section: each session's world kept outside the world model (a
-shell's files, working directory and variables; MCP answers aligned with recorded
-sessions), answering simulated calls it determines before the model is asked."""
+shell's files, working directory and variables; JSON APIs' resources over HTTP; MCP
+answers aligned with recorded sessions), answering simulated calls it determines
+before the model is asked."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from pydantic import Field, field_validator
 
 from backends.options import Strict
 
-_CHANNELS = ("shell", "mcp")
+_CHANNELS = ("shell", "http", "mcp")
 
 
 class WorldStateConfig(Strict):
     """Simulated calls are answered from the session's world state where it determines the
-    answer (`state`), from a recorded real session that made the same calls
+    answer (`state`: a shell's files, a JSON API's resources), from a recorded real session that made the same calls
     (`replay-aligned`, MCP), and by the world model, given the state a call touches,
     only for the rest."""
 
@@ -25,7 +26,8 @@ class WorldStateConfig(Strict):
     )
     exclude: list[str] = Field(
         default=[],
-        description="Where it stays off: a channel (`shell`, `mcp`) or an MCP server (`mcp/NAME`); those calls go to the model.",
+        description="Where it stays off: a channel (`shell`, `http`, `mcp`), an MCP server (`mcp/NAME`) or an HTTP API "
+        "(`http/HOST` or `http/HOST:PORT`, as calls name it); those calls go to the model.",
     )
 
     @field_validator("exclude")
@@ -34,7 +36,9 @@ class WorldStateConfig(Strict):
         for place in places:
             channel, _, server = place.partition("/")
             if channel not in _CHANNELS or (channel == "shell" and server):
-                raise ValueError(f"{place!r} is not a channel ({', '.join(_CHANNELS)}) or an MCP server (mcp/NAME)")
+                raise ValueError(
+                    f"{place!r} is not a channel ({', '.join(_CHANNELS)}), an MCP server (mcp/NAME) or an HTTP API (http/HOST)"
+                )
         return places
 
     def on_for(self, channel: str, server: str) -> bool:

@@ -1,11 +1,12 @@
 """A session's world state as simroute keeps it, rebuilt from its records (every
-route's shell answer, oldest first, as the live addon learnt them), and what it
-would answer a shell call: for `simroute explain --session`."""
+route's shell and HTTP answer, oldest first, as the live addon learnt them), and what
+it would answer a shell or HTTP call: for `simroute explain --session`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from backends.world_state import http
 from backends.world_state.session import WorldState, rebuilt
 from backends.world_state.shell import run
 from backends.world_state.shell_view import state_view
@@ -18,15 +19,21 @@ RECORDS_READ = 100_000
 async def session_world(store: RecordStore, session_id: str) -> WorldState:
     records = await store.session_records(session_id, before_step=2**62, limit=RECORDS_READ)
     turns = [
-        (str(r.call.arguments.get("command")), r.served, r.perturbation is not None, r.ts)
+        (r.call, r.served, r.perturbation is not None, r.ts)
         for r in records
-        if r.call.channel == "shell" and isinstance(r.call.arguments.get("command"), str) and r.status != "started"
+        if r.status != "started"
+        and (r.call.channel == "http" or (r.call.channel == "shell" and isinstance(r.call.arguments.get("command"), str)))
     ]
     return rebuilt(turns)
 
 
 def would_answer(state: WorldState, call: Call) -> dict[str, Any]:
     """How the sim route would answer `call` from `state` (nothing changes in it)."""
+    if call.channel == "http":
+        outcome = http.answer(state.http_world().copy(), call)
+        if outcome is None:
+            return {"sub": "model"}
+        return {"sub": "state", "status": outcome.status, "body": outcome.structured.get("body")}
     command = call.arguments.get("command")
     if call.channel != "shell" or not isinstance(command, str):
         return {}

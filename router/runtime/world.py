@@ -153,11 +153,13 @@ def build_simulator(
     if not config.world_state.enabled:
         return simulator
     from backends.alignment import AlignedReplay
+    from backends.world_state.http_state import RecordedApis
     from backends.world_state.simulation import StatefulSimulator
 
     return StatefulSimulator(
         simulator,
         aligned=AlignedReplay(store, replay) if replay is not None else None,
+        recorded_apis=RecordedApis(replay) if replay is not None else None,
         on_for=config.world_state.on_for,
         screen_lines=config.shell.screen_lines,
         screen_chars=config.shell.screen_chars,

@@ -12,6 +12,9 @@ HTTP/1.1 on loopback, in a thread, plain or TLS with a certificate made here.
 /binary?n=N       N bytes 0..255 repeating (application/octet-stream)
 /gzip             gzip-encoded JSON
 /status?code=N    an empty answer with that status
+/items            a small JSON API (POST creates with the next integer id, GET lists;
+/items/{id}       GET, PUT, PATCH, DELETE; 404 {"detail": "Item not found"}), as an
+                  agent's REST tool sees one; its items live as long as the server
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ class Handler(BaseHTTPRequestHandler):
         self._route()
 
     def do_DELETE(self) -> None:
+        self._route()
+
+    def do_PATCH(self) -> None:
         self._route()
 
     def _route(self) -> None:
@@ -127,8 +133,30 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, gzip.compress(b'{"zipped": true}'), extra={"Content-Encoding": "gzip"})
         elif path == "/status":
             self._send(int(query.get("code", "200")), b"")
+        elif path == "/items" or path.startswith("/items/"):
+            self._items(path.removeprefix("/items").strip("/"), json.loads(body or b"{}"))
         else:
             self._send(404, b'{"error": "not found"}')
+
+    def _items(self, key: str, sent: dict) -> None:
+        items: dict[str, dict] = self.server.__dict__.setdefault("items", {})  # type: ignore[attr-defined]
+        if not key and self.command == "POST":
+            self.server.item_ids = getattr(self.server, "item_ids", 0) + 1  # type: ignore[attr-defined]
+            item = items[str(self.server.item_ids)] = {"id": self.server.item_ids, **sent}  # type: ignore[attr-defined]
+            item.setdefault("done", False)
+            self._send(201, json.dumps(item).encode())
+        elif not key and self.command == "GET":
+            self._send(200, json.dumps(list(items.values())).encode())
+        elif key not in items:
+            self._send(404, b'{"detail": "Item not found"}')
+        elif self.command == "DELETE":
+            del items[key]
+            self._send(204, b"")
+        else:
+            if self.command in ("PUT", "PATCH"):
+                kept = items[key] if self.command == "PATCH" else {"id": items[key]["id"]}
+                items[key] = {**kept, **sent}
+            self._send(200, json.dumps(items[key]).encode())
 
 
 def make_certificate(directory: Path) -> tuple[Path, Path]:

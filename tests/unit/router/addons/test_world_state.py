@@ -110,3 +110,37 @@ async def test_an_off_switch_sends_the_calls_to_the_model(tmp_path):
     answer = (await engine.handle(shell("cat f"), session, StandInSandbox())).observation
     assert answer.structured["output"] == "from the model\n" and answer.source.sub == "model" and model.calls == 2
     assert session.find(WorldState) is None
+
+
+def request(method: str, path: str, body=None) -> Call:
+    arguments = {"method": method, "url": f"https://api.test{path}", "path": path, "query": {}, "headers": {}, "body": body}
+    return Call("http", "api.test", method, arguments, "s")
+
+
+async def test_a_json_apis_resources_answer_simulated_reads_and_perturbations_apply_on_top(tmp_path):
+    import json
+
+    from backends.http.messages import encode_body, observation_of, response_record
+    from policies.perturbation import PlanConfig, compile_plan
+    from router.addons.perturbation.addon import Perturber
+
+    async def api(call):  # the real API: it made item 7
+        body = json.dumps({"id": 7, **call.arguments["body"]}).encode()
+        structured = response_record(201, "", [("Content-Type", "application/json")], encode_body(body, limit=len(body)), decoded=False)
+        return observation_of(structured, Provenance.REAL)
+
+    model = ScreenModel("never asked")
+    engine, store = await stateful_engine(tmp_path, model)
+    reads_simulated = parse_rule({"match": {"channel": "http", "method": "GET"}, "route": "sim"})
+    engine.policies = default_policies(rules=[reads_simulated], mode=Route.REAL)
+    plan = PlanConfig.model_validate({"seed": 1, "rules": [{"kind": "empty", "every": 2, "match": {"channel": "http"}}]})
+    engine.addons.add(Perturber({"p": compile_plan("p", plan)}, default="p"))
+    session = Session("s")
+    await engine.handle(request("POST", "/items", {"name": "kept"}), session, api)  # real (call 1 of the plan)
+    read = (await engine.handle(request("GET", "/items/7"), session, api)).observation  # simulated, emptied (call 2)
+    again = (await engine.handle(request("GET", "/items/7"), session, api)).observation  # simulated (call 3)
+    assert json.loads(again.structured["body"]) == {"id": 7, "name": "kept"} and again.source.sub == "state"
+    assert json.loads(read.structured["body"]) == {"id": 7, "name": ""} and read.provenance is Provenance.NONE  # its text emptied
+    row = (await store.recent())[1]
+    assert row["perturbation"]["kind"] == "empty" and row["unperturbed"]["source"]["sub"] == "state"
+    assert model.calls == 0
