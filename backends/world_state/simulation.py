@@ -7,7 +7,8 @@ answered, in this order, from
    recordings taught, backends/world_state/http_state.py): sub-provenance `state`, no
    model call;
 2. a recorded real session that made the same calls under a renaming of their values
-   (MCP, backends/alignment): `replay-aligned`, no model call;
+   (MCP, backends/alignment): `replay-aligned`, no model call; not where the model is
+   told a world document (the recordings describe the real world, not that one);
 3. the world model, told the part of the state the call touches and held to it (a
    steer: its instruction and its check, retried once with the problem stated, as
    any malformed answer is): `model+state`; with no state to tell, `model`.
@@ -32,7 +33,7 @@ from backends.world_state.http_state import RecordedApis, answer_from_state
 from backends.world_state.session import FROM_STATE, WorldState
 from backends.world_state.shell import run
 from backends.world_state.shell_view import contradiction, state_view
-from router.types import Call, Observation, Provenance, Session, Simulator, Source, Steer
+from router.types import Call, Observation, Provenance, Session, SessionWorld, Simulator, Source, Steer
 
 ALIGNED, MODEL, MODEL_STATE = "replay-aligned", "model", "model+state"
 
@@ -69,15 +70,25 @@ class StatefulSimulator:
             stated = await answer_from_state(session.slice(WorldState).http_world(), call, self.recorded_apis, session)
             if stated is not None:
                 return _sourced(stated[0], FROM_STATE, invented=True if stated[1] else None)
-        if stateful and call.channel == "mcp" and self.aligned is not None:
+        if stateful and call.channel == "mcp" and self.aligned is not None and not self._told_a_world(call, session):
             found = await self.aligned.answer(call, session)
             if found is not None:
                 return _sourced(found.observation, ALIGNED, record=found.record_id)
         told = self._state_steer(call, session) if stateful and call.channel == "shell" else None
         observation = await self.inner.simulate(call, session, deadline_s=deadline_s, background=background, steer=told or steer)
-        if observation.provenance is not Provenance.SIM:
+        if observation.source is None or observation.source.sub != MODEL:
+            # An error simroute made in the model's place carries no source; an answer the
+            # tool's recordings determined (gates/template.py) keeps its own.
             return observation
         return _sourced(observation, MODEL_STATE if told is not None else MODEL)
+
+    def _told_a_world(self, call: Call, session: Session) -> bool:
+        """Whether the model is told a world document for this call (the configured one, or
+        the session's: an episode's `world`): real recordings describe the real world, not
+        that one, so no recorded session is aligned with it."""
+        own = session.find(SessionWorld)
+        told = own is not None and ("*" in own.world or call.channel in own.world)
+        return told or getattr(self.inner, "world", None) is not None
 
     def _from_state(self, call: Call, session: Session) -> Observation | None:
         started = time.perf_counter()

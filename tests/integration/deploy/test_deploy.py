@@ -141,7 +141,10 @@ def simulated_episode(stack: ComposeStack) -> None:
     answered by the world-model container, all on the replica holding the episode."""
     headers = {"Authorization": f"Bearer {stack.token}"}
     with httpx2.Client(base_url=stack.url, headers=headers, timeout=180) as http:
-        reset = http.post("/episodes", json={"seed": 7, "options": {"route": "sim", "servers": ["time"]}})
+        # A world of its own: the model writes its answers (a recorded real session is aligned
+        # only with the real world's, see backends/world_state/simulation.py).
+        options = {"route": "sim", "servers": ["time"], "world": "A clock shop whose clocks all show UTC."}
+        reset = http.post("/episodes", json={"seed": 7, "options": options})
         assert reset.status_code == 201, reset.text
         episode = reset.json()["episode_id"]
         assert reset.headers["location"] == f"/episodes/{episode}"

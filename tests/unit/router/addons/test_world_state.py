@@ -14,7 +14,7 @@ from backends.world_state.simulation import StatefulSimulator
 from policies.chain import default_policies
 from policies.rules import parse_rule
 from router.addons.world_state import WorldStateKeeper
-from router.types import Call, Observation, Provenance, Route, Session
+from router.types import Call, Observation, Provenance, Route, Session, Source
 
 
 def shell(command: str, session: str = "s") -> Call:
@@ -28,12 +28,16 @@ def screen(result: ShellResult, provenance: Provenance) -> Observation:
 class ScreenModel:
     """A world model that answers every command with the same screen (and counts its calls)."""
 
-    def __init__(self, output: str) -> None:
+    def __init__(self, output: str | None) -> None:
         self.output, self.calls = output, 0
 
     async def simulate(self, call, session, *, deadline_s, background=False, steer=None):
         self.calls += 1
-        return screen(ShellResult(self.output, 0, "/workspace"), Provenance.SIM)
+        if self.output is None:  # the model failed: simroute's own error, as the simulator makes it
+            return Observation.error("simroute: world model failed: unreachable", Provenance.SIM)
+        answer = screen(ShellResult(self.output, 0, "/workspace"), Provenance.SIM)
+        answer.source = Source(sub="model")  # as WorldModelSimulator marks what the model wrote
+        return answer
 
 
 async def stateful_engine(tmp_path, model: ScreenModel, **options):
@@ -144,3 +148,10 @@ async def test_a_json_apis_resources_answer_simulated_reads_and_perturbations_ap
     row = (await store.recent())[1]
     assert row["perturbation"]["kind"] == "empty" and row["unperturbed"]["source"]["sub"] == "state"
     assert model.calls == 0
+
+
+async def test_a_failed_model_answer_carries_no_source(tmp_path):
+    """simroute's own error in the model's place is not the model's answer: no `sub`."""
+    engine, _ = await stateful_engine(tmp_path, ScreenModel(None), mode=Route.SIM)
+    failed = (await engine.handle(shell("uname -a"), Session("s"), StandInSandbox())).observation
+    assert failed.is_error and failed.text.startswith("simroute: world model failed") and failed.source is None
