@@ -18,7 +18,9 @@ class Aligned:
 
     async def answer(self, call, session):
         self.asked += 1
-        return type("Found", (), {"observation": Observation([{"type": "text", "text": "12:00 recorded"}], Provenance.SIM), "record_id": "r1"})
+        return type(
+            "Found", (), {"observation": Observation([{"type": "text", "text": "12:00 recorded"}], Provenance.SIM), "record_id": "r1"}
+        )
 
 
 class Model:
