@@ -159,7 +159,10 @@ def test_a_killed_world_model_fails_simulated_calls_clearly_and_shadow_work_wait
     load = agents(stack, ["real", "real"])
     world_model = stack.container_ids("world-model")[0]
     with client(stack) as http:
-        simulated, _ = reset(http, {"route": "sim", "servers": ["toolbox"], "channels": ["mcp"]})
+        # A world of its own: the model must write its answers (a recorded real session is
+        # aligned only with the real world's, see backends/world_state/simulation.py).
+        world = "A toolbox whose echo tool repeats its text."
+        simulated, _ = reset(http, {"route": "sim", "servers": ["toolbox"], "channels": ["mcp"], "world": world})
         shadowed, _ = reset(http, {"route": "shadow", "servers": ["toolbox"], "channels": ["mcp"]})
         echo = tool_named(http, simulated, "echo")
         docker("kill", world_model)
