@@ -147,10 +147,13 @@ class ShadowRunner:
                     self._session_locks.pop(record.call.session_id, None)
 
     async def complete(self, record: Record, session: Session) -> None:
-        """Simulate, compare and store the record complete. Raises `SimulatorUnavailable`
+        """Simulate (unless the record's shadow side is known already), compare and store
+        the record complete. Raises `SimulatorUnavailable`
         when the world model is down: the record stays pending (a model that is away is
         not a divergence), and the caller tries again later."""
-        simulated = await self.simulator.simulate(record.call, session, deadline_s=self.deadline_for(record.call), background=True)
+        simulated = record.shadow  # known when the call was answered (from the session's world state): compared as it is
+        if simulated is None:
+            simulated = await self.simulator.simulate(record.call, session, deadline_s=self.deadline_for(record.call), background=True)
         if self.redactor is not None:  # the real side was redacted when recorded: compare like with like
             simulated = self.redactor.observation(simulated)
         record.shadow = simulated

@@ -82,6 +82,10 @@ class CallFacts:
     safety: str | None
     step: int
     stats: ToolStats | None = field(default=None, compare=False)
+    # The sub-provenance the sim side answers with (`state`, `model`, …; subs.py) and the
+    # statistics of the tool's answers of that sub; None: not known (a replay label).
+    sub: str | None = None
+    sub_stats: ToolStats | None = field(default=None, compare=False)
 
 
 def tool_key(channel: str, server: str, tool: str) -> str:
@@ -94,6 +98,7 @@ def call_features(facts: CallFacts) -> list[Feature]:
     return [
         *static_features(facts.channel, facts.server, facts.tool, facts.arguments, facts.safety),
         *dynamic_features(facts.step, facts.stats),
+        *sub_features(facts.server, facts.tool, facts.sub, facts.sub_stats),
     ]
 
 
@@ -136,6 +141,19 @@ def dynamic_features(step: int, stats: ToolStats | None) -> list[Feature]:
             out.append(("replay_ok_rate", stats.replay_ok / stats.replay_labels))
         out.append(("log_sim_labels", math.log1p(stats.sim_labels) / 5.0))
         out.append(("log_replay_labels", math.log1p(stats.replay_labels) / 5.0))
+    return out
+
+
+def sub_features(server: str, tool_name: str, sub: str | None, stats: ToolStats | None) -> list[Feature]:
+    """The sim route's features of the sub-provenance its answer comes with (subs.py) and of
+    the labels of the tool's answers of that sub; none without a sub."""
+    if sub is None:
+        return []
+    out: list[Feature] = [(f"sub={sub}", 1.0), (f"tool={server}/{tool_name}|sub={sub}", 1.0)]
+    if stats is not None and stats.sim_labels:
+        out.append((f"sub={sub}|sim_ok_rate", stats.sim_ok / stats.sim_labels))
+        out.append((f"sub={sub}|sim_mean_divergence", stats.sim_divergence / stats.sim_labels))
+        out.append((f"sub={sub}|log_sim_labels", math.log1p(stats.sim_labels) / 5.0))
     return out
 
 
@@ -207,4 +225,5 @@ def feature_names() -> list[str]:
         "per-tool sim divergence, ok rate, noise level",
         "per-tool replay divergence, ok rate",
         "per-tool label counts (log)",
+        "sim answers' sub-provenance, x tool; its ok rate, divergence, label count (log)",
     ]

@@ -12,6 +12,9 @@
   replay labels are counted per tool (`agreeing_sessions`): the evidence behind
   the rule "identical in N distinct sessions and never different".
 
+A sim label carries the sub-provenance of its shadow side (`state`, `model`, …),
+and per (tool, sub) statistics are kept beside the per-tool ones (subs.py).
+
 Real calls not classed `safe` and the reads around them feed `WriteEffects`
 (write_effects.py): which writes leave which reads unchanged.
 
@@ -33,11 +36,13 @@ from typing import Any
 from policies.learned.echoes import EchoEvidence
 from policies.learned.features import CallFacts, ToolStats, tool_key
 from policies.learned.replay_sources import Missed, ReplaySources, Served, replayable
+from policies.learned.subs import SubEvidence, named
 from policies.learned.tenancy import NO_TOKENS, Tenancy
 from policies.learned.write_effects import WriteEffects
 from router.types import Observation
 from shadow.compare.divergence import BUILTIN_NOISE, compare
 from shadow.compare.substitution import substituted
+from shadow.sub_provenance import shadow_sub
 
 UNACCEPTABLE_KINDS = frozenset({"status", "structure"})
 ROUTES = ("sim", "replay")
@@ -56,6 +61,7 @@ class Label:
     ts: float
     record_id: str
     latency_s: float  # how long the candidate route's answer took (sim) or 0 (replay)
+    sub: str | None = None  # the sim side's sub-provenance (`state`, `model`, …); None: not named, or replay
 
 
 def acceptable(divergence: float, kind: str | None, *, max_divergence: float) -> bool:
@@ -82,6 +88,7 @@ class LabelBuilder:
         self.sources = ReplaySources()
         self.writes = WriteEffects()
         self.echoes = EchoEvidence()
+        self.subs = SubEvidence()  # per (tool, sub): sim labels' statistics, simulated answers
         self.recorded_keys: set[str] = set()  # replay keys with a real answer
         self.recorded_version = 0  # changes whenever `recorded_keys` does
         self._agreeing: dict[str, set[str]] = {}  # tool key -> sessions in acceptable replay labels
@@ -115,14 +122,18 @@ class LabelBuilder:
             divergence, kind = float(row["divergence"]), row.get("divergence_kind") or "content"
             ok = acceptable(divergence, kind, max_divergence=self.max_divergence)
             latency = float((row.get("shadow") or {}).get("latency_s") or 0.0)
-            out.append(Label("sim", ok, divergence, kind, facts, replay_key, row["ts"], row["id"], latency))
+            sub = named(shadow_sub(row))
+            sim_facts = replace(facts, sub=sub, sub_stats=self.subs.before(key, sub))
+            out.append(Label("sim", ok, divergence, kind, sim_facts, replay_key, row["ts"], row["id"], latency, sub))
             masked = len((row.get("divergence_evidence") or {}).get("masked") or [])
             stats.add("sim", acceptable=ok, divergence=divergence, masked=masked)
+            self.subs.label(key, sub, acceptable=ok, divergence=divergence)
             stats.sim_latency += latency
             stats.sim_answers += 1
         elif row.get("provenance") == "sim" and not (row.get("observation") or {}).get("is_error") and not row.get("perturbation"):
             stats.sim_latency += float(row.get("latency_ms") or 0.0) / 1000
             stats.sim_answers += 1
+            self.subs.answered(key, named(((row.get("observation") or {}).get("source") or {}).get("sub")))
         answer = replayable(row)  # what replay may serve from this record (None: a miss)
         if is_real_answer(row):
             observation = answer or Observation.from_json(row["observation"])

@@ -24,8 +24,13 @@ share of read-only calls decided sim or replay go real with shadow, so labels
 keep coming and a drifting tool is noticed. Draws are a stable hash of the
 session and step: the policy stays a pure function.
 
+Per sub-provenance (subs.py): the sim route is judged for the sub its answer would
+come with (`state`, `model`, …: the `expected_sub` hook's answer, else the sub most
+of the tool's simulated answers came with): the per-(tool, sub) estimate when that
+sub has labels, and the sub's features in the classifier's score.
+
 Pure: `decide` reads the model and state it holds (swapped whole by reloads),
-and does no I/O. What is stable about a call for a model (its static features'
+and does no I/O (nor may `expected_sub`). What is stable about a call for a model (its static features'
 score, its replay key) is cached per call, and the cache follows the model.
 """
 
@@ -36,9 +41,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from policies.learned.features import Feature, dynamic_features, hashed, static_features, tool_key
+from policies.learned.features import Feature, ToolStats, dynamic_features, hashed, static_features, sub_features, tool_key
 from policies.learned.model import LearnedModel
 from policies.learned.state import EMPTY_STATE, LearnedState
+from policies.learned.subs import sub_key
 from policies.marks import SideEffects
 from policies.safety.verdict import SafetyVerdict
 from router.types import Call, Decision, ReplayAlias, Route, Session
@@ -128,9 +134,13 @@ class LearnedPolicy:
         replay_key_of: Callable[[Call], str] | None = None,
         model: LearnedModel | None = None,
         state: LearnedState = EMPTY_STATE,
+        expected_sub: Callable[[Call, Session], str | None] | None = None,
     ) -> None:
         self.settings = settings
         self.replay_key_of = replay_key_of
+        # The sub-provenance the sim side would answer a call with, known without I/O
+        # (None: not known; the tool's usual sub is used).
+        self.expected_sub = expected_sub
         self.model = model  # swapped whole by a reload
         self.state = state  # swapped whole by a refresh
         self._cache: dict[tuple, _CallEntry] = {}
@@ -178,6 +188,8 @@ class LearnedPolicy:
             labels = stats.labels(route) if stats else 0
             route_model = model.routes.get(route) if model is not None else None
             rule = self._agreement_rule(stats) if route == "replay" else ""
+            sub = self._sub(call, session, own_key) if route == "sim" else None
+            by_sub = state.sub_stats.get(sub_key(key, sub)) if sub is not None else None
             if rule:
                 probability, threshold, source = state.priors.get((key, route), _UNLABELLED_BOUND), None, "rule"
             elif model is not None and route_model is not None and labels >= settings.min_labels:
@@ -185,7 +197,13 @@ class LearnedPolicy:
                     entry, dynamic = self._entry(call, safety, model), dynamic_features(session.steps, stats)
                 scorer = route_model.scorer
                 score = entry.static_score(route, scorer) + scorer.partial(dynamic)
+                if sub is not None:
+                    score += scorer.partial(sub_features(call.server, call.tool, sub, by_sub))
                 probability, threshold, source = scorer.calibrated(score), route_model.threshold, f"model {model.digest}"
+                source += f", {sub} answers" if sub is not None else ""
+            elif sub is not None and by_sub is not None and by_sub.sim_labels:
+                probability = state.sub_priors.get(sub_key(key, sub), _UNLABELLED_BOUND)
+                threshold, source = settings.target_fidelity, f"per-tool estimate of {sub} answers, {_labels(by_sub)}"
             else:
                 probability = state.priors.get((key, route), _UNLABELLED_BOUND)
                 threshold, source = settings.target_fidelity, f"per-tool estimate, {labels} label{'s' if labels != 1 else ''}"
@@ -207,6 +225,12 @@ class LearnedPolicy:
         parts = "; ".join(c.describe() for c in candidates)
         reason = f"{parts}; real cost {real_cost:.2f} -> {route}"
         return Assessment(route, tuple(candidates), real_cost, reason, alias if route is Route.REPLAY else None)
+
+    def _sub(self, call: Call, session: Session, own_key: str) -> str | None:
+        """The sub-provenance the sim side would answer `call` with: the hook's, else the tool's usual one."""
+        hook = self.expected_sub
+        sub = hook(call, session) if hook is not None else None
+        return sub if sub is not None else self.state.usual_subs.get(own_key)
 
     def _real_price(self, server: str, tool: str) -> float:
         """`cost.<server>.<tool>` (glob patterns matched once per tool, then cached)."""
@@ -306,6 +330,10 @@ class _CallEntry:
                 )
             score = self.scores[route] = scorer.score_columns(columns)
         return score
+
+
+def _labels(stats: ToolStats) -> str:
+    return f"{stats.sim_labels} label{'s' if stats.sim_labels != 1 else ''}"
 
 
 def _is_safe(safety: SafetyVerdict | None) -> bool:

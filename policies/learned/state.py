@@ -1,7 +1,8 @@
 """What the learned router knows besides its model, held in memory and replaced
 whole (one reference swap) when refreshed off the decision path: per-tool
-statistics, the few-label estimates (prior.py), the replay keys that have a real
-recording, and which writes leave which reads unchanged (write_effects.py).
+statistics (and per sub-provenance of sim answers, subs.py), the few-label estimates
+(prior.py), the replay keys that have a real recording, and which writes leave which
+reads unchanged (write_effects.py).
 With tokens on, statistics are per token namespace, each merged with the shared
 namespaces' (tenancy.py)."""
 
@@ -15,6 +16,7 @@ from policies.learned.echoes import EchoIndex
 from policies.learned.features import ToolStats
 from policies.learned.labels import ROUTES, LabelBuilder
 from policies.learned.prior import fit_prior
+from policies.learned.subs import sub_priors
 from policies.learned.tenancy import NO_TOKENS, Tenancy
 
 DEFAULT_PRIOR_STRENGTH = 4.0
@@ -32,6 +34,11 @@ class LearnedState:
     independent: dict[str, frozenset[str]] = field(default_factory=dict)
     echoes: EchoIndex = EchoIndex()  # recordings replayable for another value of an echoed argument
     tenancy: Tenancy = NO_TOKENS  # how the keys above are kept per token namespace
+    # Per (tool, sub-provenance) of sim answers (subs.py): statistics, keyed `sub_key(tool key, sub)`,
+    # and the estimate of P(acceptable); per tool key, the sub most of its simulated answers came with.
+    sub_stats: dict[str, ToolStats] = field(default_factory=dict)
+    sub_priors: dict[str, float] = field(default_factory=dict)
+    usual_subs: dict[str, str] = field(default_factory=dict)
 
     def recorded(self, replay_key: str, session_id: str) -> bool:
         """Whether replay has a real recording of `replay_key` the session may be served
@@ -64,6 +71,7 @@ class StateBuilder:
 
     def snapshot(self) -> LearnedState:
         stats = self.tenancy.views({key: replace(s) for key, s in self.labels.stats.items()})
+        sub_stats = self.tenancy.views({key: replace(s) for key, s in self.labels.subs.stats.items()})
         # The world model's own speed (not any token's data): over every namespace, once each.
         sim_time = sum(s.sim_latency for s in self.labels.stats.values())
         sim_answers = sum(s.sim_answers for s in self.labels.stats.values())
@@ -89,4 +97,7 @@ class StateBuilder:
             self.labels.writes.independent(),
             self.labels.echoes.index(),
             self.tenancy,
+            sub_stats,
+            sub_priors(sub_stats, strength=self.prior_strength),
+            self.labels.subs.usual(),
         )

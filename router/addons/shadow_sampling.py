@@ -7,16 +7,23 @@ when the real side answered. Shadow work is bounded: when the queue has no room 
 agent's path does not wait, and the record says the work was skipped. The record is
 `pending` until the work completes; the work is submitted once the record is written
 (never for a withheld answer), under the call's trace span.
+
+The shadow side is what the sim route would have served: where the session's world
+state answers the call (`state_answer`: a shell line its executor runs, on a copy of
+the state as it stood before this call's answer is learnt), that answer, no model call;
+otherwise the world model's, off the agent's path. So a shadow pair's sub-provenance
+(shadow/sub_provenance.py) measures each way the sim route answers.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
 from router.engine.trace_context import as_current
-from router.types import Decision, Observation, Provenance, Route, Session
+from router.types import Call, Decision, Observation, Provenance, Route, Session
 from shadow.records import Record
 from shadow.runner import ShadowQueue
 
@@ -24,10 +31,18 @@ _HISTORY = "shadow.history"
 
 
 class ShadowSampling(CallAddon):
-    def __init__(self, queue: ShadowQueue, *, rate: float = 0.0, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        queue: ShadowQueue,
+        *,
+        rate: float = 0.0,
+        rng: random.Random | None = None,
+        state_answer: Callable[[Call, Session], Observation | None] | None = None,
+    ) -> None:
         self.queue = queue
         self.rate = rate  # the configured `shadow.rate` of real calls
         self.rng = rng or random.Random()
+        self.state_answer = state_answer  # the session's world state's answer to a call, or None
 
     async def answered(self, pending: Pending, observation: Observation) -> Observation:
         decision, session = pending.decision, pending.session
@@ -44,6 +59,8 @@ class ShadowSampling(CallAddon):
             return observation
         pending.status = "pending"
         pending.metadata[_HISTORY] = list(session.history)  # the turns the world model is told, as of this call
+        if self.state_answer is not None:
+            pending.shadow = self.state_answer(pending.call, session)
         return observation
 
     async def finished(self, pending: Pending, record: Record) -> None:

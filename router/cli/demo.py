@@ -2,7 +2,9 @@
 server (mcp-server-time), over stdio: real, replayed, simulated and shadowed
 calls, shell commands in a Docker sandbox and on a simulated terminal, the
 divergences the shadowed calls measured, and (router/cli/demo_http.py) an agent's
-web API calls through `simroute http-proxy`."""
+web API calls through `simroute http-proxy`. Every simulated answer is shown with its
+sub-provenance (`_meta.simroute.source`): the simulated `cat` and `ls` of the file the
+session wrote come from the session's world state, with no model call."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Any
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from router.cli.demo_http import HTTP_RULES, http_sessions_ok, print_http_rows, run_http_sessions
+from router.cli.demo_http import HTTP_RULES, http_sessions_ok, print_http_rows, run_http_sessions, sub_line
 
 DEMO_CONFIG = """\
 # simroute demo: the reference time server, routed per call.
@@ -73,12 +75,12 @@ store:
   path: records.db
 """
 
-# Session 2 also simulates read-only shell commands: the world model answers them from
-# the terminal session 1 recorded (a small model copies a recorded screen; it cannot
-# be trusted to work out a file's content from the command that wrote it).
+# Session 2 also simulates read-only shell commands (`cat`, `ls`): the session's world
+# state answers them from what its real `echo … > notes.txt` wrote (sub-provenance
+# `state`, no model call); a line the state cannot answer would go to the world model.
 SIMULATE_READS = """\
   - name: simulate-reads          # read-only shell commands go to the simulated terminal
-    match: {channel: shell, arguments: {command: "re:^cat "}}
+    match: {channel: shell, arguments: {command: "re:^(cat |ls$)"}}
     route: sim
 """
 
@@ -91,6 +93,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("weather_get_forecast", {"city": "Lima"}),  # the virtual server
     ("shell_exec", {"command": "echo 'hello from the sandbox' > notes.txt && ls -l"}),
     ("shell_exec", {"command": "cat notes.txt"}),
+    ("shell_exec", {"command": "ls"}),
     # Shadowed last: its simulation runs after the agent has its answer, and what
     # is still running when the session closes is finished by `simroute drain`.
     ("time_convert_time", {"source_timezone": "Europe/Paris", "time": "09:30", "target_timezone": "America/New_York"}),
@@ -134,6 +137,8 @@ def print_rows(rows: list[dict[str, Any]], latency_by_record: dict[str, float]) 
         answer = json.dumps(row["answer"], ensure_ascii=False)[:60]
         latency = latency_by_record.get(row.get("record_id", ""), float("nan"))
         print(f"{row['tool']:22} {args:28} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  {row['policy']:22} {answer}")
+        if row["provenance"] == "sim":
+            print(sub_line(row.get("source")))
         if row.get("note"):
             print(f"{'':22} note: {row['note']}")
         if row.get("perturbation"):
@@ -172,7 +177,10 @@ async def run_demo(workdir: Path) -> int:
             :70
         ]
         kind = record.get("divergence_kind") or "-"
-        print(f"{record['tool']:14} status {record['status']:8} divergence {record['divergence']!s:6} {kind:9}  simulated: {simulated}")
+        sub = ((record["shadow"] or {}).get("source") or {}).get("sub") or "none named"  # how the simulated side was made
+        print(
+            f"{record['tool']:14} status {record['status']:8} divergence {record['divergence']!s:6} {kind:9}  simulated ({sub}): {simulated}"
+        )
     print(f"\n{len(records)} records in {workdir / 'records.db'}  (simroute records --config {config_path})")
 
     replayed = [r for r in second if r["provenance"] == "replay"]
@@ -181,7 +189,7 @@ async def run_demo(workdir: Path) -> int:
     shell_real_ok = all(r["provenance"] == "real" for r in first + second if r["tool"] == "shell_exec" and r["route"] != "sim")
     simulated_ok = (
         shell_real_ok
-        and len(simulated) == 5
+        and len(simulated) == 6
         and all(r["provenance"] == "sim" and "world model failed" not in json.dumps(r["answer"]) for r in simulated)
     )
     shadow_ok = len(shadowed) == 2 and all(r["status"] == "complete" and r["divergence"] is not None for r in shadowed)

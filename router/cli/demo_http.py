@@ -2,7 +2,9 @@
 launched as a user launches it, in front of a small weather API served by the
 demo itself. Two agent sessions: the first records real answers, the second
 replays them; a city nobody recorded is simulated by the world model (from the
-recorded answers for other cities), and orders are denied."""
+recorded answers for other cities), and orders are denied. The second session also
+rehearses a notes API nobody recorded on the sim route, a `POST` then a `GET` of what
+it created; every simulated answer is shown with its sub-provenance (`X-Simroute-Source`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ HTTP_RULES = """\
   - name: simulate-lima           # a city nobody recorded: the world model answers
     match: {channel: http, arguments: {path: "/weather/lima"}}
     route: sim
+  - name: simulate-notes          # a rehearsal of an API nobody recorded: POST then GET, simulated
+    match: {channel: http, arguments: {path: "/notes*"}}
+    route: sim
   - name: replay-weather
     match: {channel: http, arguments: {path: "/weather/*"}}
     route: replay
@@ -37,6 +42,9 @@ REQUESTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/weather/lima", None),
     ("POST", "/orders", {"item": "umbrella", "quantity": 2}),
 ]
+
+# The second (rehearsal) session's notes: created, then read back by the id the answer gave.
+NOTE = {"text": "buy an umbrella"}
 
 _TEMPERATURES = {"paris": 11.5, "tokyo": 16.0, "lima": 19.5}
 
@@ -105,19 +113,46 @@ def run_http_sessions(command: list[str], config_path: Path) -> list[list[dict[s
             # trust_env=False: the demo's own proxy settings, whatever the shell has.
             with httpx.Client(proxy=proxy, trust_env=False, timeout=180, headers={"X-Simroute-Session": session}) as client:
                 for method, path, payload in REQUESTS:
-                    response = client.request(method, api + path, json=payload)
-                    rows.append(
-                        {
-                            "request": f"{method} {path}",
-                            "status": response.status_code,
-                            "route": response.headers.get("x-simroute-route", "?"),
-                            "provenance": response.headers.get("x-simroute-provenance", "?"),
-                            "record_id": response.headers.get("x-simroute-record", ""),
-                            "answer": response.text,
-                        }
-                    )
+                    rows.append(_row(method, path, client.request(method, api + path, json=payload)))
+                if session == "web-agent-2":
+                    created = client.post(api + "/notes", json=NOTE)
+                    rows.append(_row("POST", "/notes", created))
+                    path = f"/notes/{_created_id(created.text)}"
+                    rows.append(_row("GET", path, client.get(api + path)))
             sessions.append(rows)
     return sessions
+
+
+def _row(method: str, path: str, response: Any) -> dict[str, Any]:
+    return {
+        "request": f"{method} {path}",
+        "status": response.status_code,
+        "route": response.headers.get("x-simroute-route", "?"),
+        "provenance": response.headers.get("x-simroute-provenance", "?"),
+        "record_id": response.headers.get("x-simroute-record", ""),
+        "source": _json_or_none(response.headers.get("x-simroute-source")),
+        "answer": response.text,
+    }
+
+
+def _created_id(text: str) -> str:
+    """The id a simulated `POST /notes` answered with (1 when it named none)."""
+    found = _json_or_none(text)
+    value = found.get("id") if isinstance(found, dict) else None
+    return str(value) if isinstance(value, int | str) and str(value).isalnum() else "1"
+
+
+def _json_or_none(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def sub_line(source: Any) -> str:
+    """The line under a simulated answer naming its sub-provenance (how it was made)."""
+    sub = source.get("sub") if isinstance(source, dict) else None
+    return f"{'':22} sub-provenance: {sub or 'none named'}"
 
 
 def print_http_rows(label: str, rows: list[dict[str, Any]], records: dict[str, dict[str, Any]]) -> None:
@@ -130,6 +165,8 @@ def print_http_rows(label: str, rows: list[dict[str, Any]], records: dict[str, d
         print(
             f"{row['request']:22} {row['status']:6} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  {record.get('policy', '?'):22} {answer}"
         )
+        if row["provenance"] == "sim":
+            print(sub_line(row.get("source")))
 
 
 def http_sessions_ok(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> bool:
@@ -144,4 +181,7 @@ def http_sessions_ok(first: list[dict[str, Any]], second: list[dict[str, Any]]) 
     # Simulated, and an answer of the API: never the world model failing (a 5xx).
     simulated = all(s["GET /weather/lima"]["provenance"] == "sim" and s["GET /weather/lima"]["status"] < 500 for s in by_request)
     denied = all(s["POST /orders"]["status"] == 403 and s["POST /orders"]["route"] == "deny" for s in by_request)
-    return recorded_real and replayed and simulated and denied
+    # The rehearsed notes: both requests on the sim route (whatever made their answers).
+    notes = [row for row in second if row["request"].startswith(("POST /notes", "GET /notes/"))]
+    rehearsed = len(notes) == 2 and all(row["provenance"] == "sim" for row in notes)
+    return recorded_real and replayed and simulated and denied and rehearsed

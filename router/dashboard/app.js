@@ -125,13 +125,15 @@ async function fidelity(main) {
   const sortKey = s.get("sort") || "mean_divergence";
   const rows = data.rows.map(withRouter).sort((a, b) => (b[sortKey] ?? -1) > (a[sortKey] ?? -1) ? 1 : (b[sortKey] ?? -1) < (a[sortKey] ?? -1) ? -1 : 0);
   const columns = [["channel", "Channel"], ["server", "Server"], ["tool", "Tool"], ["calls", "Calls"], ["shadow_pairs", "Shadow pairs"],
-    ["mean_divergence", "Mean divergence"], ["kinds", "Kinds"], ["noise_pairs", "Noise pairs"], ["noisy_paths", "Noisy paths"],
+    ["mean_divergence", "Mean divergence"], ["subs", "By sub"], ["kinds", "Kinds"], ["noise_pairs", "Noise pairs"], ["noisy_paths", "Noisy paths"],
     ["decision", "Router decision"], ["p_sim", "P(ok) sim"], ["p_replay", "P(ok) replay"]];
   // The judge's columns show only when some tool was judged (`simroute judge`).
   if (rows.some((r) => r.judge)) columns.push(["judge_score", "Judge score"], ["judge_control", "Judge control"]);
   const head = el("tr", {}, ...columns.map(([key, title]) => el("th", { onclick: () => go({ sort: key }) }, title + (key === sortKey ? " ▼" : ""))));
   const cell = (r, key) => {
     if (key === "kinds") return el("td", {}, Object.entries(r.kinds).map(([k, n]) => `${k}: ${n}`).join(", "));
+    if (key === "subs") return el("td", { class: "subs", title: "shadow pairs by how the simulated side was made: pairs, divergent share, mean divergence" },
+      subsText(r.subs));
     if (key === "mean_divergence" || key === "p_sim" || key === "p_replay") return el("td", { class: key, title: r.router_sources || "" }, fmt(r[key]));
     if (key === "judge_score" || key === "judge_control") return el("td", { class: key, title: r.judge_title }, r[key] === null ? "—" : r[key].toFixed(1));
     if (key === "decision") return el("td", { class: r.router ? "decision" : "decision note", title: r.router_reason }, r.decision);
@@ -141,6 +143,11 @@ async function fidelity(main) {
     ...columns.map(([key]) => cell(r, key))));
   main.append(el("table", { id: "fidelity" }, el("thead", {}, head), el("tbody", {}, ...body)));
   if (!rows.length) main.append(el("p", { class: "note" }, "No records in this range."));
+}
+
+// A tool's shadow pairs by the simulated side's sub-provenance: "state 12 (0% divergent, mean 0.000); model 5 (60%, 0.412)".
+function subsText(subs) {
+  return Object.entries(subs || {}).map(([sub, f]) => `${sub} ${f.pairs} (${Math.round(f.divergent_rate * 100)}% divergent, mean ${fmt(f.mean_divergence)})`).join("; ");
 }
 
 // Where within its provenance an answer came from ({sub, model, …}): "model stub"; "" for none.
@@ -230,9 +237,11 @@ async function record(main) {
     // Shadowed: both sides in the compared (canonical) form, whose paths the evidence names.
     const served = observationBody(r.observation), other = observationBody(r.shadow);
     const [real, sim] = diffs.tree ? [diffs.tree.real, diffs.tree.sim] : r.provenance === "real" ? [served, other] : [other, served];
+    // How the simulated side was made (its source's sub: state, replay-aligned, model, model+state).
+    const simSource = sourceText(((r.provenance === "real" ? r.shadow : r.observation) || {}).source);
     main.append(el("div", { class: "side" },
       el("div", { id: "real" }, el("h3", {}, "Real"), real ? el("div", { class: "tree" }, tree(real, "$", evidence)) : el("p", { class: "note" }, "none")),
-      el("div", { id: "sim" }, el("h3", {}, "Simulated"), sim ? el("div", { class: "tree" }, tree(sim, "$", evidence)) : el("p", { class: "note" }, "none"))));
+      el("div", { id: "sim" }, el("h3", {}, simSource ? `Simulated (${simSource})` : "Simulated"), sim ? el("div", { class: "tree" }, tree(sim, "$", evidence)) : el("p", { class: "note" }, "none"))));
   } else {
     main.append(lineDiff(mode, diffs[mode]));
   }

@@ -4,7 +4,7 @@ Counted where records are written (`RecordLog.observers`): a call is counted
 once, when its record first reaches a finished status (a perturbed one counted by
 its perturbation's kind too, one whose served answer names a source by the
 source's `sub` too); its divergence when the shadow comparison lands (possibly
-later, in a second write of the record).
+later, in a second write of the record), by channel and by the simulated side's sub.
 The world model's tokens and generation time are counted per completion
 (`WorldModelSimulator.observers`), by engine and domain (the call's channel).
 Live gauges (shadow queue, skips, spool) are read from the runtime at scrape
@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from shadow.records import Record
 from shadow.store.protocol import StoreError
+from shadow.sub_provenance import bounded_sub
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _UNFINISHED = frozenset({"started"})  # written ahead of the call: not served yet
@@ -62,6 +63,16 @@ class CallMetrics:
             "simroute_divergence",
             "Divergence of shadowed calls (0 same, 1 unrelated), per channel.",
             ("channel", *scope),
+            buckets=DIVERGENCE_BUCKETS,
+            registry=self.registry,
+        )
+        # Apart from simroute_divergence, whose series stay as they were: the same pairs by the
+        # simulated side's sub-provenance (`state`, `model`, …; any sub simroute does not set is
+        # `other`, none at all `none`: a bounded label).
+        self.divergence_by_sub = Histogram(
+            "simroute_divergence_by_sub",
+            "Divergence of shadowed calls (0 same, 1 unrelated), per channel and the simulated side's sub-provenance.",
+            ("channel", "sub", *scope),
             buckets=DIVERGENCE_BUCKETS,
             registry=self.registry,
         )
@@ -123,6 +134,8 @@ class CallMetrics:
             divergence_counted = False
         if record.divergence is not None and not divergence_counted:
             self.divergence.labels(record.call.channel, *scope).observe(record.divergence)
+            sub = record.shadow.source.sub if record.shadow is not None and record.shadow.source is not None else None
+            self.divergence_by_sub.labels(record.call.channel, bounded_sub(sub), *scope).observe(record.divergence)
             divergence_counted = True
         self._counted[record.id] = divergence_counted
         self._counted.move_to_end(record.id)

@@ -49,6 +49,10 @@ class Pending:
     # withheld (its record could not be written).
     status: str = "complete"
     withheld: bool = False
+    # The shadow side when it is known as the call is answered (the session's world state
+    # answers it, no model call: router/addons/shadow_sampling.py); stored with the pending
+    # record, so whichever process completes the comparison compares it as it is.
+    shadow: Observation | None = None
     # The call's trace span (router/addons/tracing.py; None: tracing off): the parent of
     # what the call causes (the real request, its shadow work; router/engine/trace_context.py).
     span: Any = None

@@ -1,5 +1,6 @@
-"""A pending call's record as stored: its call and answers redacted, the replay key
-and occurrence it was claimed under, what a perturbation kept, who wrote it."""
+"""A pending call's record as stored: its call and answers redacted (a shadow side known
+already included), the replay key and occurrence it was claimed under, what a
+perturbation kept, who wrote it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from shadow.records import Record
 
 
 def record_of(engine: EngineParts, pending: Pending, observation: Observation, note: str, *, status: str) -> Record:
-    unperturbed, redactor = pending.unperturbed, engine.redactor
+    unperturbed, shadow, redactor = pending.unperturbed, pending.shadow, engine.redactor
     if redactor is not None:
         observation = redactor.observation(observation, session_id=pending.call.session_id)
         if unperturbed is not None:
             unperturbed = redactor.observation(unperturbed, session_id=pending.call.session_id)
+        if shadow is not None:
+            shadow = redactor.observation(shadow, session_id=pending.call.session_id)
     return Record(
         call=pending.stored_call,
         decision=pending.decision,
@@ -36,4 +39,5 @@ def record_of(engine: EngineParts, pending: Pending, observation: Observation, n
         ended=None if status == "started" else time.time(),
         perturbation=pending.perturbation.meta() if pending.perturbation is not None else None,
         unperturbed=unperturbed,
+        shadow=shadow,
     )

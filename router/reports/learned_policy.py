@@ -18,6 +18,7 @@ from policies.learned.persistence import load_model
 from router.auth import configured_tokens
 from router.config import Config
 from router.reports.workload import ExplainedPolicy
+from router.runtime.expected_sub import expected_sub
 from router.runtime.policy_chain import learned_settings, learned_tenancy
 
 
@@ -42,7 +43,13 @@ def loaded_policy(cfg: Config, model_path: Path | None = None, *, rows: list[dic
         max_divergence=cfg.learned.max_divergence, prior_strength=cfg.learned.prior_strength, tenancy=learned_tenancy(cfg)
     )
     builder.add(sorted(rows, key=lambda r: (r["ts"], r["id"])))
-    return LearnedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model, state=builder.snapshot())
+    return LearnedPolicy(
+        learned_settings(cfg),
+        replay_key_of=replay_key_function(cfg),
+        model=model,
+        state=builder.snapshot(),
+        expected_sub=expected_sub(cfg.world_state.on_for),
+    )
 
 
 def explained_policy(cfg: Config, model_path: Path | None = None) -> ExplainedPolicy:
@@ -50,7 +57,9 @@ def explained_policy(cfg: Config, model_path: Path | None = None) -> ExplainedPo
     by the report), with the model file's model if it exists."""
     path = model_path or cfg.learned_model_path
     model = load_model(path) if path.exists() else None
-    return ExplainedPolicy(learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model)
+    return ExplainedPolicy(
+        learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model, expected_sub=expected_sub(cfg.world_state.on_for)
+    )
 
 
 def learned_json(policy, call, session, verdict) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from router.addons.virtual_servers import VirtualServerRoutes
 from router.addons.world_state import WorldStateKeeper, workspace_reader
 from router.config import Config
 from router.engine.addons import CallAddon
+from router.runtime.state_shadow import state_answer
 from router.types import SessionSlice
 from shadow.noise_learner import NoiseLearner
 from shadow.runner import ShadowQueue
@@ -66,6 +67,14 @@ def default_addons(
         if config.world_state.enabled
         else None,
         tracer,
-        ShadowSampling(shadow, rate=config.shadow.rate),
+        ShadowSampling(
+            shadow,
+            rate=config.shadow.rate,
+            state_answer=state_answer(
+                config.world_state.on_for, screen_lines=config.shell.screen_lines, screen_chars=config.shell.screen_chars
+            )
+            if config.world_state.enabled
+            else None,
+        ),
     ]
     return [addon for addon in addons if addon is not None]

@@ -184,11 +184,12 @@ class LearnedService:
 
 def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None) -> LearnedService:
     """The service of a learned policy configured by `config.learned`, on `store`."""
+    from router.runtime.expected_sub import expected_sub
     from router.runtime.policy_chain import learned_settings, learned_tenancy
 
     section = config.learned
     return LearnedService(
-        LearnedPolicy(learned_settings(config), replay_key_of=replay_key_of),
+        LearnedPolicy(learned_settings(config), replay_key_of=replay_key_of, expected_sub=expected_sub(config.world_state.on_for)),
         store,
         model_path=config.learned_model_path,
         max_divergence=section.max_divergence,

@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from router.types import Call, Decision, Observation, Provenance, Route
+from router.types import Call, Decision, Observation, Provenance, Route, Source
 from shadow.records import Record
 from shadow.store.sqlite.store import SQLiteStore
 
@@ -20,6 +20,10 @@ TOOLS = [
     ("http", "api.example", "GET"),
 ]
 KNOWN_PATH = "$.result.temperature"  # the canonical form's path (shadow/compare/observation_forms.py)
+
+
+# The subs a shadow side comes with: the world state, the model, and none named (an older record).
+SHADOW_SOURCES = (Source(sub="state"), Source(sub="model", model="stub.gguf"), None)
 
 
 def observation(provenance: Provenance, temperature: float, *, latency_s: float = 0.02) -> Observation:
@@ -51,6 +55,8 @@ def generated_record(rng: random.Random, ts: float, n: int, *, session: str | No
         diverges = rng.random() < 0.4
         sim_temperature = temperature + 7 if diverges else temperature
         record.shadow = observation(Provenance.SIM, sim_temperature)
+        # How the simulated side was made (per-sub fidelity): by position, the random draws unchanged.
+        record.shadow.source = SHADOW_SOURCES[n % len(SHADOW_SOURCES)]
         record.divergence = 0.5 if diverges else 0.0
         record.divergence_kind = "content" if diverges else "none"
         record.divergence_evidence = {

@@ -1,8 +1,9 @@
 """The dashboard's queries on the Redis store, read from aggregates its write
 script maintains (shadow/store/redis/store.py `_UPSERT`): per minute, calls, shadow
 pairs and divergent pairs by route, channel and provenance; per hour and tool,
-calls, pairs, the divergence sum and kinds. A day's overview reads 1,440 small
-hashes in one pipeline, never the records.
+calls, pairs, the divergence sum and kinds; per hour, tool and the simulated side's
+sub-provenance (shadow/sub_provenance.py), pairs, divergent pairs and the divergence
+sum. A day's overview reads 1,440 small hashes in one pipeline, never the records.
 
 Pages walk the time-ordered `all` set (or a session's set) newest first; filters
 the set does not index are applied to a bounded window of records. The aggregates
@@ -17,9 +18,10 @@ from typing import Any
 
 from shadow.compare.canonical import tool_key
 from shadow.compare.noise import merged_noise
-from shadow.store.dashboard_rows import fidelity_of, fidelity_rows, overview_of
+from shadow.store.dashboard_rows import add_sub, fidelity_of, fidelity_rows, new_tally, overview_of
 from shadow.store.namespaces import in_namespaces
 from shadow.store.protocol import RecordFilter, StoreError
+from shadow.sub_provenance import shadow_sub
 
 SEP = "\x1f"  # between the parts of an aggregate's field name
 _SCAN_WINDOW = 1000  # records read per step when a page filters on what no set indexes
@@ -70,23 +72,43 @@ async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
         return await _with_noise(store, fidelity_of(await _scanned(store, where)), where.namespaces)
     _unsupported(where, ("route", "session", "divergent"), "fidelity table")
     since = math.floor(where.since / 3600) * 3600
+
+    def wanted(channel: str, server: str, tool: str) -> bool:
+        return not (
+            (where.channel and channel != where.channel) or (where.server and server != where.server) or (where.tool and tool != where.tool)
+        )
+
     tools: dict[tuple[str, str, str], dict[str, Any]] = {}
     for _, fields in await _hashes(store, "dash:hours", "dash:h", since, where.until):
         for field, value in fields.items():
             channel, server, tool, measure = field.split(SEP)
-            if (
-                (where.channel and channel != where.channel)
-                or (where.server and server != where.server)
-                or (where.tool and tool != where.tool)
-            ):
+            if not wanted(channel, server, tool):
                 continue
-            row = tools.setdefault((channel, server, tool), {"calls": 0, "pairs": 0, "divsum": 0.0, "kinds": {}})
+            row = tools.setdefault((channel, server, tool), new_tally())
             if measure.startswith("kind:"):
                 row["kinds"][measure[5:]] = row["kinds"].get(measure[5:], 0) + int(value)
             else:
                 row[measure] += float(value) if measure == "divsum" else int(value)
+    for _, fields in await _hashes(store, "dash:hours", "dash:s", since, where.until):
+        for field, value in fields.items():
+            channel, server, tool, sub, measure = field.split(SEP)
+            if wanted(channel, server, tool) and (channel, server, tool) in tools:
+                add_sub(tools[(channel, server, tool)], sub, *_SUB_MEASURES[measure](value))
     out = fidelity_rows(tools)
     return await _with_noise(store, out)
+
+
+# A sub hash's field (`…SEP sub SEP measure`) as add_sub's (pairs, divergent, divergence sum).
+_SUB_MEASURES = {
+    "pairs": lambda value: (int(value), 0, 0.0),
+    "divergent": lambda value: (0, int(value), 0.0),
+    "divsum": lambda value: (0, 0, float(value)),
+}
+
+
+def sub_field(row: dict[str, Any]) -> str:
+    """The sub-provenance of a record's shadow side as the write and prune scripts key it."""
+    return shadow_sub(row).replace(SEP, " ")
 
 
 async def _with_noise(store: Any, rows: list[dict[str, Any]], scopes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shadow.compare.canonical import tool_key
-from shadow.store.redis.dashboard import SEP
+from shadow.store.redis.dashboard import SEP, sub_field
 from shadow.store.redis.writes import RecordWrites
 
 
@@ -95,4 +95,5 @@ class StoreMaintenance(RecordWrites):
             "" if row.get("divergence") is None else repr(float(row["divergence"])),
             row.get("divergence_kind") or "none",
             SEP.join((row["channel"], row["server"])),
+            sub_field(row),
         ]

@@ -64,6 +64,12 @@ if div ~= '' and redis.call('HSETNX', p .. ':dash:shadowed', id, 1) == 1 then
   redis.call('HINCRBY', hkey, tool .. sep .. 'pairs', 1)
   redis.call('HINCRBYFLOAT', hkey, tool .. sep .. 'divsum', div)
   redis.call('HINCRBY', hkey, tool .. sep .. 'kind:' .. kind, 1)
+  -- Per hour, tool and the simulated side's sub-provenance, in a hash of their own
+  -- (a reader of the tool hash above meets only the fields it knows).
+  local skey, sdim = p .. ':dash:s:' .. hour, tool .. sep .. ARGV[23] .. sep
+  redis.call('HINCRBY', skey, sdim .. 'pairs', 1)
+  if tonumber(div) > 0 then redis.call('HINCRBY', skey, sdim .. 'divergent', 1) end
+  redis.call('HINCRBYFLOAT', skey, sdim .. 'divsum', div)
 end
 return prev
 """
@@ -109,6 +115,13 @@ if redis.call('HDEL', p .. ':dash:shadowed', id) == 1 then
     redis.call('HINCRBYFLOAT', hkey, tool .. sep .. 'divsum', -tonumber(div))
   end
   down(hkey, tool .. sep .. 'kind:' .. kind)
+  local skey, sdim = p .. ':dash:s:' .. hour, tool .. sep .. ARGV[15] .. sep
+  if redis.call('HINCRBY', skey, sdim .. 'pairs', -1) <= 0 then
+    redis.call('HDEL', skey, sdim .. 'pairs', sdim .. 'divergent', sdim .. 'divsum')
+  else
+    if div ~= '' and tonumber(div) > 0 then down(skey, sdim .. 'divergent') end
+    if div ~= '' then redis.call('HINCRBYFLOAT', skey, sdim .. 'divsum', -tonumber(div)) end
+  end
 end
 if redis.call('EXISTS', mkey) == 0 then redis.call('ZREM', p .. ':dash:minutes', minute) end
 if redis.call('EXISTS', hkey) == 0 then redis.call('ZREM', p .. ':dash:hours', hour) end

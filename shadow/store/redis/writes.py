@@ -12,7 +12,7 @@ from shadow import record_json
 from shadow.compare.canonical import tool_key
 from shadow.store.protocol import StoreError
 from shadow.store.redis.base import RedisBase
-from shadow.store.redis.dashboard import SEP
+from shadow.store.redis.dashboard import SEP, sub_field
 from shadow.store.server_writes import write_span
 
 # Real records kept per tool and per call key for the world model's examples.
@@ -62,6 +62,7 @@ class RecordWrites(RedisBase):
             row.get("divergence_kind") or "none",
             SEP.join((row["channel"], row["server"])),
             _score(write_span(row)),
+            sub_field(row),
         ]
 
     async def writable(self) -> bool:

@@ -1,8 +1,8 @@
 """The dashboard's queries on the SQLite store: grouped and paged in SQL.
 
 The overview and the fidelity table read the per-minute counts the store keeps
-at write time (`minute_counts`), plus the records of the range's partial first
-and last minutes; a session's view reads its records (`records_by_session`), and
+at write time (`minute_counts`; the fidelity table's per-sub figures `sub_counts`),
+plus the records of the range's partial first and last minutes; a session's view reads its records (`records_by_session`), and
 a token's view (its namespaces) the range's records (`records_by_ts`): the counts
 are kept for all tokens together.
 Pages read a time range through `records_by_ts`. So no view reads the store's
@@ -20,7 +20,9 @@ from typing import Any
 from shadow.compare.canonical import tool_key
 from shadow.store.namespaces import sql_clause
 from shadow.store.protocol import RecordFilter
+from shadow.store.sqlite import sub_counts
 from shadow.store.sqlite.minute_counts import KINDS
+from shadow.sub_provenance import sub_tallies
 
 
 def _clause(
@@ -101,6 +103,39 @@ def fidelity_counts_sql(where: RecordFilter, first_minute: int, end_minute: int 
     return sql, params
 
 
+def subs_sql(where: RecordFilter) -> tuple[str, list[Any]]:
+    """Shadow pairs by tool and sub over records (a session's, a range's partial minutes):
+    the sub read from each pair's JSON."""
+    clause, params = where_clause(where)
+    sql = (
+        f"SELECT channel, server, tool, {sub_counts.sub_of('records')} AS sub, COUNT(*), SUM(divergence > 0), TOTAL(divergence)"
+        f" FROM records WHERE {clause} AND divergence IS NOT NULL GROUP BY channel, server, tool, sub"
+    )
+    return sql, params
+
+
+def subs_counts_sql(where: RecordFilter, first_minute: int, end_minute: int | None) -> tuple[str, list[Any]]:
+    clause, params = counts_clause(where, first_minute, end_minute)
+    pairs = "SUM(divergent)" if where.divergent else "SUM(pairs)"
+    sql = (
+        f"SELECT channel, server, tool, sub, {pairs}, SUM(divergent), TOTAL(divergence_sum)"
+        f" FROM sub_counts WHERE {clause} GROUP BY channel, server, tool, sub"
+    )
+    return sql, params
+
+
+def subs(db: sqlite3.Connection, where: RecordFilter) -> dict[tuple[str, str, str], dict[str, list[float]]]:
+    """Per tool, per sub: [pairs, divergent pairs, divergence sum]."""
+    minutes = whole_minutes(where) if sub_counts.exists(db) else None  # a file not migrated yet: its records
+    queries = (
+        [subs_sql(where)] if minutes is None else [subs_counts_sql(where, *minutes), *(subs_sql(part) for part in edges(where, *minutes))]
+    )
+    out: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+    for sql, params in queries:
+        sub_counts.tallies(db.execute(sql, params), out)
+    return out
+
+
 def whole_minutes(where: RecordFilter, bucket_s: float = 60.0) -> tuple[int, int | None] | None:
     """The whole minutes of the range the counts can answer for, [first, end); None when
     the counts cannot serve the query (a session or namespace filter, buckets not whole
@@ -166,6 +201,7 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
             sums = tools.setdefault((channel, server, tool), [0.0] * len(values))
             for n, value in enumerate(values):
                 sums[n] += value or 0
+    by_sub = subs(db, where)
     rows = []
     for (channel, server, tool), (calls, pairs, divergence_sum, *kinds) in sorted(tools.items()):
         if not calls:
@@ -184,6 +220,7 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
                 "shadow_pairs": int(pairs),
                 "mean_divergence": divergence_sum / pairs if pairs else None,
                 "kinds": {k: int(n) for k, n in zip(KINDS, kinds, strict=True) if n},
+                "subs": sub_tallies(by_sub.get((channel, server, tool), {})),
                 "noise_pairs": int(noise[0]) if noise else 0,
                 "noisy_paths": paths[0] if paths else 0,
             }

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sqlite3
 
 from shadow.store.protocol import StoreError
-from shadow.store.sqlite import minute_counts, replay_sources
+from shadow.store.sqlite import minute_counts, replay_sources, sub_counts
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS records (
@@ -116,6 +116,9 @@ _V8_TABLES = (
     "CREATE INDEX IF NOT EXISTS tool_pin_changes_by_tool ON tool_pin_changes (server, tool, status)",
 )
 
+# Version 9: shadow pairs per minute by the simulated side's sub-provenance
+# (shadow/store/sqlite/sub_counts.py), read from the records' JSON: no records column.
+
 
 COLUMNS = (
     "id",
@@ -175,6 +178,8 @@ def migrate(db: sqlite3.Connection) -> None:
             db.execute("DROP INDEX IF EXISTS records_by_replay_ts")
         for statement in _V8_TABLES:
             db.execute(statement)
+        if version < 9:  # counting every shadow pair: only once
+            sub_counts.migrate(db)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         db.execute("ROLLBACK")

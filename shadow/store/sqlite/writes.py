@@ -1,6 +1,6 @@
 """Writing records to the SQLite store: one upsert per record, group-committed by
 the writer thread with the records written at the same time, their minute counts
-and replay sources updated in the same transaction; and whether a write would go
+(and per-sub pair counts) and replay sources updated in the same transaction; and whether a write would go
 through now (the spool asks before it flushes). A locked file raises `StoreBusy`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from shadow import record_json
 from shadow.compare.canonical import tool_key
 from shadow.store.protocol import StoreBusy, StoreError
 from shadow.store.server_writes import write_span
-from shadow.store.sqlite import minute_counts, replay_sources
+from shadow.store.sqlite import minute_counts, replay_sources, sub_counts
 from shadow.store.sqlite.base import SQLiteBase
 from shadow.store.sqlite.schema import COLUMNS
 
@@ -87,6 +87,7 @@ class RecordWrites(SQLiteBase):
                 db.executemany(_UPSERT, values)
                 inserted = {rid for (rid,) in db.execute("SELECT id FROM records WHERE rowid > ?", (last_rowid,))}
                 db.executemany(minute_counts.ADD, minute_counts.inserted_counts(map(_counted, values), inserted))
+                db.executemany(sub_counts.ADD, sub_counts.inserted_counts(rows, inserted))
                 replay_sources.note(db, map(_replay_source, values))
             except BaseException:
                 db.execute("ROLLBACK")

@@ -142,6 +142,9 @@ def test_fidelity_table_and_a_filter_kept_in_the_address(dashboard: Launched, pa
     assert len(rows) == 6  # one per generated tool, and the diverted call's
     weather = next(r.inner_text() for r in rows if "forecast" in r.inner_text())
     assert "content:" in weather and "none:" in weather
+    # Its shadow pairs by how the simulated side was made (kit.dashboard: state, model, none named).
+    subs = next(r.query_selector("td.subs").inner_text() for r in rows if "forecast" in r.inner_text())
+    assert all(f"{sub} " in subs for sub in ("state", "model", "none")) and "% divergent, mean " in subs, subs
     assert {r.query_selector("td.decision").inner_text() for r in rows} == {"not available yet"}  # no model card yet
     shot(page, dashboard, "fidelity")
 

@@ -47,6 +47,8 @@ async def test_redis_aggregates_match_sqlite_on_the_same_records(tmp_path: Path,
         hour = (NOW - 3 * 3600) // 3600 * 3600
         for where in (RecordFilter(since=hour), RecordFilter(since=hour, tool="forecast")):
             assert rounded(await redis.fidelity(where)) == rounded(await sqlite.fidelity(where))
+        # Per sub-provenance of the simulated side too (kit.dashboard's shadow sides: state, model, none).
+        assert {sub for row in await redis.fidelity(RecordFilter(since=hour)) for sub in row["subs"]} == {"state", "model", "none"}
         for where in (
             RecordFilter(since=NOW - 86400),
             RecordFilter(since=NOW - 86400, tool="echo", divergent=True),

@@ -1,7 +1,7 @@
 """`simroute demo`, the README's main command, run as a user runs it: every route
 it promises (real, replay, sim, shadow, deny over MCP, shell and HTTP) shows up, its
 simulated answers are plausible (the entity the call asked for, no degenerate
-output), and it shows a perturbation and a virtual tool."""
+output) and each names its sub-provenance, and it shows a perturbation and a virtual tool."""
 
 import re
 import subprocess
@@ -29,8 +29,11 @@ def test_demo_runs_every_route_it_promises(tmp_path):
 
     # Plausible simulated answers, asserted on the demo's own output: the entity the call
     # asked for, the simulated cat showing what the recorded terminal showed, no fences.
-    sim_rows = [line for line in out.stdout.splitlines() if re.search(r" sim +sim ", line)]
-    assert len(sim_rows) == 7, out.stdout[-4000:]  # MCP Lima x2, the forecast x2, the cat, HTTP Lima x2
+    lines = out.stdout.splitlines()
+    sim_at = [n for n, line in enumerate(lines) if re.search(r" sim +sim ", line)]
+    sim_rows = [lines[n] for n in sim_at]
+    # MCP Lima x2, the forecast x2, the cat and the ls, HTTP Lima x2, the rehearsed POST and GET of a note
+    assert len(sim_rows) == 10, out.stdout[-4000:]
     assert "world model failed" not in out.stdout and "```" not in out.stdout and "keystrokes" not in out.stdout
     clock = [line for line in sim_rows if line.startswith("time_get_current_time")]
     assert len(clock) == 2 and all('{"timezone": "America/Lima"' in line for line in clock), clock
@@ -38,6 +41,16 @@ def test_demo_runs_every_route_it_promises(tmp_path):
     forecast = [line for line in sim_rows if line.startswith("weather_get_forecast")]
     assert len(forecast) == 2 and all(" virtual " in line and '"city": "Lima"' in line for line in forecast), forecast
     assert any(line.startswith("shell_exec") and '"output": "hello from the sandbox' in line for line in sim_rows), sim_rows
+    # Each simulated line is followed by its sub-provenance; the cat and the ls of the file the
+    # session wrote came from the session's world state (no model call).
+    assert all("sub-provenance:" in lines[n + 1] for n in sim_at), out.stdout[-4000:]
+    subs = [(lines[n], lines[n + 1].split("sub-provenance:")[-1].strip()) for n in sim_at]
+    shell = [(line.split()[1], sub) for line, sub in subs if line.startswith("shell_exec")]
+    assert shell == [("cat", "state"), ("ls", "state")], subs
+    assert "notes.txt" in [line for line, _ in subs if line.split()[:2] == ["shell_exec", "ls"]][0], subs
+    notes = [(line.split()[0], sub) for line, sub in subs if line.startswith(("POST /notes", "GET /notes/"))]
+    # Named, whatever made them (the world model today; the session's HTTP state once it answers).
+    assert [method for method, _ in notes] == ["POST", "GET"] and all(sub for _, sub in notes), subs
     # A perturbation: the plan's seeded error, in both sessions, answered by simroute (provenance none).
     perturbed = out.stdout.count("perturbed: error by rule demo:oslo-clock-down (seed 7, matching call 1)")
     assert perturbed == 2 and "503 Service" in out.stdout

@@ -46,7 +46,8 @@ async def test_shadowed_commands_are_compared_with_the_terminal_model(make_confi
         shell={"pool_size": 0}, world_model=WORLD_MODEL, mode="shadow", shadow={"drain_on_start": False, "stop_grace_s": 0}
     )
     async with stdio_client(config) as client:
-        result, meta = await run(client, "pwd")
+        # A program the world state does not run (`pwd` it answers itself): the shadow side is the model's.
+        result, meta = await run(client, "readlink -f .")
     assert meta["provenance"] == "real" and result.structured_content["output"].strip() == "/workspace"
     assert records_of(config)[-1]["status"] == "pending"  # the stop left the shadow side to drain
     subprocess.run([simroute_executable(), "drain", "--config", str(config)], check=True, capture_output=True, timeout=300)

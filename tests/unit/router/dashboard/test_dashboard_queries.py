@@ -211,7 +211,8 @@ async def test_a_version_5_store_loses_its_insert_trigger_and_counts_each_record
         triggers = await store.reader.run(
             lambda db: {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         )
-        assert triggers == {"records_uncounted", "records_recounted"}
+        # The minute counts' triggers, and the per-sub pair counts' (schema 9).
+        assert triggers == {"records_uncounted", "records_recounted", "records_sub_uncounted", "records_sub_recounted"}
     finally:
         await store.aclose()
 

@@ -59,4 +59,4 @@ async def test_a_version_4_store_gets_the_write_index(tmp_path):
         await check_writes_between(store)
     finally:
         await store.aclose()
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
