@@ -83,8 +83,10 @@ async def test_episodes_over_openenv_clients_are_real_replayed_and_simulated_and
         assert tickets.read_text() == "1"
 
         # Simulated: the GGUF model answers, in each tool's output schema; the server is not called.
+        # A world of its own: the model writes the answers (a recorded real session is aligned
+        # only with the real world's, see backends/world_state/simulation.py).
         async with GenericEnvClient(base_url=url, message_timeout_s=WAIT_S) as env:
-            await env.reset(seed=7, episode_id="sim-1", options={"route": "sim"})
+            await env.reset(seed=7, episode_id="sim-1", options={"route": "sim", "world": "A toolbox that echoes and numbers tickets."})
             simulated = [
                 await env.step({"type": "call_tool", "tool_name": tool, "arguments": arguments})
                 for tool, arguments in (("echo", {"text": "hello openenv"}), ("next_ticket", {}))
