@@ -13,7 +13,7 @@ from backends.world_state.simulation import StatefulSimulator
 from router.addons.shadow_sampling import ShadowSampling
 from router.addons.world_state import WorldStateKeeper
 from router.runtime.state_shadow import state_answer
-from router.types import Call, Observation, Provenance, Route, Session
+from router.types import Call, Observation, Provenance, Route, Session, Source
 from shadow.runner import ShadowRunner
 
 
@@ -23,7 +23,9 @@ class CountingModel:
 
     async def simulate(self, call, session, *, deadline_s, background=False, steer=None):
         self.calls += 1
-        return Observation([{"type": "text", "text": "the model's guess"}], Provenance.SIM)
+        guess = Observation([{"type": "text", "text": "the model's guess"}], Provenance.SIM)
+        guess.source = Source(sub="model")  # as WorldModelSimulator marks what the model wrote
+        return guess
 
 
 async def test_shadow_pairs_of_a_shell_session_carry_how_the_sim_route_would_have_answered(tmp_path):
