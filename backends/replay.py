@@ -31,9 +31,23 @@ from typing import Any
 from router.types import Call, Observation, Provenance, ReplayAlias, Session, SessionSlice
 from shadow.compare.canonical import call_key, canonical_json
 from shadow.compare.substitution import substituted
+from shadow.records import Record
 from shadow.store.protocol import RecordStore, ReplaySource
 
 REPLAYABLE = frozenset({"real", "replay"})
+_FINISHED = frozenset({"complete", "pending"})  # pending: the real answer is in, its shadow is not
+
+
+def servable_record(record: Record) -> bool:
+    """Whether a record's answer may stand for the real side's elsewhere (aligned replay,
+    an API's resource state): a real answer (or a replay of one), unperturbed, whole, of
+    a call that ended."""
+    return (
+        record.served.provenance in REPLAYABLE
+        and record.perturbation is None
+        and not record.served.truncated
+        and record.status in _FINISHED
+    )
 
 
 # Replay from the most recent earlier session that made the call (a frozen value: one is enough).

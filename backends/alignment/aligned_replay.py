@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from backends.alignment.renaming import Renaming
 from backends.alignment.sequence import align, same_environment
-from backends.replay import REPLAYABLE, ReplayBackend
+from backends.replay import ReplayBackend, servable_record
 from router.types import HISTORY_IN_MEMORY, Call, Observation, Provenance, Session, SessionSlice, Turn
 from shadow.records import Record
 from shadow.store.protocol import RecordStore, StoreError
@@ -46,8 +46,6 @@ log = logging.getLogger("simroute.alignment")
 MAX_READ = 2 * HISTORY_IN_MEMORY
 # Records read past a trail's next calls at first (other environments' calls between).
 _FOLLOW_SLACK = 2
-# Statuses of a record whose call ended with the answer recorded.
-_FINISHED = frozenset({"complete", "pending"})
 
 Basis = Literal["sequence", "identical"]
 
@@ -190,7 +188,7 @@ class AlignedReplay:
     def _served(self, record: Record, trail: Trail, session: Session) -> AlignedAnswer | None:
         """`record`'s answer with this session's values, when it may be served; the
         session's trail then ends at it."""
-        if not _servable(record):
+        if not servable_record(record):
             return None
         trail.step = record.step
         session.slice(AlignmentTrails).trails[(trail.call.channel, trail.call.server)] = trail
@@ -212,7 +210,7 @@ class AlignedReplay:
                 namespaces=self.replay.visible_namespaces(session.id),
             )
             rows += [row for row in found if row.get("replay_key") == visible_key and self.replay.visible(session.id, str(row["session"]))]
-        sources = [record for record in map(Record.from_json, rows) if _servable(record)]
+        sources = [record for record in map(Record.from_json, rows) if servable_record(record)]
         if len(sources) < self.min_identical:
             return None
         first = sources[0].served
@@ -228,16 +226,6 @@ def _turns_after(history: Sequence[Turn], call: Call) -> Sequence[Turn] | None:
         if history[index].call is call:
             return history[index + 1 :]
     return None
-
-
-def _servable(record: Record) -> bool:
-    """A real answer (or a replay of one), unperturbed, whole, of a call that ended."""
-    return (
-        record.served.provenance in REPLAYABLE
-        and record.perturbation is None
-        and not record.served.truncated
-        and record.status in _FINISHED
-    )
 
 
 def _same_answer(a: Observation, b: Observation) -> bool:

@@ -17,7 +17,7 @@ import logging
 import time
 
 from backends.http.messages import observation_of
-from backends.replay import REPLAYABLE, ReplayBackend
+from backends.replay import ReplayBackend, servable_record
 from backends.world_state import http
 from backends.world_state.http.baseline import underlay
 from router.types import Call, Observation, Provenance, Session
@@ -27,7 +27,6 @@ from shadow.store.protocol import StoreError
 log = logging.getLogger("simroute.world_state")
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-_FINISHED = frozenset({"complete", "pending"})
 
 
 class RecordedApis:
@@ -57,7 +56,7 @@ class RecordedApis:
             return
         recorded = http.HttpWorld()
         for record in sorted(map(Record.from_json, rows), key=lambda record: (record.ts, record.step)):
-            if self.replay.visible(session.id, record.call.session_id) and _servable(record):
+            if self.replay.visible(session.id, record.call.session_id) and servable_record(record):
                 http.observe(recorded, record.call, record.served, provenance=record.served.provenance)
         api = world.api(call.server)
         if call.server in recorded.apis:
@@ -77,13 +76,3 @@ async def answer_from_state(
     if outcome is None:
         return None
     return observation_of(outcome.structured, Provenance.SIM, latency_s=time.perf_counter() - started), outcome.invented
-
-
-def _servable(record: Record) -> bool:
-    """A real answer (or a replay of one), unperturbed, whole, of a call that ended."""
-    return (
-        record.served.provenance in REPLAYABLE
-        and record.perturbation is None
-        and not record.served.truncated
-        and record.status in _FINISHED
-    )
