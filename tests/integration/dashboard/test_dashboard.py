@@ -323,8 +323,8 @@ def test_fidelity_table_sorts_by_the_clicked_column_and_shows_the_noise_table(da
     page.goto(f"{dashboard.url}/dashboard?view=fidelity&range=all")
     ready(page)
     headers = [h.inner_text() for h in page.query_selector_all("#fidelity thead th")]
-    assert headers[7:9] == ["Noise pairs", "Noisy paths"]
-    noise = {row[2]: (row[7], row[8]) for row in fidelity_cells(page)}
+    assert headers[8:10] == ["Noise pairs", "Noisy paths"]  # after "By sub" and "Kinds"
+    noise = {row[2]: (row[8], row[9]) for row in fidelity_cells(page)}
     assert noise.pop("forecast") == ("3", "2")  # 3 pairs, disagreeing at 2 paths
     assert set(noise.values()) == {("0", "0")}
 
