@@ -14,7 +14,10 @@ from typing import Any, ClassVar
 from backends.shell.screen import ShellResult
 from backends.world_state import http
 from backends.world_state.http import HttpWorld
+from backends.world_state.http import caps as http_caps
 from backends.world_state.shell import ShellWorld, new_world, observe, run
+from backends.world_state.shell import caps as shell_caps
+from backends.world_state.shell.caps import MAX_CONTENT_BYTES
 from backends.world_state.shell.filesystem import FILE
 from router.types import Call, Observation, Provenance, SessionSlice
 
@@ -77,14 +80,36 @@ class WorldState(SessionSlice):
         its answer shows of them (backends/world_state/http/observe.py). False: nothing."""
         if call.channel == "shell":
             command = call.arguments.get("command")
-            return isinstance(command, str) and self.learn(command, served, at=at, replaying=replaying)
-        if call.channel != "http":
+            learnt = isinstance(command, str) and self.learn(command, served, at=at, replaying=replaying)
+        elif call.channel != "http":
             return False
-        if served.source is not None and served.source.sub == FROM_STATE:
+        elif served.source is not None and served.source.sub == FROM_STATE:
             # Its effects were applied when it was made; rebuilt from records (where the
             # recordings it started from are not), what it showed is taken in as simulated.
-            return http.observe(self.http_world(), call, served, provenance=Provenance.SIM) if replaying else True
-        return http.observe(self.http_world(), call, served, provenance=served.provenance)
+            learnt = http.observe(self.http_world(), call, served, provenance=Provenance.SIM) if replaying else True
+        else:
+            learnt = http.observe(self.http_world(), call, served, provenance=served.provenance)
+        if learnt:
+            self.bound()
+        return learnt
+
+    def bound(self) -> None:
+        """One content cap for the whole session (MAX_CONTENT_BYTES), whatever kinds of
+        state it holds: each kind keeps itself within the cap, and where together they
+        pass it, the larger gives up contents down to what the other leaves (at least
+        half the cap each), largest contents first, as each kind's own cap does."""
+        if self.shell is None or self.http is None:
+            return
+        shell_bytes, http_bytes = shell_caps.content_bytes(self.shell.fs), http_caps.content_bytes(self.http)
+        if shell_bytes + http_bytes <= MAX_CONTENT_BYTES:
+            return
+        half = MAX_CONTENT_BYTES // 2
+        if shell_bytes >= http_bytes:
+            shell_caps.enforce(self.shell.fs, max_bytes=max(MAX_CONTENT_BYTES - http_bytes, half))
+            http_caps.enforce(self.http, max_bytes=MAX_CONTENT_BYTES - shell_caps.content_bytes(self.shell.fs))
+        else:
+            http_caps.enforce(self.http, max_bytes=max(MAX_CONTENT_BYTES - shell_bytes, half))
+            shell_caps.enforce(self.shell.fs, max_bytes=MAX_CONTENT_BYTES - http_caps.content_bytes(self.http))
 
     def summary(self) -> dict[str, Any]:
         """What the state holds, for people (`simroute explain`, an episode's `state`): the

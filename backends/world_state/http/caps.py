@@ -16,8 +16,20 @@ MAX_RESOURCES = 1000
 MAX_NAMES = 4 * MAX_RESOURCES
 
 
-def enforce(world: HttpWorld) -> None:
-    """Brings `world` within the caps, in place."""
+def content_bytes(world: HttpWorld) -> int:
+    """The bytes of contents `world` holds (what MAX_CONTENT_BYTES bounds)."""
+    return sum(
+        item.size
+        for api in world.apis.values()
+        for collection in api.collections.values()
+        for item in collection.items.values()
+        if item.body is not None
+    )
+
+
+def enforce(world: HttpWorld, *, max_bytes: int = MAX_CONTENT_BYTES) -> None:
+    """Brings `world` within the caps, in place (`max_bytes`: what the session's other
+    kinds of state leave of MAX_CONTENT_BYTES, see backends/world_state/session.py)."""
     entries: list[tuple[Collection, str, Resource]] = [
         (collection, key, item)
         for api in world.apis.values()
@@ -36,7 +48,7 @@ def enforce(world: HttpWorld) -> None:
     total = sum(item.size for _, _, item in known)
     # The largest contents go first: the fewest resources lose what the state knows of them.
     for _, _, item in sorted(known, key=lambda entry: -entry[2].size):
-        if total <= MAX_CONTENT_BYTES:
+        if total <= max_bytes:
             break
         total -= item.size
         _forget_content(item)

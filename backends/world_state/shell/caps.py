@@ -14,8 +14,14 @@ MAX_PATHS = 1000
 MAX_NAMES = 4 * MAX_PATHS
 
 
-def enforce(fs: FileSystem) -> None:
-    """Brings `fs` within the caps, in place."""
+def content_bytes(fs: FileSystem) -> int:
+    """The bytes of contents `fs` holds (what MAX_CONTENT_BYTES bounds)."""
+    return sum(len(node.content.encode("utf-8", "surrogateescape")) for node in fs.nodes.values() if node.content is not None)
+
+
+def enforce(fs: FileSystem, *, max_bytes: int = MAX_CONTENT_BYTES) -> None:
+    """Brings `fs` within the caps, in place (`max_bytes`: what the session's other kinds
+    of state leave of MAX_CONTENT_BYTES, see backends/world_state/session.py)."""
     if len(fs.nodes) > MAX_NAMES:
         _drop_newest_names(fs, len(fs.nodes) - MAX_NAMES)
     if len(fs.nodes) > MAX_PATHS:
@@ -23,13 +29,13 @@ def enforce(fs: FileSystem) -> None:
         for path in sorted(fs.nodes, key=lambda p: fs.nodes[p].order)[MAX_PATHS:]:
             fs.forget_content(path)
     sizes = {path: len(node.content) for path, node in fs.nodes.items() if node.content is not None}
-    if sum(sizes.values()) * 4 <= MAX_CONTENT_BYTES:  # UTF-8 takes at most 4 bytes a character
+    if sum(sizes.values()) * 4 <= max_bytes:  # UTF-8 takes at most 4 bytes a character
         return
     sizes = {path: len(fs.nodes[path].content.encode("utf-8", "surrogateescape")) for path in sizes}  # type: ignore[union-attr]
     total = sum(sizes.values())
     # The largest contents go first: the fewest files lose what the state knows of them.
     for path in sorted(sizes, key=lambda p: (-sizes[p], p)):
-        if total <= MAX_CONTENT_BYTES:
+        if total <= max_bytes:
             break
         fs.forget_content(path)
         total -= sizes[path]

@@ -202,3 +202,19 @@ def test_a_failed_simulation_changes_nothing():
     failed = Observation.error("simroute: the simulator failed: timeout", Provenance.SIM)
     assert not http.observe(world, call("POST", "/items", {"name": "x"}), failed, provenance="sim")
     assert served(world, "GET", "/items") == (200, [{"id": 1, "name": "a", "done": False}])
+
+
+def test_one_256_kb_cap_holds_for_the_shell_and_the_apis_of_a_session_together():
+    from backends.shell.screen import ShellResult
+    from backends.world_state.shell import caps as shell_caps
+
+    state = WorldState()
+    shell = Call("shell", "sandbox", "shell_exec", {"command": f"echo {'s' * 150_000} > notes.txt"}, "s")
+    state.learn_call(shell, Observation([], Provenance.REAL, structured=ShellResult("", 0, "/workspace").structured()), at=0.0)
+    assert shell_caps.content_bytes(state.shell.fs) > 150_000  # the shell alone is within its cap
+    for n in (1, 2):
+        state.learn_call(call("POST", "/items", {"text": "h" * 60_000}), answer(201, {"id": n, "text": "h" * 60_000}), at=float(n))
+    # Together past the cap: the larger kind (the shell's one large file) gives up its contents, its name kept.
+    assert shell_caps.content_bytes(state.shell.fs) + caps.content_bytes(state.http) <= caps.MAX_CONTENT_BYTES
+    notes = state.shell.fs.nodes["/workspace/notes.txt"]
+    assert notes.content is None and caps.content_bytes(state.http) > 120_000  # the resources kept theirs
