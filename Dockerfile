@@ -30,16 +30,18 @@ COPY --from=dependencies /usr/local/bin/uv /usr/local/bin/uv
 # Everything but simroute's own sources first: a change to them rebuilds the last steps only.
 RUN useradd --no-log-init --uid 10001 --create-home --home-dir /home/simroute simroute \
  && mkdir -p /config/.simroute && chown -R simroute:simroute /config
-# The in-process engine (world_model.engine: llama): idle OpenMP threads sleep, not spin.
+# The in-process model runner (world_model.engine: llama): idle OpenMP threads sleep, not spin.
 ENV OMP_WAIT_POLICY=PASSIVE
 WORKDIR /config
 EXPOSE 8765 8080
 ENTRYPOINT ["simroute"]
 CMD ["serve", "--config", "/config/simroute.yaml", "--mcp", "0.0.0.0:8765"]
 COPY pyproject.toml README.md /src/
+COPY calls /src/calls
 COPY router /src/router
 COPY backends /src/backends
 COPY shadow /src/shadow
+COPY records /src/records
 COPY policies /src/policies
 COPY simroute /src/simroute
 # setuptools is in the environment (extras.txt): no build isolation, no index.

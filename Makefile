@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   install everything, then run simroute in front of a real MCP server
 #   make test   install everything, then run the test suite
-.PHONY: setup demo test bench check docs bench-smoke fuzz
+.PHONY: setup demo test bench check docs bench-smoke fuzz tune-check
 
 setup:
 	./scripts/setup.sh
@@ -29,6 +29,12 @@ FUZZ_EXAMPLES ?= 5000
 fuzz: setup
 	SIMROUTE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) .venv/bin/python -m pytest tests/fuzz -p no:xdist -q
 
+# `simroute tune`'s own checks (tests marked `tune`), never run by CI: the download of the
+# locked llama-cpp-python source package (--prepare) and, with the training stack installed
+# (pip install -e '.[tune]'), the training round trip. `make test` deselects them.
+tune-check: setup
+	.venv/bin/python -m pytest -m tune -p no:xdist -q tests
+
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py
 	.venv/bin/python benchmarks/perturbation_decision.py
@@ -55,6 +61,7 @@ bench: setup
 	.venv/bin/python benchmarks/episode_reset.py
 	.venv/bin/python benchmarks/episode_load.py
 	.venv/bin/python benchmarks/episode_clients.py
+	.venv/bin/python benchmarks/sim_to_real.py
 	.venv/bin/python benchmarks/stack_load.py
 	.venv/bin/pip install -r benchmarks/requirements-bakeoff.txt
 	.venv/bin/python benchmarks/model_bakeoff.py

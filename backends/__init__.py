@@ -8,5 +8,5 @@ parsers). Recorded: `replay.py`, and `alignment/` (a simulated call answered fro
 recorded session that made the same calls, its values renamed). `errors.py` is the exception tree every backend
 raises; `options.py` the base of each backend's own option type.
 
-May import: `router.types` and `shadow`, never the rest of `router` nor `policies`.
+May import: `calls`, `records` and `shadow`, never the rest of `router` nor `policies`.
 """

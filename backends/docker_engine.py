@@ -45,7 +45,8 @@ def require_image(client: Any, image: str, *, what: str, setting: str) -> None:
         client.images.get(image)
     except ImageNotFound as exc:
         raise BackendUnavailable(
-            f"the {what} image {image!r} is not built on this Docker engine: run scripts/build-images.sh (or set {setting})"
+            f"the {what} image {image!r} is not built on this Docker engine: "
+            f"run scripts/build-images.sh (or set {setting})"
         ) from exc
     except ENGINE_ERRORS as exc:
         raise BackendUnavailable(f"the Docker engine failed: {exc}") from exc

@@ -10,16 +10,16 @@ original, so the cause stays in the traceback and callers catch one tree:
     │   ├── shell.owned.SandboxesClosed           the router is stopping
     │   ├── BackendLost                            the session's sandbox or browser is on another replica
     │   ├── mcp.upstream.UpstreamError            an upstream MCP server did not start
-    │   └── world_model.engine.ModelUnavailable   no model file, no model server
+    │   └── world_model.model_runner.ModelUnavailable   no model file, no model server
     ├── DeadlineExceeded              the work did not finish within its deadline
-    │   └── world_model.engine.WorldModelTimeout
+    │   └── world_model.model_runner.WorldModelTimeout
     ├── BackendBroken                 the part broke while in use
     │   ├── shell.docker_shell.SandboxBroken      the container runs nothing any more
     │   └── shell.bash_stream.ShellGone           the sandbox's shell went away
     ├── BadBackendInput               what the backend was given cannot be served
     │   ├── shell.docker_shell.WorkspaceCopyError the initial workspace cannot be copied in
-    │   └── world_model.engine.ContextOverflow    the prompt does not fit the model
-    └── world_model.engine.WorldModelError        the world model gave no prediction
+    │   └── world_model.model_runner.ContextOverflow    the prompt does not fit the model
+    └── world_model.model_runner.WorldModelError        the world model gave no prediction
         ├── world_model.parse.EmptyPrediction     its answer held no observation
         ├── world_model.parse.InvalidPrediction   its answer is malformed
         └── (ModelUnavailable, WorldModelTimeout, ContextOverflow: above)
@@ -72,3 +72,8 @@ class BadBackendInput(BackendError):
     """What the backend was given cannot be served, and trying again will not
     help: a workspace folder that cannot be read, a prompt larger than the
     model's context. The message names the input and the limit."""
+
+
+class ForkUnavailable(Exception):
+    """A session's channel cannot fork (its state over `fork.max_bytes`, a token past
+    its cap, a copy or start that failed); the message says why."""

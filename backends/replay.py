@@ -6,9 +6,14 @@ from an earlier real answer. An occurrence the source got from the world model
 or from simroute itself (a denial, a deadline) counts in the numbering but is a
 miss; so is a body that was recorded truncated.
 
-The source is the most recent earlier session that made the call, or, with
-`replay.from: NAME`, the most recent session of that named recording. It is
-chosen at a session's first call of a key and kept for the session.
+The source is the most recent earlier session whose answer to the call may stand
+for the real side's (`records/servable.py`: real or replayed, unperturbed, whole,
+finished), or, with `replay.from: NAME` (an episode's `recording`), the most
+recent such session of that named recording: a session that only simulated,
+perturbed or was refused the call is never a source. It is chosen at a session's
+first call of a key and kept for the session. A call repeated more often than the
+source made it misses (no cycling, no repeating the last answer): what happens then
+is the miss policy's (router/engine/replay_modes.py).
 
 The key is the call's server, tool and canonical arguments, minus the ignored
 argument paths; with tokens on, it starts with the caller's token namespace
@@ -28,25 +33,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.types import Call, Observation, Provenance, ReplayAlias, Session, SessionSlice
-from shadow.compare.canonical import call_key, canonical_json
+from calls import Call, Observation, Provenance, ReplayAlias, Session, SessionSlice, call_key, canonical_json
+from records.record import Record
+from records.servable import REPLAYABLE, servable
+from records.store.protocol import RecordStore, ReplayRow, ReplaySource
 from shadow.compare.substitution import substituted
-from shadow.records import Record
-from shadow.store.protocol import RecordStore, ReplaySource
-
-REPLAYABLE = frozenset({"real", "replay"})
-_FINISHED = frozenset({"complete", "pending"})  # pending: the real answer is in, its shadow is not
 
 
 def servable_record(record: Record) -> bool:
-    """Whether a record's answer may stand for the real side's elsewhere (aligned replay,
-    an API's resource state): a real answer (or a replay of one), unperturbed, whole, of
-    a call that ended."""
-    return (
-        record.served.provenance in REPLAYABLE
-        and record.perturbation is None
-        and not record.served.truncated
-        and record.status in _FINISHED
+    """Whether a record's answer may stand for the real side's elsewhere (replay sources,
+    aligned replay, an API's resource state): records/servable.py's one rule."""
+    return servable(
+        str(record.served.provenance), record.status, record.perturbation is not None, record.served.truncated
     )
 
 
@@ -116,7 +114,11 @@ class ReplayBackend:
         the HTTP form parses and re-encodes the URL)."""
         arguments = self.canonical_arguments(call.channel, call.arguments)
         exact = call_key(call.channel, call.server, call.tool, arguments)
-        replay = call_key(call.channel, call.server, call.tool, arguments, self.ignore_arguments) if self.ignore_arguments else exact
+        replay = (
+            call_key(call.channel, call.server, call.tool, arguments, self.ignore_arguments)
+            if self.ignore_arguments
+            else exact
+        )
         if self.namespaced:
             replay = namespace_of(call.session_id) + replay
         return CallKeys(replay, exact)
@@ -152,19 +154,17 @@ class ReplayBackend:
                 if source_session is not None:
                     break
             if source_session is None:
-                where = f"recording {source.recording!r}" if source.recording else "any earlier session"
-                return ReplayMiss(f"no call like this in {where}", has_source=False)
+                return await self._no_source(key, session.id, source, occurrence)
             chosen[key] = source_session
-        row = await self.store.replay_row(self._key_in(key, session.id, source_session), session=source_session, occurrence=occurrence)
+        row = await self.store.replay_row(
+            self._key_in(key, session.id, source_session), session=source_session, occurrence=occurrence
+        )
         if row is None:
             return ReplayMiss(f"the source session made this call fewer than {occurrence} times", has_source=True)
-        if row.provenance not in REPLAYABLE:
-            return ReplayMiss(f"occurrence {occurrence} in the source was answered by {row.provenance}, not the real side", has_source=True)
-        if row.perturbed:
-            return ReplayMiss(f"occurrence {occurrence} in the source was perturbed", has_source=True)
+        unservable = _unservable(row, occurrence)
+        if unservable is not None:
+            return unservable
         recorded = row.observation
-        if recorded.truncated:
-            return ReplayMiss(f"occurrence {occurrence} in the source was recorded truncated", has_source=True)
         if substitute is not None:
             recorded = substituted(recorded, substitute.recorded, substitute.value)
         observation = Observation(
@@ -175,6 +175,21 @@ class ReplayBackend:
             latency_s=time.perf_counter() - started,
         )
         return ReplayHit(observation, row.record_id)
+
+    async def _no_source(self, key: str, session_id: str, source: ReplaySource, occurrence: int) -> ReplayMiss:
+        """No session has a servable answer to the call: why, from the latest that made it
+        at all (its answer was simulated, perturbed, truncated or refused), else none did."""
+        for candidate in self.visible_keys(key, session_id):
+            made = await self.store.replay_session(candidate, exclude_session=session_id, source=source, servable=False)
+            if made is None:
+                continue
+            row = await self.store.replay_row(self._key_in(key, session_id, made), session=made, occurrence=occurrence)
+            why = _unservable(row, occurrence) if row is not None else None
+            return why or ReplayMiss(
+                f"no real answer to occurrence {occurrence} of this call in any earlier session", has_source=True
+            )
+        where = f"recording {source.recording!r}" if source.recording else "any earlier session"
+        return ReplayMiss(f"no call like this in {where}", has_source=False)
 
     def visible(self, session_id: str, recorded_in: str) -> bool:
         """Whether what session `recorded_in` recorded may be shown to session
@@ -208,6 +223,20 @@ class ReplayBackend:
         if not self.shared or own == theirs or not key.startswith(own):
             return key
         return theirs + key[len(own) :]
+
+
+def _unservable(row: ReplayRow, occurrence: int) -> ReplayMiss | None:
+    """Why a source's occurrence may not stand for the real side's answer (records/servable.py); None: it may."""
+    if row.provenance not in REPLAYABLE:
+        return ReplayMiss(
+            f"occurrence {occurrence} in the source was answered by {row.provenance}, not the real side",
+            has_source=True,
+        )
+    if row.perturbed:
+        return ReplayMiss(f"occurrence {occurrence} in the source was perturbed", has_source=True)
+    if row.observation.truncated:
+        return ReplayMiss(f"occurrence {occurrence} in the source was recorded truncated", has_source=True)
+    return None
 
 
 def namespace_of(session_id: str) -> str:

@@ -38,7 +38,9 @@ class ModelStub:
 @contextlib.contextmanager
 def model_stub(answer: str = SIMULATED_ECHO) -> Iterator[ModelStub]:
     """The instant world model (benchmarks/_model_stub.py) in its own process."""
-    process = subprocess.Popen([sys.executable, str(HERE / "_model_stub.py"), "--answer", answer], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "_model_stub.py"), "--answer", answer], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout is not None
         port = int(process.stdout.readline())

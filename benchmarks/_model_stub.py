@@ -41,7 +41,9 @@ class Stats:
             self.by_tag[tag] = self.by_tag.get(tag, 0.0) + service_us
 
     def drain(self) -> bytes:
-        document = json.dumps({"by_tag_us": self.by_tag, "service_us": self.service_us, "last_body": json.loads(self.last_body)}).encode()
+        document = json.dumps(
+            {"by_tag_us": self.by_tag, "service_us": self.service_us, "last_body": json.loads(self.last_body)}
+        ).encode()
         self.by_tag, self.service_us = {}, []
         return document
 
@@ -65,7 +67,14 @@ class ChatCompletions(asyncio.Protocol):
         self.buffer += data
         while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
             head = bytes(self.buffer[:end]).decode("latin-1")
-            length = next((int(line.split(":", 1)[1]) for line in head.split("\r\n") if line.lower().startswith("content-length:")), 0)
+            length = next(
+                (
+                    int(line.split(":", 1)[1])
+                    for line in head.split("\r\n")
+                    if line.lower().startswith("content-length:")
+                ),
+                0,
+            )
             if len(self.buffer) < end + 4 + length:
                 return
             body = bytes(self.buffer[end + 4 : end + 4 + length])

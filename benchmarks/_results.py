@@ -33,12 +33,31 @@ Better = Literal["lower", "higher"] | None
 
 
 def add_smoke_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, to check that it runs; judges no target, writes no results file")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes, to check that it runs; judges no target, writes no results file",
+    )
 
 
-def row(metric: str, value: float, unit: str, *, baseline: str | None = None, target: str | None = None, better: Better = None) -> dict:
+def row(
+    metric: str,
+    value: float,
+    unit: str,
+    *,
+    baseline: str | None = None,
+    target: str | None = None,
+    better: Better = None,
+) -> dict:
     """One figure of a results file."""
-    return {"metric": metric, "value": round(float(value), 6), "unit": unit, "baseline": baseline, "target": target, "better": better}
+    return {
+        "metric": metric,
+        "value": round(float(value), 6),
+        "unit": unit,
+        "baseline": baseline,
+        "target": target,
+        "better": better,
+    }
 
 
 def machine() -> str:

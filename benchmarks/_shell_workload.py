@@ -32,7 +32,22 @@ SEED = 37
 EPISODES = 10
 STEPS = 20
 
-_WORDS = ("alpha", "beta", "gamma", "delta", "error", "warning", "ok", "todo", "milk", "eggs", "deploy", "Alice", "bob", "noon")
+_WORDS = (
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "error",
+    "warning",
+    "ok",
+    "todo",
+    "milk",
+    "eggs",
+    "deploy",
+    "Alice",
+    "bob",
+    "noon",
+)
 _LINES = (
     "alpha beta gamma",
     "error: disk full",
@@ -45,10 +60,23 @@ _LINES = (
     "Error: retry later",
     "delta 42",
 )
-_NEW_NAMES = ("notes.txt", "log.txt", "todo.md", "data.csv", "out.txt", "report.txt", "list.txt", "a.txt", "b.log", "draft.md")
+_NEW_NAMES = (
+    "notes.txt",
+    "log.txt",
+    "todo.md",
+    "data.csv",
+    "out.txt",
+    "report.txt",
+    "list.txt",
+    "a.txt",
+    "b.log",
+    "draft.md",
+)
 _NEW_DIRS = ("docs", "build", "tmp", "src/util", "archive", "logs/old")
 # An `ls -l` line's date: "Nov 28 02:49" (this year) or "Nov 28  2025" (older).
-_LS_DATE = re.compile(r"(?m)^([-dlcbps][-rwxsStT]{9}[.+]?\s+\d+\s+\S+\s+\S+\s+\d+) [A-Z][a-z]{2} [ \d]\d (?:\d\d:\d\d| \d{4}) ")
+_LS_DATE = re.compile(
+    r"(?m)^([-dlcbps][-rwxsStT]{9}[.+]?\s+\d+\s+\S+\s+\S+\s+\d+) [A-Z][a-z]{2} [ \d]\d (?:\d\d:\d\d| \d{4}) "
+)
 
 
 @dataclass(frozen=True)
@@ -216,7 +244,16 @@ def _grep(rng: random.Random, n: _Names) -> str:
         return "grep alpha missing.txt"
     name, word = rng.choice(files), rng.choice(_WORDS)
     form = rng.choice(
-        ("{w} {f}", "-c {w} {f}", "-n {w} {f}", "-i {w} {f}", "-v {w} {f}", "'^{w}' {f}", "'[0-9][0-9]*' {f}", "-in 'e.r' {f}")
+        (
+            "{w} {f}",
+            "-c {w} {f}",
+            "-n {w} {f}",
+            "-i {w} {f}",
+            "-v {w} {f}",
+            "'^{w}' {f}",
+            "'[0-9][0-9]*' {f}",
+            "-in 'e.r' {f}",
+        )
     )
     return "grep " + form.format(w=word, f=name)
 
@@ -258,7 +295,11 @@ def _test(rng: random.Random, n: _Names) -> str:
     if dirs and rng.random() < 0.3:
         return f"[ -d {rng.choice(dirs)} ] && echo dir || echo no"
     return rng.choice(
-        (f"test -f {name} && echo yes || echo no", f"[ -e {name} ]; echo $?", f'[ -n "$HOME" ] && [ -s {name} ] && echo full')
+        (
+            f"test -f {name} && echo yes || echo no",
+            f"[ -e {name} ]; echo $?",
+            f'[ -n "$HOME" ] && [ -s {name} ] && echo full',
+        )
     )
 
 
@@ -271,7 +312,9 @@ def _export(rng: random.Random, n: _Names) -> str:
 
 
 def _logic(rng: random.Random, n: _Names) -> str:
-    return rng.choice(("true && echo ok", "false || echo failed", "false; echo $?", "true; false && echo never; echo done"))
+    return rng.choice(
+        ("true && echo ok", "false || echo failed", "false; echo $?", "true; false && echo never; echo done")
+    )
 
 
 def _pipeline(rng: random.Random, n: _Names) -> str:
@@ -280,7 +323,12 @@ def _pipeline(rng: random.Random, n: _Names) -> str:
         return "ls | wc -l"
     name, word = rng.choice(files), rng.choice(_WORDS)
     return rng.choice(
-        (f"cat {name} | grep {word} | wc -l", f"cat {name} | head -n 1", "ls | wc -l", f"grep -i {word} {name} > hits.txt; cat hits.txt")
+        (
+            f"cat {name} | grep {word} | wc -l",
+            f"cat {name} | head -n 1",
+            "ls | wc -l",
+            f"grep -i {word} {name} > hits.txt; cat hits.txt",
+        )
     )
 
 
@@ -310,7 +358,9 @@ _OPERATIONS: tuple[tuple[Callable[[random.Random, _Names], str], int], ...] = (
 
 
 def _initial_files(rng: random.Random) -> dict[str, str]:
-    names = rng.sample(("notes.txt", "README.md", "todo.md", "src/main.py", "data/items.csv", "log.txt"), rng.randint(2, 4))
+    names = rng.sample(
+        ("notes.txt", "README.md", "todo.md", "src/main.py", "data/items.csv", "log.txt"), rng.randint(2, 4)
+    )
     files = {}
     for name in names:
         if name.endswith(".py"):
@@ -358,7 +408,7 @@ async def run_in_sandbox(episode: Episode, *, timeout_s: float = 30.0) -> list[t
     from backends.shell.docker_shell import DockerShell
     from backends.shell.options import ShellConfig
     from backends.shell.owned import OwnedContainers
-    from shadow.owners import this_process_owner
+    from records.owners import this_process_owner
 
     shell = await DockerShell(OwnedContainers(docker.from_env()), ShellConfig(), owner=this_process_owner()).start()
     try:

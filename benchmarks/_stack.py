@@ -5,8 +5,9 @@ read back its records:
   instant world-model stub, the benchmark's config), built and brought up under a
   project of its own (tests/kit/compose.py), scaled between runs;
 - the baseline: one `simroute serve` on the host with the same config, only its
-  addresses changed (and the time server's interpreter, the checkout's): its store a redis-server on the host started the way the
-  stack's Redis is (append-only, fsync every second), the stub in its own process.
+  addresses changed (and the time server's interpreter, the checkout's): its store a
+  redis-server on the host started the way the stack's Redis is (append-only, fsync
+  every second), the stub in its own process.
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ def redis_like_the_stacks(folder: Path) -> Iterator[int]:
     port = free_port()
     command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder)]
     process = subprocess.Popen(
-        [*command, "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*command, "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         wait_for_port(port, process, timeout_s=15)
@@ -132,7 +135,9 @@ class Stack:
     def records(self, since: float) -> list[dict[str, Any]]:
         router = self.compose.container_ids("router")[0]
         command = ["docker", "exec", router, "simroute", "records", "--json", "--config", "/config/simroute.yaml"]
-        return parse_rows(subprocess.run([*command, "--since", since_argument(since)], capture_output=True, text=True, timeout=300))
+        return parse_rows(
+            subprocess.run([*command, "--since", since_argument(since)], capture_output=True, text=True, timeout=300)
+        )
 
 
 def answering(url: str, token: str, probes: int) -> set[str]:
@@ -158,7 +163,9 @@ def wait_for_replicas(stack: Stack, count: int, deadline_s: float = 240) -> None
         seen = answering(stack.url, stack.token, probes=4 * count + 4)
         if len(seen) == count and seen == last:
             return
-        assert time.monotonic() < deadline, f"the balancer spreads over {sorted(seen)}, not {count} replica(s), after {deadline_s:g} s"
+        assert time.monotonic() < deadline, (
+            f"the balancer spreads over {sorted(seen)}, not {count} replica(s), after {deadline_s:g} s"
+        )
         last = seen
         time.sleep(1.0)
 
@@ -168,7 +175,11 @@ def stack(token: str) -> Iterator[Stack]:
     """The stack built (images of its own tag), up, and at the end down with its
     volumes and image tags (nothing of it left in Docker)."""
     compose = ComposeStack(
-        port=free_port(), proxy_port=free_port(), token=token, project=f"simroute-bench-{uuid.uuid4().hex[:10]}", files=(OVERRIDE,)
+        port=free_port(),
+        proxy_port=free_port(),
+        token=token,
+        project=f"simroute-bench-{uuid.uuid4().hex[:10]}",
+        files=(OVERRIDE,),
     )
     try:
         compose.build()

@@ -29,7 +29,10 @@ class Audit:
     lost_ids: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
-        return f"{self.found}/{self.answered} found, lost {self.lost}, duplicated {self.duplicated}, incomplete {self.incomplete}"
+        return (
+            f"{self.found}/{self.answered} found, lost {self.lost}, "
+            f"duplicated {self.duplicated}, incomplete {self.incomplete}"
+        )
 
 
 def check(rows: list[dict[str, Any]], episodes: list[str], answered: list[str]) -> Audit:
@@ -40,9 +43,15 @@ def check(rows: list[dict[str, Any]], episodes: list[str], answered: list[str]) 
     extra = [
         r
         for r in rows
-        if r["id"] not in wanted and r.get("channel") not in NOT_CALLS and r["session"].rsplit(EPISODE_SESSION, 1)[-1] in ours
+        if r["id"] not in wanted
+        and r.get("channel") not in NOT_CALLS
+        and r["session"].rsplit(EPISODE_SESSION, 1)[-1] in ours
     ]
-    duplicated = sum(n - 1 for n in Counter(answered).values()) + sum(n - 1 for i, n in stored.items() if i in wanted) + len(extra)
+    duplicated = (
+        sum(n - 1 for n in Counter(answered).values())
+        + sum(n - 1 for i, n in stored.items() if i in wanted)
+        + len(extra)
+    )
     found = [by_id[i] for i in wanted if i in by_id]
     incomplete = sum(1 for r in found if r.get("status", "complete") != "complete")
     lost = sorted(wanted - set(by_id))

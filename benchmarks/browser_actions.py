@@ -65,7 +65,11 @@ async def forward_proxy() -> tuple[asyncio.Server, int]:
                 up_reader, up_writer = await asyncio.open_connection(host, port)
                 headers = re.sub(rb"(?im)^(proxy-authorization|proxy-connection|connection):[^\r]*\r\n", b"", rest)
                 up_writer.write(
-                    b" ".join([method, path, version]) + b"\r\n" + headers.rstrip(b"\r\n") + b"\r\nConnection: close\r\n\r\n" + body
+                    b" ".join([method, path, version])
+                    + b"\r\n"
+                    + headers.rstrip(b"\r\n")
+                    + b"\r\nConnection: close\r\n\r\n"
+                    + body
                 )
                 answer = await up_reader.read()
                 up_writer.close()
@@ -93,16 +97,22 @@ async def main() -> None:
     samples: dict[tuple[str, str], list[float]] = {}
     proxy, proxy_port = await forward_proxy()
     with WebPages() as site:
-        pools = {mode: BrowserPool(BrowserConfig(isolation=mode, proxy=f"http://127.0.0.1:{proxy_port}")) for mode in MODES}
+        pools = {
+            mode: BrowserPool(BrowserConfig(isolation=mode, proxy=f"http://127.0.0.1:{proxy_port}")) for mode in MODES
+        }
         try:
             for mode, pool in pools.items():
                 started = time.perf_counter()
                 assert await pool.prepare() == mode, f"{mode} isolation is not available here"
-                samples.setdefault((mode, "resolve isolation (Docker checks)"), []).append(time.perf_counter() - started)
+                samples.setdefault((mode, "resolve isolation (Docker checks)"), []).append(
+                    time.perf_counter() - started
+                )
                 await timed(samples, mode, "launch + navigate", pool.act("warm", "navigate", url=site.url("/")))
             for n in range(rounds):
                 for mode, pool in pools.items():
-                    await timed(samples, mode, "new session: navigate", pool.act(f"s{n}", "navigate", url=site.url("/")))
+                    await timed(
+                        samples, mode, "new session: navigate", pool.act(f"s{n}", "navigate", url=site.url("/"))
+                    )
                     await pool.close_session(f"s{n}")
             context = await pools["host"]._browser.new_context(proxy={"server": f"http://127.0.0.1:{proxy_port}"})
             plain = await context.new_page()
@@ -113,14 +123,18 @@ async def main() -> None:
                 await plain.wait_for_load_state("load")
                 await plain.aria_snapshot(mode="ai")
                 await plain.title()
-                samples.setdefault(("host", "baseline: plain Playwright navigate"), []).append(time.perf_counter() - started)
+                samples.setdefault(("host", "baseline: plain Playwright navigate"), []).append(
+                    time.perf_counter() - started
+                )
 
             for _ in range(rounds):
                 await baseline(site.url("/"))
                 await baseline(site.url("/form"))
                 for mode, pool in pools.items():
                     page = await timed(samples, mode, "navigate", pool.act("a", "navigate", url=site.url("/")))
-                    page = await timed(samples, mode, "click (link)", pool.act("a", "click", ref=ref(page.snapshot, 'link "About us"')))
+                    page = await timed(
+                        samples, mode, "click (link)", pool.act("a", "click", ref=ref(page.snapshot, 'link "About us"'))
+                    )
                     page = await timed(samples, mode, "navigate", pool.act("a", "navigate", url=site.url("/form")))
                     await timed(
                         samples,
@@ -144,7 +158,8 @@ async def main() -> None:
         host, contained = median.get(("host", name)), median.get(("container", name))
         ratio = f"{contained / host:7.2f}" if host and contained else ""
         print(
-            f"  {name:36s} {host if host is not None else float('nan'):9.1f} {contained if contained is not None else float('nan'):10.1f} {ratio}"
+            f"  {name:36s} {host if host is not None else float('nan'):9.1f} "
+            f"{contained if contained is not None else float('nan'):10.1f} {ratio}"
         )
         rows += [
             row(f"{name}, {mode}", value, "ms", better="lower")
@@ -186,7 +201,9 @@ async def main() -> None:
                 better="lower",
             )
         )
-        write_results(__file__, "Real browser actions through the browser pool, Chromium on the host and in its container", rows)
+        write_results(
+            __file__, "Real browser actions through the browser pool, Chromium on the host and in its container", rows
+        )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,11 @@ ratio and the spread of the runs (min–max), and says whether the medians are w
 5 % or within the spread.
 
 Usage: python benchmarks/compare_revisions.py --base REV [--head REV] [--pairs 2]
-       (--mcp-overhead | --episode-load) [-- extra arguments for the benchmark]
+       [--head-arg ARG …] (--mcp-overhead | --episode-load) [-- extra arguments for the benchmark]
+
+`--head-arg` passes an argument to the head's runs only: an option the base's
+benchmark does not know yet that keeps the work alike (`--head-arg=--mcp-alignment
+--head-arg=off` for episode_load against a revision without sequence-aligned replay).
 """
 
 from __future__ import annotations
@@ -28,13 +32,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # The figures compared, by benchmark: its results file's metrics (substrings).
 WATCHED = {
-    "mcp_overhead": ["C/stdio median ms/call", "C/http median ms/call", "B/stdio median ms/call", "B/http median ms/call"],
-    "episode_load": ["step inside simroute p50", "step inside simroute p99", "serve process CPU per step", "per idle episode"],
+    "mcp_overhead": [
+        "C/stdio median ms/call",
+        "C/http median ms/call",
+        "B/stdio median ms/call",
+        "B/http median ms/call",
+    ],
+    "episode_load": [
+        "step inside simroute p50",
+        "step inside simroute p99",
+        "serve process CPU per step",
+        "per idle episode",
+    ],
 }
 
 
 def worktree(revision: str, into: Path) -> Path:
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), revision], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), revision], check=True, capture_output=True
+    )
     return into
 
 
@@ -50,6 +66,7 @@ def main() -> None:
     parser.add_argument("--base", required=True)
     parser.add_argument("--head", default="HEAD")
     parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--head-arg", action="append", default=[], help="an argument for the head's runs only")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--mcp-overhead", action="store_const", dest="name", const="mcp_overhead")
     which.add_argument("--episode-load", action="store_const", dest="name", const="episode_load")
@@ -57,17 +74,29 @@ def main() -> None:
     options = parser.parse_args()
     extra = [a for a in options.extra if a != "--"]
     with tempfile.TemporaryDirectory(prefix="simroute-revisions-") as folder:
-        trees = {"base": worktree(options.base, Path(folder) / "base"), "head": worktree(options.head, Path(folder) / "head")}
+        trees = {
+            "base": worktree(options.base, Path(folder) / "base"),
+            "head": worktree(options.head, Path(folder) / "head"),
+        }
         runs: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
         try:
             for n in range(options.pairs):
                 for side in ("base", "head") if n % 2 == 0 else ("head", "base"):  # alternate who goes first
-                    print(f"--- pair {n + 1}/{options.pairs}: {side} ({options.base if side == 'base' else options.head})", flush=True)
-                    runs[side].append(run_once(trees[side], options.name, extra))
+                    print(
+                        f"--- pair {n + 1}/{options.pairs}: {side} "
+                        f"({options.base if side == 'base' else options.head})",
+                        flush=True,
+                    )
+                    own = extra + options.head_arg if side == "head" else extra
+                    runs[side].append(run_once(trees[side], options.name, own))
         finally:
             for tree in trees.values():
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
-    print(f"\n{options.name}: {options.pairs} runs per revision, alternated; base {options.base}, head {options.head}\n")
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True
+                )
+    print(
+        f"\n{options.name}: {options.pairs} runs per revision, alternated; base {options.base}, head {options.head}\n"
+    )
     print(f"{'metric':58} {'base':>9} {'head':>9} {'head/base':>10}  base range / head range")
     for metric in runs["base"][0]:
         base = [r[metric] for r in runs["base"]]

@@ -33,9 +33,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from _results import add_smoke_flag, row, write_results  # noqa: E402
 from kit.dashboard import fill  # noqa: E402
 
+from records.store.protocol import RecordFilter  # noqa: E402
+from records.store.sqlite.store import SQLiteStore  # noqa: E402
 from router.cli.launch import free_port, stop, wait_for_port  # noqa: E402
-from shadow.store.protocol import RecordFilter  # noqa: E402
-from shadow.store.sqlite.store import SQLiteStore  # noqa: E402
 
 NOW = time.time()
 DAY = RecordFilter(since=NOW - 86400)
@@ -55,7 +55,12 @@ async def timed(work) -> float:
 
 
 async def measure(store, rounds: int, baseline: bool) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"overview": [], "fidelity": [], "page (100)": [], "baseline: overview in Python": []}
+    times: dict[str, list[float]] = {
+        "overview": [],
+        "fidelity": [],
+        "page (100)": [],
+        "baseline: overview in Python": [],
+    }
     for _ in range(rounds):
         times["overview"].append(await timed(lambda: store.overview(DAY, bucket_s=1440.0)))
         times["fidelity"].append(await timed(lambda: store.fidelity(DAY)))
@@ -134,7 +139,9 @@ async def main() -> None:
         started = time.perf_counter()
         await fill(store, options.records, now=NOW, batch=20_000)
         print(f"SQLite: {options.records} records written in {time.perf_counter() - started:.0f} s")
-        python_baseline = table(f"SQLite, {options.records} records", await measure(store, options.rounds, baseline=True), rows)
+        python_baseline = table(
+            f"SQLite, {options.records} records", await measure(store, options.rounds, baseline=True), rows
+        )
         await store.aclose()
         config = folder / "simroute.yaml"
         config.write_text(f'{{"store": {{"path": "{folder / "records.db"}"}}}}')
@@ -144,7 +151,7 @@ async def main() -> None:
         if options.redis:
             from kit.redis import RedisServer
 
-            from shadow.store.redis.store import RedisStore
+            from records.store.redis.store import RedisStore
 
             server = RedisServer(folder).start()
             try:
@@ -164,7 +171,9 @@ async def main() -> None:
                 config.write_text(f'{{"store": {{"url": "{server.url}"}}}}')
                 drawn = await asyncio.to_thread(charts_drawn_ms, config)
                 print(f"Redis: overview charts drawn in Chromium after {drawn:.0f} ms (target <= 2000)")
-                rows.append(row("Redis: overview charts drawn in Chromium", drawn, "ms", target="<= 2000", better="lower"))
+                rows.append(
+                    row("Redis: overview charts drawn in Chromium", drawn, "ms", target="<= 2000", better="lower")
+                )
             finally:
                 server.kill()
     if not options.smoke:

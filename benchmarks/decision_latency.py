@@ -20,13 +20,13 @@ import time
 from _results import add_smoke_flag, row, write_results
 from _timing import paired_timings
 
+from calls import Call, Decision, Route, Session
 from policies.base import decide
 from policies.chain import default_policies
 from policies.rules import parse_rule
 from policies.safety import SafetyClassifier
 from policies.safety.shell import classify_shell
 from policies.safety.shell_parse import parse_shell
-from router.types import Call, Decision, Route, Session
 
 RULES = [
     {"match": {"server": "prod-*", "tool": "re:^(delete|drop)_"}, "route": "deny"},
@@ -91,7 +91,9 @@ def compare_shell_parser(iterations: int) -> list[dict]:
     command = "cd /workspace && git diff --stat | tail -1 && grep -rn 'TODO' src | wc -l"
     repeated = itertools.repeat(command)
     fresh = (f"{command} # {n}" for n in itertools.count())
-    print(f"\nshell calls, {iterations} per case, chain with and without the safety gate's shell parser (interleaved)\n")
+    print(
+        f"\nshell calls, {iterations} per case, chain with and without the safety gate's shell parser (interleaved)\n"
+    )
     print(f"{'case':34} {'without p50':>12} {'with p50':>9} {'with p99':>9} {'ratio':>7}")
     parse_shell.cache_clear()
     classify_shell.cache_clear()
@@ -110,10 +112,18 @@ def compare_shell_parser(iterations: int) -> list[dict]:
         p50_plain, p50_gated = statistics.median(plain), statistics.median(gated)
         print(f"{label:34} {p50_plain:12.2f} {p50_gated:9.2f} {q[98]:9.2f} {p50_gated / p50_plain:6.1f}x")
         baseline = "the same chain without the safety gate, interleaved"
-        rows.append(row(f"shell call p50 with the safety gate, {label}", p50_gated, "us", baseline=baseline, better="lower"))
+        rows.append(
+            row(f"shell call p50 with the safety gate, {label}", p50_gated, "us", baseline=baseline, better="lower")
+        )
         rows.append(row(f"shell call p50 without the safety gate, {label}", p50_plain, "us", better="lower"))
         rows.append(
-            row(f"with / without the safety gate at p50, {label}", p50_gated / p50_plain, "ratio", baseline=baseline, better="lower")
+            row(
+                f"with / without the safety gate at p50, {label}",
+                p50_gated / p50_plain,
+                "ratio",
+                baseline=baseline,
+                better="lower",
+            )
         )
     return rows
 

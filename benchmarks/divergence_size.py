@@ -27,7 +27,7 @@ from typing import Any
 from _results import add_smoke_flag, row, write_results
 
 from backends.shell.screen import ShellResult
-from router.types import Observation, Provenance
+from calls import Observation, Provenance
 from shadow.compare.divergence import SIZE_BOUND, compare
 
 # --- the first-cut metric (the baseline) ----------------------------------------------
@@ -105,7 +105,8 @@ def screen_pair(chars: int, rng: random.Random) -> tuple[Observation, Observatio
     while sum(len(line) + 1 for line in lines) < chars:
         n = len(lines)
         lines.append(
-            f"-rw-r--r-- 1 agent agent {rng.randint(100, 99999):6d} Nov 23 10:{n % 60:02d} file_{n:04d}.txt  built in {rng.random():.2f}s"
+            f"-rw-r--r-- 1 agent agent {rng.randint(100, 99999):6d} Nov 23 10:{n % 60:02d} file_{n:04d}.txt  built "
+            f"in {rng.random():.2f}s"
         )
     real_text = "\n".join(lines)[:chars]
     sim_lines = real_text.split("\n")
@@ -162,7 +163,9 @@ def main() -> None:
         rows.append(row(f"compare / first cut, {label}", c / b, "ratio", baseline=first_cut, better="lower"))
     print("\ntarget: <= 50 ms at the size bound; ratio = compare / first cut")
     if not options.smoke:
-        write_results(__file__, "Time to compare large observations (the divergence metric at and over its size bound)", rows)
+        write_results(
+            __file__, "Time to compare large observations (the divergence metric at and over its size bound)", rows
+        )
 
 
 if __name__ == "__main__":

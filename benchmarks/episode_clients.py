@@ -145,7 +145,8 @@ def report(samples: dict[str, tuple[list[float], list[float]]], options: argpars
         return
     rows = [row(f"step p50, {name}", p50, "ms", better="lower") for name, p50 in figures.items()]
     rows += [
-        row(f"step inside simroute p50, {name}", statistics.median(samples[name][1]), "ms", better="lower") for name in ("openenv", "rest")
+        row(f"step inside simroute p50, {name}", statistics.median(samples[name][1]), "ms", better="lower")
+        for name in ("openenv", "rest")
     ]
     for name, label in (("openenv", "OpenEnv GenericEnvClient over /ws"), ("rest", "REST with httpx")):
         rows.append(
@@ -157,7 +158,12 @@ def report(samples: dict[str, tuple[list[float], list[float]]], options: argpars
                 better="lower",
             )
         )
-    write_results(__file__, "A simulated step through OpenEnv's client and REST, against the world model called directly", rows)
+    write_results(
+        __file__,
+        "A simulated step through OpenEnv's client and REST (world "
+        "model: an instant stub), against the stub called directly",
+        rows,
+    )
 
 
 if __name__ == "__main__":

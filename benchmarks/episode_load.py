@@ -23,8 +23,13 @@ error, or under 95% of the offered steps/s achieved): the highest that passed (w
 Targets: 0 errors, p99 inside simroute <= 25 ms at 200 steps/s, <= 300 KB per idle episode.
 The load generator shares the machine's cores with the server and the stub.
 
+With the default config a simulated `echo` after the recording is answered by
+sequence-aligned replay (world_state.mcp_alignment), not the stub; `--mcp-alignment
+off` makes every simulated step ask the stub, as before that existed (a like-for-like
+comparison with older revisions).
+
 Usage: python benchmarks/episode_load.py [--episodes 1000] [--rate 200] [--duration 30]
-       [--search-duration 5] [--max-rate 6400] [--smoke]
+       [--search-duration 5] [--max-rate 6400] [--mcp-alignment on|off] [--smoke]
 """
 
 from __future__ import annotations
@@ -158,7 +163,9 @@ async def warm_up(http: httpx.AsyncClient) -> None:
         await http.delete(f"/episodes/{episode}")
 
 
-async def open_episodes(http: httpx.AsyncClient, count: int, concurrency: int = 16) -> tuple[list[OpenEpisode], list[float]]:
+async def open_episodes(
+    http: httpx.AsyncClient, count: int, concurrency: int = 16
+) -> tuple[list[OpenEpisode], list[float]]:
     """`count` episodes, alternately sim and replay; the reset latencies (ms)."""
     episodes: list[OpenEpisode | None] = [None] * count
     latencies: list[float] = []
@@ -184,14 +191,20 @@ async def step(http: httpx.AsyncClient, episode: OpenEpisode, n: int, scheduled:
         answer = await http.post(f"/episodes/{episode.id}/step", json=call(text))
     except httpx.HTTPError as exc:
         done = loop.time()
-        return Sample(episode.route, tag, (done - scheduled) * 1000, (sent - scheduled) * 1000, done, error=type(exc).__name__)
+        return Sample(
+            episode.route, tag, (done - scheduled) * 1000, (sent - scheduled) * 1000, done, error=type(exc).__name__
+        )
     done = loop.time()
     sample = Sample(episode.route, tag, (done - scheduled) * 1000, (sent - scheduled) * 1000, done)
     if answer.status_code != 200:
         sample.error = f"HTTP {answer.status_code}"
         return sample
     info = answer.json()["info"]
-    sample.simroute_ms, sample.provenance, sample.infra_error = info["simroute_ms"], info["provenance"], info["infra_error"]
+    sample.simroute_ms, sample.provenance, sample.infra_error = (
+        info["simroute_ms"],
+        info["provenance"],
+        info["infra_error"],
+    )
     return sample
 
 
@@ -233,14 +246,17 @@ async def offered_load(
 
 def describe(run: Run) -> str:
     by_route = {
-        route: [s.simroute_ms for s in run.samples if s.route == route and s.simroute_ms is not None] for route in ("sim", "replay")
+        route: [s.simroute_ms for s in run.samples if s.route == route and s.simroute_ms is not None]
+        for route in ("sim", "replay")
     }
     routes = "  ".join(f"{route} p50 {statistics.median(ms):.2f} ms" for route, ms in by_route.items() if ms)
     return (
-        f"offered {run.rate:6.0f}/s  achieved {run.achieved:7.1f}/s  inside p50 {statistics.median(run.inside_ms):6.2f} "
+        f"offered {run.rate:6.0f}/s  achieved {run.achieved:7.1f}/s  inside p50 "
+        f"{statistics.median(run.inside_ms):6.2f} "
         f"p99 {percentile(run.inside_ms, 0.99):7.2f} ms  client p99 {run.client_p99():8.2f} ms  "
         f"generator lag p99 {percentile([s.lag_ms for s in run.samples], 0.99):7.2f} ms  "
-        f"CPU ms/step serve {run.serve_cpu_s * 1000 / len(run.samples):4.2f} generator {run.generator_cpu_s * 1000 / len(run.samples):4.2f}  errors {run.errors} {run.error_kinds() or ''}  "
+        f"CPU ms/step serve {run.serve_cpu_s * 1000 / len(run.samples):4.2f} generator "
+        f"{run.generator_cpu_s * 1000 / len(run.samples):4.2f}  errors {run.errors} {run.error_kinds() or ''}  "
         f"replay misses {run.replay_misses}  [{routes}]  load {load_average()}"
     )
 
@@ -275,7 +291,8 @@ async def measure(
     limits = httpx.Limits(max_connections=512, max_keepalive_connections=512, keepalive_expiry=2.0)
     async with httpx.AsyncClient(base_url=served.base_url, limits=limits, timeout=120) as http:
         planned = options.rate * options.duration + 2 * sum(r * options.search_duration for r in rates)
-        await record_replay_source(http, math.ceil(planned / options.episodes) + 1)  # round robin: each episode's most steps
+        # Round robin: each episode's most steps.
+        await record_replay_source(http, math.ceil(planned / options.episodes) + 1)
         await warm_up(http)
         await asyncio.sleep(1.0)
         rss_empty = rss_kb(served.pid)
@@ -283,14 +300,21 @@ async def measure(
         await asyncio.sleep(1.0)
         rss_open = rss_kb(served.pid)
         per_idle_kb = (rss_open - rss_empty) * 1.024 / len(episodes)  # KiB to KB
-        print(f"opened {len(episodes)} episodes: reset p50 {statistics.median(reset_ms):.2f} ms, p99 {percentile(reset_ms, 0.99):.2f} ms")
-        print(f"serve RSS: {rss_empty / 1024:.1f} MiB with none open, {rss_open / 1024:.1f} MiB with {len(episodes)} open")
+        print(
+            f"opened {len(episodes)} episodes: reset p50 {statistics.median(reset_ms):.2f} ms, p99 "
+            f"{percentile(reset_ms, 0.99):.2f} ms"
+        )
+        print(
+            f"serve RSS: {rss_empty / 1024:.1f} MiB with none open, {rss_open / 1024:.1f} MiB with {len(episodes)} open"
+        )
         print(f"  -> {per_idle_kb:.1f} KB per idle episode (target <= 300)   load {load_average()}\n")
 
         print(f"{options.rate:g} steps/s offered for {options.duration:g} s:")
         main_run = await offered_load(http, stats_url, served.pid, episodes, options.rate, options.duration)
         print("  " + describe(main_run))
-        print("  p99 inside simroute per 5 s window: " + " ".join(f"{p99:.1f}" for p99 in main_run.window_p99s()) + " ms")
+        print(
+            "  p99 inside simroute per 5 s window: " + " ".join(f"{p99:.1f}" for p99 in main_run.window_p99s()) + " ms"
+        )
 
         async def run_at(rate: float) -> Run:
             await asyncio.sleep(options.settle)  # the server settles (records flushed) between runs
@@ -298,7 +322,10 @@ async def measure(
             print("  " + describe(run))
             return run
 
-        print(f"\nshort runs ({options.search_duration:g} s each) until client p99 > {SEARCH_P99_MS:g} ms, an error, or < 95% achieved:")
+        print(
+            f"\nshort runs ({options.search_duration:g} s each) until "
+            f"client p99 > {SEARCH_P99_MS:g} ms, an error, or < 95% achieved:"
+        )
         search = await search_capacity(run_at, rates, floor=rates[0] / 8)
         for episode in episodes:  # closed one by one: the point is that they close, not how fast
             (await http.delete(f"/episodes/{episode.id}")).raise_for_status()
@@ -314,11 +341,18 @@ async def main() -> None:
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--search-duration", type=float, default=5.0)
     parser.add_argument("--max-rate", type=float, default=6400.0)
+    parser.add_argument("--mcp-alignment", choices=("on", "off"), default="on")
     add_smoke_flag(parser)
     options = parser.parse_args()
     options.settle = 2.0
     if options.smoke:
-        options.episodes, options.rate, options.duration, options.search_duration, options.max_rate = 20, 50.0, 1.0, 0.5, 100.0
+        options.episodes, options.rate, options.duration, options.search_duration, options.max_rate = (
+            20,
+            50.0,
+            1.0,
+            0.5,
+            100.0,
+        )
         options.settle = 0.2
     rates = ladder(200.0 if not options.smoke else 50.0, options.max_rate)
     cap = options.episodes + 16  # the benchmark's own recording and warm-up episodes too
@@ -330,6 +364,7 @@ async def main() -> None:
             world_model=stub.world_model(),
             sessions={"max_open": cap},
             episodes={"max_open_per_token": cap},
+            **({"world_state": {"mcp_alignment": False}} if options.mcp_alignment == "off" else {}),
         )
         with serving(config, workdir / "serve.log") as served:
             main_run, search, per_idle_kb, reset_ms = await measure(options, stub.stats_url, served, rates)
@@ -342,9 +377,13 @@ def report(options: argparse.Namespace, run: Run, search: list[Run], per_idle_kb
     p50, p99 = statistics.median(run.inside_ms), percentile(run.inside_ms, 0.99)
     print(f"\nat {options.rate:g} steps/s: inside simroute p50 {p50:.2f} ms, p99 {p99:.2f} ms (target <= 25)")
     print(
-        f"  achieved {run.achieved:.1f} steps/s, errors {run.errors} {run.error_kinds() or ''}(target 0), replay misses {run.replay_misses}"
+        f"  achieved {run.achieved:.1f} steps/s, errors {run.errors} {run.error_kinds() or ''}(target 0), replay "
+        f"misses {run.replay_misses}"
     )
-    print(f"  serve process CPU {run.serve_cpu_s * 1000 / len(run.samples):.2f} ms per step (one event loop: ~1 core at most)")
+    print(
+        f"  serve process CPU {run.serve_cpu_s * 1000 / len(run.samples):.2f} "
+        "ms per step (one event loop: ~1 core at most)"
+    )
     print(f"idle episode: {per_idle_kb:.1f} KB (target <= 300)")
     print(f"highest offered load with client p99 <= {SEARCH_P99_MS:g} ms: {highest:g} steps/s")
     if options.smoke:
@@ -352,7 +391,8 @@ def report(options: argparse.Namespace, run: Run, search: list[Run], per_idle_kb
     n = f"{options.episodes} open, half sim half replay"
     write_results(
         __file__,
-        f"{options.episodes} open episodes on one simroute serve, stepped open-loop over REST (world model: an instant stub)",
+        f"{options.episodes} open episodes on one simroute serve, "
+        "stepped open-loop over REST (world model: an instant stub)",
         [
             row(f"step inside simroute p50 at {options.rate:g} steps/s ({n})", p50, "ms", better="lower"),
             row(f"step inside simroute p99 at {options.rate:g} steps/s", p99, "ms", target="<= 25", better="lower"),

@@ -50,10 +50,10 @@ Timed = Callable[[], Awaitable[float]]
 
 async def in_process_host(stack: AsyncExitStack, config: Path) -> EpisodeHost:
     runtime = Runtime(load_config(config))
-    server = build_server(runtime)
+    server = build_server(runtime.mcp_parts)
     await runtime.start()
     stack.push_async_callback(runtime.aclose)
-    return EpisodeHost(runtime, server)
+    return EpisodeHost(runtime.episode_parts, server)
 
 
 def timed_in_process(host: EpisodeHost, options: dict) -> Timed:
@@ -88,7 +88,12 @@ async def main() -> None:
     options = parser.parse_args()
     if options.smoke:
         options.rounds, options.sim_per_round = 1, 5
-    samples: dict[str, list[float]] = {"sim, in-process": [], "sim, REST": [], "shell, warm pool": [], "shell, cold": []}
+    samples: dict[str, list[float]] = {
+        "sim, in-process": [],
+        "sim, REST": [],
+        "shell, warm pool": [],
+        "shell, cold": [],
+    }
     async with AsyncExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="simroute-bench-")))  # removed last
         stub = stack.enter_context(model_stub())
@@ -107,11 +112,16 @@ async def main() -> None:
         )
         served = stack.enter_context(serving(serve_config, workdir / "serve.log"))
         http = await stack.enter_async_context(httpx.AsyncClient(base_url=served.base_url, timeout=120))
-        pool = pool_host.runtime.shell
+        pool = pool_host.parts.mcp.shell
         assert pool is not None
-        shells = {"shell, warm pool": timed_in_process(pool_host, SHELL_OPTIONS), "shell, cold": timed_in_process(cold_host, SHELL_OPTIONS)}
+        shells = {
+            "shell, warm pool": timed_in_process(pool_host, SHELL_OPTIONS),
+            "shell, cold": timed_in_process(cold_host, SHELL_OPTIONS),
+        }
         sims = {"sim, in-process": timed_in_process(sim_host, SIM_OPTIONS), "sim, REST": timed_rest(http)}
-        for once in sims.values():  # warm-up: the route's chain built, the store's statements prepared, the connection open
+        # Warm-up: the route's chain built, the store's statements prepared, the
+        # connection open.
+        for once in sims.values():
             for _ in range(10):
                 await once()
         await pool.wait_ready()
@@ -137,14 +147,27 @@ def report(samples: dict[str, list[float]], smoke: bool) -> None:
         print(f"{name:18} {len(samples[name]):5} {p50:9.2f} {p99:9.2f}")
     pool_p50, cold_p50 = figures["shell, warm pool"][0], figures["shell, cold"][0]
     print(f"\nshell reset, warm pool / cold: {pool_p50 / cold_p50:.3f}")
-    verdicts = {name: "met" if figures[name][0] <= TARGET_SIM_P50_MS else "MISSED" for name in ("sim, in-process", "sim, REST")}
-    print(f"target: simulated reset p50 <= {TARGET_SIM_P50_MS:g} ms: " + ", ".join(f"{k} {v}" for k, v in verdicts.items()))
+    verdicts = {
+        name: "met" if figures[name][0] <= TARGET_SIM_P50_MS else "MISSED" for name in ("sim, in-process", "sim, REST")
+    }
+    print(
+        f"target: simulated reset p50 <= {TARGET_SIM_P50_MS:g} ms: "
+        + ", ".join(f"{k} {v}" for k, v in verdicts.items())
+    )
     if smoke:
         return
     rows = []
     for name, (p50, p99) in figures.items():
         simulated = name.startswith("sim")
-        rows.append(row(f"reset p50, {name}", p50, "ms", target=f"<= {TARGET_SIM_P50_MS:g}" if simulated else None, better="lower"))
+        rows.append(
+            row(
+                f"reset p50, {name}",
+                p50,
+                "ms",
+                target=f"<= {TARGET_SIM_P50_MS:g}" if simulated else None,
+                better="lower",
+            )
+        )
         rows.append(row(f"reset p99, {name} (n = {len(samples[name])})", p99, "ms", better="lower"))
     rows.append(
         row(
@@ -155,7 +178,12 @@ def report(samples: dict[str, list[float]], smoke: bool) -> None:
             better="lower",
         )
     )
-    write_results(__file__, "Episode reset latency: simulated (in-process and REST) and a real shell sandbox, warm pool or cold", rows)
+    write_results(
+        __file__,
+        "Episode reset latency: simulated (in-process and REST; world model: an instant stub) and a real shell "
+        "sandbox, warm pool or cold",
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -39,13 +39,19 @@ LABELS = {"session": "", "hardest-first": " --hardest-first"}
 def printed(kind: str, figure: dict) -> None:
     """One export's figures, as soon as measured (a million-record run takes a while)."""
     order, records = figure["order"], figure["records"]
-    print(f"{kind:>7} {order:>14} {records:>10,} {figure['seconds']:9.1f} {figure['rate']:10.0f} {figure['peak_mb']:12.1f}", flush=True)
+    print(
+        f"{kind:>7} {order:>14} {records:>10,} {figure['seconds']:9.1f} {figure['rate']:10.0f} "
+        f"{figure['peak_mb']:12.1f}",
+        flush=True,
+    )
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--million", action="store_true", help="grow each store on to 1,000,000 records")
-    parser.add_argument("--stores", default=",".join(STORES), help="the stores measured, comma-separated (default: sqlite,redis)")
+    parser.add_argument(
+        "--stores", default=",".join(STORES), help="the stores measured, comma-separated (default: sqlite,redis)"
+    )
     add_smoke_flag(parser)
     options = parser.parse_args()
     sizes = [500, 2_000] if options.smoke else [20_000, 200_000] + ([1_000_000] if options.million else [])
@@ -55,25 +61,37 @@ async def main() -> None:
     # A run of one store writes its own results file: it does not replace a run of both.
     part = None if set(kinds) == set(STORES) else "-".join(kinds)
     rows = []
-    print(f"{'store':>7} {'order':>14} {'records':>10} {'seconds':>9} {'records/s':>10} {'peak RSS MB':>12}", flush=True)
+    print(
+        f"{'store':>7} {'order':>14} {'records':>10} {'seconds':>9} {'records/s':>10} {'peak RSS MB':>12}", flush=True
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         server = RedisServer(folder).start()
         try:
             for kind in kinds:
                 figures = await export_at_sizes(
-                    kind, folder / kind, sizes, redis_url=server.url, orders=ORDERS, measured=functools.partial(printed, kind)
+                    kind,
+                    folder / kind,
+                    sizes,
+                    redis_url=server.url,
+                    orders=ORDERS,
+                    measured=functools.partial(printed, kind),
                 )
                 for figure in figures:
                     order, records = figure["order"], figure["records"]
                     label = f"{kind}{LABELS[order]}"
-                    rows.append(row(f"{label}: export rate, {records:,} records", figure["rate"], "records/s", better="higher"))
+                    rows.append(
+                        row(f"{label}: export rate, {records:,} records", figure["rate"], "records/s", better="higher")
+                    )
                     rows.append(row(f"{label}: peak RSS, {records:,} records", figure["peak_mb"], "MB", better="lower"))
                 for order in ORDERS:
                     peaks = [figure["peak_mb"] for figure in figures if figure["order"] == order]
                     growth = peaks[-1] - peaks[0]
                     label = f"{kind}{LABELS[order]}"
-                    print(f"{label}: peak RSS grew {growth:+.1f} MB from {sizes[0]:,} to {sizes[-1]:,} records (target < {FLAT_MB})")
+                    print(
+                        f"{label}: peak RSS grew {growth:+.1f} MB from "
+                        f"{sizes[0]:,} to {sizes[-1]:,} records (target < {FLAT_MB})"
+                    )
                     rows.append(
                         row(
                             f"{label}: peak RSS growth, {sizes[0]:,} to {sizes[-1]:,} records",

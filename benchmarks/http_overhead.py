@@ -59,14 +59,25 @@ def main() -> None:
     processes: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            upstream = subprocess.Popen([sys.executable, str(HERE / "_http_upstream.py")], stdout=subprocess.PIPE, text=True)
+            upstream = subprocess.Popen(
+                [sys.executable, str(HERE / "_http_upstream.py")], stdout=subprocess.PIPE, text=True
+            )
             processes.append(upstream)
             upstream_port = int(upstream.stdout.readline())
             url = f"http://127.0.0.1:{upstream_port}/data?x=1"
 
             mitm_port = free_port()
             mitmdump = subprocess.Popen(
-                [str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(mitm_port), "--set", "confdir=" + tmp + "/mitm"],
+                [
+                    str(BIN / "mitmdump"),
+                    "-q",
+                    "--listen-host",
+                    "127.0.0.1",
+                    "-p",
+                    str(mitm_port),
+                    "--set",
+                    "confdir=" + tmp + "/mitm",
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
@@ -105,7 +116,9 @@ def main() -> None:
             }
             if args.auth:
                 auth_port = start_simroute("simroute-auth", {"SIMROUTE_TOKEN": TOKEN})
-                clients["simroute-auth"] = httpx.Client(proxy=f"http://bench:{TOKEN}@127.0.0.1:{auth_port}", timeout=30, trust_env=False)
+                clients["simroute-auth"] = httpx.Client(
+                    proxy=f"http://bench:{TOKEN}@127.0.0.1:{auth_port}", timeout=30, trust_env=False
+                )
             for client in clients.values():  # warm up: connections, code paths, the CA
                 run_round(client, url, 50)
             results: dict[str, list[float]] = {name: [] for name in clients}
@@ -136,7 +149,9 @@ def main() -> None:
     if "simroute-auth" in figures:
         print(f"simroute-auth / mitmdump = {figures['simroute-auth'] / figures['mitmdump']:.2f}   (target <= 1.2)")
     if args.json:
-        args.json.write_text(json.dumps({"ms_per_request": figures, "rounds": results, "ratio": ratio, "records": recorded}, indent=2))
+        args.json.write_text(
+            json.dumps({"ms_per_request": figures, "rounds": results, "ratio": ratio, "records": recorded}, indent=2)
+        )
     if args.smoke:
         return
     mitm = "plain mitmdump, pass-through, interleaved rounds"

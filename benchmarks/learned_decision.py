@@ -35,6 +35,7 @@ from decision_latency import RULES
 from kit.learned import generate
 
 from backends.replay import ReplayBackend
+from calls import Call, Decision, Mode, Route, Session
 from policies.base import decide
 from policies.chain import default_policies
 from policies.learned import LearnedModel, LearnedPolicy, LearnedSettings, RouteModel, StateBuilder
@@ -44,7 +45,6 @@ from policies.learned.scorer import LinearScorer
 from policies.learned.training import TrainingSettings, train
 from policies.rules import parse_rule
 from policies.safety import SafetyClassifier
-from router.types import Call, Decision, Mode, Route, Session
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -63,10 +63,15 @@ def main() -> None:
     rows = generate(900)
     replay = ReplayBackend(None)  # type: ignore[arg-type]  # keys only: the router's replay keys, as it makes them per call
     for row in rows:
-        row["replay_key"] = replay.keys(Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"])).replay
+        row["replay_key"] = replay.keys(
+            Call(row["channel"], row["server"], row["tool"], row["arguments"], row["session"])
+        ).replay
     result = train(labels_from_rows(rows), TrainingSettings(cv_folds=3))
     model = LearnedModel(
-        {route: RouteModel(LinearScorer.from_classifier(c), result.thresholds[route]) for route, c in result.classifiers.items()},
+        {
+            route: RouteModel(LinearScorer.from_classifier(c), result.thresholds[route])
+            for route, c in result.classifiers.items()
+        },
         digest="bench",
     )
     builder = StateBuilder(max_divergence=0.2)
@@ -79,13 +84,18 @@ def main() -> None:
     )
     rules = [parse_rule(r, index=i) for i, r in enumerate(RULES)]
     chain = default_policies(rules=rules, mode=Mode.LEARNED, classifier=SafetyClassifier(), learned=policy)
-    plain = default_policies(rules=rules, mode=Mode.REAL, classifier=SafetyClassifier())  # the same chain ending in mode: real
+    # The same chain ending in mode: real.
+    plain = default_policies(rules=rules, mode=Mode.REAL, classifier=SafetyClassifier())
     calls = [Call("mcp", "srv", "get_motto", {}, "b"), Call("mcp", "srv", "get_visits", {}, "b")] + [
         Call("mcp", "srv", "get_weather", {"city": city}, "b") for city in ("Oslo", "Rome", "Lima", "Cairo")
     ]
     classifier = result.classifiers["sim"]
     features = [
-        call_features(CallFacts(c.channel, c.server, c.tool, c.arguments, "safe", 3, builder.labels.stats.get(f"mcp\x1fsrv\x1f{c.tool}")))
+        call_features(
+            CallFacts(
+                c.channel, c.server, c.tool, c.arguments, "safe", 3, builder.labels.stats.get(f"mcp\x1fsrv\x1f{c.tool}")
+            )
+        )
         for c in calls
     ]
     fallback = Decision(Route.REAL, "default", "none")
@@ -115,19 +125,29 @@ def main() -> None:
     chain_p50, chain_p99 = statistics.median(chain_us), percentile(chain_us, 0.99)
     sk_p50, sk_p99 = statistics.median(sklearn_us), percentile(sklearn_us, 0.99)
     print(f"{'case':58} {'p50 us':>9} {'p99 us':>9} {'n':>7}")
-    print(f"{'full chain, mode learned (gate + 10 rules + derived scorer)':58} {chain_p50:9.1f} {chain_p99:9.1f} {len(chain_us):7}")
     print(
-        f"{'same chain, mode real (no learned router)':58} {statistics.median(plain_us):9.1f} {percentile(plain_us, 0.99):9.1f} {len(plain_us):7}"
+        f"{'full chain, mode learned (gate + 10 rules + derived scorer)':58} "
+        f"{chain_p50:9.1f} {chain_p99:9.1f} {len(chain_us):7}"
     )
-    print(f"{'scikit-learn predict_proba, one call (features made)':58} {sk_p50:9.1f} {sk_p99:9.1f} {len(sklearn_us):7}")
+    print(
+        f"{'same chain, mode real (no learned router)':58} {statistics.median(plain_us):9.1f} "
+        f"{percentile(plain_us, 0.99):9.1f} {len(plain_us):7}"
+    )
+    print(
+        f"{'scikit-learn predict_proba, one call (features made)':58} {sk_p50:9.1f} {sk_p99:9.1f} {len(sklearn_us):7}"
+    )
     print(f"chain / predict_proba at p50: {chain_p50 / sk_p50:.3f}; routes decided: {routes}")
     print(
-        f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; gc {'on' if gc.isenabled() else 'off'}"
+        f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; gc "
+        f"{'on' if gc.isenabled() else 'off'}"
     )
     if options.smoke:
         print("targets: p50 <= 50 us, p99 <= 250 us (not judged in a smoke run)")
         return
-    print(f"targets: p50 <= 50 us {'met' if chain_p50 <= 50 else 'MISSED'}, p99 <= 250 us {'met' if chain_p99 <= 250 else 'MISSED'}")
+    print(
+        f"targets: p50 <= 50 us {'met' if chain_p50 <= 50 else 'MISSED'}, p99 <= 250 us "
+        f"{'met' if chain_p99 <= 250 else 'MISSED'}"
+    )
     plain_p50 = statistics.median(plain_us)
     predict = "scikit-learn predict_proba of the same model, one call, interleaved"
     write_results(

@@ -9,7 +9,7 @@ fails), run three ways:
 
   1. real, on A: the warm-up, one episode with `route: real` on a simroute Runtime
      built in this process (`mode: sim`, a fresh store), each call through the
-     episode's MCP face to mcp-server-git, recorded as any session is;
+     episode's MCP front door to mcp-server-git, recorded as any session is;
   2. simulated, on B: a fresh episode with `route: sim` on the same Runtime. The sim
      route's simulator is wrapped so that `AlignedReplay` (backends/alignment)
      answers first, as the integration will do; a call it cannot answer goes to the
@@ -63,7 +63,11 @@ from backends.alignment import AlignedReplay
 GIT_SERVER = {"command": sys.executable, "args": ["-m", "mcp_server_git"]}
 SWAP = (5, 6)  # git_diff_staged and git_status change places in the swapped run
 SMOKE_CALLS, SMOKE_SWAP = 4, (1, 2)
-NO_MODEL = {"engine": "openai", "url": "http://127.0.0.1:9/v1", "deadline_s": 5}  # nothing listens: misses answer an error
+NO_MODEL = {
+    "engine": "openai",
+    "url": "http://127.0.0.1:9/v1",
+    "deadline_s": 5,
+}  # nothing listens: misses answer an error
 WITH_MODEL = {"max_tokens": 128, "deadline_s": 60}
 BASELINE = "the world model alone: 0.07 and 0.18 in two runs (issue 37)"
 
@@ -81,7 +85,11 @@ class Repository:
 
     def make(self) -> Path:
         self.path.mkdir(parents=True)
-        for argv in (["init", "-q", "-b", "main"], ["config", "user.name", "Bench Mark"], ["config", "user.email", "bench@example.com"]):
+        for argv in (
+            ["init", "-q", "-b", "main"],
+            ["config", "user.name", "Bench Mark"],
+            ["config", "user.email", "bench@example.com"],
+        ):
             _git(self.path, *argv)
         for message, files in self.commits:
             for name, text in files.items():
@@ -161,7 +169,10 @@ def swapped(calls: list, pair: tuple[int, int]) -> list:
 _MASKS = [
     (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"), "<uuid>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s?(?:Z|[+-]\d{2}:?\d{2}))?"), "<date>"),
-    (re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? [A-Z][a-z]{2} \d{1,2} \d{2}:\d{2}:\d{2} \d{4}(?: [+-]\d{4})?"), "<date>"),
+    (
+        re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? [A-Z][a-z]{2} \d{1,2} \d{2}:\d{2}:\d{2} \d{4}(?: [+-]\d{4})?"),
+        "<date>",
+    ),
     (re.compile(r"\d{4}-\d{2}-\d{2}"), "<date>"),
     (re.compile(r"\b[0-9a-f]{7,64}\b"), "<hash>"),
     (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|sec|seconds?|minutes?|hours?)(?: ago)?\b"), "<duration>"),
@@ -233,12 +244,12 @@ async def through_simroute(
     from router.runtime.runtime import Runtime
 
     runtime = Runtime(load_config(config))
-    server = build_server(runtime)
+    server = build_server(runtime.mcp_parts)
     await runtime.start()
     inner = runtime.engine.simulator
     out = []
     try:
-        host = EpisodeHost(runtime, server)
+        host = EpisodeHost(runtime.episode_parts, server)
         await episode(host, "real", warm_up)
         for calls in runs:
             first = runtime.engine.simulator = AlignedFirst(AlignedReplay(runtime.store, runtime.replay), inner)
@@ -246,7 +257,9 @@ async def through_simroute(
         again = []
         for _ in range(rounds):
             first = runtime.engine.simulator = AlignedFirst(AlignedReplay(runtime.store, runtime.replay), inner)
-            assert await episode(host, "sim", runs[0]) == out[0][0], "a repeated simulated session was answered otherwise"
+            assert await episode(host, "sim", runs[0]) == out[0][0], (
+                "a repeated simulated session was answered otherwise"
+            )
             again.append(first)
     finally:
         await runtime.aclose()
@@ -254,7 +267,7 @@ async def through_simroute(
 
 
 async def episode(host: Any, route: str, calls: list) -> list[tuple[str, bool]]:
-    """The calls in a new episode on `route`, through its MCP face: (text, is_error) of each answer."""
+    """The calls in a new episode on `route`, through its MCP front door: (text, is_error) of each answer."""
     opened = await host.reset(options={"route": route})
     answers = []
     try:
@@ -262,7 +275,9 @@ async def episode(host: Any, route: str, calls: list) -> list[tuple[str, bool]]:
             step = await host.step(opened, {"type": "call_tool", "tool_name": tool, "arguments": arguments})
             result = step["observation"]["result"]
             assert step["info"]["provenance"] == route or result.get("isError"), step
-            answers.append(("\n".join(block.get("text", "") for block in result["content"]), bool(result.get("isError"))))
+            answers.append(
+                ("\n".join(block.get("text", "") for block in result["content"]), bool(result.get("isError")))
+            )
     finally:
         await host.close(opened)
     return answers
@@ -271,7 +286,9 @@ async def episode(host: Any, route: str, calls: list) -> list[tuple[str, bool]]:
 # --- report -------------------------------------------------------------------------------
 
 
-def report(name: str, calls: list, real: list[tuple[str, bool]], served: list[tuple[str, bool]], first: AlignedFirst) -> float:
+def report(
+    name: str, calls: list, real: list[tuple[str, bool]], served: list[tuple[str, bool]], first: AlignedFirst
+) -> float:
     scores = [fidelity(t, s) for t, s in zip(real, served, strict=True)]
     print(f"\n{name}: mean fidelity {statistics.fmean(scores):.3f}")
     for (tool, _), score, basis, (text, error) in zip(calls, scores, first.answered, served, strict=True):
@@ -287,8 +304,12 @@ def percentile(values: list[float], q: float) -> float:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", action="store_true", help="calls aligned replay cannot answer go to the bundled world model")
-    parser.add_argument("--rounds", type=int, default=10, help="the simulated session again this many times, for the timings")
+    parser.add_argument(
+        "--model", action="store_true", help="calls aligned replay cannot answer go to the bundled world model"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=10, help="the simulated session again this many times, for the timings"
+    )
     add_smoke_flag(parser)
     options = parser.parse_args()
     started = time.perf_counter()
@@ -303,12 +324,16 @@ async def main() -> None:
         calls_swapped = swapped(workload(b_swapped)[: len(calls_b)], pair)
         world_model = WITH_MODEL if options.model else NO_MODEL
         config = write_config(base, mode="sim", mcpServers={"git": GIT_SERVER}, world_model=world_model)
-        runs, again = await through_simroute(config, calls_a, [calls_b, calls_swapped], rounds=0 if options.smoke else options.rounds)
+        runs, again = await through_simroute(
+            config, calls_a, [calls_b, calls_swapped], rounds=0 if options.smoke else options.rounds
+        )
         [(served, first), (served_swapped, first_swapped)] = runs
         # The truth last: the simulated runs never touch B, the real calls change it.
         real, real_swapped = await truth(calls_b), await truth(calls_swapped)
     mean = report("in order", calls_b, real, served, first)
-    mean_swapped = report(f"calls {pair[0]} and {pair[1]} swapped", calls_swapped, real_swapped, served_swapped, first_swapped)
+    mean_swapped = report(
+        f"calls {pair[0]} and {pair[1]} swapped", calls_swapped, real_swapped, served_swapped, first_swapped
+    )
     timed = [first, first_swapped, *again]
     pairs = [pair for each in timed for pair in zip(each.timings_ms, each.answered, strict=True)]
     timings = [ms for ms, basis in pairs if basis is not None]  # answers that cost no model call
@@ -326,16 +351,31 @@ async def main() -> None:
     fallback = "the bundled world model" if options.model else "a simulation error (no world model reachable)"
     write_results(
         __file__,
-        f"MCP fidelity on mcp-server-git from sequence-aligned replay ({len(calls_b)} calls; misses answered by {fallback})",
+        "MCP fidelity on mcp-server-git from sequence-aligned "
+        f"replay ({len(calls_b)} calls; misses answered by {fallback})",
         [
-            row("mean fidelity, same calls on repository B", mean, "ratio", baseline=BASELINE, target=">= 0.6", better="higher"),
+            row(
+                "mean fidelity, same calls on repository B",
+                mean,
+                "ratio",
+                baseline=BASELINE,
+                target=">= 0.6",
+                better="higher",
+            ),
             row(f"mean fidelity, calls {pair[0]} and {pair[1]} swapped", mean_swapped, "ratio", better="higher"),
             row("calls answered by aligned replay", answered, "share", better="higher"),
             row("calls answered by aligned replay, swapped", answered_swapped, "share", better="higher"),
             row("AlignedReplay.answer p50", p50, "ms", target="<= 2", better="lower"),
             row("AlignedReplay.answer p99", p99, "ms", target="<= 20", better="lower"),
             *(
-                [row("AlignedReplay.answer p50 on a miss (before the model is asked)", statistics.median(misses), "ms", better="lower")]
+                [
+                    row(
+                        "AlignedReplay.answer p50 on a miss (before the model is asked)",
+                        statistics.median(misses),
+                        "ms",
+                        better="lower",
+                    )
+                ]
                 if misses
                 else []
             ),

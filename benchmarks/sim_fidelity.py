@@ -45,7 +45,7 @@ from _items_api import ItemsApi  # noqa: E402
 from _results import add_smoke_flag, row, write_results  # noqa: E402
 
 from backends.world_model.checks import check  # noqa: E402
-from router.types import Observation  # noqa: E402
+from calls import Observation  # noqa: E402
 from shadow.compare.divergence import divergence  # noqa: E402
 
 NOTES = ROOT / "tests" / "servers" / "notes_store.py"
@@ -150,7 +150,9 @@ def env_for(checkout: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(checkout), "PYTHONUNBUFFERED": "1"}
 
 
-async def run_mcp(config: Path, checkout: Path, session: str, channels: set[str] = frozenset({"mcp", "shell"})) -> list[dict]:
+async def run_mcp(
+    config: Path, checkout: Path, session: str, channels: set[str] = frozenset({"mcp", "shell"})
+) -> list[dict]:
     """The MCP and shell calls through `simroute mcp` over stdio; wall time per call."""
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
@@ -204,7 +206,9 @@ def run_http(config: Path, checkout: Path, api: str, session: str) -> list[dict]
             for method, path, body in HTTP_CALLS:
                 started = time.monotonic()
                 client.request(method, api + path, json=body, headers={"X-Simroute-Session": session})
-                timings.append({"channel": "http", "label": f"{method} {path}", "latency_s": time.monotonic() - started})
+                timings.append(
+                    {"channel": "http", "label": f"{method} {path}", "latency_s": time.monotonic() - started}
+                )
     finally:
         stop(process)
     return timings
@@ -229,7 +233,9 @@ def phase(config: Path, checkout: Path, api: str, channels: set[str]) -> list[di
     return [t for t in timings if t["channel"] in channels]
 
 
-def score(real: dict[str, list[Observation]], simulated: dict[str, list[Observation]], timings: list[dict]) -> list[dict]:
+def score(
+    real: dict[str, list[Observation]], simulated: dict[str, list[Observation]], timings: list[dict]
+) -> list[dict]:
     rows, seen = [], {"mcp": 0, "shell": 0, "http": 0}  # records of a channel come in call order
     for timing in timings:
         channel = timing["channel"]
@@ -238,7 +244,15 @@ def score(real: dict[str, list[Observation]], simulated: dict[str, list[Observat
         r, s = real[channel][index], simulated[channel][index]
         json_body = channel == "http" and _is_json((r.structured or {}).get("body"))
         problem = check(channel, s, schema=timing.get("schema"), json_body=json_body)
-        rows.append({**timing, "divergence": divergence(r, s), "well_formed": problem is None, "problem": problem, "sim": s.text[:60]})
+        rows.append(
+            {
+                **timing,
+                "divergence": divergence(r, s),
+                "well_formed": problem is None,
+                "problem": problem,
+                "sim": s.text[:60],
+            }
+        )
     return rows
 
 
@@ -271,13 +285,16 @@ def print_per_call(results: dict[str, list[dict]]) -> None:
         print(f"{'channel':7} {'call':50} {'div':>5} {'ok':>3} {'lat s':>6}  simulated")
         for r in rows:
             print(
-                f"{r['channel']:7} {r['label'][:50]:50} {r['divergence']:5.2f} {'yes' if r['well_formed'] else 'NO':>3} {r['latency_s']:6.1f}  {r['sim']!r}"
+                f"{r['channel']:7} {r['label'][:50]:50} {r['divergence']:5.2f} "
+                f"{'yes' if r['well_formed'] else 'NO':>3} {r['latency_s']:6.1f}  {r['sim']!r}"
             )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, help="another checkout whose simulation is measured first, as the baseline")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout whose simulation is measured first, as the baseline"
+    )
     parser.add_argument("--json", type=Path, help="also write every row here")
     parser.add_argument("--channels", default="mcp,shell,http", help="a subset of mcp,shell,http")
     add_smoke_flag(parser)
@@ -304,7 +321,9 @@ def main() -> None:
             simulated = write_config(folder, store, "sim")
             timings = phase(simulated, checkout, api, channels)
             sim_observations = observations(simulated)
-            sim_observations = {ch: obs[-len(real[ch]) :] for ch, obs in sim_observations.items() if ch in real}  # this phase's only
+            sim_observations = {
+                ch: obs[-len(real[ch]) :] for ch, obs in sim_observations.items() if ch in real
+            }  # this phase's only
             results[name] = score(real, sim_observations, timings)
     server.shutdown()
 
@@ -317,12 +336,17 @@ def main() -> None:
             print(f"{name:9}{channel:7} {d:9.3f} {w:11.0%} {med:9.2f} {mean:7.2f}")
         if "baseline" in tables:
             b, c = tables["baseline"][channel], tables["current"][channel]
-            print(f"{'ratio':9}{channel:7} {c[0] / b[0] if b[0] else float('nan'):9.2f} {'':>12} {c[2] / b[2]:9.2f} {c[3] / b[3]:7.2f}")
+            print(
+                f"{'ratio':9}{channel:7} {c[0] / b[0] if b[0] else float('nan'):9.2f} "
+                f"{'':>12} {c[2] / b[2]:9.2f} {c[3] / b[3]:7.2f}"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
     if not args.smoke:
         baseline = f"the simulation of the checkout {args.baseline}, same run" if args.baseline else None
-        write_results(__file__, "Simulation fidelity on a mixed workload (bundled world model)", summary_rows(tables, baseline))
+        write_results(
+            __file__, "Simulation fidelity on a mixed workload (bundled world model)", summary_rows(tables, baseline)
+        )
 
 
 if __name__ == "__main__":

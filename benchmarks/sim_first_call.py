@@ -7,11 +7,11 @@ contexts, max_tokens 256 capped by the tools' recorded answer sizes, temperature
 a few lines; each tool has two recorded answers from another session. Each agent
 session makes 6 calls on different tools.
 
-Two engines, sessions interleaved one by one: `shared` saves the model state after
+Two model runners, sessions interleaved one by one: `shared` saves the model state after
 the system prompt (task + the 12 tool definitions) the first time it is read and
 loads it into every new session; `baseline` has that off
 (shared_system_states=0), so a new session re-reads the system prompt. The first
-session of each engine pays the one-time read and is reported apart.
+session of each model runner pays the one-time read and is reported apart.
 
 Targets (issue 17): a session's first call <= 1.5x a later step; median latency of
 a simulated MCP tool on a dozen-tool server <= 2 s when its answers are a few lines.
@@ -30,10 +30,10 @@ from pathlib import Path
 
 from _results import add_smoke_flag, row, write_results
 
-from backends.world_model.llama_engine import LlamaCppEngine
+from backends.world_model.llama_runner import LlamaCppRunner
 from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 DEFAULT_MODEL = "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -42,7 +42,11 @@ def tool(name: str, description: str, **properties: str) -> dict:
     return {
         "name": name,
         "description": description,
-        "inputSchema": {"type": "object", "properties": {k: {"type": v} for k, v in properties.items()}, "required": list(properties)},
+        "inputSchema": {
+            "type": "object",
+            "properties": {k: {"type": v} for k, v in properties.items()},
+            "required": list(properties),
+        },
     }
 
 
@@ -102,11 +106,14 @@ def records_for(call: Call) -> list[dict]:
     ]
 
 
-def simulator_with(engine: LlamaCppEngine) -> WorldModelSimulator:
+def simulator_with(model_runner: LlamaCppRunner) -> WorldModelSimulator:
     domain = McpDomain(
-        tools_for=lambda server: TOOLS, records_for=records_for, output_schema_for=lambda server, name: None, tool_list="signatures"
+        tools_for=lambda server: TOOLS,
+        records_for=records_for,
+        output_schema_for=lambda server, name: None,
+        tool_list="signatures",
     )
-    return WorldModelSimulator(engine, domains={"mcp": domain}, max_tokens=256, context_tokens=4096)
+    return WorldModelSimulator(model_runner, domains={"mcp": domain}, max_tokens=256, context_tokens=4096)
 
 
 async def run_session(simulator: WorldModelSimulator, session_id: str, calls: list[tuple[str, dict]]) -> list[float]:
@@ -119,13 +126,15 @@ async def run_session(simulator: WorldModelSimulator, session_id: str, calls: li
         latencies.append(time.perf_counter() - started)
         if observation.is_error and observation.text.startswith("simroute:"):
             raise RuntimeError(f"{name}: {observation.text}")
-        session.history.append(Turn(call, Observation(observation.content, Provenance.SIM, is_error=observation.is_error)))
+        session.history.append(
+            Turn(call, Observation(observation.content, Provenance.SIM, is_error=observation.is_error))
+        )
     return latencies
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=6, help="sessions per engine after the first")
+    parser.add_argument("--sessions", type=int, default=6, help="sessions per model runner after the first")
     parser.add_argument("--model", default=DEFAULT_MODEL)
     add_smoke_flag(parser)
     options = parser.parse_args()
@@ -134,30 +143,32 @@ async def main() -> None:
         options.sessions = 1
 
     prefill = "**Environment Observation:**\n"
-    engines = {
-        "shared": LlamaCppEngine(Path(options.model), n_ctx=4096, prefill=prefill),
-        "baseline": LlamaCppEngine(Path(options.model), n_ctx=4096, prefill=prefill, shared_system_states=0),
+    model_runners = {
+        "shared": LlamaCppRunner(Path(options.model), n_ctx=4096, prefill=prefill),
+        "baseline": LlamaCppRunner(Path(options.model), n_ctx=4096, prefill=prefill, shared_system_states=0),
     }
-    simulators = {name: simulator_with(engine) for name, engine in engines.items()}
-    for engine in engines.values():
-        await engine.start()  # loading is not part of any call
-    system_tokens = engines["shared"].count_tokens(
+    simulators = {name: simulator_with(model_runner) for name, model_runner in model_runners.items()}
+    for model_runner in model_runners.values():
+        await model_runner.start()  # loading is not part of any call
+    system_tokens = model_runners["shared"].count_tokens(
         simulators["shared"].messages_for(Call("mcp", "notes", "version", {}, "x"), Session("x"))[0]["content"]
     )
 
-    runs: dict[str, list[list[float]]] = {name: [] for name in engines}
-    for index in range(options.sessions + 1):  # interleaved: one session of each engine in turn
+    runs: dict[str, list[list[float]]] = {name: [] for name in model_runners}
+    for index in range(options.sessions + 1):  # interleaved: one session of each model runner in turn
         for name, simulator in simulators.items():
             runs[name].append(await run_session(simulator, f"{name}-{index}", calls))
-    for engine in engines.values():
-        await engine.aclose()
+    for model_runner in model_runners.values():
+        await model_runner.aclose()
 
     print(
         f"\nSmolLM2-135M in-process, 12-tool server (system prompt {system_tokens} tokens), "
-        f"{options.sessions} sessions x {len(calls)} calls per engine after a first one; load average {os.getloadavg()[0]:.2f}\n"
+        f"{options.sessions} sessions x {len(calls)} calls per model runner after a first one; load average "
+        f"{os.getloadavg()[0]:.2f}\n"
     )
     print(
-        f"{'engine':9} {'1st session 1st call':>21} {'first call (median)':>20} {'later step (median)':>20} {'first/later':>12} {'all calls median':>17}"
+        f"{'engine':9} {'1st session 1st call':>21} {'first call (median)':>20} {'later step (median)':>20} "
+        f"{'first/later':>12} {'all calls median':>17}"
     )
     figures = {}
     for name, sessions in runs.items():
@@ -185,7 +196,7 @@ async def main() -> None:
             "first call, shared / baseline",
             shared[0] / baseline[0],
             "ratio",
-            baseline="an engine that re-reads the system prompt (shared_system_states=0)",
+            baseline="a model runner that re-reads the system prompt (shared_system_states=0)",
             better="lower",
         ),
         row(
@@ -198,7 +209,9 @@ async def main() -> None:
         ),
         row("shared: median simulated call, 12-tool server", shared[2], "s", target="<= 2", better="lower"),
     ]
-    write_results(__file__, "A new session's first simulated call against its later steps (bundled GGUF world model)", rows)
+    write_results(
+        __file__, "A new session's first simulated call against its later steps (bundled GGUF world model)", rows
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from _results import add_smoke_flag, row, write_results
 
-from backends.world_model.llama_engine import LlamaCppEngine
+from backends.world_model.llama_runner import LlamaCppRunner
 from backends.world_model.mcp_prompt import build_mcp_messages
 from backends.world_model.parse import InvalidPrediction, parse_prediction
 
@@ -33,7 +33,10 @@ TOOLS = [
     {
         "name": "git_log",
         "description": "Shows the commit logs",
-        "inputSchema": {"type": "object", "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer"}}},
+        "inputSchema": {
+            "type": "object",
+            "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer"}},
+        },
     },
 ]
 HISTORY = [
@@ -59,18 +62,23 @@ def quoted_layout() -> list[dict[str, str]]:
     """The example turn folded into the last message, as a quotation before the action."""
     messages = example_turn_layout()
     final, observation, example = messages.pop(), messages.pop(), messages.pop()
-    quoted = f"A real result of this server in another session:\n\n{example['content']}\n{observation['content']}\n\n{final['content']}"
+    quoted = (
+        "A real result of this server in another "
+        f"session:\n\n{example['content']}\n{observation['content']}\n\n{final['content']}"
+    )
     return [*messages, {"role": "user", "content": quoted}]
 
 
 async def well_formed(messages: list[dict[str, str]], samples: int) -> int:
     good = 0
     for seed in range(samples):
-        engine = LlamaCppEngine(str(MODEL), n_ctx=4096, seed=seed, cached_sessions=1, prefill="**Environment Observation:**\n")
+        model_runner = LlamaCppRunner(
+            str(MODEL), n_ctx=4096, seed=seed, cached_sessions=1, prefill="**Environment Observation:**\n"
+        )
         try:
-            completion = await engine.complete(messages, session_id="bench", deadline_s=120, max_tokens=40)
+            completion = await model_runner.complete(messages, session_id="bench", deadline_s=120, max_tokens=40)
         finally:
-            await engine.aclose()
+            await model_runner.aclose()
         try:
             good += parse_prediction(completion.text).startswith(FORMAT)
         except InvalidPrediction:
@@ -85,7 +93,10 @@ async def main() -> None:
     options = parser.parse_args()
     samples = 1 if options.smoke else options.samples
     rows = []
-    print(f"SmolLM2-135M, text tool git_status, {samples} samples (seeds 0..{samples - 1}), answers in the recorded format:")
+    print(
+        f"SmolLM2-135M, text tool git_status, {samples} samples "
+        f"(seeds 0..{samples - 1}), answers in the recorded format:"
+    )
     for name, layout in (("example turn", example_turn_layout), ("quoted", quoted_layout)):
         good = await well_formed(layout(), samples)
         print(f"  {name:13} {good:3d} / {samples}")
@@ -99,7 +110,11 @@ async def main() -> None:
             )
         )
     if not options.smoke:
-        write_results(__file__, "How often the bundled world model answers a text tool in the real format, by example layout", rows)
+        write_results(
+            __file__,
+            "How often the bundled world model answers a text tool in the real format, by example layout",
+            rows,
+        )
 
 
 if __name__ == "__main__":

@@ -40,14 +40,17 @@ TARGET_EQUAL = 0.95
 
 async def simulated(http: httpx.AsyncClient, episode: Episode) -> list[dict]:
     """Each step's answer, its source, the time inside simroute and the client's round trip."""
-    answer = await http.post("/episodes", json={"options": {"route": "sim", "channels": ["shell"], "files": episode.files}})
+    answer = await http.post(
+        "/episodes", json={"options": {"route": "sim", "channels": ["shell"], "files": episode.files}}
+    )
     answer.raise_for_status()
     episode_id, steps = answer.json()["episode_id"], []
     try:
         for command in episode.commands:
             started = time.perf_counter()
             stepped = await http.post(
-                f"/episodes/{episode_id}/step", json={"type": "call_tool", "tool_name": "shell_exec", "arguments": {"command": command}}
+                f"/episodes/{episode_id}/step",
+                json={"type": "call_tool", "tool_name": "shell_exec", "arguments": {"command": command}},
             )
             round_trip = (time.perf_counter() - started) * 1000
             stepped.raise_for_status()
@@ -95,12 +98,19 @@ async def main() -> None:
 def state_answer_ms(store: Path) -> list[float]:
     """The latency each answer from state recorded: the sim route's own work for it."""
     with sqlite3.connect(store) as db:
-        bodies = [json.loads(body) for (body,) in db.execute("SELECT body FROM records WHERE channel = 'shell' AND provenance = 'sim'")]
+        bodies = [
+            json.loads(body)
+            for (body,) in db.execute("SELECT body FROM records WHERE channel = 'shell' AND provenance = 'sim'")
+        ]
     return [float(b["latency_ms"]) for b in bodies if (b["observation"].get("source") or {}).get("sub") == "state"]
 
 
 def report(
-    options: argparse.Namespace, episodes: list[Episode], truths: list[list], measured: list[list[dict]], answer_ms: list[float]
+    options: argparse.Namespace,
+    episodes: list[Episode],
+    truths: list[list],
+    measured: list[list[dict]],
+    answer_ms: list[float],
 ) -> None:
     equal, by_sub, state_ms, trips = 0, Counter(), [], []
     for episode, truth, steps in zip(episodes, truths, measured, strict=True):
@@ -117,25 +127,34 @@ def report(
                 print(f"served:  {mask_dates(step['answer'][0])!r} exit {step['answer'][1]}")
     total = sum(len(steps) for steps in measured)
     share = equal / total
-    print(f"\n{total} simulated steps in {len(episodes)} episodes, the bundled model loaded; load average {load_average()}")
+    print(
+        f"\n{total} simulated steps in {len(episodes)} episodes, "
+        f"the bundled model loaded; load average {load_average()}"
+    )
     print(f"equal to the sandbox: {equal}/{total} = {share:.3f} (target >= {TARGET_EQUAL})")
     for sub in sorted({sub for sub, _ in by_sub}, key=str):
         print(f"  answered by {sub}: {by_sub[(sub, True)] + by_sub[(sub, False)]} steps, {by_sub[(sub, True)]} equal")
     if answer_ms:
         print(
-            f"an answer from state (the sim route's work): p50 {statistics.median(answer_ms):.3f} ms, p99 {percentile(answer_ms, 0.99):.3f} ms"
+            f"an answer from state (the sim route's work): p50 {statistics.median(answer_ms):.3f} ms, p99 "
+            f"{percentile(answer_ms, 0.99):.3f} ms"
         )
     if state_ms:
         print(
-            f"a step answered from state, inside simroute: p50 {statistics.median(state_ms):.2f} ms, p99 {percentile(state_ms, 0.99):.2f} ms"
+            f"a step answered from state, inside simroute: p50 {statistics.median(state_ms):.2f} ms, p99 "
+            f"{percentile(state_ms, 0.99):.2f} ms"
         )
-    print(f"REST round trip of a simulated step: p50 {statistics.median(trips):.2f} ms, p99 {percentile(trips, 0.99):.2f} ms")
+    print(
+        f"REST round trip of a simulated step: p50 {statistics.median(trips):.2f} ms, p99 "
+        f"{percentile(trips, 0.99):.2f} ms"
+    )
     if options.smoke:
         return
     state_steps = by_sub[("state", True)] + by_sub[("state", False)]
     write_results(
         __file__,
-        "A simulated shell's steps against the sandbox image, through the sim route (issue 37's workload; the bundled model loaded)",
+        "A simulated shell's steps against the sandbox image, through "
+        "the sim route (issue 37's workload; the bundled model loaded)",
         [
             row(
                 f"steps equal to the sandbox ({total} steps, {len(episodes)} episodes)",
@@ -159,7 +178,13 @@ def report(
                 target="<= 20",
                 better="lower",
             ),
-            row("REST round trip p50 of a simulated shell step", statistics.median(trips), "ms", target="<= 50", better="lower"),
+            row(
+                "REST round trip p50 of a simulated shell step",
+                statistics.median(trips),
+                "ms",
+                target="<= 50",
+                better="lower",
+            ),
         ],
     )
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from _results import add_smoke_flag, row, write_results
 
-from backends.world_model.llama_engine import LlamaCppEngine
+from backends.world_model.llama_runner import LlamaCppRunner
 from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 DEFAULT_MODEL = "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 OUTPUT_SCHEMA = {
@@ -50,7 +50,11 @@ TOOLS = [
         "description": "Convert time between timezones",
         "inputSchema": {
             "type": "object",
-            "properties": {"source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}},
+            "properties": {
+                "source_timezone": {"type": "string"},
+                "time": {"type": "string"},
+                "target_timezone": {"type": "string"},
+            },
             "required": ["source_timezone", "time", "target_timezone"],
         },
     },
@@ -59,28 +63,30 @@ ZONES = ["Europe/Paris", "Asia/Tokyo", "America/Lima", "Africa/Cairo", "Australi
 DEMO = '{"timezone": "Asia/Tokyo", "datetime": "2026-11-22T18:05:30+09:00", "day_of_week": "Sunday", "is_dst": false}'
 
 
-class MeasuredEngine:
-    """Passes through to the engine, keeping each completion's figures."""
+class MeasuredModelRunner:
+    """Passes through to the model runner, keeping each completion's figures."""
 
-    def __init__(self, engine: LlamaCppEngine) -> None:
-        self.engine = engine
+    def __init__(self, model_runner: LlamaCppRunner) -> None:
+        self.model_runner = model_runner
         self.last = None
 
     async def start(self) -> None:
-        await self.engine.start()
+        await self.model_runner.start()
 
     def count_tokens(self, text: str) -> int:
-        return self.engine.count_tokens(text)
+        return self.model_runner.count_tokens(text)
 
     async def complete(self, messages, **kwargs):
-        self.last = await self.engine.complete(messages, **kwargs)
+        self.last = await self.model_runner.complete(messages, **kwargs)
         return self.last
 
     async def aclose(self) -> None:
-        await self.engine.aclose()
+        await self.model_runner.aclose()
 
 
-async def step(simulator: WorldModelSimulator, measured: MeasuredEngine, session: Session, index: int) -> tuple[float, int, int]:
+async def step(
+    simulator: WorldModelSimulator, measured: MeasuredModelRunner, session: Session, index: int
+) -> tuple[float, int, int]:
     call = Call("mcp", "time", "get_current_time", {"timezone": ZONES[index % len(ZONES)]}, session.id)
     started = time.perf_counter()
     observation = await simulator.simulate(call, session, deadline_s=120)
@@ -88,7 +94,9 @@ async def step(simulator: WorldModelSimulator, measured: MeasuredEngine, session
     if observation.is_error:
         raise RuntimeError(f"simulation failed at step {index + 1}: {observation.text}")
     # The agent saw this observation: it becomes history for the next step.
-    session.history.append(Turn(call, Observation(observation.content, Provenance.SIM, structured=observation.structured)))
+    session.history.append(
+        Turn(call, Observation(observation.content, Provenance.SIM, structured=observation.structured))
+    )
     return latency, measured.last.evaluated_tokens, measured.last.prompt_tokens
 
 
@@ -102,8 +110,8 @@ async def main() -> None:
     if options.smoke:
         options.steps, options.sessions = 2, 2
 
-    engine = LlamaCppEngine(Path(options.model), n_ctx=4096, cached_sessions=options.sessions, temperature=0.0)
-    measured = MeasuredEngine(engine)
+    model_runner = LlamaCppRunner(Path(options.model), n_ctx=4096, cached_sessions=options.sessions, temperature=0.0)
+    measured = MeasuredModelRunner(model_runner)
     domain = McpDomain(
         tools_for=lambda server: TOOLS,
         records_for=lambda call: [
@@ -134,7 +142,10 @@ async def main() -> None:
     print(f"{'case':28} {'step':>5} {'latency s':>10} {'evaluated':>10} {'prompt':>8}")
     ratios = {}
     rows = []
-    for label, rows_per_session in (("one session", [single_rows]), (f"{options.sessions} sessions interleaved", interleaved_rows)):
+    for label, rows_per_session in (
+        ("one session", [single_rows]),
+        (f"{options.sessions} sessions interleaved", interleaved_rows),
+    ):
         for s in report_steps:
             latency = statistics.fmean(rows[s - 1][0] for rows in rows_per_session)
             evaluated = statistics.fmean(rows[s - 1][1] for rows in rows_per_session)

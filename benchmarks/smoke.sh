@@ -31,6 +31,7 @@ benchmarks=(
   shell_pool.py
   shell_exec.py
   shell_state_equality.py
+  fork_rehearsal.py
   browser_actions.py
   sim_step_latency.py
   sim_format.py
@@ -42,6 +43,7 @@ benchmarks=(
   episode_reset.py
   episode_load.py
   episode_clients.py
+  sim_to_real.py
 )
 
 timings=()

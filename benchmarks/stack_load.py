@@ -175,7 +175,9 @@ async def reset(http: httpx.AsyncClient, options: dict[str, Any]) -> tuple[str, 
 def client(target: Target, sessions: int) -> httpx.AsyncClient:
     # Idle connections expire before the servers' keep-alive timeout (uvicorn: 5 s).
     limits = httpx.Limits(max_connections=sessions + 8, max_keepalive_connections=sessions + 8, keepalive_expiry=2.0)
-    return httpx.AsyncClient(base_url=target.url, headers={"Authorization": f"Bearer {target.token}"}, limits=limits, timeout=120)
+    return httpx.AsyncClient(
+        base_url=target.url, headers={"Authorization": f"Bearer {target.token}"}, limits=limits, timeout=120
+    )
 
 
 async def record(target: Target, replays: int) -> list[str]:
@@ -243,15 +245,21 @@ def explain(target: str, steps: list[Step], lost_ids: list[str]) -> None:
     lost = set(lost_ids)
     for s in steps:
         if s.record_id in lost:
-            print(f"    {target}: record {s.record_id} lost; its answer: {s.kind}, {s.error or 'ok'} {s.detail} ({s.ms:.0f} ms)")
+            print(
+                f"    {target}: record {s.record_id} lost; its answer: "
+                f"{s.kind}, {s.error or 'ok'} {s.detail} ({s.ms:.0f} ms)"
+            )
 
 
 def describe(run: Run) -> str:
-    kinds = "  ".join(f"{kind} p50 {percentile(ms, 0.5):.1f}" for kind in KINDS if (ms := [s.ms for s in run.steps if s.kind == kind]))
+    kinds = "  ".join(
+        f"{kind} p50 {percentile(ms, 0.5):.1f}" for kind in KINDS if (ms := [s.ms for s in run.steps if s.kind == kind])
+    )
     return (
         f"{run.target:11} {len(run.steps) / run.elapsed_s:8.1f} calls/s  p50 {percentile(run.ms, 0.5):7.2f} ms  p99 "
         f"{percentile(run.ms, 0.99):7.2f} ms  errors {run.errors} {run.error_kinds() or ''} moved {run.moved}  "
-        f"records: {run.audit.describe()}  [{kinds}]  opening p50 {percentile([s.ms for s in run.opening], 0.5):.0f} ms  "
+        f"records: {run.audit.describe()}  [{kinds}]  opening p50 "
+        f"{percentile([s.ms for s in run.opening], 0.5):.0f} ms  "
         f"sessions per replica {run.per_replica}  load {run.load}"
     )
 
@@ -279,7 +287,11 @@ class Pooled:
 async def measure(options: argparse.Namespace, token: str) -> list[Run]:
     runs: list[Run] = []
     replays = math.ceil(options.calls / len(KINDS))
-    with tempfile.TemporaryDirectory(prefix="simroute-bench-") as folder, stack(token) as deployed, baseline(Path(folder), token) as direct:
+    with (
+        tempfile.TemporaryDirectory(prefix="simroute-bench-") as folder,
+        stack(token) as deployed,
+        baseline(Path(folder), token) as direct,
+    ):
         for target in (direct, deployed):
             if target is deployed:
                 deployed.scale(options.replicas[0])
@@ -301,17 +313,20 @@ def report(options: argparse.Namespace, runs: list[Run]) -> None:
     base = pooled["baseline"]
     print(f"\n{options.sessions} sessions x {options.calls} calls, {options.repeats} run(s) each, pooled:")
     print(
-        f"{'target':12} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'p99/base':>9} {'errors':>7} {'moved':>6} {'lost':>5} {'dup':>4} {'incompl':>8}"
+        f"{'target':12} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'p99/base':>9} {'errors':>7} {'moved':>6} "
+        f"{'lost':>5} {'dup':>4} {'incompl':>8}"
     )
     for p in pooled.values():
         print(
-            f"{p.target:12} {p.throughput:9.1f} {p.p(0.5):8.2f} {p.p(0.99):8.2f} {p.p(0.99) / base.p(0.99):9.2f} {p.total('errors'):7d} "
+            f"{p.target:12} {p.throughput:9.1f} {p.p(0.5):8.2f} {p.p(0.99):8.2f} {p.p(0.99) / base.p(0.99):9.2f} "
+            f"{p.total('errors'):7d} "
             f"{p.total('moved'):6d} {p.total('lost'):5d} {p.total('duplicated'):4d} {p.total('incomplete'):8d}"
         )
     stacks = [p for p in pooled.values() if p is not base]
     if len(stacks) >= 2:
         print(
-            f"throughput {stacks[-1].target} / {stacks[0].target}: {stacks[-1].throughput / stacks[0].throughput:.2f}x (2 cores shared by everything)"
+            f"throughput {stacks[-1].target} / {stacks[0].target}: "
+            f"{stacks[-1].throughput / stacks[0].throughput:.2f}x (2 cores shared by everything)"
         )
     print("targets: 0 errors, 0 records lost, stack p99 <= 2x baseline p99")
     if options.smoke:
@@ -324,7 +339,13 @@ def report(options: argparse.Namespace, runs: list[Run]) -> None:
             row(f"{p.target}: round trip p99", p.p(0.99), "ms", better="lower"),
             row(f"{p.target}: errors", p.total("errors"), "calls", target="== 0", better="lower"),
             row(f"{p.target}: records lost", p.total("lost"), "records", target="== 0", better="lower"),
-            row(f"{p.target}: records duplicated or extra", p.total("duplicated"), "records", target="== 0", better="lower"),
+            row(
+                f"{p.target}: records duplicated or extra",
+                p.total("duplicated"),
+                "records",
+                target="== 0",
+                better="lower",
+            ),
         ]
         if p is not base:
             rows.append(
@@ -347,7 +368,10 @@ def report(options: argparse.Namespace, runs: list[Run]) -> None:
                 better="higher",
             )
         )
-    title = f"{options.sessions} sessions x {options.calls} mixed calls (real, sim, replay) through the compose stack's balancer vs one simroute serve"
+    title = (
+        f"{options.sessions} sessions x {options.calls} mixed calls (real, sim by an instant world-model stub, "
+        "replay) through the compose stack's balancer vs one simroute serve"
+    )
     write_results(__file__, title, rows)
 
 
@@ -355,7 +379,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--replicas", default="1,2", help="replica counts, comma-separated, run in this order each round")
+    parser.add_argument(
+        "--replicas", default="1,2", help="replica counts, comma-separated, run in this order each round"
+    )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--opening-at-once", type=int, default=OPENING_AT_ONCE, help="sessions opening at a time")
     add_smoke_flag(parser)

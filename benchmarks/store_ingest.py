@@ -37,18 +37,24 @@ import redis
 from _results import add_smoke_flag, row, write_results
 from kit.redis import RedisServer
 
-from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.records import Record
-from shadow.store.record_log import RecordLog, Spool
-from shadow.store.redis.store import RedisStore
-from shadow.store.sqlite.store import SQLiteStore
+from calls import Call, Decision, Observation, Provenance, Route
+from records.record import Record
+from records.store.record_log import RecordLog, Spool
+from records.store.redis.store import RedisStore
+from records.store.sqlite.store import SQLiteStore
 
 
 def record(n: int) -> Record:
     call = Call("mcp", "weather", "forecast", {"city": f"city-{n % 100}", "days": 3}, f"s{n // 20}")
-    observation = Observation([{"type": "text", "text": f"forecast {n}: sunny, 21 C, wind 3 m/s " * 4}], Provenance.REAL, latency_s=0.01)
+    observation = Observation(
+        [{"type": "text", "text": f"forecast {n}: sunny, 21 C, wind 3 m/s " * 4}], Provenance.REAL, latency_s=0.01
+    )
     return Record(
-        call=call, decision=Decision(Route.REAL, "mode", "default mode is real"), served=observation, step=n % 20, call_key=f"k{n % 100}"
+        call=call,
+        decision=Decision(Route.REAL, "mode", "default mode is real"),
+        served=observation,
+        step=n % 20,
+        call_key=f"k{n % 100}",
     )
 
 
@@ -111,7 +117,9 @@ async def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.records, args.rounds = 200, 1
-    rates: dict[str, list[float]] = {name: [] for name in ("sqlite", "sqlite raw", "redis", "redis raw", "spool flush", "bulk raw")}
+    rates: dict[str, list[float]] = {
+        name: [] for name in ("sqlite", "sqlite raw", "redis", "redis raw", "spool flush", "bulk raw")
+    }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         server = RedisServer(folder).start()
@@ -128,7 +136,9 @@ async def main() -> None:
                 rates["redis raw"].append(raw_redis_rate(server.port, bodies))
                 rates["redis"].append(
                     await simroute_rate(
-                        redis_log, [record(10**7 + round_ * args.records + n) for n in range(args.records)], args.concurrency
+                        redis_log,
+                        [record(10**7 + round_ * args.records + n) for n in range(args.records)],
+                        args.concurrency,
                     )
                 )
                 spooled = [record(2 * 10**7 + round_ * args.records + n) for n in range(args.records)]
@@ -152,8 +162,13 @@ async def main() -> None:
     for name, value in median.items():
         print(f"{name:28} {value:30,.0f}")
     print()
-    print(f"SQLite: simroute / raw (one commit per record) = {median['sqlite'] / median['sqlite raw']:.2f}  (target >= 0.5)")
-    print(f"Redis:  simroute / raw (one XADD per record)   = {median['redis'] / median['redis raw']:.2f}  (target >= 0.5)")
+    print(
+        "SQLite: simroute / raw (one commit per record) = "
+        f"{median['sqlite'] / median['sqlite raw']:.2f}  (target >= 0.5)"
+    )
+    print(
+        f"Redis:  simroute / raw (one XADD per record)   = {median['redis'] / median['redis raw']:.2f}  (target >= 0.5)"
+    )
     print(f"Spool flush / raw batched insert               = {median['spool flush'] / median['bulk raw']:.2f}")
     if args.smoke:
         return

@@ -84,7 +84,9 @@ async def main() -> None:
     if args.smoke:
         args.rounds, args.window = 1, 1.0
     with tempfile.TemporaryDirectory() as tmp:
-        upstream = subprocess.Popen([sys.executable, str(HERE / "_http_upstream.py")], stdout=subprocess.PIPE, text=True)
+        upstream = subprocess.Popen(
+            [sys.executable, str(HERE / "_http_upstream.py")], stdout=subprocess.PIPE, text=True
+        )
         upstream_url = f"http://127.0.0.1:{int(upstream.stdout.readline())}/data"
         db = Path(tmp) / "records.db"
         config = Path(tmp) / "simroute.yaml"
@@ -95,13 +97,27 @@ async def main() -> None:
                     "shell": {"enabled": False},
                     "browser": {"enabled": False},
                     "http": {"ca_dir": f"{tmp}/ca"},
-                    "mcpServers": {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}},
+                    "mcpServers": {
+                        "time": {
+                            "command": sys.executable,
+                            "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+                        }
+                    },
                 }
             )
         )
         mcp_port, proxy_port = free_port(), free_port()
         serve = subprocess.Popen(
-            [str(BIN / "simroute"), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{mcp_port}", "--http-proxy", str(proxy_port)],
+            [
+                str(BIN / "simroute"),
+                "serve",
+                "--config",
+                str(config),
+                "--mcp",
+                f"127.0.0.1:{mcp_port}",
+                "--http-proxy",
+                str(proxy_port),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -132,13 +148,16 @@ async def main() -> None:
             upstream.kill()
         stored = sqlite3.connect(db).execute("SELECT COUNT(*) FROM records").fetchone()[0]
     print(
-        f"{'channel':8} {'calls unloaded':>15} {'p99 unloaded ms':>16} {'calls loaded':>13} {'p99 loaded ms':>14} {'loaded/unloaded':>16}"
+        f"{'channel':8} {'calls unloaded':>15} {'p99 unloaded ms':>16} {'calls loaded':>13} {'p99 loaded ms':>14} "
+        f"{'loaded/unloaded':>16}"
     )
     rows = []
     for index, channel in enumerate(("mcp", "http")):
         unloaded, loaded = figures["unloaded"][index], figures["loaded"][index]
         ratio = p99(loaded) / p99(unloaded)
-        print(f"{channel:8} {len(unloaded):15} {p99(unloaded):16.2f} {len(loaded):13} {p99(loaded):14.2f} {ratio:16.2f}")
+        print(
+            f"{channel:8} {len(unloaded):15} {p99(unloaded):16.2f} {len(loaded):13} {p99(loaded):14.2f} {ratio:16.2f}"
+        )
         rows.append(row(f"{channel} p99 unloaded", p99(unloaded), "ms", better="lower"))
         rows.append(row(f"{channel} p99 while another process holds the write lock", p99(loaded), "ms", better="lower"))
         rows.append(
@@ -151,9 +170,14 @@ async def main() -> None:
                 better="lower",
             )
         )
-    print(f"\ncalls made {made}, records in the store after the flush {stored}  (target: p99 loaded/unloaded <= 2, no record lost)")
+    print(
+        f"\ncalls made {made}, records in the store after the flush "
+        f"{stored}  (target: p99 loaded/unloaded <= 2, no record lost)"
+    )
     if not args.smoke:
-        rows.append(row("records lost", made - stored, "records", baseline=f"{made} calls made", target="== 0", better="lower"))
+        rows.append(
+            row("records lost", made - stored, "records", baseline=f"{made} calls made", target="== 0", better="lower")
+        )
         write_results(__file__, "Calls while another process holds the SQLite write lock", rows)
 
 

@@ -27,14 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _results import add_smoke_flag, row, write_results
 
 from backends.replay import ReplayBackend
-from backends.world_model.engine import Completion
+from backends.world_model.model_runner import Completion
+from calls import Call, Observation, Provenance, Route, Session
 from policies.chain import default_policies
+from records.store.record_log import RecordLog
+from records.store.sqlite.store import SQLiteStore
 from router.config import Config
 from router.engine.engine import Engine
-from router.runtime.world import ExampleLookup, build_simulator
-from router.types import Call, Observation, Provenance, Route, Session
-from shadow.store.record_log import RecordLog
-from shadow.store.sqlite.store import SQLiteStore
+from router.runtime.simulated_side import ExampleLookup, build_simulator
 
 SIZES = (100, 10_000, 100_000)
 ROUNDS = 5
@@ -43,7 +43,7 @@ SMOKE = {"sizes": (100, 1_000), "rounds": 1, "calls_per_round": 8}
 
 
 class InstantModel:
-    """A world-model engine that answers at once (the model's own time left out)."""
+    """A model runner that answers at once (the model's own time left out)."""
 
     async def start(self) -> None: ...
 
@@ -57,7 +57,7 @@ class InstantModel:
 
 
 def rows(count: int) -> list[dict]:
-    from shadow.compare.canonical import call_key
+    from calls import call_key
 
     out = []
     for i in range(count):
@@ -106,7 +106,9 @@ async def build(folder: Path, size: int) -> tuple[Engine, Engine]:
     examples.exact_key_of = lambda call: replay.keys(call).exact
 
     def engine(mode: Route) -> Engine:
-        return Engine(policies=default_policies(rules=[], mode=mode), records=records, replay=replay, simulator=simulator)
+        return Engine(
+            policies=default_policies(rules=[], mode=mode), records=records, replay=replay, simulator=simulator
+        )
 
     return engine(Route.REPLAY), engine(Route.SIM)
 
@@ -130,7 +132,9 @@ async def main() -> None:
     add_smoke_flag(parser)
     options = parser.parse_args()
     sizes, rounds, calls_per_round = (
-        (SMOKE["sizes"], SMOKE["rounds"], SMOKE["calls_per_round"]) if options.smoke else (SIZES, ROUNDS, CALLS_PER_ROUND)
+        (SMOKE["sizes"], SMOKE["rounds"], SMOKE["calls_per_round"])
+        if options.smoke
+        else (SIZES, ROUNDS, CALLS_PER_ROUND)
     )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -140,27 +144,56 @@ async def main() -> None:
         for round_ in range(rounds):
             for size in sizes if round_ % 2 == 0 else reversed(sizes):
                 replay_engine, sim_engine = engines[size]
-                replay_ms[size] += await timed(replay_engine, Session(f"replay-{round_}-{size}"), calls_per_round, "city")
+                replay_ms[size] += await timed(
+                    replay_engine, Session(f"replay-{round_}-{size}"), calls_per_round, "city"
+                )
                 sim_ms[size] += await timed(
                     sim_engine, Session(f"sim-{round_}-{size}"), calls_per_round // 4, "elsewhere"
                 )  # never a replay source
-    print(f"{'records of the tool':>20} {'replay p50 ms':>14} {'replay p99 ms':>14} {'sim overhead p50 ms':>20} {'sim p99 ms':>11}")
+    print(
+        f"{'records of the tool':>20} {'replay p50 ms':>14} "
+        f"{'replay p99 ms':>14} {'sim overhead p50 ms':>20} {'sim p99 ms':>11}"
+    )
     rows = []
     for size in sizes:
         r, s = sorted(replay_ms[size]), sorted(sim_ms[size])
         r99, s99 = r[max(0, int(len(r) * 0.99) - 1)], s[max(0, int(len(s) * 0.99) - 1)]
-        print(f"{size:>20,} {statistics.median(r) * 1e3:14.3f} {r99 * 1e3:14.3f} {statistics.median(s) * 1e3:20.3f} {s99 * 1e3:11.3f}")
+        print(
+            f"{size:>20,} {statistics.median(r) * 1e3:14.3f} {r99 * 1e3:14.3f} "
+            f"{statistics.median(s) * 1e3:20.3f} {s99 * 1e3:11.3f}"
+        )
         rows.append(row(f"replay p50, {size:,} records", statistics.median(r) * 1e3, "ms", better="lower"))
-        rows.append(row(f"simulated-call overhead p50, {size:,} records", statistics.median(s) * 1e3, "ms", better="lower"))
+        rows.append(
+            row(f"simulated-call overhead p50, {size:,} records", statistics.median(s) * 1e3, "ms", better="lower")
+        )
     small, large = sizes[0], sizes[-1]
     replay_ratio = statistics.median(replay_ms[large]) / statistics.median(replay_ms[small])
     sim_ratio = statistics.median(sim_ms[large]) / statistics.median(sim_ms[small])
-    print(f"\nlargest / smallest (median): replay {replay_ratio:.2f}, simulated-call overhead {sim_ratio:.2f}  (target <= 1.5)")
+    print(
+        f"\nlargest / smallest (median): replay {replay_ratio:.2f}, "
+        f"simulated-call overhead {sim_ratio:.2f}  (target <= 1.5)"
+    )
     if not options.smoke:
         smallest = f"the same calls on a store of {small:,} records, interleaved rounds"
-        rows.append(row("replay, largest / smallest store", replay_ratio, "ratio", baseline=smallest, target="<= 1.5", better="lower"))
         rows.append(
-            row("simulated-call overhead, largest / smallest store", sim_ratio, "ratio", baseline=smallest, target="<= 1.5", better="lower")
+            row(
+                "replay, largest / smallest store",
+                replay_ratio,
+                "ratio",
+                baseline=smallest,
+                target="<= 1.5",
+                better="lower",
+            )
+        )
+        rows.append(
+            row(
+                "simulated-call overhead, largest / smallest store",
+                sim_ratio,
+                "ratio",
+                baseline=smallest,
+                target="<= 1.5",
+                better="lower",
+            )
         )
         write_results(__file__, "Replay latency and simulated-call overhead as the store grows", rows)
 

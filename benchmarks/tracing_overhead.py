@@ -16,7 +16,8 @@ engine: open at `decided`, current around the real side, `inject`, close at `fin
 batched to the receiver) against the same steps with tracing off, timed back to back
 (`_timing.paired_timings`): the CPU cost per call without the processes' noise.
 
-Usage: python benchmarks/tracing_overhead.py [--calls 500] [--rounds 10] [--iterations 20000] [--json out.json] [--smoke]
+Usage: python benchmarks/tracing_overhead.py [--calls 500] [--rounds 10] [--iterations 20000] [--json out.json]
+                                            [--smoke]
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ def child_environment(tracing_to: str | None) -> dict[str, str]:
 
 
 async def time_calls(config: Path, calls: int, tracing_to: str | None) -> list[float]:
-    transport = StdioTransport(SIMROUTE, ["mcp", "--config", str(config)], env=child_environment(tracing_to), keep_alive=False)
+    transport = StdioTransport(
+        SIMROUTE, ["mcp", "--config", str(config)], env=child_environment(tracing_to), keep_alive=False
+    )
     async with Client(transport) as client:
         await client.list_tools()
         samples = []
@@ -109,11 +112,11 @@ def span_hooks(endpoint: str, iterations: int) -> tuple[list[float], list[float]
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     from backends.replay import CallKeys
+    from calls import Call, Decision, Observation, Provenance, Route, Session
+    from records.record import Record
     from router.addons.tracing import CallTracer
     from router.engine.pending import Pending
     from router.engine.trace_context import as_current, inject
-    from router.types import Call, Decision, Observation, Provenance, Route, Session
-    from shadow.records import Record
 
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
@@ -133,7 +136,8 @@ def span_hooks(endpoint: str, iterations: int) -> tuple[list[float], list[float]
         with as_current(pending):
             pass
         inject(pending, {})
-        record = Record(call, decision, answer, step=1, call_key="k", id=pending.record_id)  # the engine makes it either way
+        # The engine makes it either way.
+        record = Record(call, decision, answer, step=1, call_key="k", id=pending.record_id)
         if traced:
             finishing = tracer.finished(pending, record)
             try:  # awaits nothing: run to its end here
@@ -142,7 +146,9 @@ def span_hooks(endpoint: str, iterations: int) -> tuple[list[float], list[float]
                 pass
 
     before = SpanCounter.received
-    on, off = paired_timings(iter(int, 1), lambda _: steps(True), lambda _: steps(False), iterations=iterations, warmup=iterations // 10)
+    on, off = paired_timings(
+        iter(int, 1), lambda _: steps(True), lambda _: steps(False), iterations=iterations, warmup=iterations // 10
+    )
     provider.shutdown()  # flushes what is queued
     return on, off, SpanCounter.received - before
 
@@ -203,35 +209,67 @@ async def main() -> None:
     received_before = receiver.spans
     hooks_on, hooks_off, hook_spans = span_hooks(receiver.endpoint, options.iterations)
     hooks_us = statistics.median(hooks_on) - statistics.median(hooks_off)
-    print(f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, simroute mcp over stdio, mcp-server-time upstream\n")
+    print(
+        f"\n{options.calls} sequential calls x {options.rounds} interleaved rounds, simroute mcp over stdio, "
+        "mcp-server-time upstream\n"
+    )
     print(f"{'tracing':10} {'median ms/call':>15} {'p50':>8} {'p95':>8}")
     for variant, figures in results.items():
         print(f"{variant:10} {figures['median_ms']:15.3f} {figures['p50_ms']:8.3f} {figures['p95_ms']:8.3f}")
     print(f"\ncost of tracing: {cost_ms * 1000:+.0f} us/call (medians of round means)   on/off = {ratio:.3f}")
     print(f"                 {paired_ms * 1000:+.0f} us/call (median of the rounds' paired differences)")
     print(f"                 {p50_ms * 1000:+.0f} us/call (p50 on - p50 off)")
-    print(f"spans received by the OTLP receiver: {received_before} (calls traced: {expected_calls}, at least one span each)")
+    print(
+        f"spans received by the OTLP receiver: {received_before} "
+        f"(calls traced: {expected_calls}, at least one span each)"
+    )
     print(
         f"\nin process, {options.iterations} pairs: the engine's span steps {statistics.median(hooks_on):.1f} us on, "
         f"{statistics.median(hooks_off):.2f} us off (medians): {hooks_us:+.1f} us/call; {hook_spans} spans exported"
     )
     if received_before < expected_calls or hook_spans < options.iterations:
         raise SystemExit(
-            f"the receiver got {received_before} + {hook_spans} spans for {expected_calls} + {options.iterations}: tracing did not export"
+            f"the receiver got {received_before} + {hook_spans} spans for {expected_calls} + {options.iterations}: "
+            "tracing did not export"
         )
     if options.json:
-        figures = {"results": results, "cost_ms": cost_ms, "paired_ms": paired_ms, "p50_ms": p50_ms, "hooks_us": hooks_us}
+        figures = {
+            "results": results,
+            "cost_ms": cost_ms,
+            "paired_ms": paired_ms,
+            "p50_ms": p50_ms,
+            "hooks_us": hooks_us,
+        }
         options.json.write_text(json.dumps({**figures, "spans": received_before}, indent=2))
     if not options.smoke:
         rows = [
-            row(f"tracing {variant} median ms/call", figures["median_ms"], "ms", better="lower") for variant, figures in results.items()
+            row(f"tracing {variant} median ms/call", figures["median_ms"], "ms", better="lower")
+            for variant, figures in results.items()
         ]
-        rows.append(row("cost of tracing per call", cost_ms * 1000, "us", baseline="tracing off, same run", better="lower"))
         rows.append(
-            row("cost of tracing per call, paired rounds", paired_ms * 1000, "us", baseline="tracing off, same round", better="lower")
+            row("cost of tracing per call", cost_ms * 1000, "us", baseline="tracing off, same run", better="lower")
         )
-        rows.append(row("cost of tracing per call, p50", p50_ms * 1000, "us", baseline="tracing off, same run", better="lower"))
-        rows.append(row("span steps per call, in process", hooks_us, "us", baseline="the same steps with tracing off", better="lower"))
+        rows.append(
+            row(
+                "cost of tracing per call, paired rounds",
+                paired_ms * 1000,
+                "us",
+                baseline="tracing off, same round",
+                better="lower",
+            )
+        )
+        rows.append(
+            row("cost of tracing per call, p50", p50_ms * 1000, "us", baseline="tracing off, same run", better="lower")
+        )
+        rows.append(
+            row(
+                "span steps per call, in process",
+                hooks_us,
+                "us",
+                baseline="the same steps with tracing off",
+                better="lower",
+            )
+        )
         rows.append(row("tracing on/off", ratio, "ratio", baseline="tracing off, same run", better="lower"))
         write_results(__file__, "Per-call cost of OpenTelemetry tracing (OTLP/HTTP export) on the MCP front door", rows)
 

@@ -8,7 +8,7 @@ keeps a stateful channel on one side for a session; `tunnels.py` refuses raw TCP
 `mode.py` is the default route; `learned/` is the learned router. What policies
 raise, and who handles it: `errors.py`.
 
-May import: `router.types` and `shadow` (divergence labels), nothing else of the
-project; no I/O on the decision path. This `__init__` imports nothing, so importing
+May import: `calls`, `shadow` (divergence labels) and `records` (a record's
+sub-provenance), nothing else of the project; no I/O on the decision path. This `__init__` imports nothing, so importing
 one policy never loads the rest.
 """

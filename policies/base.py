@@ -6,7 +6,7 @@ decision path: whatever it needs was loaded when it was built.
 
 from __future__ import annotations
 
-from router.types import Call, Decision, RoutingPolicy, Session
+from calls import Call, Decision, RoutingPolicy, Session
 
 # A routing policy (the protocol lives with the data model: an episode's session carries its own chain).
 Policy = RoutingPolicy

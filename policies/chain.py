@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from calls import Mode, Route
 from policies.base import Policy
 from policies.errors import PolicyConfigError
 from policies.mode import ModePolicy
@@ -14,7 +15,6 @@ from policies.safety import SafetyClassifier
 from policies.safety.policy import SafetyPolicy
 from policies.sticky import StickyPolicy
 from policies.tunnels import TunnelPolicy
-from router.types import Mode, Route
 
 
 def default_policies(

@@ -1,5 +1,5 @@
 """What routing policies remember of a session, as session slices shared by replicas
-(router.types.SessionSlice), read on every call before the policies decide:
+(calls.SessionSlice), read on every call before the policies decide:
 
 - `RoutePins`: the route a stateful environment (channel, server) is pinned to
   (policies/sticky.py; rehearsal pins what it diverted to sim);
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from router.types import Route, SessionSlice
+from calls import Route, SessionSlice
 
 _SEP = "\x1f"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from router.types import Call, Decision, Route, Session
+from calls import Call, Decision, Route, Session
 
 
 class ModePolicy:

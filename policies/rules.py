@@ -3,7 +3,8 @@
 Match keys: `channel`, `server`, `tool`, `arguments` (dotted paths; a key that
 starts with `$` is JSONPath), `host` (without port), `method`, `path`,
 `command` (any simple command of a shell command line, unwrapped), `safety`
-(the gate's class). Actions: `route`, and optionally `shadow_rate`,
+(the gate's class), `session` (the agent session's id: a rehearsal or training
+session named by its client). Actions: `route`, and optionally `shadow_rate`,
 `deadline_s` and `perturbation` (a plan's name), carried on the decision. First
 match wins.
 """
@@ -15,14 +16,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from calls import Call, Decision, Mode, Session
 from policies.errors import PolicyConfigError
 from policies.matching import MISSING, Matcher, compile_argument_path, compile_pattern
 from policies.safety.http import host_of
 from policies.safety.shell import simple_commands
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Decision, Mode, Session
 
-_MATCH_KEYS = ("channel", "server", "tool", "arguments", "host", "method", "path", "command", "safety")
+_MATCH_KEYS = ("channel", "server", "tool", "arguments", "host", "method", "path", "command", "safety", "session")
 _RULE_KEYS = {"match", "route", "name", "reason", "shadow_rate", "deadline_s", "perturbation"}
 _CLASSES = {str(c) for c in SafetyClass}
 
@@ -41,6 +42,7 @@ class Rule:
     path: Matcher | None = None
     command: Matcher | None = None
     safety: frozenset[str] | None = None
+    session: Matcher | None = None
     shadow_rate: float | None = None
     deadline_s: float | None = None
     perturbation: str | None = None  # the perturbation plan of the calls it decides
@@ -51,6 +53,8 @@ class Rule:
         if self.server is not None and not self.server(call.server):
             return False
         if self.tool is not None and not self.tool(call.tool):
+            return False
+        if self.session is not None and not self.session(call.session_id):
             return False
         if self.safety is not None and (safety is None or str(safety.cls) not in self.safety):
             return False
@@ -67,7 +71,9 @@ class Rule:
     def decision(self, *, policy: str) -> Decision:
         route = self.route.route
         if route is None:
-            raise PolicyConfigError(f"rule {self.name!r} routes to the learned router, which this rule list was not given")
+            raise PolicyConfigError(
+                f"rule {self.name!r} routes to the learned router, which this rule list was not given"
+            )
         return Decision(
             route,
             f"{policy}:{self.name}",
@@ -116,7 +122,9 @@ def parse_rule(data: Any, *, index: int = 0) -> Rule:
     try:
         route = Mode(data["route"])
     except ValueError as exc:
-        raise PolicyConfigError(f"route: {data['route']!r} is not one of real, sim, replay, shadow, deny, learned") from exc
+        raise PolicyConfigError(
+            f"route: {data['route']!r} is not one of real, sim, replay, shadow, deny, learned"
+        ) from exc
     match = data.get("match", {})
     if match is None:
         match = {}
@@ -127,7 +135,9 @@ def parse_rule(data: Any, *, index: int = 0) -> Rule:
         raise PolicyConfigError(f"match.{sorted(unknown)[0]}: unknown match key (expected one of {list(_MATCH_KEYS)})")
     arguments = match.get("arguments") or {}
     if not isinstance(arguments, Mapping):
-        raise PolicyConfigError("match.arguments: must be a mapping of dotted argument paths (or $ JSONPaths) to patterns")
+        raise PolicyConfigError(
+            "match.arguments: must be a mapping of dotted argument paths (or $ JSONPaths) to patterns"
+        )
 
     def pattern(key: str) -> Matcher | None:
         if key not in match:
@@ -157,6 +167,7 @@ def parse_rule(data: Any, *, index: int = 0) -> Rule:
         path=pattern("path"),
         command=pattern("command"),
         safety=_safety_classes(match["safety"]) if "safety" in match else None,
+        session=pattern("session"),
         shadow_rate=_number(data, "shadow_rate", low=0.0, high=1.0),
         deadline_s=_number(data, "deadline_s", low=0.0, high=None, open_low=True),
         perturbation=_plan_name(data.get("perturbation")),
@@ -179,7 +190,9 @@ def _safety_classes(value: Any) -> frozenset[str]:
     return frozenset(classes)
 
 
-def _number(data: Mapping[str, Any], key: str, *, low: float, high: float | None, open_low: bool = False) -> float | None:
+def _number(
+    data: Mapping[str, Any], key: str, *, low: float, high: float | None, open_low: bool = False
+) -> float | None:
     if key not in data or data[key] is None:
         return None
     value = data[key]

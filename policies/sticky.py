@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from calls import Call, Decision, Route, Session
 from policies.base import Policy
 from policies.marks import RoutePins
 from policies.safety.policy import decide_with
 from policies.safety.verdict import SafetyVerdict
-from router.types import Call, Decision, Route, Session
 
 STATEFUL_CHANNELS = frozenset({"shell", "browser"})
 _PINNABLE = frozenset({Route.REAL, Route.SIM, Route.SHADOW})
@@ -34,7 +34,9 @@ class StickyPolicy:
         key = (call.channel, call.server)
         pins = session.slice(RoutePins).routes
         if call.channel in self.channels and (pinned := pins.get(key)) is not None:
-            return Decision(pinned, self.name, f"this session's {call.channel} stays {pinned} (chosen at its first call)")
+            return Decision(
+                pinned, self.name, f"this session's {call.channel} stays {pinned} (chosen at its first call)"
+            )
         decision = decide_with(self.inner, call, session, safety)
         if decision is not None and call.channel in self.channels and decision.route in _PINNABLE:
             pins[key] = decision.route

@@ -8,7 +8,7 @@ byte is forwarded, whatever the mode. A rule placed before this policy
 
 from __future__ import annotations
 
-from router.types import Call, Decision, Route, Session
+from calls import Call, Decision, Route, Session
 
 TCP_TOOL = "TCP"
 

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from router.types import Call, Decision, Route
+from calls import Call, Decision, Route
 
 _OWN_ANSWER = frozenset({Route.REAL, Route.SHADOW})
 
@@ -49,7 +49,14 @@ class VirtualServers:
             return decision
         recording = self.recordings[call.server]
         route = Route.REPLAY if recording is not None else Route.SIM
-        answer = f"its recording {recording!r} (unrecorded calls simulated)" if recording is not None else "the world model"
-        reason = f"{call.server!r} is a virtual server with no real side: {decision.policy} chose {decision.route} ({decision.reason}); answered by {answer}"
+        answer = (
+            f"its recording {recording!r} (unrecorded calls simulated)" if recording is not None else "the world model"
+        )
+        reason = (
+            f"{call.server!r} is a virtual server with no real side: {decision.policy} chose {decision.route} "
+            f"({decision.reason}); answered by {answer}"
+        )
         # The gate's verdict, a rule's deadline and perturbation plan still apply.
-        return dataclasses.replace(decision, route=route, policy="virtual", reason=reason, shadow_rate=None, replay_as=None)
+        return dataclasses.replace(
+            decision, route=route, policy="virtual", reason=reason, shadow_rate=None, replay_as=None
+        )

@@ -1,8 +1,6 @@
-"""The hub: the data model, the engine, the runtime assembly, configuration, the
-CLI and the front doors.
+"""The hub: the engine, the runtime assembly, configuration, the CLI and the front
+doors (the data model they all speak is the package `calls`).
 
-- `types.py`: the data model every room imports (`Call`, `Observation`, `Decision`,
-  `Route`, `Session`); a leaf: it imports nothing of the project.
 - `auth.py`: tokens, binds beyond loopback, session ids namespaced by token.
 - `config/`: the config file's schema and loader.
 - `engine/`: a `Call` through the policies to the backends, recorded; session state.
@@ -11,8 +9,9 @@ CLI and the front doors.
   surfaces; the mitmproxy addon with the browser's egress).
 - `dashboard/`: the divergence dashboard and `/metrics`.
 - `reports/`: what commands report about routing, computed by the live decision code.
+- `tune/`: `simroute tune`'s steps (training data, model card, llama.cpp's tools).
 - `cli/`: the `simroute` command (and the demo); nothing imports it.
 
 Dependencies point inward: front doors -> runtime -> engine -> (policies, backends,
-shadow) -> `router.types`.
+shadow) -> `records` -> `calls`.
 """

@@ -68,9 +68,13 @@ def configured_tokens(named: Mapping[str, str], environ: Mapping[str, str] | Non
     from_env = environ.get(TOKEN_ENV, "").strip()
     if from_env:
         if ENV_TOKEN_NAME in tokens and tokens[ENV_TOKEN_NAME] != from_env:
-            raise AuthConfigError(f"{TOKEN_ENV} is set and service.tokens names another token {ENV_TOKEN_NAME!r}: rename one")
+            raise AuthConfigError(
+                f"{TOKEN_ENV} is set and service.tokens names another token {ENV_TOKEN_NAME!r}: rename one"
+            )
         if len(from_env) < 16:
-            raise AuthConfigError(f"{TOKEN_ENV} is shorter than 16 characters: use a random one (e.g. `openssl rand -hex 24`)")
+            raise AuthConfigError(
+                f"{TOKEN_ENV} is shorter than 16 characters: use a random one (e.g. `openssl rand -hex 24`)"
+            )
         tokens[ENV_TOKEN_NAME] = from_env
     return Tokens.of(tokens)
 
@@ -117,4 +121,8 @@ def basic_credentials(value: str | None) -> tuple[str, str] | None:
 
 def short_id(session_id: str) -> str:
     """A session id as INFO logs show it: enough to tell sessions apart, not enough to join one."""
-    return session_id if len(session_id) <= 8 else f"{session_id[:6]}…{hashlib.sha256(session_id.encode()).hexdigest()[:6]}"
+    return (
+        session_id
+        if len(session_id) <= 8
+        else f"{session_id[:6]}…{hashlib.sha256(session_id.encode()).hexdigest()[:6]}"
+    )

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 LIMIT = 400
-ROOMS = ("router", "backends", "shadow", "policies", "simroute")
+ROOMS = ("calls", "router", "backends", "shadow", "records", "policies", "simroute")
 
 
 def oversized(root: Path) -> list[tuple[Path, int]]:

@@ -4,6 +4,8 @@
 #      one worker (--dist loadscope), so its module fixtures start once;
 #   2. then the `serial` tests, one at a time: timing assertions, a fixed port (8766),
 #      the GGUF world model against deadlines (they would measure the other worker).
+# Tests marked `tune` (the training stack, a source package's download) are left to
+# `make tune-check`.
 # Both parts always run; the suite fails if either does. Extra arguments go to both
 # pytest runs (`scripts/test.sh tests/unit`); a part they leave empty is no failure.
 set -uo pipefail
@@ -11,9 +13,10 @@ cd "$(dirname "$0")/.."
 PYTEST=(.venv/bin/python -m pytest)
 NO_TESTS=5  # pytest's exit status when a run selects no test
 
-"${PYTEST[@]}" -n 2 --dist loadscope -m "not serial" "$@"
+# --durations: each part names its slowest tests, so a slower suite says where.
+"${PYTEST[@]}" -n 2 --dist loadscope -m "not serial and not tune" --durations=15 "$@"
 parallel=$?
-"${PYTEST[@]}" -m serial "$@"
+"${PYTEST[@]}" -m "serial and not tune" --durations=15 "$@"
 serial=$?
 
 if [[ $# -gt 0 ]]; then

@@ -1,15 +1,13 @@
-"""Comparison and records.
+"""Shadow work and comparison: the simulated side of a shadowed call, run off the
+agent's path and compared with the real answer.
 
-- `records.py`, `record_json.py`: the `Record` of a call, as stored, and its JSON.
-- `compare/`: canonical forms, divergence between two observations, the noise model
-  (`noise_learner.py` learns the noise table from real pairs).
-- `store/`: the record stores behind one protocol (`protocol.py`): SQLite
-  (`sqlite/`), Redis (`redis/`), the spool (`record_log.py`), queries.
-- `redaction.py`, `secret_patterns.py`: secrets out before anything is stored.
 - `runner.py`, `worker.py`: shadow work off the agent's path (in process, or Redis
-  workers).
-- `owners.py`: who owns a record or a container (a process), and whether it lives.
-- `errors.py`: what shadow raises (`ShadowError` and below), and who handles it.
+  workers); `shadow_span.py`: its trace span.
+- `compare/`: divergence between two observations, canonical forms of answers, the
+  noise model; `noise_learner.py` learns the noise table from real pairs.
 
-May import: `router.types` only.
+Records, their stores, export and judging are records/; a call's keys are
+calls/keys.py.
+
+May import: `records` and `calls`.
 """

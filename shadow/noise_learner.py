@@ -47,11 +47,10 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from router.types import Call, Observation, Provenance
-from shadow.compare.canonical import tool_key
+from calls import Call, Observation, Provenance, tool_key
+from records.record import Record
+from records.store.protocol import StoreError
 from shadow.compare.noise import NoiseStore, pair_disagreements
-from shadow.records import Record
-from shadow.store.protocol import StoreError
 
 log = logging.getLogger("simroute.noise")
 
@@ -223,7 +222,9 @@ class NoiseLearner:
                 disagreeing = await asyncio.to_thread(pair_disagreements, pair.first, pair.second, channel=call.channel)
                 scope = self.scope(call.session_id)
                 await self.store.add_noise_observation(
-                    scope + tool_key(call.channel, call.server, call.tool), disagreeing, name=f"{scope}{call.server}.{call.tool}"
+                    scope + tool_key(call.channel, call.server, call.tool),
+                    disagreeing,
+                    name=f"{scope}{call.server}.{call.tool}",
                 )
                 self.learned += 1
             # Boundary: the learner's background loop. A pair that cannot be learned is
@@ -242,7 +243,12 @@ class NoiseLearner:
         try:
             return await self.store.writes_between(call.channel, call.server, since=pair.since, until=pair.until)
         except StoreError as exc:
-            log.warning("noise pair of %s.%s not learned: writes to the server cannot be looked up: %s", call.server, call.tool, exc)
+            log.warning(
+                "noise pair of %s.%s not learned: writes to the server cannot be looked up: %s",
+                call.server,
+                call.tool,
+                exc,
+            )
             return True
 
     async def wait(self, timeout_s: float) -> None:

@@ -18,15 +18,15 @@ from typing import Protocol
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from router.types import Call, Session, Simulator, SimulatorUnavailable, Turn
-from shadow.compare.canonical import tool_key
+from calls import Call, Session, Simulator, SimulatorUnavailable, Turn, tool_key
+from records.record import Record
+from records.redaction import Redactor
+from records.store.noise_counts import NoiseRule
+from records.store.protocol import RecordError, RecordStore, StoreError
+from records.store.record_log import RecordLog
 from shadow.compare.divergence import compare, text_size
-from shadow.compare.noise import NoiseRule, NoiseStore, noise_for_tool
-from shadow.records import Record
-from shadow.redaction import Redactor
+from shadow.compare.noise import NoiseStore, noise_for_tool
 from shadow.shadow_span import shadow_span
-from shadow.store.protocol import RecordError, RecordStore, StoreError
-from shadow.store.record_log import RecordLog
 
 log = logging.getLogger("simroute.shadow")
 
@@ -90,7 +90,9 @@ class ShadowRunner:
         self.queue_size = queue_size
         self.concurrency = concurrency
         self.skipped = 0  # shadow work not done because the queue was full (metrics, tests)
-        self._queue: asyncio.Queue[tuple[Record, Session, otel_context.Context | None]] = asyncio.Queue(maxsize=queue_size)
+        self._queue: asyncio.Queue[tuple[Record, Session, otel_context.Context | None]] = asyncio.Queue(
+            maxsize=queue_size
+        )
         # session id -> [its lock, work items holding or awaiting it]
         self._session_locks: dict[str, list] = {}
         self._workers: list[asyncio.Task[None]] = []
@@ -116,11 +118,14 @@ class ShadowRunner:
         """Simulate `record`'s call given the history before it; update the record when
         done. Ask `has_room()` first: a full queue raises asyncio.QueueFull."""
         # `history` is the caller's copy already (taken when the call completed): not copied again.
-        parent = otel_context.get_current() if self.tracer is not None else None  # the call's span, current in `Engine.complete`
+        # The call's span, current in `Engine.complete`.
+        parent = otel_context.get_current() if self.tracer is not None else None
         self._queue.put_nowait((record, Session(id=shadow_session_id(record), history=history), parent))
         if not self._workers:
             loop = asyncio.get_running_loop()
-            self._workers = [loop.create_task(self._work(), name=f"simroute-shadow-{n}") for n in range(self.concurrency)]
+            self._workers = [
+                loop.create_task(self._work(), name=f"simroute-shadow-{n}") for n in range(self.concurrency)
+            ]
 
     async def _work(self) -> None:
         while True:
@@ -134,7 +139,9 @@ class ShadowRunner:
                     with shadow_span(self.tracer, parent, record):
                         await self.complete(record, session)
             except SimulatorUnavailable as exc:  # the model is down: pending, drain completes it once it is back
-                log.warning("shadow work of %s waits for the world model (the record stays pending): %s", record.id, exc)
+                log.warning(
+                    "shadow work of %s waits for the world model (the record stays pending): %s", record.id, exc
+                )
             # Boundary: shadow work runs after the agent was answered. Its failure is
             # logged and the record stays pending for drain; it never stops the worker.
             except Exception:
@@ -151,22 +158,32 @@ class ShadowRunner:
         the record complete. Raises `SimulatorUnavailable`
         when the world model is down: the record stays pending (a model that is away is
         not a divergence), and the caller tries again later."""
-        simulated = record.shadow  # known when the call was answered (from the session's world state): compared as it is
+        # Known when the call was answered (from the session's world state): compared as
+        # it is.
+        simulated = record.shadow
         if simulated is None:
-            simulated = await self.simulator.simulate(record.call, session, deadline_s=self.deadline_for(record.call), background=True)
+            simulated = await self.simulator.simulate(
+                record.call, session, deadline_s=self.deadline_for(record.call), background=True
+            )
         if self.redactor is not None:  # the real side was redacted when recorded: compare like with like
             simulated = self.redactor.observation(simulated)
         record.shadow = simulated
         call = record.call
         scopes = self.noise_scopes(call.session_id)
-        noise = await noise_for_tool(self.noise, tool_key(call.channel, call.server, call.tool), rule=self.noise_rule, scopes=scopes)
+        noise = await noise_for_tool(
+            self.noise, tool_key(call.channel, call.server, call.tool), rule=self.noise_rule, scopes=scopes
+        )
         if max(text_size(record.served), text_size(simulated)) <= INLINE_COMPARE_CHARS:
             # A small pair compares in well under 0.1 ms: cheaper on the loop than the
             # hop to a thread and the fight for the GIL that an agent's call would wait out.
             result = compare(record.served, simulated, channel=call.channel, noise=noise)
         else:  # off the event loop: a large pair takes milliseconds the agent's calls should not wait for
             result = await asyncio.to_thread(compare, record.served, simulated, channel=call.channel, noise=noise)
-        record.divergence, record.divergence_kind, record.divergence_evidence = result.score, result.kind, result.evidence
+        record.divergence, record.divergence_kind, record.divergence_evidence = (
+            result.score,
+            result.kind,
+            result.evidence,
+        )
         record.status = "complete"
         try:
             await self.records.write(record)
@@ -181,7 +198,9 @@ class ShadowRunner:
             record_id = str(row.get("id", "?"))
             try:
                 record = Record.from_json(row)
-                earlier = await self.store.session_records(record.call.session_id, before_step=record.step, limit=_DRAIN_HISTORY)
+                earlier = await self.store.session_records(
+                    record.call.session_id, before_step=record.step, limit=_DRAIN_HISTORY
+                )
                 history = [Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier]
                 await self.complete(record, Session(id=shadow_session_id(record), history=history))
             except (AttributeError, KeyError, TypeError, ValueError, StoreError, SimulatorUnavailable) as exc:

@@ -16,7 +16,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
 
-from shadow.records import Record
+from records.record import Record
 
 
 @contextlib.contextmanager
@@ -47,5 +47,7 @@ def shadow_span(tracer: trace.Tracer | None, parent: Context | None, record: Rec
         if record.shadow is not None:
             span.set_attribute("simroute.provenance", str(record.shadow.provenance))
         if record.divergence is not None:
-            span.set_attributes({"simroute.divergence": record.divergence, "simroute.divergence_kind": record.divergence_kind or ""})
+            span.set_attributes(
+                {"simroute.divergence": record.divergence, "simroute.divergence_kind": record.divergence_kind or ""}
+            )
         span.end()

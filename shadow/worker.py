@@ -22,11 +22,11 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from router.types import Session, SimulatorUnavailable, Turn
-from shadow.records import Record
+from calls import Session, SimulatorUnavailable, Turn
+from records.record import Record
+from records.store.protocol import StoreError
+from records.store.redis.store import RedisStore
 from shadow.runner import DrainReport, ShadowRunner, shadow_session_id
-from shadow.store.protocol import StoreError
-from shadow.store.redis.store import RedisStore
 
 log = logging.getLogger("simroute.worker")
 
@@ -45,18 +45,20 @@ class RedisShadowQueue:
 
     @property
     def stream(self) -> str:
-        return self.store._key("shadow")
+        return self.store.key("shadow")
 
     async def has_room(self) -> bool:
         try:
-            return int(await self.store._run("measuring the shadow queue", lambda r: r.xlen(self.stream))) < self.queue_size
+            return (
+                int(await self.store.run("measuring the shadow queue", lambda r: r.xlen(self.stream))) < self.queue_size
+            )
         except StoreError:
             return False  # Redis away: no shadow work is queued (the call itself is spooled)
 
     async def submit(self, record: Record, history: list[Turn]) -> None:
         # The record is already stored `pending`: a worker rebuilds the history from it.
         try:
-            await self.store._run("queueing shadow work", lambda r: r.xadd(self.stream, {"id": record.id}))
+            await self.store.run("queueing shadow work", lambda r: r.xadd(self.stream, {"id": record.id}))
         except StoreError as exc:  # stays pending: drain completes it
             log.error("shadow job for %s not queued: %s", record.id, exc)
 
@@ -69,8 +71,8 @@ class RedisShadowQueue:
         return report
 
     async def _forget_finished_jobs(self) -> None:
-        jobs = await self.store._run("reading the shadow queue", lambda r: r.xrange(self.stream))
-        rows = await self.store._bodies([fields.get("id", "") for _, fields in jobs if fields.get("id")])
+        jobs = await self.store.run("reading the shadow queue", lambda r: r.xrange(self.stream))
+        rows = await self.store.bodies([fields.get("id", "") for _, fields in jobs if fields.get("id")])
         still_pending = {row.get("id") for row in rows if row.get("status") == "pending"}
         finished = [job_id for job_id, fields in jobs if fields.get("id") not in still_pending]
         if not finished:
@@ -84,7 +86,7 @@ class RedisShadowQueue:
                     raise
             await r.xdel(self.stream, *finished)
 
-        await self.store._run("removing finished shadow jobs", remove)
+        await self.store.run("removing finished shadow jobs", remove)
 
     async def aclose(self, grace_s: float = 2.0) -> None:
         await self._drain_runner.aclose(grace_s)
@@ -94,7 +96,13 @@ class ShadowWorker:
     """One consumer of the shadow stream (see module doc)."""
 
     def __init__(
-        self, store: RedisStore, runner: ShadowRunner, *, claim_after_s: float = 60.0, retry_s: float = 5.0, name: str | None = None
+        self,
+        store: RedisStore,
+        runner: ShadowRunner,
+        *,
+        claim_after_s: float = 60.0,
+        retry_s: float = 5.0,
+        name: str | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
@@ -108,7 +116,7 @@ class ShadowWorker:
 
     @property
     def stream(self) -> str:
-        return self.store._key("shadow")
+        return self.store.key("shadow")
 
     async def start(self) -> ShadowWorker:
         async def create_group(r: Any) -> None:
@@ -118,7 +126,7 @@ class ShadowWorker:
                 if "BUSYGROUP" not in str(exc):
                     raise
 
-        await self.store._run("creating the worker group", create_group)
+        await self.store.run("creating the worker group", create_group)
         return self
 
     async def run_forever(self, *, block_ms: int = 1000) -> None:
@@ -143,20 +151,23 @@ class ShadowWorker:
 
     async def step(self, *, block_ms: int = 1000) -> int:
         """Claim stale jobs, read new ones, process them; returns how many were done."""
-        claimed = await self.store._run(
+        claimed = await self.store.run(
             "claiming stale shadow jobs",
-            lambda r: r.xautoclaim(self.stream, GROUP, self.name, min_idle_time=int(self.claim_after_s * 1000), start_id="0-0", count=10),
+            lambda r: r.xautoclaim(
+                self.stream, GROUP, self.name, min_idle_time=int(self.claim_after_s * 1000), start_id="0-0", count=10
+            ),
         )
         jobs = list(claimed[1]) if claimed else []
         if not jobs and self._retry_at is not None and time.monotonic() >= self._retry_at:
             self._retry_at = None
-            held = await self.store._run(
+            held = await self.store.run(
                 "rereading held shadow jobs", lambda r: r.xreadgroup(GROUP, self.name, {self.stream: "0"}, count=10)
             )
             jobs = [entry for _, entries in (held or []) for entry in entries]
         if not jobs:
-            read = await self.store._run(
-                "reading shadow jobs", lambda r: r.xreadgroup(GROUP, self.name, {self.stream: ">"}, count=1, block=block_ms)
+            read = await self.store.run(
+                "reading shadow jobs",
+                lambda r: r.xreadgroup(GROUP, self.name, {self.stream: ">"}, count=1, block=block_ms),
             )
             jobs = [entry for _, entries in (read or []) for entry in entries]
         for job_id, fields in jobs:  # (a held job deleted meanwhile reads back without fields)
@@ -164,18 +175,21 @@ class ShadowWorker:
         return len(jobs)
 
     async def _process(self, job_id: str, record_id: str) -> None:
-        rows = await self.store._bodies([record_id] if record_id else [])
+        rows = await self.store.bodies([record_id] if record_id else [])
         if rows and rows[0].get("status") == "pending":
             record = Record.from_json(rows[0])
             earlier = await self.store.session_records(record.call.session_id, before_step=record.step, limit=_HISTORY)
             session = Session(
-                id=shadow_session_id(record), history=[Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier]
+                id=shadow_session_id(record),
+                history=[Turn(r.call, r.served, perturbed=r.perturbation is not None) for r in earlier],
             )
             try:
                 await self.runner.complete(record, session)
             except SimulatorUnavailable as exc:  # held, unacknowledged: read again in retry_s
                 if not self._waiting:
-                    log.warning("shadow work waits for the world model (jobs held, retried every %.0fs): %s", self.retry_s, exc)
+                    log.warning(
+                        "shadow work waits for the world model (jobs held, retried every %.0fs): %s", self.retry_s, exc
+                    )
                 self._waiting = True
                 self._retry_at = time.monotonic() + self.retry_s
                 return
@@ -184,5 +198,5 @@ class ShadowWorker:
                 self._waiting = False
             self.completed += 1
         # Done, or nothing left to do (completed elsewhere, or gone): the job leaves the queue.
-        await self.store._run("acknowledging a shadow job", lambda r: r.xack(self.stream, GROUP, job_id))
-        await self.store._run("removing a shadow job", lambda r: r.xdel(self.stream, job_id))
+        await self.store.run("acknowledging a shadow job", lambda r: r.xack(self.stream, GROUP, job_id))
+        await self.store.run("removing a shadow job", lambda r: r.xdel(self.stream, job_id))

@@ -13,12 +13,14 @@ It re-exports from the rooms and holds nothing of its own:
   on a `simroute serve`) with `Episode` and `StepResult`, and the refusals they raise:
   `EpisodeError`, `CapacityError` (429), `EpisodeNotFoundError` (404),
   `EpisodeConflictError` (409), `InvalidRequestError` (422);
-- `AnyText`: the text space of `Env`'s observations and actions.
+- `AnyText`: the text space of `Env`'s observations and actions (with its own layout in
+  gymnasium's shared memory, so `AsyncVectorEnv`'s defaults hold any unicode).
 """
 
+from calls import Call, Decision, Mode, Observation, Provenance, Route, Session
 from router.config import Config, ConfigError, load_config, parse_config
 from router.runtime.runtime import Runtime
-from router.types import Call, Decision, Mode, Observation, Provenance, Route, Session
+from simroute import shared_text  # noqa: F401  (registers AnyText with gymnasium's shared memory)
 from simroute.client import Episode, Episodes, StepResult
 from simroute.env import Env, register
 from simroute.errors import CapacityError, EpisodeConflictError, EpisodeError, EpisodeNotFoundError, InvalidRequestError

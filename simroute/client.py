@@ -32,10 +32,12 @@ class Backend(Protocol):
 
     async def start(self) -> None: ...
     async def aclose(self) -> None: ...
-    async def reset(self, *, seed: int | None, episode_id: str | None, options: dict[str, Any] | None) -> dict[str, Any]: ...
+    async def reset(
+        self, *, seed: int | None, episode_id: str | None, options: dict[str, Any] | None
+    ) -> dict[str, Any]: ...
     async def step(self, episode_id: str, action: dict[str, Any]) -> dict[str, Any]: ...
     async def state(self, episode_id: str) -> dict[str, Any]: ...
-    async def verify(self, episode_id: str) -> float: ...
+    async def verify(self, episode_id: str, *, terminate: bool = False) -> float: ...
     async def close(self, episode_id: str) -> None: ...
 
 
@@ -43,13 +45,15 @@ class Backend(Protocol):
 class StepResult:
     """One step's answer. `observation`: {tool_name, result} (the MCP CallToolResult,
     `_meta.simroute` naming its provenance and route) or {tools: [...]}; `reward`: None
-    (verify scores an episode); `done`: the episode reached its max_steps; `info`:
-    episode_id, step, route, provenance, policy, record_id, infra_error, simroute_ms."""
+    (verify scores an episode); `done`: the episode is over (ended, or truncated);
+    `truncated`: it used up its max_steps (a tool call is a step, a listing is not);
+    `info`: episode_id, step, route, provenance, policy, record_id, infra_error, simroute_ms."""
 
     observation: dict[str, Any]
     reward: float | None
     done: bool
     info: dict[str, Any]
+    truncated: bool = False
 
 
 class Episode:
@@ -66,10 +70,12 @@ class Episode:
     async def step(self, action: dict[str, Any]) -> StepResult:
         """`{"type": "call_tool", "tool_name": …, "arguments": {…}}` or `{"type": "list_tools"}`."""
         answer = await self._backend.step(self.id, action)
-        return StepResult(answer["observation"], answer["reward"], bool(answer["done"]), answer["info"])
+        return StepResult(
+            answer["observation"], answer["reward"], bool(answer["done"]), answer["info"], bool(answer.get("truncated"))
+        )
 
     async def list_tools(self) -> list[dict[str, Any]]:
-        """The episode's MCP tools (a step: it counts towards max_steps)."""
+        """The episode's tools (not a step: it does not count towards max_steps)."""
         result = await self.step({"type": "list_tools"})
         return list(result.observation["tools"])
 
@@ -80,9 +86,10 @@ class Episode:
         """episode_id, step_count, seed, route, infra_error, done, ended, reward, options…"""
         return await self._backend.state(self.id)
 
-    async def verify(self) -> float:
-        """Runs the episode's verifier; its reward."""
-        return await self._backend.verify(self.id)
+    async def verify(self, *, terminate: bool = False) -> float:
+        """Runs the episode's verifier (fixed at reset); its reward. `terminate`: the
+        episode ends with it (further steps refused)."""
+        return await self._backend.verify(self.id, terminate=terminate)
 
     async def close(self) -> None:
         """Frees the episode's sandbox, browser and upstreams; idempotent."""
@@ -112,7 +119,9 @@ class Episodes:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         timeout_s: float | None = 300.0,
     ) -> None:
-        self.backend = backend_for(url=url, config=config, token=token, max_connections=max_connections, timeout_s=timeout_s)
+        self.backend = backend_for(
+            url=url, config=config, token=token, max_connections=max_connections, timeout_s=timeout_s
+        )
 
     async def start(self) -> Episodes:
         await self.backend.start()
@@ -127,9 +136,11 @@ class Episodes:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None, episode_id: str | None = None) -> Episode:
+    async def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None, episode_id: str | None = None
+    ) -> Episode:
         """Opens an episode. `options`: servers, channels, route, files, world, recording,
-        ttl_s, max_steps, verifier (see the REST face's OpenAPI document)."""
+        ttl_s, max_steps, verifier (see the REST front door's OpenAPI document)."""
         return Episode(self.backend, await self.backend.reset(seed=seed, episode_id=episode_id, options=options))
 
 

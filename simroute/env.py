@@ -13,9 +13,13 @@ Observations and actions are text (`AnyText`: any unicode). An observation is th
 step's observation as JSON: `{"tool_name", "result"}` (the MCP CallToolResult, its
 `_meta.simroute` naming provenance and route) or `{"tools": [...]}`. An action is a
 JSON object (or a dict): `call_tool`, `list_tools`, or `verify`, which runs the
-episode's verifier — its result is the reward and the episode terminates. Other steps
-earn 0.0; `truncated` is the episode reaching its `max_steps`; `info` is the step's
-(episode_id, route, provenance, policy, record_id, infra_error, simroute_ms). An action
+episode's verifier — its result is the reward and the episode terminates (the server
+ends it: `verify` with `terminate: true`). Other steps earn 0.0; `truncated` is the
+episode using up its `max_steps` (a tool call is a step, a listing is not). Once
+terminated or truncated, `step` raises gymnasium's `ResetNeeded` until `reset`. `info` is the step's
+(episode_id, route, provenance, policy, record_id, infra_error, simroute_ms). An
+observation longer than the space's bound (`AnyText`'s default, 65,536 characters) is cut
+to it, with `info["observation_cut"] = {"length", "kept"}`. An action
 that is not one of these answers an error observation with `info["invalid_action"]`,
 never an exception: a policy's malformed output is part of its learning. Refusals
 that are not the action's doing raise `simroute.EpisodeError` subclasses: capacity at
@@ -24,8 +28,8 @@ verify without a verifier.
 
 Reset opens a new episode (closing the previous one) and lists its tools: an agent
 cannot act without them, and the listing is cheap (episodes list from the stored tool
-snapshot; one request remotely). The listing is the episode's first step, so a
-`max_steps` option is raised by one to leave the agent `max_steps` actions. The first
+snapshot; one request remotely). A listing is no step on any front door: `max_steps` leaves
+the agent that many tool calls. The first
 observation names the tools but not the episode's id (it is in `info`): a reset with
 the same seed and options then gives the same first observation, as gymnasium expects.
 A reset without a seed draws the episode's seed from the environment's generator, so
@@ -61,6 +65,8 @@ _SEEDS = 2**31
 
 class Env(gym.Env[str, str]):
     metadata: dict[str, Any] = {"render_modes": []}
+    observation_space: AnyText
+    action_space: AnyText
 
     def __init__(
         self,
@@ -79,6 +85,7 @@ class Env(gym.Env[str, str]):
         self.options = dict(options or {})  # every reset's, under the reset's own
         self._episodes = Episodes(url=url, config=config, token=token, timeout_s=timeout_s)
         self._episode: Episode | None = None
+        self._over = False  # terminated (verified) or truncated: a reset comes next
         self._loop = BackgroundLoop("simroute-env")
         try:
             self._loop.run(self._episodes.start())
@@ -88,7 +95,11 @@ class Env(gym.Env[str, str]):
         self._closed = False
         # As gymnasium.make would set it: a directly made Env can be made again from its
         # spec (vector environments, gymnasium's checker). `make` sets its own.
-        given = {"config": os.fspath(config) if isinstance(config, str | PathLike) else config, "url": url, "token": token}
+        given = {
+            "config": os.fspath(config) if isinstance(config, str | PathLike) else config,
+            "url": url,
+            "token": token,
+        }
         kwargs: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         if options:
             kwargs["options"] = dict(options)
@@ -103,27 +114,45 @@ class Env(gym.Env[str, str]):
         super().reset(seed=seed)
         self._close_episode()
         episode_seed = seed if seed is not None else int(self.np_random.integers(_SEEDS))
-        merged = _with_room_for_the_listing({**self.options, **(options or {})})
+        merged = {**self.options, **(options or {})}
+        self._over = False
         episode = self._episode = self._loop.run(self._episodes.reset(seed=episode_seed, options=merged))
         tools = self._loop.run(episode.list_tools())
-        return as_text({"tools": tools}), {"episode_id": episode.id, "seed": episode_seed, "state": episode.reset_state}
+        info = {"episode_id": episode.id, "seed": episode_seed, "state": episode.reset_state}
+        return self._bounded(as_text({"tools": tools}), info), info
 
     def step(self, action: str | dict[str, Any]) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         episode = self._episode
         if episode is None:
             raise gym.error.ResetNeeded("simroute.Env: reset() opens an episode before step()")
+        if self._over:  # as gymnasium expects: no step after terminated or truncated
+            raise gym.error.ResetNeeded(
+                "simroute.Env: the episode is over (terminated or truncated): reset() before step()"
+            )
         parsed = parse_action(action)
         if isinstance(parsed, str):
             return _invalid(parsed)
         if parsed["type"] == "verify":
-            reward = self._loop.run(episode.verify())
+            reward = self._loop.run(episode.verify(terminate=True))
             state = self._loop.run(episode.state())
+            self._over = True
             return as_text({"reward": reward}), reward, True, False, state
         try:
             result = self._loop.run(episode.step(parsed))
         except InvalidRequestError as exc:  # a call_tool without a tool name or with non-object arguments
             return _invalid(exc.message)
-        return as_text(result.observation), 0.0, False, result.done, result.info
+        self._over = result.truncated
+        return self._bounded(as_text(result.observation), result.info), 0.0, False, result.truncated, result.info
+
+    def _bounded(self, observation: str, info: dict[str, Any]) -> str:
+        """The observation within the space's bound: a longer one is cut to it, and
+        `info["observation_cut"]` says how long it was (vector environments hold
+        `max_length` characters per environment in shared memory)."""
+        bound = self.observation_space.max_length
+        if len(observation) <= bound:
+            return observation
+        info["observation_cut"] = {"length": len(observation), "kept": bound}
+        return observation[:bound]
 
     def close(self) -> None:
         """Closes the episode and the runtime (in-process) or the connections (remote); idempotent."""
@@ -152,7 +181,9 @@ def parse_action(action: str | dict[str, Any]) -> dict[str, Any] | str:
         except ValueError as exc:
             return f"invalid action: not JSON ({exc})"
     if not isinstance(action, dict):
-        return 'invalid action: an action is a JSON object, e.g. {"type": "call_tool", "tool_name": "…", "arguments": {}}'
+        return (
+            'invalid action: an action is a JSON object, e.g. {"type": "call_tool", "tool_name": "…", "arguments": {}}'
+        )
     if action.get("type") not in ACTION_TYPES:
         return f"invalid action: its type is call_tool, list_tools or verify, not {action.get('type')!r}"
     return action
@@ -165,13 +196,6 @@ def as_text(observation: Any) -> str:
 def _invalid(message: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
     # No episode fields in `info`: the action never reached the episode.
     return as_text({"error": message}), 0.0, False, False, {"invalid_action": True, "error": message}
-
-
-def _with_room_for_the_listing(options: dict[str, Any]) -> dict[str, Any]:
-    max_steps = options.get("max_steps")
-    if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps > 0:
-        return {**options, "max_steps": max_steps + 1}
-    return options  # absent, or invalid: the reset's refusal says so
 
 
 def register() -> None:

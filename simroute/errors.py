@@ -7,7 +7,7 @@ from __future__ import annotations
 
 class EpisodeError(RuntimeError):
     """simroute refused an episode request. `status`: the HTTP status of the refusal
-    (the REST face's; the same number in-process); `message`: simroute's explanation."""
+    (the REST front door's; the same number in-process); `message`: simroute's explanation."""
 
     status = 400
 

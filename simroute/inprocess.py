@@ -1,6 +1,6 @@
 """Episodes without a server: the runtime, the MCP server and the episode host of a
 config, in this process. The same calls as `RestBackend`, answered by the same
-`EpisodeHost` a `simroute serve` puts behind its REST face, so a training script can
+`EpisodeHost` a `simroute serve` puts behind its REST front door, so a training script can
 move between the two without changing what it sees."""
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ class InProcessBackend:
         if self.runtime is not None:
             return
         runtime = Runtime(self.config)
-        server = build_server(runtime)
+        server = build_server(runtime.mcp_parts)
         try:
             await runtime.start()
         except BaseException:
             await runtime.aclose()  # what did start (the store, upstream clients) stops again
             raise
-        self.runtime, self._host = runtime, EpisodeHost(runtime, server)
+        self.runtime, self._host = runtime, EpisodeHost(runtime.episode_parts, server)
 
     async def aclose(self) -> None:
         runtime, self.runtime, self._host = self.runtime, None, None
@@ -49,10 +49,14 @@ class InProcessBackend:
     @property
     def host(self) -> EpisodeHost:
         if self._host is None:
-            raise RuntimeError("simroute: the episodes runtime is not started (use `async with simroute.Episodes(...)`)")
+            raise RuntimeError(
+                "simroute: the episodes runtime is not started (use `async with simroute.Episodes(...)`)"
+            )
         return self._host
 
-    async def reset(self, *, seed: int | None, episode_id: str | None, options: dict[str, Any] | None) -> dict[str, Any]:
+    async def reset(
+        self, *, seed: int | None, episode_id: str | None, options: dict[str, Any] | None
+    ) -> dict[str, Any]:
         with _as_episode_errors():
             episode = await self.host.reset(seed=seed, episode_id=episode_id, options=options)
         return {
@@ -70,9 +74,9 @@ class InProcessBackend:
         with _as_episode_errors():
             return self.host.get(None, episode_id).state()
 
-    async def verify(self, episode_id: str) -> float:
+    async def verify(self, episode_id: str, *, terminate: bool = False) -> float:
         with _as_episode_errors():
-            return await self.host.verify(self.host.get(None, episode_id))
+            return await self.host.verify(self.host.get(None, episode_id), terminate=terminate)
 
     async def close(self, episode_id: str) -> None:
         host = self.host
@@ -85,7 +89,7 @@ class InProcessBackend:
 
 @contextlib.contextmanager
 def _as_episode_errors() -> Iterator[None]:
-    """The host's refusals as the REST face reports them: the same status, the same class."""
+    """The host's refusals as the REST front door reports them: the same status, the same class."""
     try:
         yield
     except HostError as exc:

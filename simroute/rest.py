@@ -24,7 +24,12 @@ class RestBackend:
     world model or a real tool answers slowly needs a generous one."""
 
     def __init__(
-        self, url: str, *, token: str | None = None, max_connections: int = DEFAULT_MAX_CONNECTIONS, timeout_s: float | None = 300.0
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        timeout_s: float | None = 300.0,
     ) -> None:
         self.url = url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -36,14 +41,18 @@ class RestBackend:
         # Made here, inside the event loop that will use it: `simroute.Env` runs its
         # client on a loop of its own.
         if self._http is None:
-            self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, timeout=self._timeout, limits=self._limits)
+            self._http = httpx.AsyncClient(
+                base_url=self.url, headers=self._headers, timeout=self._timeout, limits=self._limits
+            )
 
     async def aclose(self) -> None:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
 
-    async def reset(self, *, seed: int | None, episode_id: str | None, options: dict[str, Any] | None) -> dict[str, Any]:
+    async def reset(
+        self, *, seed: int | None, episode_id: str | None, options: dict[str, Any] | None
+    ) -> dict[str, Any]:
         """{episode_id, mcp_url, observation, state}."""
         body = {"seed": seed, "episode_id": episode_id, "options": options}
         answer: dict[str, Any] = await self._request("POST", "/episodes", body)
@@ -57,8 +66,8 @@ class RestBackend:
     async def state(self, episode_id: str) -> dict[str, Any]:
         return await self._request("GET", f"{_path(episode_id)}/state")
 
-    async def verify(self, episode_id: str) -> float:
-        answer = await self._request("POST", f"{_path(episode_id)}/verify")
+    async def verify(self, episode_id: str, *, terminate: bool = False) -> float:
+        answer = await self._request("POST", f"{_path(episode_id)}/verify", {"terminate": terminate})
         return float(answer["reward"])
 
     async def close(self, episode_id: str) -> None:
@@ -88,7 +97,9 @@ def _message_of(response: httpx.Response) -> str:
         return str(body["error"])
     if isinstance(body, dict) and isinstance(body.get("detail"), list):
         problems = [
-            f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg')}" for item in body["detail"] if isinstance(item, dict)
+            f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg')}"
+            for item in body["detail"]
+            if isinstance(item, dict)
         ]
         return "simroute: invalid request: " + "; ".join(problems)
     return str(body)

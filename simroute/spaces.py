@@ -15,6 +15,12 @@ arrays of that size. `AnyText` separates the two roles:
 
 `character_set` is therefore the sampling charset, not a limit. Flattening to a numpy
 vector (`is_np_flattenable`) needs every character's index in the charset: it is off.
+
+The default bound, `DEFAULT_MAX_LENGTH` (65,536 characters), is what gymnasium's vector
+environments hold per environment in shared memory (`simroute/shared_text.py` stores
+code points, not charset indices); `simroute.Env` cuts a longer observation to it and
+says so in `info`. A space made with a larger bound (up to `UNBOUNDED`) still admits
+longer strings; an `AsyncVectorEnv` over it needs `shared_memory=False`.
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ import numpy as np
 from gymnasium.spaces import Text
 from numpy.typing import NDArray
 
-# Longer than any observation a tool can answer (MCP messages are far smaller); the
-# bound exists because `Text` has one.
+# Longer than any observation a tool can answer (MCP messages are far smaller): a
+# space that admits everything, when shared memory is not used.
 UNBOUNDED = 2**31 - 1
+# The default bound: 256 KiB of shared memory per environment, far above a tool's usual answer.
+DEFAULT_MAX_LENGTH = 65_536
 SAMPLE_CHARSET = string.printable + "éßΩж中文😀"
 SAMPLE_MAX_LENGTH = 64
 
@@ -40,7 +48,7 @@ class AnyText(Text):
 
     def __init__(
         self,
-        max_length: int = UNBOUNDED,
+        max_length: int = DEFAULT_MAX_LENGTH,
         *,
         min_length: int = 0,
         sample_charset: str = SAMPLE_CHARSET,
@@ -71,7 +79,12 @@ class AnyText(Text):
         return False
 
     def __repr__(self) -> str:
-        return f"AnyText({self.min_length}, {self.max_length}, sampled from {self.characters!r} up to {self.sample_max_length})"
+        return (
+            f"AnyText({self.min_length}, {self.max_length}, sampled from {self.characters!r} up to "
+            f"{self.sample_max_length})"
+        )
 
     def __eq__(self, other: object, /) -> bool:
-        return isinstance(other, AnyText) and super().__eq__(other) and self.sample_max_length == other.sample_max_length
+        return (
+            isinstance(other, AnyText) and super().__eq__(other) and self.sample_max_length == other.sample_max_length
+        )

@@ -36,9 +36,9 @@ from typing import Any, Literal
 from backends.alignment.renaming import Renaming
 from backends.alignment.sequence import align, same_environment
 from backends.replay import ReplayBackend, servable_record
-from router.types import HISTORY_IN_MEMORY, Call, Observation, Provenance, Session, SessionSlice, Turn
-from shadow.records import Record
-from shadow.store.protocol import RecordStore, StoreError
+from calls import HISTORY_IN_MEMORY, Call, Observation, Provenance, Session, SessionSlice, Turn
+from records.record import Record
+from records.store.protocol import RecordStore, StoreError
 
 log = logging.getLogger("simroute.alignment")
 
@@ -155,9 +155,13 @@ class AlignedReplay:
             records = await self.store.session_records(source, before_step=before, limit=limit)
             recorded = [record for record in records if same_environment(record.call, call)]
             complete = len(records) < limit or (bool(records) and records[0].step == 0)
-            found = align([record.call for record in recorded], known, call, anchored=complete and session.forgotten == 0)
+            found = align(
+                [record.call for record in recorded], known, call, anchored=complete and session.forgotten == 0
+            )
             if found is not None:
-                served = self._served(recorded[found.position], Trail(source, found.renaming, call, found.position), session)
+                served = self._served(
+                    recorded[found.position], Trail(source, found.renaming, call, found.position), session
+                )
                 if served is not None:
                     return served
         return None
@@ -174,7 +178,9 @@ class AlignedReplay:
         # first, and as far as `read_ahead` only when other environments' calls came between.
         for ahead in (len(new) + _FOLLOW_SLACK, len(new) + self.read_ahead):
             records = await self.store.session_records(trail.source, before_step=trail.step + 1 + ahead, limit=ahead)
-            recorded = [record for record in records if record.step > trail.step and same_environment(record.call, call)][: len(new)]
+            recorded = [
+                record for record in records if record.step > trail.step and same_environment(record.call, call)
+            ][: len(new)]
             if len(recorded) == len(new) or len(records) < ahead:
                 break
         renaming = trail.renaming.copy()
@@ -209,7 +215,11 @@ class AlignedReplay:
                 limit=self.identical_examples,
                 namespaces=self.replay.visible_namespaces(session.id),
             )
-            rows += [row for row in found if row.get("replay_key") == visible_key and self.replay.visible(session.id, str(row["session"]))]
+            rows += [
+                row
+                for row in found
+                if row.get("replay_key") == visible_key and self.replay.visible(session.id, str(row["session"]))
+            ]
         sources = [record for record in map(Record.from_json, rows) if servable_record(record)]
         if len(sources) < self.min_identical:
             return None

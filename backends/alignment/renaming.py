@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.types import Observation
+from calls import Observation
 
 # Values shorter than this align calls but are not written into answers ("a", "v1").
 MIN_WRITTEN = 3
@@ -88,13 +88,19 @@ class Renaming:
         what an answer gets written with."""
         out = {recorded: current for recorded, current in self.prefixes.items() if recorded != current}
         out.update(
-            {recorded: current for recorded, current in self.values.items() if recorded != current and not self._follows(recorded, current)}
+            {
+                recorded: current
+                for recorded, current in self.values.items()
+                if recorded != current and not self._follows(recorded, current)
+            }
         )
         return out
 
     def _follows(self, recorded: str, current: str) -> bool:
         """Whether a renamed prefix already turns `recorded` into `current`."""
-        return any(_under(recorded, head) and current == image + recorded[len(head) :] for head, image in self.prefixes.items())
+        return any(
+            _under(recorded, head) and current == image + recorded[len(head) :] for head, image in self.prefixes.items()
+        )
 
     def pair(self, recorded: Any, current: Any) -> bool:
         """Extend the renaming so that `recorded` (arguments of a recorded call) stands
@@ -108,7 +114,9 @@ class Renaming:
                 return False
             return all(self.pair(recorded[name], current[name]) for name in recorded)
         if isinstance(recorded, list) and isinstance(current, list):
-            return len(recorded) == len(current) and all(self.pair(r, c) for r, c in zip(recorded, current, strict=True))
+            return len(recorded) == len(current) and all(
+                self.pair(r, c) for r, c in zip(recorded, current, strict=True)
+            )
         # Numbers, booleans, null: equal, of the same type (1 is not True).
         return type(recorded) is type(current) and recorded == current
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backends.alignment.renaming import Renaming
-from router.types import Call
+from calls import Call
 
 
 @dataclass(frozen=True, slots=True)

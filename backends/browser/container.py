@@ -81,7 +81,11 @@ def run_arguments(config: BrowserConfig, *, owner: str, name: str, proxy_folder:
         f"{limits.cpus:g}",
         "--pids-limit",
         str(limits.pids),
-        *(["--mount", f"type=bind,source={proxy_folder},target={INSIDE_FOLDER},readonly"] if proxy_folder is not None else []),
+        *(
+            ["--mount", f"type=bind,source={proxy_folder},target={INSIDE_FOLDER},readonly"]
+            if proxy_folder is not None
+            else []
+        ),
     ]
 
 

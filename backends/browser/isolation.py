@@ -28,7 +28,7 @@ from backends.browser.options import BrowserConfig
 from backends.docker_engine import ENGINE_ERRORS, docker_client, require_image
 from backends.errors import BackendUnavailable
 from backends.shell.container import OWNER_LABEL, reap_orphans
-from shadow.owners import owner_is_alive
+from records.owners import owner_is_alive
 
 log = logging.getLogger("simroute.browser")
 

@@ -88,7 +88,9 @@ def trim_snapshot(snapshot: str, max_chars: int) -> tuple[str, bool]:
     cut = snapshot.rfind("\n", 0, max_chars)
     cut = cut if cut > 0 else max_chars
     left = snapshot[cut:].count("\n") + 1
-    return snapshot[:cut] + f"\n- note: snapshot trimmed: {left} more lines ({len(snapshot) - cut} characters) not shown", True
+    return snapshot[
+        :cut
+    ] + f"\n- note: snapshot trimmed: {left} more lines ({len(snapshot) - cut} characters) not shown", True
 
 
 def refs_in(snapshot: str | None) -> set[str]:
@@ -134,7 +136,9 @@ def parse_page_text(text: str, *, previous: PageState | None = None) -> PageStat
     else:
         # No structure at all: whatever is not a header line is the snapshot.
         snapshot = "\n".join(
-            line for line in text.splitlines() if not (_URL_LINE.match(line) or _TITLE_LINE.match(line) or line.startswith("### "))
+            line
+            for line in text.splitlines()
+            if not (_URL_LINE.match(line) or _TITLE_LINE.match(line) or line.startswith("### "))
         )
         if error and snapshot.strip() == error:
             snapshot = ""

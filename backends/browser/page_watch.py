@@ -56,7 +56,9 @@ class PageWatch:
         if previous is not None and not previous.is_closed():  # not the page ensure_page is opening
             self.events.append(f"a new tab opened ({page.url}) and replaced the current page, which was closed")
             self._closing.add(id(previous))
-            task = asyncio.get_running_loop().create_task(self._close_replaced(previous), name="simroute-browser-close-replaced-page")
+            task = asyncio.get_running_loop().create_task(
+                self._close_replaced(previous), name="simroute-browser-close-replaced-page"
+            )
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -101,7 +103,10 @@ class PageWatch:
 
     async def _refuse_download(self, download: Any) -> None:
         # Downloads are off for the context (accept_downloads=False); the agent hears of it.
-        self.events.append(f"a download ({download.suggested_filename or download.url}) was refused: the browser does not download files")
+        self.events.append(
+            f"a download ({download.suggested_filename or download.url}) "
+            "was refused: the browser does not download files"
+        )
         try:
             await download.cancel()
         except playwright_error() as exc:  # already cancelled by Chromium
@@ -115,4 +120,6 @@ class PageWatch:
             return
         others = [p for p in self.context.pages if p is not page and not p.is_closed()]
         self.page = others[-1] if others else None
-        self.events.append("the page closed itself" + (f"; the current page is now {self.page.url}" if self.page else ""))
+        self.events.append(
+            "the page closed itself" + (f"; the current page is now {self.page.url}" if self.page else "")
+        )

@@ -31,7 +31,7 @@ from backends.browser.proxy_socket import INSIDE_PROXY, ProxySocket
 from backends.browser.session import BrowserSession
 from backends.docker_engine import ENGINE_ERRORS
 from backends.errors import BackendError, BackendUnavailable
-from shadow.owners import this_process_owner
+from records.owners import this_process_owner
 
 log = logging.getLogger("simroute.browser")
 
@@ -123,17 +123,27 @@ class BrowserPool:
         async with self._resolving:
             if not self._resolved:
                 try:
-                    self._engine = await asyncio.wait_for(asyncio.to_thread(isolation.resolve, self.config), _RESOLVE_TIMEOUT_S)
+                    self._engine = await asyncio.wait_for(
+                        asyncio.to_thread(isolation.resolve, self.config), _RESOLVE_TIMEOUT_S
+                    )
                 except BackendUnavailable as exc:
-                    self._unavailable = BackendUnavailable(f"browser.isolation is container and Chromium cannot be contained: {exc}")
+                    self._unavailable = BackendUnavailable(
+                        f"browser.isolation is container and Chromium cannot be contained: {exc}"
+                    )
                     log.error("%s", self._unavailable)
                 except TimeoutError:
                     stuck = f"the Docker engine did not answer within {_RESOLVE_TIMEOUT_S:g}s"
                     if self.config.isolation == "container":
-                        self._unavailable = BackendUnavailable(f"browser.isolation is container and Chromium cannot be contained: {stuck}")
+                        self._unavailable = BackendUnavailable(
+                            f"browser.isolation is container and Chromium cannot be contained: {stuck}"
+                        )
                         log.error("%s", self._unavailable)
                     else:
-                        log.warning("browser.isolation is auto and Chromium cannot be contained (%s): %s", stuck, isolation.HOST_RISK)
+                        log.warning(
+                            "browser.isolation is auto and Chromium cannot be contained (%s): %s",
+                            stuck,
+                            isolation.HOST_RISK,
+                        )
                 self._resolved = True
                 if self.isolation is not None:
                     log.info("browser isolation: %s", self.isolation)
@@ -158,12 +168,15 @@ class BrowserPool:
             browser = await self._ensure_browser()
             try:
                 opened = await asyncio.wait_for(
-                    BrowserSession.open(session_id, browser, self.config, egress=self.egress, proxy_server=self._inside_proxy()),
+                    BrowserSession.open(
+                        session_id, browser, self.config, egress=self.egress, proxy_server=self._inside_proxy()
+                    ),
                     _LAUNCH_TIMEOUT_S,
                 )
             except (playwright_error(), TimeoutError) as exc:
                 raise BackendUnavailable(
-                    f"Chromium did not open a browser context: {first_line(exc) if str(exc) else 'no answer within the deadline'}"
+                    "Chromium did not open a browser context: "
+                    f"{first_line(exc) if str(exc) else 'no answer within the deadline'}"
                 ) from exc
             if restarted:
                 opened.note("the browser had stopped and was restarted; earlier pages are gone")
@@ -178,14 +191,19 @@ class BrowserPool:
             return PageState(None, None, None)
         lost = self._lost.pop(session_id, None)
         if lost is not None:
-            return PageState(None, None, None, error=f"{lost}; this session's pages are gone. The next call opens a fresh browser.")
+            return PageState(
+                None, None, None, error=f"{lost}; this session's pages are gone. The next call opens a fresh browser."
+            )
         browser_session = await self.session(session_id)
         async with browser_session.lock:
             state = await getattr(browser_session, action)(**arguments)
         lost = self._lost.pop(session_id, None)
         if lost is not None:  # the browser died during this action
             return PageState(
-                None, None, None, error=f"{lost} during this call; this session's pages are gone. The next call opens a fresh browser."
+                None,
+                None,
+                None,
+                error=f"{lost} during this call; this session's pages are gone. The next call opens a fresh browser.",
             )
         return state
 
@@ -227,13 +245,16 @@ class BrowserPool:
             if self._engine is None and not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
                 raise BackendUnavailable(
                     f"the real browser needs Chromium, and {executable} is missing or not executable: "
-                    "install it (Debian: `apt-get install chromium`, or run scripts/setup.sh) or set browser.executable_path; "
+                    "install it (Debian: `apt-get install chromium`, or run scripts/setup.sh) or set "
+                    "browser.executable_path; "
                     "simulated browser calls still work"
                 )
             try:
                 from playwright.async_api import async_playwright
             except ImportError as exc:
-                raise BackendUnavailable("the real browser needs the `playwright` Python package: pip install playwright==1.65.2") from exc
+                raise BackendUnavailable(
+                    "the real browser needs the `playwright` Python package: pip install playwright==1.65.2"
+                ) from exc
             try:
                 if self._playwright is None:
                     self._playwright = await asyncio.wait_for(async_playwright().start(), _LAUNCH_TIMEOUT_S)
@@ -252,7 +273,8 @@ class BrowserPool:
                 await self._close_proxy_socket()
                 where = f"in a container ({self.config.image})" if self._engine is not None else f"({executable})"
                 raise BackendUnavailable(
-                    f"Chromium {where} did not start: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                    f"Chromium {where} did not start: "
+                    f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
                 ) from exc
             self._browser = browser
             browser.on("disconnected", lambda _browser: self._on_disconnected(browser))
@@ -269,7 +291,9 @@ class BrowserPool:
             target = urlsplit(proxy)
             if target.scheme != "http" or not target.hostname:
                 raise BackendUnavailable(f"a contained browser's proxy is an http:// address, got {proxy!r}")
-            self._proxy_socket = await ProxySocket(target.hostname, target.port or 80, self._ensure_workdir() / "proxy").start()
+            self._proxy_socket = await ProxySocket(
+                target.hostname, target.port or 80, self._ensure_workdir() / "proxy"
+            ).start()
         return INSIDE_PROXY
 
     def _inside_proxy(self) -> str | None:
@@ -290,8 +314,12 @@ class BrowserPool:
         assert self._engine is not None
         self._container = container.container_name()
         folder = self._proxy_socket.folder if self._proxy_socket is not None else None
-        run_args = container.run_arguments(self.config, owner=this_process_owner(), name=self._container, proxy_folder=folder)
-        return container.write_launcher(container.launcher_script(self._engine.docker, run_args, self.config.image), self._ensure_workdir())
+        run_args = container.run_arguments(
+            self.config, owner=this_process_owner(), name=self._container, proxy_folder=folder
+        )
+        return container.write_launcher(
+            container.launcher_script(self._engine.docker, run_args, self.config.image), self._ensure_workdir()
+        )
 
     def _on_disconnected(self, browser: Any) -> None:
         """Chromium went away. At shutdown that is expected; otherwise every session
@@ -313,9 +341,13 @@ class BrowserPool:
             return
         try:
             await asyncio.wait_for(
-                asyncio.to_thread(isolation.remove_containers, self._engine.client, owner=this_process_owner(), name=name), 30
+                asyncio.to_thread(
+                    isolation.remove_containers, self._engine.client, owner=this_process_owner(), name=name
+                ),
+                30,
             )
-        except (*ENGINE_ERRORS, TimeoutError) as exc:  # the engine is stuck or gone: the next router's reaper removes it
+        except ENGINE_ERRORS + (TimeoutError,) as exc:
+            # The engine is stuck or gone: the next router's reaper removes it.
             log.warning("removing the browser's container %s: %r", name, exc)
 
     def _launch_options(self, proxy: str | None, extra_args: list[str]) -> dict[str, Any]:

@@ -52,7 +52,9 @@ class ProxySocket:
         self._writers.add(writer)
         upstream_writer = None
         try:
-            upstream_reader, upstream_writer = await asyncio.wait_for(asyncio.open_connection(*self.target), _CONNECT_TIMEOUT_S)
+            upstream_reader, upstream_writer = await asyncio.wait_for(
+                asyncio.open_connection(*self.target), _CONNECT_TIMEOUT_S
+            )
             self._writers.add(upstream_writer)
             await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
         except (OSError, TimeoutError) as exc:

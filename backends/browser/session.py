@@ -46,7 +46,12 @@ class BrowserSession:
     """Created by `BrowserPool` (which owns the browser); `open()` makes the context."""
 
     def __init__(
-        self, session_id: str, context: Any, config: BrowserConfig, egress: Any = None, credential: dict[str, str] | None = None
+        self,
+        session_id: str,
+        context: Any,
+        config: BrowserConfig,
+        egress: Any = None,
+        credential: dict[str, str] | None = None,
     ) -> None:
         self.session_id = session_id
         self.context = context
@@ -68,7 +73,13 @@ class BrowserSession:
 
     @classmethod
     async def open(
-        cls, session_id: str, browser: Any, config: BrowserConfig, *, egress: Any = None, proxy_server: str | None = None
+        cls,
+        session_id: str,
+        browser: Any,
+        config: BrowserConfig,
+        *,
+        egress: Any = None,
+        proxy_server: str | None = None,
     ) -> BrowserSession:
         """`proxy_server`: the egress's proxy as Chromium reaches it, when that is not
         the egress's own address (a contained browser's relay)."""
@@ -192,7 +203,9 @@ class BrowserSession:
 
     # --- helpers ----------------------------------------------------------------------
 
-    async def _on_element(self, ref: str, element: str | None, verb: str, act: Callable[[Any], Awaitable[None]]) -> PageState:
+    async def _on_element(
+        self, ref: str, element: str | None, verb: str, act: Callable[[Any], Awaitable[None]]
+    ) -> PageState:
         if self.page is None:
             return PageState(None, None, None, error=NO_OPEN_PAGE)
 

@@ -30,7 +30,9 @@ def decode_bounded(data: bytes, encoding: str | None, *, max_bytes: int, max_rat
     if not data or encoding in ("", "identity"):
         return Decoded(data, False)
     limit = min(max_bytes, max(len(data) * max_ratio, _CHUNK))
-    why = f"stopped at {limit} bytes (http.max_decoded_bytes {max_bytes}, or {max_ratio}x the {len(data)} encoded bytes)"
+    why = (
+        f"stopped at {limit} bytes (http.max_decoded_bytes {max_bytes}, or {max_ratio}x the {len(data)} encoded bytes)"
+    )
     try:
         if encoding in ("gzip", "x-gzip", "deflate"):
             out, complete = _zlib(data, encoding, limit)

@@ -22,14 +22,16 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-from router.types import Call, Observation, Provenance
+from calls import Call, Observation, Provenance
 from shadow.compare.http_canonical import authority, normalize_url, query_dict, query_pairs
 
 PROVENANCE_HEADER = "X-Simroute-Provenance"
 ROUTE_HEADER = "X-Simroute-Route"
 RECORD_HEADER = "X-Simroute-Record"
 PERTURBATION_HEADER = "X-Simroute-Perturbation"  # a perturbed answer's {kind, rule, seed, n}, as compact JSON
-SOURCE_HEADER = "X-Simroute-Source"  # where within its provenance the answer came from ({sub, model, …}), as compact JSON
+SOURCE_HEADER = (
+    "X-Simroute-Source"  # where within its provenance the answer came from ({sub, model, …}), as compact JSON
+)
 SAFETY_HEADER = "X-Simroute-Safety"  # the safety gate's class of the request (safe, side_effect, destructive, unknown)
 # Not part of a recorded or replayed response: they describe one connection or one encoding.
 HOP_BY_HOP = frozenset(
@@ -158,13 +160,19 @@ def request_body_value(data: bytes, content_type: str, *, limit: int) -> Any:
     encoded = encode_body(data, limit=limit)
     if encoded["truncated"]:  # the digest keeps two long bodies with the same start apart
         text = encoded["body"] if encoded["body_encoding"] == "text" else None
-        return {"sha256": encoded["body_sha256"], "size": encoded["body_size"], **({"text": text} if text is not None else {})}
+        return {
+            "sha256": encoded["body_sha256"],
+            "size": encoded["body_size"],
+            **({"text": text} if text is not None else {}),
+        }
     if encoded["body_encoding"] == "text":
         return encoded["body"]
     return {"base64": encoded["body"]}
 
 
-def make_call(*, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes, session_id: str, settings: HttpSettings) -> Call:
+def make_call(
+    *, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes, session_id: str, settings: HttpSettings
+) -> Call:
     """The call of one HTTP request: channel `http`, server `host[:port]`, tool the method."""
     parts = urlsplit(url)
     wanted = settings.record_headers
@@ -226,7 +234,9 @@ def _title(name: str) -> str:
 # --- responses <-> observations ---------------------------------------------------------
 
 
-def response_record(status: int, reason: str, headers: Iterable[tuple[str, str]], body: dict[str, Any], *, decoded: bool) -> dict[str, Any]:
+def response_record(
+    status: int, reason: str, headers: Iterable[tuple[str, str]], body: dict[str, Any], *, decoded: bool
+) -> dict[str, Any]:
     """The structured part of an HTTP observation. With `decoded`, the body was
     content-decoded (gzip…) and the content-encoding header is dropped with it."""
     kept = [
@@ -259,7 +269,9 @@ def render_response(structured: Mapping[str, Any]) -> str:
     if encoding == "base64":
         body = f"[binary body: {structured.get('body_size')} bytes, base64 in the record]"
     elif encoding == "none":
-        body = f"[binary body: {structured.get('body_size')} bytes, sha256 {structured.get('body_sha256')}, not recorded]"
+        body = (
+            f"[binary body: {structured.get('body_size')} bytes, sha256 {structured.get('body_sha256')}, not recorded]"
+        )
     else:
         body = str(structured.get("body") or "")
     return "\n".join(lines) + "\n\n" + body
@@ -298,7 +310,11 @@ def error_structured(status: int, message: str, **details: Any) -> dict[str, Any
     """A JSON error response made by simroute itself."""
     body = json.dumps({"error": message, **details}, ensure_ascii=False)
     return response_record(
-        status, "", [("Content-Type", "application/json")], encode_body(body.encode(), limit=len(body.encode())), decoded=False
+        status,
+        "",
+        [("Content-Type", "application/json")],
+        encode_body(body.encode(), limit=len(body.encode())),
+        decoded=False,
     )
 
 
@@ -309,4 +325,9 @@ def response_parts(observation: Observation, *, fallback_status: int) -> tuple[i
     if not structured or "status" not in structured:
         structured = error_structured(fallback_status, observation.text)
     headers: Sequence[Sequence[str]] = structured.get("headers") or []
-    return int(structured["status"]), str(structured.get("reason") or ""), [(str(n), str(v)) for n, v in headers], decode_body(structured)
+    return (
+        int(structured["status"]),
+        str(structured.get("reason") or ""),
+        [(str(n), str(v)) for n, v in headers],
+        decode_body(structured),
+    )

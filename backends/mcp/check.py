@@ -22,7 +22,10 @@ def command_problem(spec: RealServerSpec, environ: Mapping[str, str] = os.enviro
         return None
     path = spec.env.get("PATH", environ.get("PATH", ""))
     if shutil.which(spec.command, path=path) is None:
-        return f"command {spec.command!r} not found on PATH ({path or 'empty'}): install it, put it on PATH, or give its absolute path"
+        return (
+            f"command {spec.command!r} not found on PATH ({path or 'empty'}): "
+            "install it, put it on PATH, or give its absolute path"
+        )
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         return f"cwd {spec.cwd!r} is not a folder"
     return None

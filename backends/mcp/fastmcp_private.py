@@ -12,7 +12,13 @@ stops doing its job.
   the client (sampling, elicitation, roots) are relayed (fastmcp's proxy client).
 - `monitored`: an upstream request that fails when its session's transport fails,
   instead of waiting forever (fastmcp's client).
-- `low_level`: the SDK server under a FastMCP server (to register request handlers).
+- `low_level`: the SDK server under a FastMCP server (to register request handlers, and
+  to serve stdio on simroute's own loop: router/mcp/stdio.py).
+- `lifespan`: a FastMCP server's own lifespan (its providers started and stopped), as
+  fastmcp's transports enter it, for the stdio runner that replaces fastmcp's.
+- `add_http_routes`: routes served beside `/mcp` on the server's HTTP app; fastmcp's
+  public `custom_route` takes one plain route at a time, the episodes' front doors mount
+  several and a WebSocket (router/episodes/front_doors.py).
 - `forward_cancel_reasons`: an abandoned upstream request is cancelled with the reason
   the agent gave, not mcp's own "caller cancelled"; `cancel_requested`: whether the
   agent cancelled its request (not a deadline).
@@ -23,7 +29,8 @@ stops doing its job.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from fastmcp import FastMCP
@@ -37,6 +44,7 @@ from fastmcp.server.providers.proxy import (
 )
 from mcp.client.session import ClientSession
 from mcp.server.lowlevel.server import Server
+from starlette.routing import BaseRoute
 
 CacheEntry = _CacheEntry
 
@@ -64,6 +72,14 @@ async def monitored[T](client: Client, request: Coroutine[Any, Any, T]) -> T:
 
 def low_level(server: FastMCP) -> Server:
     return server._mcp_server
+
+
+def lifespan(server: FastMCP) -> AbstractAsyncContextManager[None]:
+    return server._lifespan_manager()
+
+
+def add_http_routes(server: FastMCP, routes: Iterable[BaseRoute]) -> None:
+    server._additional_http_routes.extend(routes)
 
 
 def cancel_requested(front: Any) -> bool:

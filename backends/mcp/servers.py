@@ -19,14 +19,27 @@ class StdioServer(Strict):
     args: list[str] = Field(default=[], description="Its arguments.")
     env: dict[str, str] = Field(default={}, description="Environment variables for it.")
     cwd: str | None = Field(default=None, description="Its working directory.")
-    timeout: PositiveFloat | None = Field(default=None, description="Real-call deadline (s) for this server; default: `call_timeout_s`.")
-    sim_timeout: PositiveFloat | None = Field(default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`.")
+    timeout: PositiveFloat | None = Field(
+        default=None, description="Real-call deadline (s) for this server; default: `call_timeout_s`."
+    )
+    sim_timeout: PositiveFloat | None = Field(
+        default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`."
+    )
     type: Literal["stdio"] | None = Field(default=None, description="VS Code's form names the transport.")
+    state: list[str] = Field(
+        default=[],
+        description=(
+            "Paths holding the server's local state (a repository, a database file): with `fork` routes, "
+            "a session's fork of the server runs with a copy of them bound over the originals, "
+            "in its own mount and network namespace."
+        ),
+    )
     stateful: bool = Field(
         default=False,
         description=(
-            "It keeps state per session (notes, a cart, a login): with several replicas, another replica answers a session's "
-            "calls with an error naming the lost upstream instead of starting it empty."
+            "It keeps state per session (notes, a cart, a login): with several replicas, "
+            "another replica answers a session's calls with an error naming the lost upstream "
+            "instead of starting it empty."
         ),
     )
 
@@ -36,16 +49,21 @@ class RemoteServer(Strict):
 
     url: str = Field(min_length=1, description="The server's URL (streamable HTTP, or SSE with `type: sse`).")
     headers: dict[str, str] = Field(default={}, description="HTTP headers sent with every request.")
-    timeout: PositiveFloat | None = Field(default=None, description="Real-call deadline (s) for this server; default: `call_timeout_s`.")
-    sim_timeout: PositiveFloat | None = Field(default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`.")
+    timeout: PositiveFloat | None = Field(
+        default=None, description="Real-call deadline (s) for this server; default: `call_timeout_s`."
+    )
+    sim_timeout: PositiveFloat | None = Field(
+        default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`."
+    )
     type: Literal["http", "streamable-http", "sse"] | None = Field(
         default=None, description="The transport: `http` / `streamable-http` or `sse`."
     )
     stateful: bool = Field(
         default=False,
         description=(
-            "It keeps state per session (notes, a cart, a login): with several replicas, another replica answers a session's "
-            "calls with an error naming the lost upstream instead of starting it empty."
+            "It keeps state per session (notes, a cart, a login): with several replicas, "
+            "another replica answers a session's calls with an error naming the lost upstream "
+            "instead of starting it empty."
         ),
     )
 
@@ -65,7 +83,9 @@ def _server_kind(value: Any) -> str:
 # A server entry is stdio (`command`) or remote (`url`), as in Claude Desktop,
 # Cursor and VS Code configs, or virtual (`type: virtual`).
 ServerSpec = Annotated[
-    Annotated[StdioServer, Tag("stdio")] | Annotated[RemoteServer, Tag("remote")] | Annotated[VirtualServer, Tag("virtual")],
+    Annotated[StdioServer, Tag("stdio")]
+    | Annotated[RemoteServer, Tag("remote")]
+    | Annotated[VirtualServer, Tag("virtual")],
     Discriminator(_server_kind),
 ]
 # The servers simroute connects to (the upstream pool's).

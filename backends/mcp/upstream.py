@@ -31,7 +31,14 @@ log = logging.getLogger("simroute.upstream")
 # "Client failed to connect" RuntimeError (a spawn's OSError, a closed stream),
 # the server's refusal (MCPError), an HTTP server's status (httpx2), a bad spec
 # (ValueError), and groups of these from the transport's task group.
-_START_FAILURES: tuple[type[Exception], ...] = (RuntimeError, OSError, ValueError, MCPError, httpx2.HTTPError, ExceptionGroup)
+_START_FAILURES: tuple[type[Exception], ...] = (
+    RuntimeError,
+    OSError,
+    ValueError,
+    MCPError,
+    httpx2.HTTPError,
+    ExceptionGroup,
+)
 
 
 class UpstreamError(BackendUnavailable):
@@ -64,7 +71,9 @@ def make_transport(spec: ServerSpec) -> ClientTransport:
     """One transport per upstream session: transports hold the subprocess or
     HTTP session, so sharing one would share the upstream between agents."""
     if isinstance(spec, StdioServer):
-        return StdioTransport(command=spec.command, args=list(spec.args), env=stdio_env(spec), cwd=spec.cwd, keep_alive=False)
+        return StdioTransport(
+            command=spec.command, args=list(spec.args), env=stdio_env(spec), cwd=spec.cwd, keep_alive=False
+        )
     assert isinstance(spec, RemoteServer)
     if spec.type == "sse" or (spec.type is None and spec.url.rstrip("/").endswith("/sse")):
         return SSETransport(spec.url, headers=dict(spec.headers) or None)
@@ -144,7 +153,10 @@ class UpstreamPool:
 
     def health(self) -> dict[str, dict[str, Any]]:
         """Each real server: whether its last start failed, and why."""
-        return {server: {"ok": server not in self.start_errors, "error": self.start_errors.get(server)} for server in self.specs}
+        return {
+            server: {"ok": server not in self.start_errors, "error": self.start_errors.get(server)}
+            for server in self.specs
+        }
 
     async def set_log_level(self, session_id: str, level: LoggingLevel, servers: list[str]) -> None:
         """Keep `level` for the session's upstreams yet to open and send it to the open
@@ -190,7 +202,7 @@ class UpstreamPool:
         if spec is None:
             raise UpstreamError(f"no upstream server named {server!r} is configured")
         # Inbound HTTP headers (the agent's own) are not forwarded: upstream credentials come from the config.
-        client = StatefulProxyClient(
+        client: StatefulProxyClient[ClientTransport] = StatefulProxyClient(
             make_transport(spec),
             forward_incoming_headers=False,
             message_handler=UpstreamMessages(self, session_id, server),
@@ -201,7 +213,9 @@ class UpstreamPool:
                 await client.__aenter__()
         except TimeoutError as exc:
             await self._close_client(client)
-            raise self._failed(server, f"upstream {server!r} did not finish starting within {self.connect_timeout_s:g}s") from exc
+            raise self._failed(
+                server, f"upstream {server!r} did not finish starting within {self.connect_timeout_s:g}s"
+            ) from exc
         except _START_FAILURES as exc:  # missing binary, crash, bad URL, refused handshake
             await self._close_client(client)
             raise self._failed(server, f"upstream {server!r} failed to start: {_describe(exc)}") from exc

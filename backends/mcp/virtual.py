@@ -42,7 +42,9 @@ class VirtualTool(Strict):
         description="JSON Schema of the arguments; a call whose arguments fail it is refused.",
     )
     output_schema: dict[str, Any] | None = Field(
-        default=None, alias="outputSchema", description="JSON Schema of the structured result (simulated answers are held to it)."
+        default=None,
+        alias="outputSchema",
+        description="JSON Schema of the structured result (simulated answers are held to it).",
     )
     annotations: dict[str, Any] = Field(
         default={}, description="MCP tool annotations, e.g. `readOnlyHint: true` (the safety gate reads them)."
@@ -73,13 +75,20 @@ class VirtualServer(Strict):
     initial_state: str | None = Field(
         default=None, description="What the simulated server holds at the start of a session (for the world model)."
     )
-    simulation_instruction: str | None = Field(default=None, description="Controls for the world model, e.g. `Answer in French.`")
+    simulation_instruction: str | None = Field(
+        default=None, description="Controls for the world model, e.g. `Answer in French.`"
+    )
     recording: str | None = Field(
         default=None,
         min_length=1,
-        description="A named recording (`replay.recording`) of a server of this name: its calls are replayed in order; any other call is simulated.",
+        description=(
+            "A named recording (`replay.recording`) of a server of this name: its calls are replayed in order; "
+            "any other call is simulated."
+        ),
     )
-    sim_timeout: PositiveFloat | None = Field(default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`.")
+    sim_timeout: PositiveFloat | None = Field(
+        default=None, description="Simulated-call deadline (s); default: `world_model.deadline_s`."
+    )
 
     @field_validator("tools")
     @classmethod

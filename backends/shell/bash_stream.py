@@ -35,7 +35,9 @@ _BOOTSTRAP = (
     "exec 2>&1\n"
     # The command's start (container uptime) goes to a file with builtins only (no
     # fork): an interrupt then kills exactly the processes the command started.
-    "__simroute_run() { read -r __simroute_up _ </proc/uptime; printf '%s' \"$__simroute_up\" 2>/dev/null >" + COMMAND_START_FILE + "; "
+    "__simroute_run() { read -r __simroute_up _ </proc/uptime; printf '%s' \"$__simroute_up\" 2>/dev/null >"
+    + COMMAND_START_FILE
+    + "; "
     'eval "$(printf \'%s\' "$1" | base64 -d)" </dev/null; printf \'\\n%s %s %s\\n\' "$2" "$?" "$PWD"; }\n'
 )
 _POLL_S = 0.05
@@ -104,7 +106,9 @@ class BashStream:
             return RawOutcome(capture, None, None, shell_ended=True)
         return self.read_until_end(nonce, capture, deadline=time.monotonic() + deadline_s, cancel=cancel)
 
-    def read_until_end(self, nonce: str, capture: BoundedCapture, *, deadline: float, cancel: threading.Event | None = None) -> RawOutcome:
+    def read_until_end(
+        self, nonce: str, capture: BoundedCapture, *, deadline: float, cancel: threading.Event | None = None
+    ) -> RawOutcome:
         end = re.compile(rb"\n" + nonce.encode() + rb" (-?\d+) ([^\n]*)\n")
         window = b""  # the unflushed tail, long enough to hold an end line split across reads
         keep = len(nonce) + 4200  # nonce + status + a long PWD
@@ -144,10 +148,12 @@ class BashStream:
         between commands (the shell idle)."""
         nonce = f"__simroute_pids_{uuid.uuid4().hex}__"
         reads = " || ".join(
-            f"{{ read -r __simroute_n <{folder}/pids.current && read -r _ __simroute_h <{folder}/pids.events; }}" for folder in PIDS_FOLDERS
+            f"{{ read -r __simroute_n <{folder}/pids.current && read -r _ __simroute_h <{folder}/pids.events; }}"
+            for folder in PIDS_FOLDERS
         )
         probe = (
-            f'{{ {reads}; }} 2>/dev/null; printf \'\\n%s 0 %s:%s\\n\' {nonce} "${{__simroute_n:-none}}" "${{__simroute_h:-none}}"; '
+            f"{{ {reads}; }} 2>/dev/null; "
+            f'printf \'\\n%s 0 %s:%s\\n\' {nonce} "${{__simroute_n:-none}}" "${{__simroute_h:-none}}"; '
             "unset __simroute_n __simroute_h\n"
         )
         try:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from backends.shell.options import ShellConfig
-from shadow.owners import owner_is_alive
+from records.owners import owner_is_alive
 
 OWNER_LABEL = "org.simroute.owner"
 # Runs until the container's stdin closes: the owner's attach connection ends
@@ -67,8 +67,9 @@ def reap_orphans(client: Any, is_alive: Callable[[str], bool] = owner_is_alive) 
     """Remove sandboxes whose owning router is gone, in parallel. Only containers
     carrying simroute's owner label are considered, and only those of a gone
     owner removed (`is_alive`: by default, an owner of this host whose process is
-    gone; with replica leases, another host's owner whose lease ran out too). Returns (removed names, "name: why" of failures):
-    a removal that fails is reported, never stops the router from starting."""
+    gone; with replica leases, another host's owner whose lease ran out too).
+    Returns (removed names, "name: why" of failures): a removal that fails is
+    reported, never stops the router from starting."""
     from backends.docker_engine import ENGINE_ERRORS
     from backends.shell.owned import remove_container
 

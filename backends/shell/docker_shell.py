@@ -23,7 +23,14 @@ from typing import Any
 
 from backends.docker_engine import ENGINE_ERRORS
 from backends.errors import BackendBroken, BadBackendInput
-from backends.shell.bash_stream import COMMAND_START_FILE, BashStream, ProcessUse, RawOutcome, ShellGone, close_exec_socket
+from backends.shell.bash_stream import (
+    COMMAND_START_FILE,
+    BashStream,
+    ProcessUse,
+    RawOutcome,
+    ShellGone,
+    close_exec_socket,
+)
 from backends.shell.container import HOME, USER, WORKSPACE, create_options
 from backends.shell.options import ShellConfig
 from backends.shell.owned import OwnedContainers
@@ -95,7 +102,9 @@ class DockerShell:
             wrapper = self.client.api.exec_start(exec_id, socket=True)
         except ENGINE_ERRORS as exc:
             raise ShellGone(f"the Docker engine did not start the sandbox shell: {exc}") from exc
-        stream = BashStream(wrapper._sock, wrapper, head_bytes=self.config.screen_chars, tail_bytes=self.config.screen_chars * 2)
+        stream = BashStream(
+            wrapper._sock, wrapper, head_bytes=self.config.screen_chars, tail_bytes=self.config.screen_chars * 2
+        )
         try:
             stream.bootstrap(_START_DEADLINE_S)
         except (OSError, ValueError) as exc:  # the socket failed, or the shell printed no pid
@@ -119,14 +128,16 @@ class DockerShell:
             raise WorkspaceCopyError(f"the workspace {folder} cannot be read: {exc.strerror or exc}") from exc
         try:
             code = self._untar_blocking(archive.getvalue())
-        except (*ENGINE_ERRORS, OSError) as exc:  # the engine refused the exec, or its socket broke
+        except ENGINE_ERRORS + (OSError,) as exc:  # the engine refused the exec, or its socket broke
             raise WorkspaceCopyError(f"copying the workspace {folder} into the sandbox failed: {exc}") from exc
         if code != 0:
             raise WorkspaceCopyError(f"copying the workspace {folder} into the sandbox failed (tar exit code {code})")
 
     def _untar_blocking(self, archive: bytes) -> int | None:
         """Unpack `archive` into /workspace with `tar` in the container; its exit code."""
-        exec_id = self.client.api.exec_create(self.container.id, ["tar", "-x", "-C", WORKSPACE], stdin=True, user=USER)["Id"]
+        exec_id = self.client.api.exec_create(self.container.id, ["tar", "-x", "-C", WORKSPACE], stdin=True, user=USER)[
+            "Id"
+        ]
         wrapper = self.client.api.exec_start(exec_id, socket=True)
         sock: socket.socket = wrapper._sock
         try:
@@ -146,7 +157,11 @@ class DockerShell:
             self._recovery.cancel()
             (outcome,) = await asyncio.gather(self._recovery, return_exceptions=True)
             if isinstance(outcome, Exception):  # the sandbox goes anyway: said, not raised
-                log.warning("sandbox %s: recovering it failed before it was removed: %s", getattr(self.container, "name", "?"), outcome)
+                log.warning(
+                    "sandbox %s: recovering it failed before it was removed: %s",
+                    getattr(self.container, "name", "?"),
+                    outcome,
+                )
         await asyncio.to_thread(self._remove_blocking)
 
     def _remove_blocking(self) -> None:
@@ -170,18 +185,23 @@ class DockerShell:
             if await self._process_limit_reached():
                 # A fork bomb left running by the previous command (it filled the limit after its end line).
                 await self._replace(
-                    f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), so it was replaced with a fresh one (files reset)"
+                    f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), "
+                    "so it was replaced with a fresh one (files reset)"
                 )
             reset, self._reset_note = self._reset_note, None
             cancel = threading.Event()
             assert self.stream is not None
-            work = asyncio.ensure_future(asyncio.to_thread(self.stream.run, command, deadline_s=timeout_s, cancel=cancel))
+            work = asyncio.ensure_future(
+                asyncio.to_thread(self.stream.run, command, deadline_s=timeout_s, cancel=cancel)
+            )
             try:
                 raw = await asyncio.shield(work)
             except asyncio.CancelledError:
                 # The agent gave up: stop reading, then stop the command, off its path.
                 cancel.set()
-                self._recovery = asyncio.get_running_loop().create_task(self._after_cancel(work), name="simroute-shell-recover")
+                self._recovery = asyncio.get_running_loop().create_task(
+                    self._after_cancel(work), name="simroute-shell-recover"
+                )
                 raise
             result = self._result(raw, timeout_s, reset)
             if raw.exit_code is not None and await self._process_limit_reached():
@@ -191,11 +211,14 @@ class DockerShell:
                     "the sandbox was replaced with a fresh one (files reset)"
                 )
                 await self._replace(
-                    f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), so it was replaced with a fresh one (files reset)"
+                    f"the previous command filled the sandbox's process limit ({self.config.limits.pids}), "
+                    "so it was replaced with a fresh one (files reset)"
                 )
                 return result
             if raw.timed_out:
-                self._recovery = asyncio.get_running_loop().create_task(self._interrupt(raw), name="simroute-shell-recover")
+                self._recovery = asyncio.get_running_loop().create_task(
+                    self._interrupt(raw), name="simroute-shell-recover"
+                )
             return result
 
     def _result(self, raw: RawOutcome, timeout_s: float, reset: str | None) -> ShellResult:
@@ -206,7 +229,15 @@ class DockerShell:
             error = "the shell exited; the next command starts a new one"
         elif raw.timed_out:
             error = f"the command did not finish within {timeout_s:g}s and was stopped"
-        return ShellResult(output, raw.exit_code, raw.cwd, timed_out=raw.timed_out, truncated=dropped or trimmed, reset=reset, error=error)
+        return ShellResult(
+            output,
+            raw.exit_code,
+            raw.cwd,
+            timed_out=raw.timed_out,
+            truncated=dropped or trimmed,
+            reset=reset,
+            error=error,
+        )
 
     async def _after_cancel(self, work: asyncio.Future[RawOutcome]) -> None:
         raw = await work
@@ -224,11 +255,14 @@ class DockerShell:
             await asyncio.to_thread(self._exec_blocking, ["kill", "-KILL", str(self.stream.pid)])
             self.stream.close()
             await self._restore(
-                "the previous command could not be stopped, so the shell was restarted (working directory and environment reset; files kept)"
+                "the previous command could not be stopped, so the shell was restarted "
+                "(working directory and environment reset; files kept)"
             )
         except SandboxBroken as exc:
             log.warning("sandbox %s broken (%s): replacing it", self.container.name, exc)
-            await self._replace(f"the sandbox stopped responding ({exc}), so it was replaced with a fresh one (files reset)")
+            await self._replace(
+                f"the sandbox stopped responding ({exc}), so it was replaced with a fresh one (files reset)"
+            )
 
     def _kill_command_blocking(self) -> None:
         # Children of the shell that started after the command did are the command's;
@@ -279,7 +313,8 @@ class DockerShell:
         if not _pids_unreadable_said:
             _pids_unreadable_said = True
             log.warning(
-                "the sandbox's process count cannot be read (neither inside the container nor in the host's cgroup files): "
+                "the sandbox's process count cannot be read "
+                "(neither inside the container nor in the host's cgroup files): "
                 "a command that fills the process limit is noticed only when the sandbox stops answering"
             )
         return None

@@ -22,16 +22,23 @@ class ShellConfig(Strict):
     hardened Docker sandbox per agent session (real) or the Terminal world model (sim)."""
 
     enabled: bool = Field(default=True, description="Serve `shell_exec`.")
-    image: str = Field(default="simroute-sandbox:latest", description="The sandbox image (built by `scripts/build-images.sh`).")
+    image: str = Field(
+        default="simroute-sandbox:latest", description="The sandbox image (built by `scripts/build-images.sh`)."
+    )
     workspace: str | None = Field(
         default=None, description="A folder copied into `/workspace` at session start; relative to the config file."
     )
     network: bool = Field(default=False, description="Give sandboxes Docker's bridge network (off: no network at all).")
-    pool_size: int = Field(default=2, ge=0, description="Sandboxes kept started, so a new session starts without `docker run`.")
-    default_timeout_s: PositiveFloat = Field(default=30.0, description="A command's deadline when the agent gives none.")
+    pool_size: int = Field(
+        default=2, ge=0, description="Sandboxes kept started, so a new session starts without `docker run`."
+    )
+    default_timeout_s: PositiveFloat = Field(
+        default=30.0, description="A command's deadline when the agent gives none."
+    )
     max_timeout_s: PositiveFloat = Field(default=600.0, description="The cap on the agent's `timeout_s`.")
     screen_lines: PositiveInt = Field(
-        default=200, description="Output lines kept per command: the first quarter and the last lines, a marker between."
+        default=200,
+        description="Output lines kept per command: the first quarter and the last lines, a marker between.",
     )
     screen_chars: PositiveInt = Field(default=16000, description="Output characters kept per command.")
     limits: ShellLimits = Field(default=ShellLimits(), description="Per-sandbox limits.")

@@ -24,7 +24,7 @@ from backends.shell.docker_shell import DockerShell, WorkspaceCopyError
 from backends.shell.options import ShellConfig
 from backends.shell.owned import OwnedContainers, SandboxesClosed, remove_container
 from backends.shell.screen import ShellResult
-from shadow.owners import this_process_owner
+from records.owners import this_process_owner
 
 log = logging.getLogger("simroute.shell")
 
@@ -86,7 +86,9 @@ class Sandboxes:
         self._checked_at = time.monotonic()
         try:
             self.client = await asyncio.to_thread(docker_client, fallback="route shell calls to sim")
-            await asyncio.to_thread(require_image, self.client, self.config.image, what="sandbox", setting="shell.image")
+            await asyncio.to_thread(
+                require_image, self.client, self.config.image, what="sandbox", setting="shell.image"
+            )
         except BackendUnavailable as exc:
             self._unavailable = str(exc)
             log.warning("shell: %s", exc)
@@ -142,7 +144,9 @@ class Sandboxes:
             # one on the loop it runs on, as in `simroute serve`) the task's first step runs
             # inside `create_task`, and a warm sandbox makes that step the whole opening.
             opening = self._opening[session_id] = _Opening()
-            opening.task = asyncio.get_running_loop().create_task(self._open(session_id, opening), name=f"simroute-shell-open-{session_id}")
+            opening.task = asyncio.get_running_loop().create_task(
+                self._open(session_id, opening), name=f"simroute-shell-open-{session_id}"
+            )
         # Shielded: one caller giving up does not abandon a sandbox half-started.
         return await asyncio.shield(opening.task)
 
@@ -162,14 +166,26 @@ class Sandboxes:
         return shell
 
     async def _started_and_prepared(self) -> DockerShell:
+        return await self.spare(prepared=True)
+
+    async def spare(self, *, prepared: bool, network: bool | None = None) -> DockerShell:
+        """A started sandbox of no session (from the warm pool when it has the network
+        asked for), `prepared` with the initial workspace or empty; the caller owns it."""
         if self._unavailable is not None and time.monotonic() - self._checked_at > _RETRY_ENGINE_AFTER_S:
             await self._connect()
         if self._unavailable is not None or self._owned is None:
             raise BackendUnavailable(f"the shell's real route needs a Docker sandbox: {self._unavailable}")
-        shell = self._ready.pop(0) if self._ready else None
+        config = (
+            self.config
+            if network in (None, self.config.network)
+            else self.config.model_copy(update={"network": network})
+        )
+        shell = self._ready.pop(0) if self._ready and config is self.config else None
         self._wanted.set()
         if shell is None:
-            shell = await DockerShell(self._owned, self.config, owner=self._owner).start()
+            shell = await DockerShell(self._owned, config, owner=self._owner).start()
+        if not prepared:
+            return shell
         shell.on_replaced = self._prepare
         try:
             await self._prepare(shell)
@@ -201,8 +217,14 @@ class Sandboxes:
             # Not cancelled (a `docker run` in a worker thread cannot be): it sees
             # the session gone when it finishes and removes its sandbox itself.
             (outcome,) = await asyncio.gather(opening.task, return_exceptions=True)
-            if isinstance(outcome, Exception) and not isinstance(outcome, BackendUnavailable):  # that one is the expected end
+            if isinstance(outcome, Exception) and not isinstance(
+                outcome, BackendUnavailable
+            ):  # that one is the expected end
                 log.warning("shell: a sandbox still starting when its session closed failed: %s", outcome)
+
+    def real_shell(self, session_id: str) -> DockerShell | None:
+        """The session's started sandbox, if it has one (a fork reads its state)."""
+        return self._sessions.get(session_id)
 
     def holds(self, session_id: str) -> bool:
         """Whether this session has a real sandbox (started, or starting)."""
@@ -228,7 +250,7 @@ class Sandboxes:
                     shell = await DockerShell(self._owned, self.config, owner=self._owner).start()
                 except SandboxesClosed:
                     return
-                except (BackendError, *ENGINE_ERRORS, OSError) as exc:  # logged; sessions then start cold
+                except (BackendError, OSError) + ENGINE_ERRORS as exc:  # logged; sessions then start cold
                     log.warning("shell pool: could not start a sandbox: %s", exc)
                     await asyncio.sleep(5)
                     continue

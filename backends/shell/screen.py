@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from router.types import Turn
+from calls import Turn
 
 
 @dataclass(slots=True)

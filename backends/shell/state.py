@@ -1,5 +1,5 @@
 """What the session's shell is known to be, kept from every route's answer (a session
-slice, router.types.SessionSlice): its working directory and the last command's exit
+slice, calls.SessionSlice): its working directory and the last command's exit
 code, and which side last said so (`real`, `replay` or `sim`: a simulated answer's
 word gives way to the next real one). Kept in the process; the shell's sandbox, which
 holds the real state, stays on the replica that opened it."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from router.types import SessionSlice
+from calls import SessionSlice
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""Chat formats for the in-process engine: how messages become a GGUF model's prompt.
+"""Chat formats for the in-process model runner: how messages become a GGUF model's prompt.
 
 A GGUF file usually carries its own chat template (`tokenizer.chat_template`),
 rendered with llama-cpp-python's Jinja2 formatter. A file without one needs
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.world_model.engine import ModelUnavailable
+from backends.world_model.model_runner import ModelUnavailable
 
 _PROBE = "simroute-system-probe"
 

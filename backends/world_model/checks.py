@@ -15,7 +15,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from router.types import Observation
+from calls import Observation
 
 # Prompt scaffolding an answer must never carry: turn headings, the action and
 # observation labels, the answer tags, tool definitions echoed back.
@@ -25,7 +25,8 @@ _SCAFFOLDING = re.compile(
 )
 # What a small model writes when it describes the answer instead of giving it.
 _COMMENTARY = re.compile(
-    r"\s*(?:The|This|Here is the|Here's the) (?:real |actual |tool's |server's )?(?:server|tool|observ\w*|result|output|response)\b",
+    r"\s*(?:The|This|Here is the|Here's the) (?:real |actual |tool's |server's "
+    r")?(?:server|tool|observ\w*|result|output|response)\b",
     re.IGNORECASE,
 )
 _REF = re.compile(r"\[ref=e\d+\]")
@@ -39,7 +40,9 @@ _SCREEN_COMMENTARY = re.compile(r"(?i)\b(?:the|this) (?:expected |actual |real )
 _KEYSTROKES = re.compile(r'"keystrokes"\s*:')
 
 
-def check(channel: str, observation: Observation, *, schema: dict[str, Any] | None = None, json_body: bool = False) -> str | None:
+def check(
+    channel: str, observation: Observation, *, schema: dict[str, Any] | None = None, json_body: bool = False
+) -> str | None:
     if channel == "mcp":
         return check_mcp(observation, schema=schema)
     if channel == "shell":
@@ -51,7 +54,9 @@ def check(channel: str, observation: Observation, *, schema: dict[str, Any] | No
     return f"no checker for the {channel!r} channel"
 
 
-def check_mcp(observation: Observation, *, schema: dict[str, Any] | None = None, recorded: Sequence[str] = ()) -> str | None:
+def check_mcp(
+    observation: Observation, *, schema: dict[str, Any] | None = None, recorded: Sequence[str] = ()
+) -> str | None:
     """A tool result: text content without prompt scaffolding; with an output
     schema and no error, structured content matching it. With the tool's `recorded`
     real answers, a text that talks about the server or its answer ("The server
@@ -59,8 +64,8 @@ def check_mcp(observation: Observation, *, schema: dict[str, Any] | None = None,
     text = observation.text
     if not text.strip():
         return "empty result"
-    if _SCAFFOLDING.search(text):
-        return f"prompt scaffolding in the result: {_SCAFFOLDING.search(text).group(0)!r}"
+    if scaffolding := _SCAFFOLDING.search(text):
+        return f"prompt scaffolding in the result: {scaffolding.group(0)!r}"
     if recorded and _COMMENTARY.match(text) and not any(_COMMENTARY.match(answer) for answer in recorded):
         return f"commentary instead of the tool's answer: {text[:60]!r}"
     if observation.is_error or schema is None:

@@ -1,6 +1,6 @@
 """What a world-model domain (MCP, Terminal, Web, HTTP) supplies to the simulator.
 
-The simulator owns the engine, deadlines, answer parsing and the one retry; a
+The simulator owns the model runner, deadlines, answer parsing and the one retry; a
 domain owns how one kind of environment is put to the model, the shape its
 answer is held to (a grammar, stop strings, a checker), and how a prediction
 becomes an observation of the same shape the real backend returns, so the two
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from backends.world_model.grammars import STOP_SEQUENCES
 from backends.world_model.grounding import Grounding
-from router.types import Call, Observation, Session
+from calls import Call, Observation, Session
 
 CountTokens = Callable[[str], int]
 
@@ -25,8 +25,8 @@ class Constraint:
     """How one prediction is generated and judged."""
 
     max_tokens: int
-    grammar: str | None = None  # GBNF (in-process engine; llama-server)
-    json_schema: dict[str, Any] | None = None  # endpoint engines' response_format
+    grammar: str | None = None  # GBNF (in-process model runner; llama-server)
+    json_schema: dict[str, Any] | None = None  # endpoint model runners' response_format
     stop: list[str] = field(default_factory=lambda: list(STOP_SEQUENCES))
     temperature: float | None = None  # None: the configured one; 0 when the records agree
     check: Callable[[Observation], str | None] = lambda observation: None  # None: well-formed, else why not
@@ -41,7 +41,13 @@ class Domain(Protocol):
         """The recorded real observations this call is grounded in (see grounding.py)."""
 
     def messages(
-        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+        self,
+        call: Call,
+        session: Session,
+        *,
+        budget_tokens: int,
+        count_tokens: CountTokens,
+        grounding: Grounding | None = None,
     ) -> list[dict[str, str]]:
         """The chat messages for simulating `call` after the session's history."""
 

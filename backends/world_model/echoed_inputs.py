@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from router.types import Observation
+from calls import Observation
 
 # Fewer recorded answers than this prove nothing: a field can equal an input once by chance.
 MIN_EXAMPLES = 2
@@ -115,7 +115,9 @@ def contradicted_argument(arguments: dict[str, Any], answer: Any) -> str | None:
     return None
 
 
-def pin_echoes(schema: dict[str, Any] | None, echoes: Mapping[str, str], arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+def pin_echoes(
+    schema: dict[str, Any] | None, echoes: Mapping[str, str], arguments: Mapping[str, Any]
+) -> dict[str, Any] | None:
     """`schema` with each echoed field fixed to this call's input (`const`), so the
     grammar writes the entity the call asked for; unchanged without echoes."""
     if schema is None or not echoes or not isinstance(schema.get("properties"), dict):

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from router.types import Call, Observation, SessionSlice
+from calls import Call, Observation, SessionSlice
 
 VALUE_CHARS = 240
 KEY_CHARS = 160
@@ -178,13 +178,16 @@ def _answer(call: Call, observation: Observation) -> tuple[str, str] | None:
     structured = observation.structured if isinstance(observation.structured, Mapping) else {}
     if call.channel == "http":
         url = str(arguments.get("url") or f"{call.server}{arguments.get('path', '')}")
-        return f"{arguments.get('method', call.tool)} {url}", f"{structured.get('status', '')} {structured.get('body') or ''}"
+        return (
+            f"{arguments.get('method', call.tool)} {url}",
+            f"{structured.get('status', '')} {structured.get('body') or ''}",
+        )
     if call.channel == "shell":
         output = str(structured.get("output") or "")
         return (f"$ {arguments.get('command', '')}", output) if output.strip() else None
     if call.channel == "browser":
-        url, title = structured.get("url"), structured.get("title")
-        return (f"page {url}", str(title or "(untitled)")) if url else None
+        page, title = structured.get("url"), structured.get("title")
+        return (f"page {page}", str(title or "(untitled)")) if page else None
     args = json.dumps(arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     if structured:  # a tool's structured answer, compact; a text tool's wrapped `{"result": …}`, the text
         only = structured.get("result") if list(structured) == ["result"] else None
@@ -213,7 +216,9 @@ class StatedFacts(SessionSlice):
         return self.limit or None
 
 
-def keep_facts(kept: dict[str, tuple[int, str]], new: Mapping[str, str], *, step: int, limit: int) -> dict[str, tuple[int, str]]:
+def keep_facts(
+    kept: dict[str, tuple[int, str]], new: Mapping[str, str], *, step: int, limit: int
+) -> dict[str, tuple[int, str]]:
     """Add `new` (stated at `step`) to `kept` within `limit`; returns what changed."""
     changed = {}
     for key, value in new.items():

@@ -2,7 +2,7 @@
 prediction well-formed for its channel by construction.
 
 Each builder returns grammar text for the generated part of the answer (after
-the observation marker the engine prefills). Bounds are in bytes of printable
+the observation marker the model runner prefills). Bounds are in bytes of printable
 ASCII where the answer must end inside `max_tokens`: a token is at least one
 byte, so N bytes never take more than N tokens, and the grammar forces the
 closing structure (a terminal's prompt line) before the budget runs out.
@@ -18,12 +18,20 @@ from typing import Any
 # Printable ASCII and tab: one byte each, so a byte bound is a token bound.
 _TEXT_CHAR = r"[ -~\t]"
 # What a prediction never contains: the prompt's own scaffolding.
-STOP_SEQUENCES = ["### Turn", "**Action:**", "<predicted_observation>", "</predicted_observation>", "**Environment Observation:**"]
+STOP_SEQUENCES = [
+    "### Turn",
+    "**Action:**",
+    "<predicted_observation>",
+    "</predicted_observation>",
+    "**Environment Observation:**",
+]
 
 
 def literal(text: str) -> str:
     """`text` as a GBNF string literal."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    )
     return f'"{escaped}"'
 
 
@@ -88,7 +96,8 @@ def web_grammar(*, max_tokens: int, url: str | None = None) -> str:
     return (
         "\n".join(
             [
-                f'root ::= "- Page URL: " url "\\n- Page Title: " title "\\n- Page Snapshot:\\n```yaml\\n" line{{1,{lines}}} "```"',
+                'root ::= "- Page URL: " url "\\n- Page Title: " title "\\n- Page Snapshot:\\n```yaml\\n" '
+                f'line{{1,{lines}}} "```"',
                 f"url ::= {url_rule}",
                 'scheme ::= "http" "s"? "://" | "about:" | "file://"',
                 "title ::= [^\\n]{0,80}",

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from router.types import Call, Session
+from calls import Call, Session
 
 Row = Mapping[str, Any]
 CountTokens = Callable[[str], int]

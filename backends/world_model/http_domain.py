@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeIs
 
 from backends.http.messages import observation_of, parse_response, render_request, render_response
 from backends.world_model.checks import check_http
@@ -27,8 +27,16 @@ from backends.world_model.echoed_inputs import echoed_fields, json_object, pin_e
 from backends.world_model.grammars import http_grammar, infer_json_schema
 from backends.world_model.grounding import Grounding, Row, ground, session_rows
 from backends.world_model.parse import InvalidPrediction
-from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
-from router.types import Call, Observation, Provenance, Session
+from backends.world_model.prompt import (
+    CLOSING,
+    EXAMPLE_NOTE,
+    RenderExample,
+    assemble,
+    omit_oldest,
+    render_observation,
+    size,
+)
+from calls import Call, Observation, Provenance, Session
 
 TASK = (
     "You are the HTTP server {host}. An AI agent sends it HTTP requests. For each request, predict "
@@ -78,10 +86,15 @@ class HttpDomain:
     def render_response(self, structured: Mapping[str, Any]) -> str:
         body = structured.get("body")
         if isinstance(body, str) and len(body) > self.body_chars:
-            structured = {**structured, "body": body[: self.body_chars] + f"\n[{len(body) - self.body_chars} characters cut]"}
+            structured = {
+                **structured,
+                "body": body[: self.body_chars] + f"\n[{len(body) - self.body_chars} characters cut]",
+            }
         return render_response(structured)
 
-    def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
+    def ground(
+        self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200
+    ) -> Grounding:
         return ground(
             self.records_for(call),
             call,
@@ -95,12 +108,20 @@ class HttpDomain:
         )
 
     def messages(
-        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+        self,
+        call: Call,
+        session: Session,
+        *,
+        budget_tokens: int,
+        count_tokens: CountTokens,
+        grounding: Grounding | None = None,
     ) -> list[dict[str, str]]:
         # The session's exchanges with this host, then the recorded examples as marked
         # turns right before the current request (see prompt.py for why).
         turns: list[tuple[Call, str]] = [
-            (turn.call, self._shown(turn.observation)) for turn in session.history if turn.of_environment(call.channel, call.server)
+            (turn.call, self._shown(turn.observation))
+            for turn in session.history
+            if turn.of_environment(call.channel, call.server)
         ]
 
         def render_turn(index: int, number: int) -> tuple[str, str]:
@@ -109,12 +130,15 @@ class HttpDomain:
 
         def render_example(past: Call, structured: Mapping[str, Any]) -> RenderExample:
             note = EXAMPLE_NOTE.format(what="exchange of this server")
-            return lambda number: (note + self.render_action(past, number), render_observation(self.render_response(structured)))
+            return lambda number: (
+                note + self.render_action(past, number),
+                render_observation(self.render_response(structured)),
+            )
 
         def render_final(number: int) -> str:
             return self.render_action(call, number) + "\n\n" + CLOSING.format(what="HTTP server")
 
-        system = self.system(call.server, session.world_for(call.channel))
+        system = self.system(call.server, session.world_document_for(call.channel))
         if grounding is None:
             grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)
         examples = [render_example(past, structured) for past, structured in map(_example_of, grounding.rows)]
@@ -122,7 +146,13 @@ class HttpDomain:
         if size(messages, count_tokens) <= budget_tokens:
             return messages
         messages, _ = omit_oldest(
-            system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens, examples=examples
+            system,
+            len(turns),
+            render_turn,
+            render_final,
+            budget_tokens=budget_tokens,
+            count_tokens=count_tokens,
+            examples=examples,
         )
         return messages
 
@@ -159,7 +189,9 @@ class HttpDomain:
         try:
             structured = parse_response(read_message(text))
         except ValueError as exc:
-            raise InvalidPrediction(f"the world model's answer is not an HTTP response ({exc}): {text[:200]!r}") from exc
+            raise InvalidPrediction(
+                f"the world model's answer is not an HTTP response ({exc}): {text[:200]!r}"
+            ) from exc
         return observation_of(structured, Provenance.SIM)
 
 
@@ -191,7 +223,9 @@ def sibling_bodies(rows: Sequence[Row], call: Call) -> list[tuple[dict[str, Any]
     for row in rows:
         arguments = row.get("arguments") or {}
         other = str(arguments.get("path") or "").split("?", 1)[0].strip("/").split("/")
-        if arguments.get("method", call.arguments.get("method")) != call.arguments.get("method") or len(other) != len(path):
+        if arguments.get("method", call.arguments.get("method")) != call.arguments.get("method") or len(other) != len(
+            path
+        ):
             continue
         if sum(a != b for a, b in zip(path, other, strict=True)) != 1 or row.get("id", id(row)) in seen:
             continue
@@ -203,7 +237,9 @@ def sibling_bodies(rows: Sequence[Row], call: Call) -> list[tuple[dict[str, Any]
 
 def _example_of(row: Row) -> Example:
     arguments = row.get("arguments") or {}
-    past = Call(row.get("channel", "http"), row.get("server", ""), row.get("tool", ""), arguments, row.get("session", ""))
+    past = Call(
+        row.get("channel", "http"), row.get("server", ""), row.get("tool", ""), arguments, row.get("session", "")
+    )
     return past, row["observation"]["structured"]
 
 
@@ -227,5 +263,5 @@ def read_message(text: str) -> str:
     return f"{head.rstrip()}\n\n{body}"
 
 
-def _is_http(structured: Mapping[str, Any] | None) -> bool:
-    return bool(structured) and "status" in structured  # type: ignore[operator]
+def _is_http(structured: Mapping[str, Any] | None) -> TypeIs[Mapping[str, Any]]:
+    return structured is not None and "status" in structured

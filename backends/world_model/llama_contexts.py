@@ -1,4 +1,4 @@
-"""The in-process engine's per-session state: a small pool of llama.cpp contexts,
+"""The in-process model runner's per-session state: a small pool of llama.cpp contexts,
 and the model state saved after each system prompt.
 
 - Per-session prefix reuse: the weights are memory-mapped and shared, each
@@ -26,8 +26,8 @@ from typing import Any
 
 import anyio
 
-from backends.world_model.engine import WorldModelTimeout
 from backends.world_model.model_access import Cancelled
+from backends.world_model.model_runner import WorldModelTimeout
 
 
 @dataclass
@@ -98,11 +98,12 @@ class ContextPool:
 
 class SystemStates:
     """Model states saved right after a system prompt, the `keep` latest (0: off).
-    Used under the engine's one-computation-at-a-time lock only."""
+    Used under the model runner's one-computation-at-a-time lock only."""
 
     def __init__(self, keep: int) -> None:
         self.keep = keep
-        self._states: OrderedDict[int, tuple[int, Any]] = OrderedDict()  # token prefix digest -> (its length, the state)
+        # Token prefix digest -> (its length, the state)
+        self._states: OrderedDict[int, tuple[int, Any]] = OrderedDict()
 
     def system_prompt_end(self, llama: Any, prompt: str, messages: list[dict[str, Any]], tokens: list[int]) -> int:
         """How many leading prompt tokens are the system prompt (0: none worth sharing)."""
@@ -147,7 +148,9 @@ class SystemStates:
             if cancelled.is_set():
                 raise Cancelled
             if time.monotonic() >= deadline:
-                raise WorldModelTimeout(f"world model did not finish reading the prompt within its {deadline_s:g}s deadline")
+                raise WorldModelTimeout(
+                    f"world model did not finish reading the prompt within its {deadline_s:g}s deadline"
+                )
             take = min(n_batch, save_at - position) if save_at is not None and position < save_at else n_batch
             llama.eval(pending[:take])
             pending, position = pending[take:], position + take

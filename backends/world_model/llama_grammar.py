@@ -1,4 +1,4 @@
-"""Grammars for the in-process engine: GBNF text (from a domain, grammars.py) or a
+"""Grammars for the in-process model runner: GBNF text (from a domain, grammars.py) or a
 tool's output schema, compiled by llama-cpp-python and checked before use.
 
 A grammar llama.cpp cannot parse becomes a WorldModelError naming the cause,
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from backends.world_model.engine import WorldModelError
+from backends.world_model.model_runner import WorldModelError
 
 _VALID_GRAMMARS: set[str] = set()
 

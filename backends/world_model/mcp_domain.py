@@ -17,12 +17,18 @@ from typing import Any
 
 from backends.world_model.checks import check_mcp
 from backends.world_model.domain import Constraint, CountTokens
-from backends.world_model.echoed_inputs import answer_object, contradicted_argument, echoed_fields, pin_echoes, wrong_entity
+from backends.world_model.echoed_inputs import (
+    answer_object,
+    contradicted_argument,
+    echoed_fields,
+    pin_echoes,
+    wrong_entity,
+)
 from backends.world_model.grammars import STOP_SEQUENCES, infer_json_schema, mcp_grammar, ordered_like
 from backends.world_model.grounding import Grounding, Row, ground, observation_text, session_rows
 from backends.world_model.mcp_prompt import Example, build_mcp_messages
 from backends.world_model.parse import InvalidPrediction, parse_json_prediction
-from router.types import Call, Observation, Provenance, Session
+from calls import Call, Observation, Provenance, Session
 
 ERROR_PREFIX = "Error: "
 EXAMPLE_BUDGET = 1 / 3  # of the prompt budget, at most, for recorded examples
@@ -66,7 +72,9 @@ class McpDomain:
     def refusal(self, call: Call, session: Session) -> str | None:
         return None  # the front door already checked the arguments against the tool's schema
 
-    def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
+    def ground(
+        self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200
+    ) -> Grounding:
         return ground(
             self.records_for(call),
             call,
@@ -78,22 +86,36 @@ class McpDomain:
         )
 
     def messages(
-        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+        self,
+        call: Call,
+        session: Session,
+        *,
+        budget_tokens: int,
+        count_tokens: CountTokens,
+        grounding: Grounding | None = None,
     ) -> list[dict[str, str]]:
         history = [
-            ({"name": turn.call.tool, "arguments": turn.call.arguments}, shown(turn.observation.text, turn.observation.is_error))
+            (
+                {"name": turn.call.tool, "arguments": turn.call.arguments},
+                shown(turn.observation.text, turn.observation.is_error),
+            )
             for turn in session.history
             if turn.of_environment(call.channel, call.server)
         ]
         if grounding is None:
-            grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=int(budget_tokens * EXAMPLE_BUDGET))
+            grounding = self.ground(
+                call, session, count_tokens=count_tokens, budget_tokens=int(budget_tokens * EXAMPLE_BUDGET)
+            )
         return build_mcp_messages(
             server=call.server,
             tools=self.tools_for(call.server),
             history=history,
             action={"name": call.tool, "arguments": call.arguments},
             demonstrations=[example_of(row, call.tool) for row in grounding.rows],
-            initial_state="\n\n".join(filter(None, (self.initial_state.get(call.server), session.world_for(call.channel)))) or None,
+            initial_state="\n\n".join(
+                filter(None, (self.initial_state.get(call.server), session.world_document_for(call.channel)))
+            )
+            or None,
             simulation_instruction=self.simulation_instruction.get(call.server),
             budget_tokens=budget_tokens,
             count_tokens=count_tokens,
@@ -119,13 +141,17 @@ class McpDomain:
             for row in session_rows(call, session)
             if row["tool"] == call.tool
         ]
-        echoes = echoed_fields(((row.get("arguments") or {}), obj) for row, obj in [*zip(successes, recorded_objects, strict=True), *seen])
+        echoes = echoed_fields(
+            ((row.get("arguments") or {}), obj) for row, obj in [*zip(successes, recorded_objects, strict=True), *seen]
+        )
         # The grammar writes the echoed fields' values; the check holds answers to the
         # tool's own schema and, where a field echoes an input, to naming it (wrong_entity).
         pinned = pin_echoes(schema, echoes, call.arguments)
         text_schema = None
         if json_text and echoes:
-            text_schema = pin_echoes(infer_json_schema([obj for obj in recorded_objects if obj is not None]), echoes, call.arguments)
+            text_schema = pin_echoes(
+                infer_json_schema([obj for obj in recorded_objects if obj is not None]), echoes, call.arguments
+            )
         grammar = mcp_grammar(
             schema=pinned,
             text_schema=text_schema,
@@ -187,4 +213,6 @@ def structured_of(row: Row) -> Any:
 
 def example_of(row: Row, tool: str) -> Example:
     observation = row.get("observation") or {}
-    return {"name": tool, "arguments": row.get("arguments") or {}}, shown(observation_text(row), bool(observation.get("is_error")))
+    return {"name": tool, "arguments": row.get("arguments") or {}}, shown(
+        observation_text(row), bool(observation.get("is_error"))
+    )

@@ -7,7 +7,7 @@ then     = demonstrations: real observations of the same tool from other session
 last     = the current action and the tagged-answer instruction.
 
 Demonstrations come after the history, so the system + history prefix stays
-byte-identical from one step to the next and an engine's prefix cache holds.
+byte-identical from one step to the next and a model runner's prefix cache holds.
 For the same reason, when the tool list must shrink to fit, it shrinks the same
 way whatever tool is called: the called tool's full definition then goes into
 the last turn, not the system message.
@@ -20,7 +20,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from backends.world_model.prompt import CLOSING as PROMPT_CLOSING
-from backends.world_model.prompt import EXAMPLE_NOTE, RenderExample, assemble, best_last, cut_to_fit, omit_oldest, render_observation, size
+from backends.world_model.prompt import (
+    EXAMPLE_NOTE,
+    RenderExample,
+    assemble,
+    best_last,
+    cut_to_fit,
+    omit_oldest,
+    render_observation,
+    size,
+)
 
 Action = dict[str, Any]  # {"name": ..., "arguments": {...}}
 Example = tuple[Action, str]  # (action, observation text)
@@ -81,7 +90,9 @@ def build_final_turn(action: Action, turn: int, *, definition: dict[str, Any] | 
     parts = []
     if definition is not None:
         parts.append(
-            f"Definition of the tool `{action['name']}`:\n```json\n" + json.dumps(definition, indent=2, ensure_ascii=False) + "\n```"
+            f"Definition of the tool `{action['name']}`:\n```json\n"
+            + json.dumps(definition, indent=2, ensure_ascii=False)
+            + "\n```"
         )
     parts.append(render_action(action, turn))
     parts.append(CLOSING)
@@ -137,7 +148,9 @@ def build_mcp_messages(
         return build_final_turn(action, number, definition=definition)
 
     def build(examples: Sequence[Example], omitted: int) -> list[dict[str, str]]:
-        return assemble(system, len(turns), render_turn, render_final, omitted=omitted, examples=[example_turn(e) for e in examples])
+        return assemble(
+            system, len(turns), render_turn, render_final, omitted=omitted, examples=[example_turn(e) for e in examples]
+        )
 
     for level in range(4):
         definition = called if level > 0 else None
@@ -151,6 +164,7 @@ def build_mcp_messages(
         messages = build(demonstrations, 0)
         if budget_tokens is None or size(messages, count_tokens) <= budget_tokens:
             return messages
+    assert budget_tokens is not None  # without a budget the first level's messages were returned
     examples = list(demonstrations)
     messages, omitted = omit_oldest(
         system,
@@ -172,10 +186,12 @@ def build_mcp_messages(
         example_action, text = examples[-1]
         examples[-1] = (example_action, cut_to_fit(text, size(messages, count_tokens) - budget_tokens, count_tokens))
         messages = build(examples, omitted)
-    return messages  # the engine reports the overflow if even this does not fit
+    return messages  # the model runner reports the overflow if even this does not fit
 
 
-def select_demonstrations(records: Sequence[dict[str, Any]], tool: str, arguments: dict[str, Any], k: int) -> list[Example]:
+def select_demonstrations(
+    records: Sequence[dict[str, Any]], tool: str, arguments: dict[str, Any], k: int
+) -> list[Example]:
     """The k recorded real observations of `tool` whose arguments are closest to
     `arguments`, best LAST (small models copy the nearest example)."""
     scored = []

@@ -2,7 +2,7 @@
 calls before background work, and a cancelled caller that waits for its worker.
 
 A `Llama` object must never be used by two threads at once (a GGML assertion or
-a segfault). The engine holds a context's lock and the `PriorityLock` around
+a segfault). The model runner holds a context's lock and the `PriorityLock` around
 each computation; `run_to_the_end` keeps them held until the worker thread has
 really stopped, even when the caller is cancelled.
 """
@@ -20,7 +20,7 @@ import anyio
 
 class Cancelled(Exception):
     """Raised inside the worker thread when its caller was cancelled: the work
-    stopped early. Never leaves the engine (see `run_to_the_end`)."""
+    stopped early. Never leaves the model runner (see `run_to_the_end`)."""
 
 
 async def run_to_the_end[T](work: Callable[[], T], cancelled: threading.Event) -> T:

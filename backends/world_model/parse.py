@@ -8,7 +8,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from backends.world_model.engine import WorldModelError
+from backends.world_model.model_runner import WorldModelError
 
 OPEN_TAG = "<predicted_observation>"
 CLOSE_TAG = "</predicted_observation>"
@@ -60,7 +60,9 @@ def parse_json_prediction(text: str, schema: dict[str, Any] | None) -> dict[str,
         error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            raise InvalidPrediction(f"the predicted result does not match the tool's output schema: {where}: {error.message}")
+            raise InvalidPrediction(
+                f"the predicted result does not match the tool's output schema: {where}: {error.message}"
+            )
     return value
 
 

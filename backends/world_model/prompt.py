@@ -10,12 +10,13 @@ last    = the current action with the closing instruction
 
 When the turns do not fit, the oldest go in chunks with a marker. A window
 sliding by one turn would change the first history message at every step and
-the engine would re-read the whole history each time; omitting a multiple of a
+the model runner would re-read the whole history each time; omitting a multiple of a
 chunk keeps the prefix byte-identical until the next chunk has to go.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 
 OMITTED = "[{count} earlier turns omitted]"
@@ -25,6 +26,27 @@ CLOSING = (
     "Think about what the real {what} would return for this action, then write the observation "
     "itself inside <predicted_observation></predicted_observation>, in the {what}'s native format."
 )
+# The closing instruction when the model runner pre-writes the observation marker (the llama
+# model runner's `prefill_observation`): the model's answer starts after the marker, so it is
+# asked for the observation there, not for tags it will not write.
+PREFILLED_CLOSING = (
+    "Write what the real {what} returns for this action: the "
+    "observation itself, after {marker}, in the {what}'s native format."
+)
+OBSERVATION_PREFILL = MARKER + "\n"
+_CLOSING_PATTERN = re.compile(
+    re.escape(CLOSING).replace(re.escape("{what}"), "(?P<what>[^\n]+?)", 1).replace(re.escape("{what}"), "(?P=what)")
+)
+
+
+def agreeing_with(prefill: str, text: str) -> str:
+    """`text` (a prompt's last message) with its closing instruction asking for what
+    the model runner's generation writes: after `prefill` the observation itself, else (no
+    prefill) the observation inside the tags the parser reads."""
+    if not prefill:
+        return text
+    return _CLOSING_PATTERN.sub(lambda m: PREFILLED_CLOSING.format(what=m.group("what"), marker=MARKER), text)
+
 
 CountTokens = Callable[[str], int]
 # (user text, assistant text) of turn `number` (1-based)
@@ -50,7 +72,13 @@ def render_observation(observation: str) -> str:
 
 
 def assemble(
-    system: str, turns: int, render_turn: RenderTurn, render_final: RenderFinal, *, omitted: int, examples: Sequence[RenderExample] = ()
+    system: str,
+    turns: int,
+    render_turn: RenderTurn,
+    render_final: RenderFinal,
+    *,
+    omitted: int,
+    examples: Sequence[RenderExample] = (),
 ) -> list[dict[str, str]]:
     """Messages with the first `omitted` of `turns` earlier turns left out, then the
     examples (numbered on from the history), then the final action."""
@@ -93,7 +121,10 @@ def omit_oldest(
     # Linear in the history: every turn is measured once, then the oldest are taken
     # off until the rest fits (the omission marker's own size counted in).
     marker = count_tokens(OMITTED.format(count=turns)) + 2
-    per_turn = [count_tokens(user) + count_tokens(assistant) + 16 for user, assistant in (render_turn(i, i + 1) for i in range(turns))]
+    per_turn = [
+        count_tokens(user) + count_tokens(assistant) + 16
+        for user, assistant in (render_turn(i, i + 1) for i in range(turns))
+    ]
     needed, remaining = turns, total + marker
     for index, cost in enumerate(per_turn):
         if remaining <= budget_tokens:

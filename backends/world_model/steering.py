@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from router.types import Observation, Steer
+from calls import Observation, Steer
 
 # The truth is shown up to this many characters: the prompt keeps room for the history.
 TRUTH_CHARS = 2000

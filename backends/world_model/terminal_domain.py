@@ -8,7 +8,7 @@ Initial     = the first turn's **Current State** is the empty prompt; the system
 
 A prediction becomes a `ShellResult` like the real sandbox's: the exit code and
 working directory are read from the predicted prompt line. The in-process
-engine's grammar forces that line (within the token budget: the output before it
+model runner's grammar forces that line (within the token budget: the output before it
 is bounded), so they are always there; an endpoint model that leaves them out is
 asked once more.
 """
@@ -25,8 +25,16 @@ from backends.world_model.checks import check_terminal
 from backends.world_model.domain import Constraint, CountTokens
 from backends.world_model.grammars import terminal_grammar
 from backends.world_model.grounding import Grounding, Row, ground, session_rows
-from backends.world_model.prompt import CLOSING, EXAMPLE_NOTE, RenderExample, assemble, omit_oldest, render_observation, size
-from router.types import Call, Observation, Provenance, Session
+from backends.world_model.prompt import (
+    CLOSING,
+    EXAMPLE_NOTE,
+    RenderExample,
+    assemble,
+    omit_oldest,
+    render_observation,
+    size,
+)
+from calls import Call, Observation, Provenance, Session
 
 TASK = (
     "You are a Linux terminal: a bash shell in a Debian sandbox. An AI agent types commands. "
@@ -78,11 +86,10 @@ class TerminalDomain:
         """What the terminal shows after `command`: echo, output, next prompt."""
         output = result.output.rstrip("\n")
         lines = [command.rstrip("\n")] + ([output] if output else [])
+        code: int | None = result.exit_code
         if result.timed_out:
             lines.append("^C")
             code = 130
-        else:
-            code = result.exit_code
         lines.append(self.prompt(result.cwd, code).rstrip())
         return "\n".join(lines)
 
@@ -94,7 +101,8 @@ class TerminalDomain:
             '[{"keystrokes": "<text, ending with \\n to run it>", "duration": <seconds to wait>}].',
         ]
         state = [
-            f"OS: Debian GNU/Linux 13 (trixie), bash 5, coreutils, python3, git. User: {self.user} (uid 1000, not root). "
+            "OS: Debian GNU/Linux 13 (trixie), bash 5, coreutils, "
+            f"python3, git. User: {self.user} (uid 1000, not root). "
             f"Host: {self.hostname}. Working directory: {self.home_cwd}. No network access. The root filesystem is "
             f"read-only; {self.home_cwd}, /tmp and the home directory are writable."
         ]
@@ -111,19 +119,25 @@ class TerminalDomain:
         return "\n\n".join(parts)
 
     def render_action(self, command: str, timeout_s: Any, number: int, *, show_state: bool = True) -> str:
-        keys = json.dumps([{"keystrokes": command.rstrip("\n") + "\n", "duration": timeout_s or 30}], ensure_ascii=False)
+        keys = json.dumps(
+            [{"keystrokes": command.rstrip("\n") + "\n", "duration": timeout_s or 30}], ensure_ascii=False
+        )
         head = f"### Turn {number}\n"
         if number == 1 and show_state:
             head += f"**Current State:**\n{self.prompt(None).rstrip()}\n\n"
         return head + f"**Action:**\n```json\n{keys}\n```"
 
-    def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200) -> Grounding:
+    def ground(
+        self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1200
+    ) -> Grounding:
         def usable(row: Row) -> bool:
             observation = row.get("observation") or {}
             return bool(observation.get("structured")) and bool((row.get("arguments") or {}).get("command"))
 
         def screen_of(row: Row) -> str:
-            return self.screen(str(row["arguments"]["command"]), ShellResult.from_structured(row["observation"]["structured"]))
+            return self.screen(
+                str(row["arguments"]["command"]), ShellResult.from_structured(row["observation"]["structured"])
+            )
 
         grounding = ground(
             self.records_for(call),
@@ -141,14 +155,21 @@ class TerminalDomain:
             # prompt line out of the budget first: a budget sized in tokens of recorded
             # screens would leave no room for any output. Size it in bytes instead.
             longest_output = max(
-                len(ShellResult.from_structured(row["observation"]["structured"]).output.encode()) for row in grounding.answers
+                len(ShellResult.from_structured(row["observation"]["structured"]).output.encode())
+                for row in grounding.answers
             )
             echo = len(str(call.arguments.get("command", "")).encode()) + 1
             grounding.answer_tokens = longest_output + echo + PROMPT_LINE_ROOM
         return grounding
 
     def messages(
-        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+        self,
+        call: Call,
+        session: Session,
+        *,
+        budget_tokens: int,
+        count_tokens: CountTokens,
+        grounding: Grounding | None = None,
     ) -> list[dict[str, str]]:
         turns = [
             (
@@ -162,7 +183,8 @@ class TerminalDomain:
         if grounding is None:
             grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)
         demonstrations = [
-            (str(row["arguments"]["command"]), ShellResult.from_structured(row["observation"]["structured"])) for row in grounding.rows
+            (str(row["arguments"]["command"]), ShellResult.from_structured(row["observation"]["structured"]))
+            for row in grounding.rows
         ]
 
         def render_turn(index: int, number: int) -> tuple[str, str]:
@@ -172,7 +194,8 @@ class TerminalDomain:
         def render_example(command: str, result: ShellResult) -> RenderExample:
             # Marked as another session's: its files and directory are not this terminal's.
             return lambda number: (
-                EXAMPLE_NOTE.format(what="screen of this terminal") + self.render_action(command, None, number, show_state=False),
+                EXAMPLE_NOTE.format(what="screen of this terminal")
+                + self.render_action(command, None, number, show_state=False),
                 render_observation(self.screen(command, result)),
             )
 
@@ -183,13 +206,19 @@ class TerminalDomain:
                 + CLOSING.format(what="terminal")
             )
 
-        system = self.system(session.world_for(call.channel))
+        system = self.system(session.world_document_for(call.channel))
         examples = [render_example(command, result) for command, result in demonstrations]
         messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
         if size(messages, count_tokens) <= budget_tokens:
             return messages
         messages, _ = omit_oldest(
-            system, len(turns), render_turn, render_final, budget_tokens=budget_tokens, count_tokens=count_tokens, examples=examples
+            system,
+            len(turns),
+            render_turn,
+            render_final,
+            budget_tokens=budget_tokens,
+            count_tokens=count_tokens,
+            examples=examples,
         )
         return messages
 
@@ -210,7 +239,10 @@ class TerminalDomain:
     def observation(self, call: Call, prediction: str | dict[str, Any]) -> Observation:
         result = self.parse_screen(call.arguments.get("command", ""), str(prediction))
         return Observation(
-            [{"type": "text", "text": result.text()}], Provenance.SIM, is_error=result.is_error, structured=result.structured()
+            [{"type": "text", "text": result.text()}],
+            Provenance.SIM,
+            is_error=result.is_error,
+            structured=result.structured(),
         )
 
     def parse_screen(self, command: str, screen: str) -> ShellResult:

@@ -38,7 +38,7 @@ from backends.world_model.domain import Constraint, CountTokens
 from backends.world_model.grammars import web_grammar
 from backends.world_model.grounding import Grounding, Row, ground, session_rows
 from backends.world_model.prompt import CLOSING, assemble, cut_to_fit, omit_oldest, render_observation, size
-from router.types import Call, Observation, Provenance, Session
+from calls import Call, Observation, Provenance, Session
 
 TASK = (
     "You are a web browser (Chromium, driven through Playwright by an AI agent). For each browser "
@@ -51,7 +51,11 @@ TASK = (
 ACTIONS = [
     {"name": "browser_navigate", "arguments": {"url": "string"}, "description": "Navigate to a URL"},
     {"name": "browser_snapshot", "arguments": {}, "description": "Capture accessibility snapshot of the current page"},
-    {"name": "browser_click", "arguments": {"ref": "string", "element": "string (optional)"}, "description": "Perform click on a web page"},
+    {
+        "name": "browser_click",
+        "arguments": {"ref": "string", "element": "string (optional)"},
+        "description": "Perform click on a web page",
+    },
     {
         "name": "browser_type",
         "arguments": {"ref": "string", "text": "string", "submit": "boolean (optional)"},
@@ -66,7 +70,7 @@ NEEDS_REF = {"browser_click", "browser_type"}
 
 # Snapshot sizes in the prompt, in characters. Earlier pages are shown shorter than the
 # page the action applies to; each is rendered the same way at every step (the
-# engine's prefix cache holds) except the latest, which is shortened only when the
+# model runner's prefix cache holds) except the latest, which is shortened only when the
 # prompt does not fit otherwise.
 HISTORY_SNAPSHOT_CHARS = 1200
 LATEST_SNAPSHOT_CHARS = (8000, 4000, 2000, 1000)
@@ -103,7 +107,11 @@ class WebDomain:
     @staticmethod
     def pages(call: Call, session: Session) -> list[tuple[Call, PageState]]:
         """The browser turns of this session (same channel and server), oldest first."""
-        return [(turn.call, page_of(turn.observation)) for turn in session.history if turn.of_environment(call.channel, call.server)]
+        return [
+            (turn.call, page_of(turn.observation))
+            for turn in session.history
+            if turn.of_environment(call.channel, call.server)
+        ]
 
     @staticmethod
     def current_page(turns: Sequence[tuple[Call, PageState]]) -> PageState | None:
@@ -159,12 +167,16 @@ class WebDomain:
         return "\n\n".join(parts)
 
     @staticmethod
-    def render_action(call_or_action: Call | dict[str, Any], number: int | None, current_state: str | None = None) -> str:
+    def render_action(
+        call_or_action: Call | dict[str, Any], number: int | None, current_state: str | None = None
+    ) -> str:
         if isinstance(call_or_action, Call):
             action = {"name": call_or_action.tool, "arguments": call_or_action.arguments}
         else:
             action = call_or_action
-        body = json.dumps({"name": action["name"], "arguments": action.get("arguments", {})}, indent=2, ensure_ascii=False)
+        body = json.dumps(
+            {"name": action["name"], "arguments": action.get("arguments", {})}, indent=2, ensure_ascii=False
+        )
         head = f"### Turn {number}\n" if number is not None else ""
         if current_state is not None:
             head += f"**Current State:**\n{current_state}\n\n"
@@ -177,7 +189,9 @@ class WebDomain:
         snapshot, _ = trim_snapshot(page.snapshot, max_chars)
         return PageState(page.url, page.title, snapshot, error=page.error, events=page.events).text()
 
-    def ground(self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1500) -> Grounding:
+    def ground(
+        self, call: Call, session: Session, *, count_tokens: CountTokens, budget_tokens: int = 1500
+    ) -> Grounding:
         def usable(row: Row) -> bool:
             observation = row.get("observation") or {}
             return not observation.get("is_error") and bool((observation.get("structured") or {}).get("snapshot"))
@@ -190,16 +204,24 @@ class WebDomain:
             k=self.demonstrations,
             budget_tokens=budget_tokens,
             count_tokens=count_tokens,
-            size_of=lambda row: self.page_text(PageState.from_structured(row["observation"]["structured"]), DEMONSTRATION_SNAPSHOT_CHARS),
+            size_of=lambda row: self.page_text(
+                PageState.from_structured(row["observation"]["structured"]), DEMONSTRATION_SNAPSHOT_CHARS
+            ),
             usable=usable,
         )
 
     def messages(
-        self, call: Call, session: Session, *, budget_tokens: int, count_tokens: CountTokens, grounding: Grounding | None = None
+        self,
+        call: Call,
+        session: Session,
+        *,
+        budget_tokens: int,
+        count_tokens: CountTokens,
+        grounding: Grounding | None = None,
     ) -> list[dict[str, str]]:
         turns = self.pages(call, session)
         first_state = self.initial_state.strip() if self.initial_state else NO_PAGE
-        system = self.system(session.world_for(call.channel))
+        system = self.system(session.world_document_for(call.channel))
         # Demonstrations are (action, page) turns of their own, right before the current
         # action: small models answer in the real format only when a real observation of
         # the same tool is the turn just before. After the history, so the system +
@@ -207,14 +229,19 @@ class WebDomain:
         if grounding is None:
             grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)
         demonstrations = [
-            ({"name": call.tool, "arguments": row.get("arguments") or {}}, PageState.from_structured(row["observation"]["structured"]))
+            (
+                {"name": call.tool, "arguments": row.get("arguments") or {}},
+                PageState.from_structured(row["observation"]["structured"]),
+            )
             for row in grounding.rows
         ]
 
         def demonstration_messages(examples: Sequence[Example], chars: int) -> list[dict[str, str]]:
             out = []
             for action, page in examples:
-                out.append({"role": "user", "content": "An example from another session:\n" + self.render_action(action, None)})
+                out.append(
+                    {"role": "user", "content": "An example from another session:\n" + self.render_action(action, None)}
+                )
                 out.append({"role": "assistant", "content": render_observation(self.page_text(page, chars))})
             return out
 
@@ -227,17 +254,25 @@ class WebDomain:
         budget = budget_tokens - size(examples, count_tokens)
 
         def render_final(number: int) -> str:
-            return self.render_action(call, number, first_state if number == 1 else None) + "\n\n" + CLOSING.format(what="browser")
+            return (
+                self.render_action(call, number, first_state if number == 1 else None)
+                + "\n\n"
+                + CLOSING.format(what="browser")
+            )
 
         def fit(latest_chars: int) -> list[dict[str, str]]:
             def render_turn(index: int, number: int) -> tuple[str, str]:
                 past, page = turns[index]
                 cap = latest_chars if index == len(turns) - 1 else HISTORY_SNAPSHOT_CHARS
-                return self.render_action(past, number, first_state if number == 1 else None), render_observation(self.page_text(page, cap))
+                return self.render_action(past, number, first_state if number == 1 else None), render_observation(
+                    self.page_text(page, cap)
+                )
 
             messages = assemble(system, len(turns), render_turn, render_final, omitted=0)
             if size(messages, count_tokens) > budget:
-                messages, _ = omit_oldest(system, len(turns), render_turn, render_final, budget_tokens=budget, count_tokens=count_tokens)
+                messages, _ = omit_oldest(
+                    system, len(turns), render_turn, render_final, budget_tokens=budget, count_tokens=count_tokens
+                )
             return messages
 
         for latest_chars in LATEST_SNAPSHOT_CHARS:
@@ -248,7 +283,7 @@ class WebDomain:
             # Every earlier turn is gone and the page acted on is still too long: cut it.
             last = messages[-2]["content"]
             messages[-2]["content"] = cut_to_fit(last, size(messages, count_tokens) - budget, count_tokens)
-        return messages[:-1] + examples + messages[-1:]  # the engine reports an overflow if this does not fit
+        return messages[:-1] + examples + messages[-1:]  # the model runner reports an overflow if this does not fit
 
     # --- the answer ------------------------------------------------------------------
 
@@ -277,7 +312,9 @@ class WebDomain:
                 page.url = "unknown"
         self._remember(call.session_id, page)
         structured = None if page.snapshot is None and page.url is None and page.is_error else page.structured()
-        return Observation([{"type": "text", "text": page.text()}], Provenance.SIM, is_error=page.is_error, structured=structured)
+        return Observation(
+            [{"type": "text", "text": page.text()}], Provenance.SIM, is_error=page.is_error, structured=structured
+        )
 
 
 def page_of(observation: Observation) -> PageState:

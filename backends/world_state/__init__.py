@@ -14,6 +14,6 @@ session, and when the model is asked instead, is the engine's business, not this
 package's (`session.py` the session slice, `simulation.py` the sim route's order,
 `http_state.py` the HTTP answers and the recordings they start from).
 
-May import: `router.types` and `shadow` (as every backend), never `policies` or the
+May import: `calls`, `records` and `shadow` (as every backend), never `policies` or the
 rest of `router`.
 """

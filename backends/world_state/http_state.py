@@ -20,9 +20,9 @@ from backends.http.messages import observation_of
 from backends.replay import ReplayBackend, servable_record
 from backends.world_state import http
 from backends.world_state.http.baseline import underlay
-from router.types import Call, Observation, Provenance, Session
-from shadow.records import Record
-from shadow.store.protocol import StoreError
+from calls import Call, Observation, Provenance, Session
+from records.record import Record
+from records.store.protocol import StoreError
 
 log = logging.getLogger("simroute.world_state")
 

@@ -1,4 +1,4 @@
-"""A session's world state as a session slice (router.types.SessionSlice), shared by
+"""A session's world state as a session slice (calls.SessionSlice), shared by
 router replicas: one field per kind of world (`shell`: a ShellWorld as JSON; `http`:
 an HttpWorld, the session's JSON APIs' resources, as JSON). Its
 contents come from records as stored (secrets already redacted), so neither Redis
@@ -19,7 +19,7 @@ from backends.world_state.shell import ShellWorld, new_world, observe, run
 from backends.world_state.shell import caps as shell_caps
 from backends.world_state.shell.caps import MAX_CONTENT_BYTES
 from backends.world_state.shell.filesystem import FILE
-from router.types import Call, Observation, Provenance, SessionSlice
+from calls import Call, Observation, Provenance, SessionSlice
 
 FROM_STATE = "state"  # the sub-provenance of an answer the state gave itself
 SUMMARY_PATHS = 200

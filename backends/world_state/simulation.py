@@ -33,7 +33,7 @@ from backends.world_state.http_state import RecordedApis, answer_from_state
 from backends.world_state.session import FROM_STATE, WorldState
 from backends.world_state.shell import run
 from backends.world_state.shell_view import contradiction, state_view
-from router.types import Call, Observation, Provenance, Session, SessionWorld, Simulator, Source, Steer
+from calls import Call, Observation, Provenance, Session, Simulator, Source, Steer, WorldDocuments
 
 ALIGNED, MODEL, MODEL_STATE = "replay-aligned", "model", "model+state"
 
@@ -51,7 +51,9 @@ class StatefulSimulator:
     ) -> None:
         self.inner = inner
         self.aligned = aligned
-        self.recorded_apis = recorded_apis  # what other sessions' real HTTP answers teach (None: the session's own only)
+        self.recorded_apis = (
+            recorded_apis  # what other sessions' real HTTP answers teach (None: the session's own only)
+        )
         self.on_for = on_for  # the world_state section's switch, per (channel, server)
         self.screen_lines, self.screen_chars = screen_lines, screen_chars
 
@@ -75,7 +77,9 @@ class StatefulSimulator:
             if found is not None:
                 return _sourced(found.observation, ALIGNED, record=found.record_id)
         told = self._state_steer(call, session) if stateful and call.channel == "shell" else None
-        observation = await self.inner.simulate(call, session, deadline_s=deadline_s, background=background, steer=told or steer)
+        observation = await self.inner.simulate(
+            call, session, deadline_s=deadline_s, background=background, steer=told or steer
+        )
         if observation.source is None or observation.source.sub != MODEL:
             # An error simroute made in the model's place carries no source; an answer the
             # tool's recordings determined (gates/template.py) keeps its own.
@@ -86,9 +90,9 @@ class StatefulSimulator:
         """Whether the model is told a world document for this call (the configured one, or
         the session's: an episode's `world`): real recordings describe the real world, not
         that one, so no recorded session is aligned with it."""
-        own = session.find(SessionWorld)
-        told = own is not None and ("*" in own.world or call.channel in own.world)
-        return told or getattr(self.inner, "world", None) is not None
+        own = session.find(WorldDocuments)
+        told = own is not None and ("*" in own.by_channel or call.channel in own.by_channel)
+        return told or getattr(self.inner, "world_document", None) is not None
 
     def _from_state(self, call: Call, session: Session) -> Observation | None:
         started = time.perf_counter()
@@ -119,7 +123,9 @@ class StatefulSimulator:
         frozen = world.copy()  # as it stood before this command: what the answer is checked against
 
         def check(observation: Observation) -> str | None:
-            structured = observation.structured if isinstance(observation.structured, dict) else {"output": observation.text}
+            structured = (
+                observation.structured if isinstance(observation.structured, dict) else {"output": observation.text}
+            )
             return contradiction(frozen, command, ShellResult.from_structured(structured))
 
         return Steer("state", state_view(frozen, command), check=check)

@@ -47,7 +47,8 @@ def render_reference(root: type) -> str:
         models = _models(field.annotation)
         if models and repr(field.annotation) in seen:
             sections.append(
-                f"## `{key}`\n\n{field.description} The same keys as [`{seen[repr(field.annotation)]}`](#{seen[repr(field.annotation)].lower()}).\n"
+                f"## `{key}`\n\n{field.description} "
+                f"The same keys as [`{seen[repr(field.annotation)]}`](#{seen[repr(field.annotation)].lower()}).\n"
             )
         elif models:
             seen[repr(field.annotation)] = key
@@ -116,7 +117,11 @@ def _cell(text: str) -> str:
 def _doc(model: type) -> str:
     doc = (model.__doc__ or "").strip()
     # A model without a docstring of its own inherits pydantic's; that one says nothing here.
-    return " ".join(doc.split()) if doc and "BaseModel" not in doc and "Strict" not in model.__dict__.get("__qualname__", "") else ""
+    return (
+        " ".join(doc.split())
+        if doc and "BaseModel" not in doc and "Strict" not in model.__dict__.get("__qualname__", "")
+        else ""
+    )
 
 
 def _models(annotation: Any) -> list[type]:

@@ -33,7 +33,9 @@ class CurvePoint:
         }
 
 
-def curve(probabilities: Sequence[float], divergences: Sequence[float], *, savings: Sequence[float] | None = None) -> list[CurvePoint]:
+def curve(
+    probabilities: Sequence[float], divergences: Sequence[float], *, savings: Sequence[float] | None = None
+) -> list[CurvePoint]:
     """One point per distinct probability (as threshold), highest threshold first,
     starting with NEVER (nothing sent). `savings`: per call, what sending it saves."""
     n = len(probabilities)

@@ -24,8 +24,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from router.types import Observation, ReplayAlias
-from shadow.compare.canonical import call_key
+from calls import Observation, ReplayAlias, call_key
 from shadow.compare.substitution import json_escaped
 
 PLACEHOLDER = "\x00echo\x00"
@@ -63,7 +62,9 @@ def echoed_paths(arguments: dict[str, Any], text: str) -> list[tuple[str, str]]:
 
 
 def answer_text(observation: Observation) -> str:
-    return json.dumps([observation.content, observation.structured, observation.is_error], sort_keys=True, ensure_ascii=False)
+    return json.dumps(
+        [observation.content, observation.structured, observation.is_error], sort_keys=True, ensure_ascii=False
+    )
 
 
 class EchoEvidence:
@@ -75,18 +76,29 @@ class EchoEvidence:
     def generalised(self, tool: str, path: str) -> bool:
         return self.agree[(tool, path)] > 0 and not self.differ[(tool, path)]
 
-    def alias(self, tool: str, replay_key: str, channel: str, server: str, name: str, arguments: dict[str, Any]) -> ReplayAlias | None:
+    def alias(
+        self, tool: str, replay_key: str, channel: str, server: str, name: str, arguments: dict[str, Any]
+    ) -> ReplayAlias | None:
         """A recording this call may replay with a value substituted, if the evidence allows."""
         return _alias(self.generalised, self._templates, tool, replay_key, channel, server, name, arguments)
 
     def observe(
-        self, tool: str, replay_key: str, channel: str, server: str, name: str, arguments: dict[str, Any], observation: Observation
+        self,
+        tool: str,
+        replay_key: str,
+        channel: str,
+        server: str,
+        name: str,
+        arguments: dict[str, Any],
+        observation: Observation,
     ) -> None:
         """A real answer of a read-only call."""
         text = answer_text(observation)
         for path, value in echoed_paths(arguments, text):
             key = template_key(replay_key, channel, server, name, arguments, path)
-            answer = hashlib.blake2b(text.replace(json_escaped(value), PLACEHOLDER).encode(), digest_size=16).hexdigest()
+            answer = hashlib.blake2b(
+                text.replace(json_escaped(value), PLACEHOLDER).encode(), digest_size=16
+            ).hexdigest()
             seen = self._templates.get(key)
             if seen is not None and seen.value != value:
                 (self.agree if seen.answer == answer else self.differ)[(tool, path)] += 1
@@ -109,13 +121,19 @@ class EchoIndex:
     generalised: frozenset[tuple[str, str]] = frozenset()
     templates: dict[str, _Seen] | None = None
 
-    def alias(self, tool: str, replay_key: str, channel: str, server: str, name: str, arguments: dict[str, Any]) -> ReplayAlias | None:
+    def alias(
+        self, tool: str, replay_key: str, channel: str, server: str, name: str, arguments: dict[str, Any]
+    ) -> ReplayAlias | None:
         if not self.generalised or not self.templates:
             return None
-        return _alias(lambda t, p: (t, p) in self.generalised, self.templates, tool, replay_key, channel, server, name, arguments)
+        return _alias(
+            lambda t, p: (t, p) in self.generalised, self.templates, tool, replay_key, channel, server, name, arguments
+        )
 
 
-def _alias(generalised, templates, tool: str, replay_key: str, channel: str, server: str, name: str, arguments: dict[str, Any]):
+def _alias(
+    generalised, templates, tool: str, replay_key: str, channel: str, server: str, name: str, arguments: dict[str, Any]
+):
     for path in sorted(arguments):
         value = arguments[path]
         if not isinstance(value, str) or len(value) < MIN_VALUE_CHARS or not generalised(tool, path):

@@ -34,14 +34,17 @@ def hash_matrix(rows: Sequence[Sequence[Feature]], n_bits: int = N_BITS) -> spar
         values.extend(columns.values())
         indptr.append(len(indices))
     return sparse.csr_matrix(
-        (np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64), np.asarray(indptr)), shape=(len(rows), 1 << n_bits)
+        (np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
+        shape=(len(rows), 1 << n_bits),
     )
 
 
 class RouteClassifier(ClassifierMixin, BaseEstimator):
     """Fits on lists of named features (`X`) and 0/1 labels (`y`, 1: acceptable)."""
 
-    def __init__(self, *, n_bits: int = N_BITS, C: float = 1.0, calibration_folds: int = 3, max_iter: int = 1000) -> None:
+    def __init__(
+        self, *, n_bits: int = N_BITS, C: float = 1.0, calibration_folds: int = 3, max_iter: int = 1000
+    ) -> None:
         self.n_bits = n_bits
         self.C = C
         self.calibration_folds = calibration_folds
@@ -56,13 +59,17 @@ class RouteClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y must hold both 0 and 1, got classes {classes.tolist()}")
         folds = min(self.calibration_folds, int(counts.min()))
         if folds < 2:
-            raise ValueError(f"each class needs at least 2 labels (got {dict(zip(classes.tolist(), counts.tolist(), strict=True))})")
+            raise ValueError(
+                f"each class needs at least 2 labels (got {dict(zip(classes.tolist(), counts.tolist(), strict=True))})"
+            )
         matrix = hash_matrix(X, self.n_bits)
         # Fitted on the columns the calls use: the same solution (an unused column's
         # L2-penalised weight is 0) at a fraction of the cost of 2**n_bits columns.
         self.columns_ = np.unique(matrix.indices)
         regression = LogisticRegression(C=self.C, max_iter=self.max_iter)
-        self.model_ = CalibratedClassifierCV(regression, method="sigmoid", cv=folds, ensemble=False).fit(matrix[:, self.columns_], labels)
+        self.model_ = CalibratedClassifierCV(regression, method="sigmoid", cv=folds, ensemble=False).fit(
+            matrix[:, self.columns_], labels
+        )
         self.classes_ = self.model_.classes_
         self.n_labels_ = int(len(labels))
         return self

@@ -102,7 +102,9 @@ def call_features(facts: CallFacts) -> list[Feature]:
     ]
 
 
-def static_features(channel: str, server: str, tool_name: str, arguments: Mapping[str, Any], safety: str | None) -> list[Feature]:
+def static_features(
+    channel: str, server: str, tool_name: str, arguments: Mapping[str, Any], safety: str | None
+) -> list[Feature]:
     """The features of the call itself: the same every time the same call comes with the
     same safety class (the decision path caches their score per call)."""
     tool = f"{server}/{tool_name}"

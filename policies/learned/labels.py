@@ -33,16 +33,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from calls import Observation
 from policies.learned.echoes import EchoEvidence
 from policies.learned.features import CallFacts, ToolStats, tool_key
 from policies.learned.replay_sources import Missed, ReplaySources, Served, replayable
 from policies.learned.subs import SubEvidence, named
 from policies.learned.tenancy import NO_TOKENS, Tenancy
 from policies.learned.write_effects import WriteEffects
-from router.types import Observation
+from records.sub_provenance import shadow_sub
 from shadow.compare.divergence import BUILTIN_NOISE, compare
 from shadow.compare.substitution import substituted
-from shadow.sub_provenance import shadow_sub
 
 UNACCEPTABLE_KINDS = frozenset({"status", "structure"})
 ROUTES = ("sim", "replay")
@@ -130,7 +130,11 @@ class LabelBuilder:
             self.subs.label(key, sub, acceptable=ok, divergence=divergence)
             stats.sim_latency += latency
             stats.sim_answers += 1
-        elif row.get("provenance") == "sim" and not (row.get("observation") or {}).get("is_error") and not row.get("perturbation"):
+        elif (
+            row.get("provenance") == "sim"
+            and not (row.get("observation") or {}).get("is_error")
+            and not row.get("perturbation")
+        ):
             stats.sim_latency += float(row.get("latency_ms") or 0.0) / 1000
             stats.sim_answers += 1
             self.subs.answered(key, named(((row.get("observation") or {}).get("source") or {}).get("sub")))
@@ -167,7 +171,9 @@ class LabelBuilder:
                 break
         if isinstance(served, Served) or served.has_source or row.get("safety_class") != "safe":
             return served
-        alias = self.echoes.alias(key, replay_key, row["channel"], row["server"], row["tool"], row.get("arguments") or {})
+        alias = self.echoes.alias(
+            key, replay_key, row["channel"], row["server"], row["tool"], row.get("arguments") or {}
+        )
         if alias is None:
             return served
         other = self.sources.serve(alias.key, session, occurrence)
@@ -189,7 +195,9 @@ class LabelBuilder:
     def _note_write_or_read(self, row: dict[str, Any], key: str, replay_key: str, observation: Observation) -> None:
         channel, server = row["channel"], row["server"]
         if row.get("safety_class") == "safe":
-            self.writes.read(channel, server, key, replay_key, observation, lambda before, after: self._same(before, after, channel))
+            self.writes.read(
+                channel, server, key, replay_key, observation, lambda before, after: self._same(before, after, channel)
+            )
             self.echoes.observe(key, replay_key, channel, server, row["tool"], row.get("arguments") or {}, observation)
         else:
             self.writes.wrote(channel, server, key)
@@ -205,5 +213,7 @@ class LabelBuilder:
         return out
 
 
-def labels_from_rows(rows: Iterable[dict[str, Any]], *, max_divergence: float = 0.2, tenancy: Tenancy = NO_TOKENS) -> list[Label]:
+def labels_from_rows(
+    rows: Iterable[dict[str, Any]], *, max_divergence: float = 0.2, tenancy: Tenancy = NO_TOKENS
+) -> list[Label]:
     return LabelBuilder(max_divergence=max_divergence, tenancy=tenancy).add_all(rows)

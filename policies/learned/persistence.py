@@ -36,7 +36,9 @@ def card_path(model_path: Path) -> Path:
     return model_path.with_suffix(".card.json")
 
 
-def save_model(path: Path, classifiers: dict[str, Any], thresholds: dict[str, float], *, n_bits: int, card: dict[str, Any]) -> None:
+def save_model(
+    path: Path, classifiers: dict[str, Any], thresholds: dict[str, float], *, n_bits: int, card: dict[str, Any]
+) -> None:
     """Write the model and its card atomically (a watcher never sees half a file)."""
     import skops.io
 
@@ -85,10 +87,14 @@ def load_model_bytes(data: bytes, *, source: str, card: dict[str, Any] | None = 
     # Boundary: an untrusted file. skops raises many kinds for a damaged or foreign
     # file; each becomes a ModelLoadError that names the file.
     except Exception as exc:
-        raise ModelLoadError(f"learned model {source} is not a readable skops file: {type(exc).__name__}: {exc}") from exc
+        raise ModelLoadError(
+            f"learned model {source} is not a readable skops file: {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ModelLoadError(
-            f"learned model {source} is not a simroute model (format {payload.get('format') if isinstance(payload, dict) else type(payload).__name__!r}, expected {FORMAT!r})"
+            f"learned model {source} is not a simroute model (format "
+            f"{payload.get('format') if isinstance(payload, dict) else type(payload).__name__!r}, "
+            f"expected {FORMAT!r})"
         )
     routes = {}
     try:

@@ -41,13 +41,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from policies.learned.features import Feature, ToolStats, dynamic_features, hashed, static_features, sub_features, tool_key
+from calls import Call, Decision, ReplayAlias, Route, Session
+from policies.learned.features import (
+    Feature,
+    ToolStats,
+    dynamic_features,
+    hashed,
+    static_features,
+    sub_features,
+    tool_key,
+)
 from policies.learned.model import LearnedModel
 from policies.learned.state import EMPTY_STATE, LearnedState
 from policies.learned.subs import sub_key
 from policies.marks import SideEffects
 from policies.safety.verdict import SafetyVerdict
-from router.types import Call, Decision, ReplayAlias, Route, Session
 
 POLICY = "learned"
 STATEFUL_CHANNELS = frozenset({"shell", "browser"})
@@ -100,7 +108,10 @@ class Candidate:
         if self.rule:
             return f"{self.route}: {self.rule}, cost {self.cost:.2f}"
         sign = ">=" if self.eligible else "<"
-        return f"{self.route}: P(ok)={self.probability:.3f} {sign} {self.threshold:.3f} ({self.source}), cost {self.cost:.2f}"
+        return (
+            f"{self.route}: P(ok)={self.probability:.3f} {sign} "
+            f"{self.threshold:.3f} ({self.source}), cost {self.cost:.2f}"
+        )
 
     def to_json(self) -> dict:
         return {
@@ -153,11 +164,15 @@ class LearnedPolicy:
         route, reason = assessment.route, assessment.reason
         if call.channel not in STATEFUL_CHANNELS and self._explores(call, session):
             if route is Route.REAL:
-                route, reason = Route.SHADOW, f"{reason}; explored: shadowed (learned.explore_rate {self.settings.explore_rate:g})"
+                route, reason = (
+                    Route.SHADOW,
+                    f"{reason}; explored: shadowed (learned.explore_rate {self.settings.explore_rate:g})",
+                )
             elif _is_safe(safety):
                 route, reason = (
                     Route.SHADOW,
-                    f"{reason}; explored: served real with shadow instead of {route} (learned.explore_rate {self.settings.explore_rate:g})",
+                    f"{reason}; explored: served real with shadow instead of {route} (learned.explore_rate "
+                    f"{self.settings.explore_rate:g})",
                 )
         return Decision(route, self.name, reason, replay_as=assessment.replay_as if route is Route.REPLAY else None)
 
@@ -179,7 +194,9 @@ class LearnedPolicy:
         candidates = []
         for route in ("replay", "sim"):
             price = 0.0 if route == "replay" else settings.sim_price
-            latency = 0.0 if route == "replay" else ((stats.mean_latency("sim") if stats else None) or state.sim_latency_s)
+            latency = (
+                0.0 if route == "replay" else ((stats.mean_latency("sim") if stats else None) or state.sim_latency_s)
+            )
             cost = price + settings.latency_weight * latency
             blocked = self._blocked(route, call, session)
             if blocked:
@@ -199,26 +216,41 @@ class LearnedPolicy:
                 score = entry.static_score(route, scorer) + scorer.partial(dynamic)
                 if sub is not None:
                     score += scorer.partial(sub_features(call.server, call.tool, sub, by_sub))
-                probability, threshold, source = scorer.calibrated(score), route_model.threshold, f"model {model.digest}"
+                probability, threshold, source = (
+                    scorer.calibrated(score),
+                    route_model.threshold,
+                    f"model {model.digest}",
+                )
                 source += f", {sub} answers" if sub is not None else ""
             elif sub is not None and by_sub is not None and by_sub.sim_labels:
                 probability = state.sub_priors.get(sub_key(key, sub), _UNLABELLED_BOUND)
                 threshold, source = settings.target_fidelity, f"per-tool estimate of {sub} answers, {_labels(by_sub)}"
             else:
                 probability = state.priors.get((key, route), _UNLABELLED_BOUND)
-                threshold, source = settings.target_fidelity, f"per-tool estimate, {labels} label{'s' if labels != 1 else ''}"
+                threshold, source = (
+                    settings.target_fidelity,
+                    f"per-tool estimate, {labels} label{'s' if labels != 1 else ''}",
+                )
             candidate = Candidate(route, probability, threshold, source, cost, rule)
             # The replay key costs a canonical encoding and a digest: made only for a
             # replay the probability would allow.
             replay_key = self._replay_key(call, entry) if route == "replay" and candidate.eligible else None
-            if route == "replay" and candidate.eligible and (replay_key is None or not state.recorded(replay_key, call.session_id)):
+            if (
+                route == "replay"
+                and candidate.eligible
+                and (replay_key is None or not state.recorded(replay_key, call.session_id))
+            ):
                 alias = self._echo_alias(call, own_key, replay_key)
                 if alias is None:
                     candidate = Candidate(route, None, None, "no real recording of this call", cost)
                 else:
-                    candidate.source = f"{candidate.source}; recorded for another {alias.argument!r}, the value substituted"
+                    candidate.source = (
+                        f"{candidate.source}; recorded for another {alias.argument!r}, the value substituted"
+                    )
                     if candidate.rule:
-                        candidate.rule = f"{candidate.rule}; recorded for another {alias.argument!r}, the value substituted"
+                        candidate.rule = (
+                            f"{candidate.rule}; recorded for another {alias.argument!r}, the value substituted"
+                        )
             candidates.append(candidate)
         best = min((c for c in candidates if c.eligible), key=lambda c: c.cost, default=None)
         route = Route(best.route) if best is not None and best.cost < real_cost else Route.REAL
@@ -247,7 +279,10 @@ class LearnedPolicy:
         needed = self.settings.replay_min_sessions
         if stats is None or needed <= 0 or stats.agreeing_sessions < needed or stats.replay_ok != stats.replay_labels:
             return ""
-        return f"answers agreed in {stats.agreeing_sessions} sessions and never differed (learned.replay_min_sessions {needed})"
+        return (
+            f"answers agreed in {stats.agreeing_sessions} sessions "
+            f"and never differed (learned.replay_min_sessions {needed})"
+        )
 
     def _blocked(self, route: str, call: Call, session: Session) -> str:
         """Why `route` cannot serve this call before any probability, or ''."""
@@ -260,9 +295,16 @@ class LearnedPolicy:
             own = self.state.tenancy.own(call.session_id)  # write effects are learned per token namespace
             free = self.state.independent.get(own + tool_key(call.channel, call.server, call.tool), frozenset())
             for channel, server, tool in marks.calls:
-                if channel == call.channel and server == call.server and own + tool_key(channel, server, tool) not in free:
+                if (
+                    channel == call.channel
+                    and server == call.server
+                    and own + tool_key(channel, server, tool) not in free
+                ):
                     what = f"{tool!r} on {server!r}" if tool else f"{server!r}"
-                    return f"not eligible after a real call with side effects ({what}) in this session that may have changed it"
+                    return (
+                        "not eligible after a real call with side effects "
+                        f"({what}) in this session that may have changed it"
+                    )
         return ""
 
     def _replay_key(self, call: Call, entry: _CallEntry | None) -> str | None:
@@ -303,7 +345,9 @@ class LearnedPolicy:
         rate = self.settings.explore_rate
         if rate <= 0:
             return False
-        digest = hashlib.blake2b(f"{session.id}\x1f{session.steps}\x1f{call.server}\x1f{call.tool}".encode(), digest_size=8).digest()
+        digest = hashlib.blake2b(
+            f"{session.id}\x1f{session.steps}\x1f{call.server}\x1f{call.tool}".encode(), digest_size=8
+        ).digest()
         return int.from_bytes(digest, "little") / 2**64 < rate
 
 

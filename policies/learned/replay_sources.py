@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.types import Observation
+from calls import Observation
 
 SESSIONS_PER_KEY = 4
 MAX_KEYS = 100_000
@@ -111,7 +111,11 @@ class ReplaySources:
 def replayable(row: dict[str, Any]) -> Observation | None:
     """The answer a record holds that replay may serve (a real or replayed answer, not
     truncated; live replay also serves one whose shadow work is still pending), or None."""
-    if row.get("provenance") not in _REPLAYABLE or row.get("status", "complete") not in _SERVED or not row.get("observation"):
+    if (
+        row.get("provenance") not in _REPLAYABLE
+        or row.get("status", "complete") not in _SERVED
+        or not row.get("observation")
+    ):
         return None
     if row.get("perturbation"):  # what a perturbation made or changed is never served again
         return None

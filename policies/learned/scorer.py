@@ -5,7 +5,7 @@ sigmoid calibration `P = 1 / (1 + exp(a*f + b))`. Both are extracted once, at
 load time, into plain Python numbers: the nonzero weights by hashed column, the
 intercept, `a` and `b`. Scoring a call is then a few dictionary lookups and one
 `exp` (no numpy, no scikit-learn), and agrees with `predict_proba` to float
-rounding (tests/unit/learned/test_learned_training.py).
+rounding (tests/unit/policies/learned/test_learned_training.py).
 """
 
 from __future__ import annotations

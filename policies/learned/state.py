@@ -52,7 +52,9 @@ EMPTY_STATE = LearnedState()
 class StateBuilder:
     """Feeds records to a `LabelBuilder` as they come and makes state snapshots."""
 
-    def __init__(self, *, max_divergence: float, prior_strength: float = DEFAULT_PRIOR_STRENGTH, tenancy: Tenancy = NO_TOKENS) -> None:
+    def __init__(
+        self, *, max_divergence: float, prior_strength: float = DEFAULT_PRIOR_STRENGTH, tenancy: Tenancy = NO_TOKENS
+    ) -> None:
         self.labels = LabelBuilder(max_divergence=max_divergence, tenancy=tenancy)
         self.tenancy = tenancy
         self.prior_strength = prior_strength

@@ -1,6 +1,6 @@
 """The learned router per sub-provenance: how the simulated side answers a call
 (`state`: the session's world state, `replay-aligned`, `model`, `model+state`;
-shadow/sub_provenance.py) says more about whether the answer is faithful than the
+records/sub_provenance.py) says more about whether the answer is faithful than the
 tool alone. A shell tool's `cat` answered from state is exact; the same tool's
 `python script.py`, written by the model, is not; an MCP tool's aligned replays may
 be faithful while its model answers are not.
@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from policies.learned.features import ToolStats
 from policies.learned.prior import fit_prior
-from shadow.sub_provenance import NO_SUB
+from records.sub_provenance import NO_SUB
 
 SUB_SEP = "\x1e"  # between a tool key and a sub in the per-sub statistics' keys
 MAX_SUBS_PER_TOOL = 8  # subs counted per tool (simroute sets four): a foreign record cannot grow it
@@ -56,7 +56,9 @@ class SubEvidence:
 
     def label(self, key: str, sub: str | None, *, acceptable: bool, divergence: float) -> None:
         if sub is not None and self.answered(key, sub):
-            self.stats.setdefault(sub_key(key, sub), ToolStats()).add("sim", acceptable=acceptable, divergence=divergence)
+            self.stats.setdefault(sub_key(key, sub), ToolStats()).add(
+                "sim", acceptable=acceptable, divergence=divergence
+            )
 
     def answered(self, key: str, sub: str | None) -> bool:
         """Count one simulated answer of the tool with `sub`; False when the tool already has

@@ -46,7 +46,8 @@ class RouteReport:
     why_not: str = ""
     auc: float | None = None
     brier: float | None = None
-    calibration: list[dict[str, float]] = field(default_factory=list)  # per bin: mean predicted, share acceptable, count
+    # Per bin: mean predicted, share acceptable, count.
+    calibration: list[dict[str, float]] = field(default_factory=list)
     curve: list[CurvePoint] = field(default_factory=list)
     chosen: CurvePoint | None = None
 
@@ -96,7 +97,9 @@ def steps_for(labels: Sequence[Label], settings: TrainingSettings) -> int:
     return sum(settings.cv_folds + 1 for route in ROUTES if route_labels(labels, route))
 
 
-def train(labels: Sequence[Label], settings: TrainingSettings, *, advance: Callable[[str], None] = lambda what: None) -> TrainingResult:
+def train(
+    labels: Sequence[Label], settings: TrainingSettings, *, advance: Callable[[str], None] = lambda what: None
+) -> TrainingResult:
     result = TrainingResult({}, {}, {})
     for route in ROUTES:
         chosen = route_labels(labels, route)
@@ -133,7 +136,9 @@ def _prefixed(advance: Callable[[str], None], route: str) -> Callable[[str], Non
     return lambda what: advance(f"{route}: {what}")
 
 
-def cross_validated(X: list, y: np.ndarray, settings: TrainingSettings, *, advance: Callable[[str], None]) -> np.ndarray:
+def cross_validated(
+    X: list, y: np.ndarray, settings: TrainingSettings, *, advance: Callable[[str], None]
+) -> np.ndarray:
     """Out-of-fold P(acceptable) of every call (stratified folds)."""
     from sklearn.model_selection import StratifiedKFold
 

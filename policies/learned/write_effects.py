@@ -15,17 +15,19 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 
-from router.types import Observation
+from calls import Observation
 
 MAX_KEYS = 100_000  # replay keys whose last real answer is kept (oldest forgotten first)
 
 
 class WriteEffects:
     def __init__(self) -> None:
-        self._writes: dict[tuple[str, str], Counter[str]] = {}  # (channel, server) -> write tool key -> real runs so far
+        # (channel, server) -> write tool key -> real runs so far.
+        self._writes: dict[tuple[str, str], Counter[str]] = {}
         # replay key -> (last real answer, the server's write counts when it was given)
         self._last: OrderedDict[str, tuple[Observation, dict[str, int]]] = OrderedDict()
-        self.unchanged: Counter[tuple[str, str]] = Counter()  # (read tool key, write tool key) -> answers unchanged across it
+        # (read tool key, write tool key) -> answers unchanged across it.
+        self.unchanged: Counter[tuple[str, str]] = Counter()
         self.changed: Counter[tuple[str, str]] = Counter()  # ... -> answers changed across it
 
     def wrote(self, channel: str, server: str, write_key: str) -> None:

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
+from calls import Call, Perturbation
 from policies.perturbation.config import DelayDistribution, PerturbationRuleConfig, PlanConfig
 from policies.perturbation.draws import draw
 from policies.rules import Rule, parse_rule
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Perturbation
 
 _SEP = "\x1f"
 _NORMAL = NormalDist()
@@ -35,7 +35,9 @@ class PerturbationRule:
     def counter(self, plan: str, call: Call) -> str:
         """The name of the counter numbering this rule's calls in the call's scope."""
         base = f"{plan}{_SEP}{self.name}"
-        return f"{base}{_SEP}{call.channel}{_SEP}{call.server}{_SEP}{call.tool}" if self.config.scope == "tool" else base
+        return (
+            f"{base}{_SEP}{call.channel}{_SEP}{call.server}{_SEP}{call.tool}" if self.config.scope == "tool" else base
+        )
 
     def fires(self, *, seed: int, key: str, plan: str, n: int, step: int) -> bool:
         """Whether the rule perturbs its n-th call (at the session's `step`): every trigger holds."""
@@ -70,6 +72,7 @@ class PerturbationRule:
             exit_code=config.exit_code,
             page_size=config.page_size if config.kind == "paginate" else 0,
             cursor_argument=config.cursor_argument,
+            by_world_model=config.kind == "mislead" and config.mislead_with == "world_model",
         )
 
 
@@ -113,7 +116,9 @@ class Plan:
         seed = self.seed if episode_seed is None else episode_seed
         return seed, session_id if self.per_session and episode_seed is None else ""
 
-    def decide(self, matched: Sequence[tuple[PerturbationRule, int]], *, seed: int, key: str, step: int) -> Perturbation | None:
+    def decide(
+        self, matched: Sequence[tuple[PerturbationRule, int]], *, seed: int, key: str, step: int
+    ) -> Perturbation | None:
         """The perturbation of a call whose matching rules got call numbers `matched`
         ((rule, n) in plan order), or None. Pure: no I/O, no clock, no global state."""
         for rule, n in matched:
@@ -128,5 +133,13 @@ def compile_plan(name: str, config: PlanConfig) -> Plan:
     for index, rule in enumerate(config.rules):
         rule_name = rule.name or f"{rule.kind}[{index}]"
         matcher = parse_rule({"match": rule.match, "route": "real", "name": rule_name}, index=index)
-        rules.append(PerturbationRule(rule_name, rule, matcher, frozenset(rule.at_steps) if rule.at_steps is not None else None))
-    return Plan(name, config.seed, config.per_session, tuple(rules), needs_safety=any(rule.matcher.safety is not None for rule in rules))
+        rules.append(
+            PerturbationRule(rule_name, rule, matcher, frozenset(rule.at_steps) if rule.at_steps is not None else None)
+        )
+    return Plan(
+        name,
+        config.seed,
+        config.per_session,
+        tuple(rules),
+        needs_safety=any(rule.matcher.safety is not None for rule in rules),
+    )

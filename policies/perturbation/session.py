@@ -1,4 +1,4 @@
-"""A session's perturbation state, as a slice (router.types.SessionSlice): an
+"""A session's perturbation state, as a slice (calls.SessionSlice): an
 episode's own plan (kept in the process: the episode's options rebuild it), the call
 numbers its rules claimed (counters, shared by replicas: a seeded plan gives the same
 perturbations whichever replica serves a call), and the pages of paginated listings
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from calls import CountingSlice
 from policies.perturbation.plan import Plan
-from router.types import CountingSlice
 
 
 @dataclass(slots=True)

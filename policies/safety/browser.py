@@ -15,18 +15,22 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from calls import Session
 from policies.safety.http import host_matches
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Session
 
 SAFE, SIDE, DESTRUCTIVE = SafetyClass.SAFE, SafetyClass.SIDE_EFFECT, SafetyClass.DESTRUCTIVE
 
 _ACTION_WORDS = re.compile(
-    r"\b(submit|buy|pay|payment|purchase|place (the |my )?order|checkout|check out|delete|remove|erase|destroy|send|confirm|transfer|"
-    r"sign up|register|publish|unsubscribe|cancel (my )?(account|subscription|order)|close (my |your )?account|deactivate|donate|withdraw)\b",
+    r"\b(submit|buy|pay|payment|purchase|place (the |my )?order|checkout|check "
+    r"out|delete|remove|erase|destroy|send|confirm|transfer|"
+    r"sign up|register|publish|unsubscribe|cancel (my )?(account|subscription|order)|close (my |your "
+    r")?account|deactivate|donate|withdraw)\b",
     re.IGNORECASE,
 )
-_SECRET_FIELD = re.compile(r"\b(password|passcode|passphrase|pin|secret|one-time code|otp|cvv|cvc|card number)\b", re.IGNORECASE)
+_SECRET_FIELD = re.compile(
+    r"\b(password|passcode|passphrase|pin|secret|one-time code|otp|cvv|cvc|card number)\b", re.IGNORECASE
+)
 _LINE = re.compile(r"^(?P<indent>\s*)-\s*(?P<role>[\w-]+)(?:\s+\"(?P<name>(?:[^\"\\]|\\.)*)\")?")
 _SUBMITTING_KEYS = frozenset({"enter", "return", "numpadenter"})
 
@@ -59,7 +63,11 @@ def last_page(session: Session | None) -> tuple[str, str]:
         return "", ""
     for turn in reversed(session.history):
         structured = turn.observation.structured
-        if turn.call.channel == "browser" and isinstance(structured, Mapping) and structured.get("snapshot") is not None:
+        if (
+            turn.call.channel == "browser"
+            and isinstance(structured, Mapping)
+            and structured.get("snapshot") is not None
+        ):
             return str(structured.get("url") or ""), str(structured.get("snapshot") or "")
     return "", ""
 

@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from calls import Call, Session
 from policies.safety.browser import classify_browser
 from policies.safety.http import classify_http
 from policies.safety.mcp import classify_mcp
 from policies.safety.shell import classify_shell
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Session
 
 ToolLookup = Callable[[str, str], Mapping[str, Any] | None]
 _MAX_CACHED_TOOLS = 4096  # a bound, whatever tool names calls carry
@@ -68,7 +68,10 @@ class SafetyClassifier:
             return classify_shell(command, max_chars=settings.max_command_chars)
         if call.channel == "http":
             return classify_http(
-                call.server, call.arguments, safe_methods=settings.http_safe_methods, production_hosts=settings.production_hosts
+                call.server,
+                call.arguments,
+                safe_methods=settings.http_safe_methods,
+                production_hosts=settings.production_hosts,
             )
         if call.channel == "browser":
             return classify_browser(call.tool, call.arguments, session, sensitive_domains=settings.sensitive_domains)
@@ -77,7 +80,9 @@ class SafetyClassifier:
         cached = self._mcp_verdicts.get(key)
         if cached is not None and cached[0] is definition:
             return cached[1]
-        verdict = classify_mcp(call.server, call.tool, definition, trusted=call.server in settings.trusted_servers, override=override)
+        verdict = classify_mcp(
+            call.server, call.tool, definition, trusted=call.server in settings.trusted_servers, override=override
+        )
         if len(self._mcp_verdicts) >= _MAX_CACHED_TOOLS:
             self._mcp_verdicts.clear()
         self._mcp_verdicts[key] = (definition, verdict)
@@ -85,7 +90,11 @@ class SafetyClassifier:
 
 
 def classify(
-    call: Call, *, tools_meta: ToolLookup = no_tools, settings: SafetySettings | None = None, session: Session | None = None
+    call: Call,
+    *,
+    tools_meta: ToolLookup = no_tools,
+    settings: SafetySettings | None = None,
+    session: Session | None = None,
 ) -> SafetyVerdict:
     """Classify one call (a convenience over `SafetyClassifier`)."""
     return SafetyClassifier(settings or SafetySettings(), tools_meta).classify(call, session)

@@ -49,7 +49,9 @@ _SENDING_HOSTS = (
     "gmail.googleapis.com",
     "api.resend.com",
 )
-_DELETING_PATH = re.compile(r"/(delete|destroy|drop|purge|wipe|remove|terminate|truncate|reset)(\w*)(/|$|\?)", re.IGNORECASE)
+_DELETING_PATH = re.compile(
+    r"/(delete|destroy|drop|purge|wipe|remove|terminate|truncate|reset)(\w*)(/|$|\?)", re.IGNORECASE
+)
 _GRAPHQL_READ = re.compile(r"^\s*(?:#[^\n]*\n\s*)*(query\b|\{)", re.IGNORECASE)
 _MUTATION = re.compile(r"^\s*(?:#[^\n]*\n\s*)*mutation\b(?:\s+\w+)?[^{]*\{\s*(\w+)", re.IGNORECASE)
 
@@ -104,7 +106,8 @@ def classify_http(
     if mutation is not None:
         words = re.split(r"(?<=[a-z])(?=[A-Z])|_", mutation)
         deleting = any(
-            w.lower() in ("delete", "remove", "destroy", "drop", "purge", "pay", "charge", "refund", "transfer", "send") for w in words
+            w.lower() in ("delete", "remove", "destroy", "drop", "purge", "pay", "charge", "refund", "transfer", "send")
+            for w in words
         )
         if deleting or host_matches(host, production_hosts):
             return SafetyVerdict(DESTRUCTIVE, f"GraphQL mutation {mutation!r} on {host}")

@@ -28,14 +28,17 @@ _SIDE_WORDS = frozenset(
     "enable disable sync import export register subscribe unsubscribe click type fill navigate press".split()
 )
 _READ_WORDS = frozenset(
-    "get list read search find query describe show fetch view status diff log lookup convert count check inspect explain "
+    "get list read search find query describe show fetch view "
+    "status diff log lookup convert count check inspect explain "
     "current info head preview validate ping version whoami resolve translate summarize calculate compute estimate "
     "stat stats history browse snapshot screenshot tree".split()
 )
 _DESCRIPTION_DESTRUCTIVE = re.compile(
     r"\b(permanently|irreversibl\w*|cannot be undone|destroys?|wipes?|deletes? (all|every))\b", re.IGNORECASE
 )
-_DESCRIPTION_WRITES = re.compile(r"\b(deletes?|removes?|drops?|writes?|creates?|updates?|modif(y|ies)|sends?|overwrites?)\b", re.IGNORECASE)
+_DESCRIPTION_WRITES = re.compile(
+    r"\b(deletes?|removes?|drops?|writes?|creates?|updates?|modif(y|ies)|sends?|overwrites?)\b", re.IGNORECASE
+)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -54,7 +57,9 @@ def classify_by_name(tool: str) -> SafetyVerdict | None:
     return None
 
 
-def _open_world_and_idempotence(verdict: SafetyVerdict, server: str, tool: str, annotations: Mapping[str, Any]) -> SafetyVerdict:
+def _open_world_and_idempotence(
+    verdict: SafetyVerdict, server: str, tool: str, annotations: Mapping[str, Any]
+) -> SafetyVerdict:
     """The two hints that say what a write reaches and whether it repeats, used only
     where they make the call less safe (a trusted server's readOnlyHint or
     destructiveHint, believed as given, decides before them):
@@ -70,11 +75,15 @@ def _open_world_and_idempotence(verdict: SafetyVerdict, server: str, tool: str, 
     rehearsal diverts MCP side effects by default anyway."""
     if annotations.get("openWorldHint") is True and annotations.get("readOnlyHint") is not True:
         verdict = verdict.worse(
-            SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} openWorldHint (it reaches outside systems) and not readOnlyHint")
+            SafetyVerdict(
+                SIDE, f"{server!r} annotates {tool!r} openWorldHint (it reaches outside systems) and not readOnlyHint"
+            )
         )
     if annotations.get("idempotentHint") is False:
         verdict = verdict.worse(
-            SafetyVerdict(SIDE, f"{server!r} annotates {tool!r} idempotentHint false (a repeated call has a further effect)")
+            SafetyVerdict(
+                SIDE, f"{server!r} annotates {tool!r} idempotentHint false (a repeated call has a further effect)"
+            )
         )
     return verdict
 

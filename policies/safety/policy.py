@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, cast
 
+from calls import Call, Decision, Session
 from policies.base import Policy
 from policies.safety.classifier import SafetyClassifier
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Decision, Session
 
 
 class SafetyAwarePolicy(Protocol):
@@ -39,7 +39,9 @@ class SafetyPolicy:
         # Boundary: the safety classifier fails closed. A bug in it must not take
         # routing down; the call is recorded as unknown, not analysed.
         except Exception as exc:  # noqa: BLE001
-            return SafetyVerdict(SafetyClass.UNKNOWN, f"classification failed: {type(exc).__name__}: {exc}", analysed=False)
+            return SafetyVerdict(
+                SafetyClass.UNKNOWN, f"classification failed: {type(exc).__name__}: {exc}", analysed=False
+            )
 
     def decide(self, call: Call, session: Session) -> Decision | None:
         verdict = self.verdict(call, session)
@@ -60,7 +62,9 @@ class SafetyPolicy:
         )
 
 
-def decide_with(policies: Sequence[Policy], call: Call, session: Session, verdict: SafetyVerdict | None) -> Decision | None:
+def decide_with(
+    policies: Sequence[Policy], call: Call, session: Session, verdict: SafetyVerdict | None
+) -> Decision | None:
     """Run `policies` in order, handing `verdict` to those that want it (`wants_safety`)."""
     for policy in policies:
         if getattr(policy, "wants_safety", False):

@@ -35,7 +35,9 @@ def classify_shell(command: str, *, max_chars: int = 10_000) -> SafetyVerdict:
                 analysed=False,
             )
         return SafetyVerdict(
-            SIDE, f"command of {len(command)} characters, over safety.max_command_chars {max_chars}: not parsed", analysed=False
+            SIDE,
+            f"command of {len(command)} characters, over safety.max_command_chars {max_chars}: not parsed",
+            analysed=False,
         )
     parsed = parse_shell(command)
     verdict = classify_parsed(parsed)
@@ -56,9 +58,13 @@ def classify_parsed(parsed: ParsedShell) -> SafetyVerdict:
         if is_harmless_target(target):
             continue
         if is_system_path(write.target) or is_device(write.target):
-            verdicts.append(SafetyVerdict(DESTRUCTIVE, f"redirection {'overwrites' if write.truncates else 'appends to'} {target}"))
+            verdicts.append(
+                SafetyVerdict(DESTRUCTIVE, f"redirection {'overwrites' if write.truncates else 'appends to'} {target}")
+            )
         else:
-            verdicts.append(SafetyVerdict(SIDE, f"redirection {'overwrites' if write.truncates else 'appends to'} {target}"))
+            verdicts.append(
+                SafetyVerdict(SIDE, f"redirection {'overwrites' if write.truncates else 'appends to'} {target}")
+            )
     for name, body_programs in parsed.functions:
         if name and name in body_programs:
             verdicts.append(SafetyVerdict(DESTRUCTIVE, f"fork bomb: function {name!r} calls itself"))

@@ -15,7 +15,9 @@ SAFE, SIDE, DESTRUCTIVE = SafetyClass.SAFE, SafetyClass.SIDE_EFFECT, SafetyClass
 # what runs (the verdict is then not analysed); None: the rule has no opinion.
 Rule = Callable[[str, tuple[str, ...], SimpleCommand], tuple[SafetyClass, str] | tuple[SafetyClass, str, bool] | None]
 
-_DOWNLOADERS = re.compile(r"(?:^|[\s/(|;&$])(curl|wget|fetch|aria2c|http|xh|lwp-download|Invoke-WebRequest|iwr)(?:\s|$)")
+_DOWNLOADERS = re.compile(
+    r"(?:^|[\s/(|;&$])(curl|wget|fetch|aria2c|http|xh|lwp-download|Invoke-WebRequest|iwr)(?:\s|$)"
+)
 _SYSTEM_DIRS = (
     "/etc",
     "/boot",

@@ -17,7 +17,8 @@ _SQL_WRITE = re.compile(
     re.IGNORECASE,
 )
 _DB_CLIENTS = frozenset(
-    "psql mysql mariadb sqlite3 mongo mongosh redis-cli cqlsh clickhouse-client clickhouse sqlcmd duckdb valkey-cli keydb-cli".split()
+    "psql mysql mariadb sqlite3 mongo mongosh redis-cli cqlsh "
+    "clickhouse-client clickhouse sqlcmd duckdb valkey-cli keydb-cli".split()
 )
 
 
@@ -29,7 +30,8 @@ def _db(name, args, cmd):
     if name in ("redis-cli", "valkey-cli", "keydb-cli"):
         words = [a.upper() for a in operands(args)]
         reads = frozenset(
-            "GET MGET KEYS SCAN INFO PING TTL TYPE EXISTS HGET HGETALL LRANGE SMEMBERS ZRANGE DBSIZE CONFIG CLIENT MONITOR STRLEN LLEN SCARD HKEYS".split()
+            "GET MGET KEYS SCAN INFO PING TTL TYPE EXISTS HGET HGETALL LRANGE SMEMBERS ZRANGE DBSIZE CONFIG CLIENT "
+            "MONITOR STRLEN LLEN SCARD HKEYS".split()
         )
         if words and not any(w in reads for w in words[:1]) or not words:
             return SIDE, f"{name} may write data" if words else f"{name} reads commands from input"
@@ -39,7 +41,9 @@ def _db(name, args, cmd):
     has_query = any(a in query_flags or a.startswith(("--command=", "--execute=", "--eval=")) for a in args) or (
         name == "sqlite3" and len(operands(args)) >= 2
     )
-    if has_query and re.search(r"\b(select|show|describe|explain|\\d|\\l|\.tables|\.schema|find\s*\(|count)", text, re.IGNORECASE):
+    if has_query and re.search(
+        r"\b(select|show|describe|explain|\\d|\\l|\.tables|\.schema|find\s*\(|count)", text, re.IGNORECASE
+    ):
         return SAFE, f"{name} runs a read-only query"
     return SIDE, f"{name} may write data"
 
@@ -49,13 +53,18 @@ def _packages(name, args, cmd):
     verb = words[0] if words else ""
     removing = {"remove", "purge", "autoremove", "uninstall", "erase", "rm", "un", "unlink", "del", "r"}
     reading = frozenset(
-        "list show search info freeze check policy depends rdepends ls outdated view help --version madison download".split()
+        "list show search info freeze check policy depends "
+        "rdepends ls outdated view help --version madison download".split()
     )
     if name == "dpkg":
         flags = short_flags(args)
         if "r" in flags or "P" in flags or "--purge" in args or "--remove" in args:
             return DESTRUCTIVE, "dpkg removes packages"
-        return (SAFE, "dpkg lists") if any(f in flags for f in "lLsS") or "--list" in args else (SIDE, "dpkg installs packages")
+        return (
+            (SAFE, "dpkg lists")
+            if any(f in flags for f in "lLsS") or "--list" in args
+            else (SIDE, "dpkg installs packages")
+        )
     if name in ("rpm",):
         return (
             (DESTRUCTIVE, "rpm -e removes packages")
@@ -127,27 +136,36 @@ def _git(name, args, cmd):
     if verb == "branch" and ("D" in flags or "--delete" in rest and "--force" in rest):
         return DESTRUCTIVE, "git branch -D deletes unmerged branches"
     if verb in ("checkout", "restore") and (
-        "f" in flags or "--force" in rest or "--" in rest or operands(rest)[:1] == ["."] or (verb == "restore" and "--staged" not in rest)
+        "f" in flags
+        or "--force" in rest
+        or "--" in rest
+        or operands(rest)[:1] == ["."]
+        or (verb == "restore" and "--staged" not in rest)
     ):
         return DESTRUCTIVE, f"git {verb} discards uncommitted changes"
     if verb == "stash" and rest[:1] in (("drop",), ("clear",)):
         return DESTRUCTIVE, f"git stash {rest[0]} deletes stashed work"
     if verb in _GIT_READ or (
-        verb in ("branch", "tag", "remote", "stash", "config", "worktree", "notes", "submodule") and _git_lists(verb, rest)
+        verb in ("branch", "tag", "remote", "stash", "config", "worktree", "notes", "submodule")
+        and _git_lists(verb, rest)
     ):
         return SAFE, f"git {verb} only reads"
     return SIDE, f"git {verb} changes the repository"
 
 
 _GIT_READ = frozenset(
-    "status log diff show blame rev-parse ls-files ls-tree ls-remote grep describe shortlog reflog cat-file help version --version whatchanged show-ref rev-list name-rev for-each-ref count-objects fsck check-ignore bisect var diff-tree archive".split()
+    "status log diff show blame rev-parse ls-files ls-tree ls-remote grep describe shortlog reflog cat-file help "
+    "version --version whatchanged show-ref rev-list name-rev for-each-ref count-objects fsck check-ignore "
+    "bisect var diff-tree archive".split()
 )
 
 
 def _git_lists(verb: str, rest: tuple[str, ...]) -> bool:
     words = operands(rest)
     if verb in ("branch", "tag"):
-        return not words or any(a in ("-l", "--list", "-a", "-r", "-v", "-vv", "--show-current", "--contains", "--merged") for a in rest)
+        return not words or any(
+            a in ("-l", "--list", "-a", "-r", "-v", "-vv", "--show-current", "--contains", "--merged") for a in rest
+        )
     if verb == "remote":
         return not words or words[0] in ("show", "get-url", "-v")
     if verb == "stash":
@@ -167,7 +185,10 @@ def _containers(name, args, cmd):
     flags = short_flags(args)
     if verb.endswith("prune") or words[:1] == ["prune"]:
         return DESTRUCTIVE, f"{name} {verb} deletes unused data"
-    if (verb in ("rm", "container rm", "rmi", "image rm") and ("f" in flags or "--force" in args)) or verb in ("volume rm", "system reset"):
+    if (verb in ("rm", "container rm", "rmi", "image rm") and ("f" in flags or "--force" in args)) or verb in (
+        "volume rm",
+        "system reset",
+    ):
         return DESTRUCTIVE, f"{name} {verb} force-removes containers, images or volumes"
     if verb in ("compose down",) and ("v" in flags or "--volumes" in args):
         return DESTRUCTIVE, f"{name} compose down -v deletes volumes"
@@ -216,7 +237,9 @@ _CLOUD_READ = re.compile(
 def _cloud(name, args, cmd):
     words = [w for w in operands(args) if "=" not in w]
     flags = short_flags(args)
-    if name in ("terraform", "tofu", "terragrunt", "pulumi") and ("destroy" in words or "-destroy" in args or words[:2] == ["state", "rm"]):
+    if name in ("terraform", "tofu", "terragrunt", "pulumi") and (
+        "destroy" in words or "-destroy" in args or words[:2] == ["state", "rm"]
+    ):
         return DESTRUCTIVE, f"{name} destroys infrastructure"
     if (
         name in ("aws", "gsutil", "s3cmd")
@@ -227,7 +250,9 @@ def _cloud(name, args, cmd):
     if name == "kubectl" and words[:1] and words[0] in ("scale",) and any(a.endswith("=0") for a in args):
         return DESTRUCTIVE, "kubectl scale to zero replicas"
     for word in words[:4]:
-        if _CLOUD_DESTROY.match(word) and not (name in ("aws",) and word == "rm" and "--recursive" not in args and words[:1] == ["s3"]):
+        if _CLOUD_DESTROY.match(word) and not (
+            name in ("aws",) and word == "rm" and "--recursive" not in args and words[:1] == ["s3"]
+        ):
             return DESTRUCTIVE, f"{name} {word} deletes cloud or cluster resources"
     if any(_CLOUD_READ.match(w) or w.startswith(("describe", "list", "get")) for w in words[:3]):
         return SAFE, f"{name} {' '.join(words[:2])} only reads"
@@ -251,7 +276,10 @@ def _curl(name, args, cmd):
     if name == "wget":
         if any(a.startswith(("--post", "--method")) for a in args):
             return SIDE, "wget sends data"
-        stdout = "--spider" in args or re.search(r"(^|\s)-\w*O\s*-(\s|$)|--output-document=?\s*-(\s|$)", " ".join(args)) is not None
+        stdout = (
+            "--spider" in args
+            or re.search(r"(^|\s)-\w*O\s*-(\s|$)|--output-document=?\s*-(\s|$)", " ".join(args)) is not None
+        )
         return (SAFE, "wget prints to stdout") if stdout else (SIDE, "wget saves a file")
     if (
         "o" in short_flags(args)

@@ -237,11 +237,21 @@ class _Walker:
     # --- unwrapping --------------------------------------------------------------------
 
     def add(
-        self, argv: tuple[str, ...], via: tuple[str, ...], stdin_text: str, upstream: tuple[str, ...], substituted: tuple[str, ...]
+        self,
+        argv: tuple[str, ...],
+        via: tuple[str, ...],
+        stdin_text: str,
+        upstream: tuple[str, ...],
+        substituted: tuple[str, ...],
     ) -> None:
         self.commands.append(SimpleCommand(argv, via, stdin_text, upstream, substituted))
         inner = unwrap(argv)
-        if inner is None and stdin_text and is_shell(program_name(argv[0])) and all(a.startswith("-") for a in argv[1:]):
+        if (
+            inner is None
+            and stdin_text
+            and is_shell(program_name(argv[0]))
+            and all(a.startswith("-") for a in argv[1:])
+        ):
             inner = (f"{program_name(argv[0])} <<", stdin_text)  # a shell reading its script from a here-document
         if inner is None:
             return

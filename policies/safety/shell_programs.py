@@ -46,7 +46,8 @@ READ_ONLY = frozenset(
     watch xargs timeout nice ionice command builtin stdbuf setsid chronic""".split()
 )
 _WRAPPERS = frozenset(
-    "sudo doas run0 env nice ionice nohup time command builtin exec setsid stdbuf timeout xargs watch eval chronic unbuffer".split()
+    "sudo doas run0 env nice ionice nohup time command builtin "
+    "exec setsid stdbuf timeout xargs watch eval chronic unbuffer".split()
 )
 _INTERPRETERS = frozenset(
     {"python", "python2", "python3", "node", "nodejs", "ruby", "perl", "php", "deno", "bun", "lua", "Rscript", "pwsh"}
@@ -109,7 +110,12 @@ def _writes_paths(name, args, cmd):
     targets = operands(args)
     if name == "mv" and any(is_system_path(t) for t in targets):
         return DESTRUCTIVE, f"moves a system path: {cmd.text()[:120]}"
-    if name == "mv" and len(targets) >= 2 and is_harmless_target(targets[-1]) and not targets[-1].startswith("/dev/shm/"):
+    if (
+        name == "mv"
+        and len(targets) >= 2
+        and is_harmless_target(targets[-1])
+        and not targets[-1].startswith("/dev/shm/")
+    ):
         # Writing to /dev/null changes nothing; moving a file onto it deletes the file
         # (and, as root, replaces the device with it, breaking every program that uses it).
         return DESTRUCTIVE, f"mv onto {targets[-1]} destroys what it moves: {cmd.text()[:120]}"
@@ -126,7 +132,8 @@ def _tar(name, args, cmd):
     """Extraction into a system path (`tar -C / -xzf rootfs.tgz`) overwrites system
     files with whatever the archive holds; other uses fall back to the defaults."""
     bundle = args[0] if args and not args[0].startswith("-") and args[0].isalpha() else ""  # old style: `tar xzf a.tgz`
-    flags = short_flags(tuple(a for a in args if not a.startswith("-C"))) + bundle  # `-C/xdir` names a folder, not flags
+    # `-C/xdir` names a folder, not flags.
+    flags = short_flags(tuple(a for a in args if not a.startswith("-C"))) + bundle
     extracts = "x" in flags or any(a in ("--extract", "--get") for a in args)
     if not extracts:
         return None
@@ -140,12 +147,17 @@ def _tar(name, args, cmd):
     if into := next((f for f in folders if is_system_path(f)), None):
         return DESTRUCTIVE, f"tar extracts into a system path ({into.replace(DYNAMIC, '$')}): {cmd.text()[:120]}"
     if "P" in flags or "--absolute-names" in args:
-        return DESTRUCTIVE, f"tar -P extracts members to their absolute paths, system paths included: {cmd.text()[:120]}"
+        return (
+            DESTRUCTIVE,
+            f"tar -P extracts members to their absolute paths, system paths included: {cmd.text()[:120]}",
+        )
     return None
 
 
 def _sed(name, args, cmd):
-    in_place = "i" in short_flags(tuple(a for a in args if not a.startswith("-e"))) or any(a.startswith("--in-place") for a in args)
+    in_place = "i" in short_flags(tuple(a for a in args if not a.startswith("-e"))) or any(
+        a.startswith("--in-place") for a in args
+    )
     if name == "perl" and not in_place:
         return None
     if not in_place:
@@ -175,7 +187,11 @@ def _chmod(name, args, cmd):
     targets = operands(args)[1:] if name != "chattr" else operands(args)
     if recursive and any(is_system_path(t) for t in targets):
         return DESTRUCTIVE, f"recursive {name} on a system path: {cmd.text()[:120]}"
-    if any(t.rstrip("/*") == "" or re.search(r"sudoers|/etc/(shadow|passwd|group)\b|/\.ssh/", t) for t in targets if t.startswith("/")):
+    if any(
+        t.rstrip("/*") == "" or re.search(r"sudoers|/etc/(shadow|passwd|group)\b|/\.ssh/", t)
+        for t in targets
+        if t.startswith("/")
+    ):
         return DESTRUCTIVE, f"{name} on a system-critical path: {cmd.text()[:120]}"
     if recursive and any(t.replace(DYNAMIC, "$").rstrip("/") in ("~", "$HOME", "${HOME}") for t in targets):
         return DESTRUCTIVE, f"recursive {name} on the home folder"
@@ -201,7 +217,8 @@ def _code(name, args, cmd):
     code = " ".join(
         args[i + 1]
         for i, a in enumerate(args[:-1])
-        if a in ("-c", "-e", "-E", "--eval", "-r", "-p") or (a.startswith("-") and not a.startswith("--") and a[-1] in "ce")
+        if a in ("-c", "-e", "-E", "--eval", "-r", "-p")
+        or (a.startswith("-") and not a.startswith("--") and a[-1] in "ce")
     )
     if not code:
         return None

@@ -17,9 +17,15 @@ _RAW_DESTRUCTIVE = [
         (r"\b(curl|wget)\b[^|\n]*\|\s*(sudo\s+)?(ba|z|da|k)?sh\b", "download piped into a shell"),
         (r"\bgit\s+push\b[^\n]*(--force|\s-f\b|--mirror|--delete)", "force push"),
         (r"\bgit\s+(reset\s+--hard|clean\s+-\w*f|filter-branch|filter-repo)\b", "git history or work discarded"),
-        (r"\b(drop\s+(table|database|schema)|truncate\s+table|flushall|flushdb|dropdatabase)\b", "database drop or flush"),
+        (
+            r"\b(drop\s+(table|database|schema)|truncate\s+table|flushall|flushdb|dropdatabase)\b",
+            "database drop or flush",
+        ),
         (r"\b(shutdown|reboot|halt|poweroff)\b", "machine shutdown"),
-        (r"\b(terraform|tofu|pulumi)\s+destroy\b|\bkubectl\s+delete\b|\b(aws|gcloud|az)\b[^\n]*\bdelete", "cloud or cluster deletion"),
+        (
+            r"\b(terraform|tofu|pulumi)\s+destroy\b|\bkubectl\s+delete\b|\b(aws|gcloud|az)\b[^\n]*\bdelete",
+            "cloud or cluster deletion",
+        ),
         (r"\bsystemctl\s+(stop|disable|mask)\b|\bcrontab\s+-\w*r", "service or crontab removal"),
         (r"\b(apt|apt-get|yum|dnf)\s+(remove|purge|autoremove)\b|\bpip3?\s+uninstall\b", "package removal"),
         (r"\bdocker\b[^\n]*\b(prune|rm\s+-f)\b", "docker removal"),

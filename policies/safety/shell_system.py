@@ -32,7 +32,9 @@ def _power(name, args, cmd):
     return DESTRUCTIVE, f"{name} stops or restarts the machine"
 
 
-_SERVICE_STOP = frozenset("stop disable mask kill isolate poweroff reboot halt kexec emergency rescue suspend hibernate".split())
+_SERVICE_STOP = frozenset(
+    "stop disable mask kill isolate poweroff reboot halt kexec emergency rescue suspend hibernate".split()
+)
 _SERVICE_READ = frozenset(
     """status show list-units list-unit-files list-timers list-sockets is-active is-enabled is-failed cat help --version
     get-default list-dependencies""".split()
@@ -87,7 +89,11 @@ def _misc_side(message: str) -> Rule:
 
 
 def _date(name, args, cmd):
-    return (SIDE, "date -s sets the clock") if "-s" in args or any(a.startswith("--set") for a in args) else (SAFE, "date prints the time")
+    return (
+        (SIDE, "date -s sets the clock")
+        if "-s" in args or any(a.startswith("--set") for a in args)
+        else (SAFE, "date prints the time")
+    )
 
 
 def _hostname(name, args, cmd):
@@ -99,7 +105,9 @@ SYSTEM_RULES: dict[str, Rule] = {
     **dict.fromkeys(("shutdown", "reboot", "halt", "poweroff", "init", "telinit"), _power),
     **dict.fromkeys(("systemctl", "service"), _systemctl),
     "crontab": _crontab,
-    **dict.fromkeys(("userdel", "deluser", "groupdel", "delgroup", "useradd", "usermod", "passwd", "chpasswd"), _user_admin),
+    **dict.fromkeys(
+        ("userdel", "deluser", "groupdel", "delgroup", "useradd", "usermod", "passwd", "chpasswd"), _user_admin
+    ),
     **dict.fromkeys(("iptables", "ip6tables", "nft", "ufw"), _firewall),
     "date": _date,
     "hostname": _hostname,

@@ -57,8 +57,23 @@ def unwrap(argv: tuple[str, ...]) -> tuple[str, tuple[str, ...] | str] | None:
         return name, rest[i:]
     if name == "command" and any(a in ("-v", "-V") for a in rest[:2]):
         return None  # `command -v git` looks a program up, it does not run it
-    if name in ("nice", "ionice", "nohup", "time", "command", "builtin", "exec", "setsid", "stdbuf", "chronic", "unbuffer", "caffeinate"):
-        return name, _after_options(rest, value_options={"-n", "-c", "--adjustment", "-i", "-o", "-e", "-p"}, short_values=False)
+    if name in (
+        "nice",
+        "ionice",
+        "nohup",
+        "time",
+        "command",
+        "builtin",
+        "exec",
+        "setsid",
+        "stdbuf",
+        "chronic",
+        "unbuffer",
+        "caffeinate",
+    ):
+        return name, _after_options(
+            rest, value_options={"-n", "-c", "--adjustment", "-i", "-o", "-e", "-p"}, short_values=False
+        )
     if name == "timeout":
         after = _after_options(rest, value_options=_TIMEOUT_VALUE_OPTIONS, short_values=False)
         return name, after[1:]  # the duration
@@ -99,7 +114,9 @@ def unwrap(argv: tuple[str, ...]) -> tuple[str, tuple[str, ...] | str] | None:
     return None
 
 
-def _after_options(args: tuple[str, ...], *, value_options: set[str] | frozenset[str], short_values: bool) -> tuple[str, ...]:
+def _after_options(
+    args: tuple[str, ...], *, value_options: set[str] | frozenset[str], short_values: bool
+) -> tuple[str, ...]:
     """The arguments after a wrapper's own options (and their values)."""
     i = 0
     while i < len(args):

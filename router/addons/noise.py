@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import random
 
+from records.record import Record
 from router.engine.addons import Again, CallAddon
 from router.engine.pending import Pending
 from shadow.noise_learner import NoiseLearner
-from shadow.records import Record
 
 
 class NoiseWatch(CallAddon):
@@ -36,7 +36,12 @@ class NoiseWatch(CallAddon):
         self.learner.offer(record, read_only=pending.reads_only(), sent_in=pending.metadata.get(self._EPOCH))
 
     def repeatable(self, pending: Pending, record: Record, again: Again) -> bool:
-        if self.probe_rate <= 0 or not pending.needs_real or not pending.known_read_only() or self.rng.random() >= self.probe_rate:
+        if (
+            self.probe_rate <= 0
+            or not pending.needs_real
+            or not pending.known_read_only()
+            or self.rng.random() >= self.probe_rate
+        ):
             return False
         return self.learner.probe(record, again, sent_in=pending.metadata.get(self._EPOCH))
 

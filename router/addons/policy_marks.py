@@ -14,11 +14,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from calls import Call, Decision, Session
+from records.record import Record
+from records.store.protocol import StoreError
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
-from router.types import Call, Decision, Session
-from shadow.records import Record
-from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
     from router.engine.parts import EngineParts

@@ -12,7 +12,7 @@ The shadow side is what the sim route would have served: where the session's wor
 state answers the call (`state_answer`: a shell line its executor runs, on a copy of
 the state as it stood before this call's answer is learnt), that answer, no model call;
 otherwise the world model's, off the agent's path. So a shadow pair's sub-provenance
-(shadow/sub_provenance.py) measures each way the sim route answers.
+(records/sub_provenance.py) measures each way the sim route answers.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from calls import Call, Decision, Observation, Provenance, Route, Session
+from records.record import Record
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
 from router.engine.trace_context import as_current
-from router.types import Call, Decision, Observation, Provenance, Route, Session
-from shadow.records import Record
 from shadow.runner import ShadowQueue
 
 _HISTORY = "shadow.history"
@@ -53,7 +53,10 @@ class ShadowSampling(CallAddon):
         if not await self.queue.has_room():  # bounded: the agent's path never waits for it
             self.queue.skipped += 1
             if decision.route is Route.SHADOW:
-                pending.status, pending.route_note = "skipped", "shadow skipped: the shadow queue is full (shadow.queue_size)"
+                pending.status, pending.route_note = (
+                    "skipped",
+                    "shadow skipped: the shadow queue is full (shadow.queue_size)",
+                )
             else:
                 pending.route_note = "shadow sample skipped: the shadow queue is full (shadow.queue_size)"
             return observation

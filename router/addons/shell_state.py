@@ -6,10 +6,10 @@ say nothing about the shell and change nothing."""
 from __future__ import annotations
 
 from backends.shell.state import ShellState
+from calls import Provenance
+from records.record import Record
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
-from router.types import Provenance
-from shadow.records import Record
 
 
 class ShellStateKeeper(CallAddon):

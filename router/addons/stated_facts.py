@@ -13,12 +13,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from backends.world_model.facts import StatedFacts, keep_facts, stated_facts
+from calls import Provenance
+from records.record import Record
+from records.shared_state.session_state import SessionState
+from records.store.protocol import StoreError
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
-from router.engine.session_state import SessionState
-from router.types import Provenance
-from shadow.records import Record
-from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
     from router.engine.parts import EngineParts

@@ -15,7 +15,7 @@ decided: the front door's (fastmcp's server span of the MCP request, itself a ch
 of the agent's `params._meta.traceparent`; the HTTP request's `traceparent` header,
 attached by `incoming`). The span is kept as `Pending.span`: while the real side runs
 the engine makes it the current one (router/engine/trace_context.py), so what goes to
-the real upstream (fastmcp's `_meta` injection, the HTTP door's `inject`) carries the
+the real upstream (fastmcp's `_meta` injection, the HTTP front door's `inject`) carries the
 same trace, with this span as the parent.
 
 Only the OpenTelemetry API is imported here. Without `CallTracer` (tracing off, see
@@ -32,10 +32,10 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from calls import Call, Provenance, Route
+from records.record import Record
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
-from router.types import Call, Provenance, Route
-from shadow.records import Record
 
 # MCP requests the engine routes that are not tools/call (router/mcp/reads.py).
 _MCP_METHODS = frozenset({"resources/read", "prompts/get"})
@@ -52,8 +52,8 @@ class CallTracer(CallAddon):
         pending.span = self._open(pending, start_time=None)
 
     async def finished(self, pending: Pending, record: Record) -> None:
-        # A call refused before routing (`Engine.reject`, `remark`) was never decided: its span covers it from its start.
-        # Kept once ended: the parent of the call's shadow work (shadow/shadow_span.py).
+        # A call refused before routing (`Engine.reject`, `remark`) was never decided: its
+        # span covers it from its start. Kept once ended: the parent of the call's shadow work (shadow/shadow_span.py).
         span = pending.span or self._open(pending, start_time=int(pending.ts * 1e9))
         pending.span = span
         span.set_attributes(outcome_attributes(pending, record))
@@ -150,7 +150,7 @@ def incoming(tracer: CallTracer | None, headers: Mapping[str, str]) -> Iterator[
 def annotate_current(record: Record, *, method: str, target: str, tool_name: str | None = None) -> None:
     """Names the current span `{method} {target}` (the MCP convention for a request's
     server span) and adds the session, the tool and what simroute decided: the front
-    door's own span, fastmcp's server span of the MCP request, says the routing too."""
+    front door's own span, fastmcp's server span of the MCP request, says the routing too."""
     span = trace.get_current_span()
     if not span.is_recording():
         return

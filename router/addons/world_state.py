@@ -4,9 +4,11 @@ a real `echo x > f` is in the state a later simulated `cat f` reads, a real `POS
 /items` in the state a later simulated `GET /items/{id}` reads.
 
 - `decided`: a shell or HTTP call about to run: with a Redis store, the session's
-  world of that kind is read from the shared state first (another replica may have
-  served the session's last step); a shell's is then made if there is none (a fresh
-  sandbox's, with the configured workspace's files).
+  world of that kind is read from the shared state first when another replica saved
+  it since this one last held it (`WorldVersions`, a few bytes loaded with every
+  call's claim, says so: the world itself, up to 256 KB, is read only then); a
+  shell's is then made if there is none (a fresh sandbox's, with the configured
+  workspace's files).
 - `finished`: the answer's lesson learnt (the call's effects, what the answer shows, a
   simulated answer's marked invented: session.py `learn_call`), unless the answer came
   from the state itself (its effects are applied already), was perturbed, or was
@@ -18,16 +20,18 @@ from __future__ import annotations
 
 import functools
 import logging
+import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
 
 from backends.world_state.session import WorldState
 from backends.world_state.shell import seed_files
+from calls import Provenance, SessionSlice
+from records.record import Record
+from records.store.protocol import StoreError
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
-from router.types import Provenance
-from shadow.records import Record
-from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
     from router.engine.parts import EngineParts
@@ -35,6 +39,27 @@ if TYPE_CHECKING:
 log = logging.getLogger("simroute.world_state")
 
 KINDS = ("shell", "http")  # the channels whose calls the state follows (a field of WorldState each)
+
+
+@dataclass(slots=True)
+class WorldVersions(SessionSlice):
+    """Which save of each kind of the session's world the shared state holds (`shared`,
+    loaded with every call's claim) and which one this replica's copy is (`held`): a
+    replica reads a world from Redis only when the two differ."""
+
+    key: ClassVar[str] = "worldv"
+    shared: dict[str, str] = field(default_factory=dict)
+    held: dict[str, str] = field(default_factory=dict)
+
+    def fields(self) -> dict[str, str]:
+        return dict(self.shared)
+
+    def merge(self, fields: Mapping[str, str]) -> None:
+        self.shared.update(fields)
+
+    def stale(self, kind: str) -> bool:
+        saved = self.shared.get(kind)
+        return saved is not None and saved != self.held.get(kind)
 
 
 class WorldStateKeeper(CallAddon):
@@ -55,8 +80,8 @@ class WorldStateKeeper(CallAddon):
         call, session = pending.call, pending.session
         if call.channel not in KINDS or not self.on_for(call.channel, call.server) or self.engine is None:
             return
-        state = self.engine.session_state
-        if state.shared:
+        state, versions = self.engine.session_state, session.slice(WorldVersions)
+        if state.shared and versions.stale(call.channel):
             try:
                 stored = await state.read(session, WorldState, call.channel)
             except StoreError as exc:  # this replica's own copy stands until Redis is back
@@ -66,6 +91,7 @@ class WorldStateKeeper(CallAddon):
                 world = session.slice(WorldState)
                 world.merge({call.channel: stored})
                 world.synced = {**(world.synced or {}), call.channel: stored}
+                versions.held[call.channel] = versions.shared[call.channel]
         world = session.slice(WorldState)
         if call.channel == "shell" and world.shell is None:
             seed_files(world.shell_world(), self.workspace_files())
@@ -77,17 +103,27 @@ class WorldStateKeeper(CallAddon):
         if record.perturbation is not None or served.provenance is Provenance.NONE or record.status == "started":
             return
         if pending.session.slice(WorldState).learn_call(call, served, at=record.ts):
-            await self._share(pending)
+            await self._share(pending, call.channel)
 
-    async def _share(self, pending: Pending) -> None:
+    async def _share(self, pending: Pending, kind: str) -> None:
         assert self.engine is not None
+        state, session = self.engine.session_state, pending.session
+        if not state.shared:
+            return
+        versions = session.slice(WorldVersions)
+        version = uuid.uuid4().hex[:12]
+        versions.shared[kind] = version
         try:
-            await self.engine.session_state.save(pending.session, WorldState)
+            await state.save(session, WorldState, WorldVersions)  # one transaction: the world and its version
         except StoreError as exc:  # kept on this replica; shared with its next save
-            log.warning("world state of session %s not shared: %s", pending.session.id[:8], exc)
+            log.warning("world state of session %s not shared: %s", session.id[:8], exc)
+            return
+        versions.held[kind] = version
 
 
-def workspace_reader(folder: object, *, max_files: int = 200, max_bytes: int = 256 * 1024) -> Callable[[], Mapping[str, str]]:
+def workspace_reader(
+    folder: object, *, max_files: int = 200, max_bytes: int = 256 * 1024
+) -> Callable[[], Mapping[str, str]]:
     """The text files of the configured shell workspace (`shell.workspace`), as a new
     sandbox's /workspace holds them (relative path -> text), within the state's caps;
     read once, on the first session that needs them."""

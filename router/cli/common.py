@@ -51,9 +51,9 @@ def config_error(exc: Exception) -> typer.Exit:
 
 def read_store[T](cfg: Config, query: Callable[[Any], Awaitable[T]]) -> T:
     """Run one read-only query against the config's store (exit 1 with the reason on failure)."""
-    from shadow.store.protocol import StoreError
+    from records.store.protocol import StoreError
 
-    if cfg.store.redis_url is None and not cfg.store_path.exists():
+    if not cfg.store_location.exists():
         typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
         raise typer.Exit(1)
 
@@ -72,7 +72,9 @@ def read_store[T](cfg: Config, query: Callable[[Any], Awaitable[T]]) -> T:
 
 
 # A reporting command's `--json`: its report as JSON on stdout, for scripts.
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the report as JSON (one object per line) instead of tables.")]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print the report as JSON (one object per line) instead of tables.")
+]
 # Wide enough for any report's table on one line: a pipe or a log has no width to fit.
 _OFF_TERMINAL_WIDTH = 10_000
 
@@ -123,7 +125,7 @@ def stop_cleanly_on_sigterm() -> None:
 
 def time_window(since: str | None, until: str | None) -> tuple[float | None, float | None]:
     """`--since`/`--until` (`2h`, `3d`, epoch seconds …) as epoch seconds, or a usage error."""
-    from shadow.store.queries import QueryError, parse_since
+    from records.store.queries import QueryError, parse_since
 
     try:
         return (parse_since(since) if since else None, parse_since(until) if until else None)

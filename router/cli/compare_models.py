@@ -19,7 +19,10 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="A candidate: NAME=FILE.gguf (in-process) or NAME=http://host:port/v1 (OpenAI-compatible); repeat for several.",
+        help=(
+            "A candidate: NAME=FILE.gguf (in-process) or "
+            "NAME=http://host:port/v1 (OpenAI-compatible); repeat for several."
+        ),
     ),
 ]
 
@@ -36,22 +39,32 @@ def compare_models(
     ] = 0.1,
     seed: Annotated[int, typer.Option(help="The split's seed (the same as the export's: the same sessions).")] = 0,
     max_sessions: Annotated[int | None, typer.Option(min=1, help="Replay at most this many held-out sessions.")] = None,
-    max_calls: Annotated[int | None, typer.Option(min=1, help="Simulate at most this many held-out calls per candidate.")] = None,
-    temperature: Annotated[
-        float | None, typer.Option(min=0.0, help="Sampling temperature for every candidate (default: world_model.temperature).")
+    max_calls: Annotated[
+        int | None, typer.Option(min=1, help="Simulate at most this many held-out calls per candidate.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the rows and every call as JSON instead of the table.")] = False,
-    prompts: Annotated[Path | None, typer.Option(help="Also write every prompt sent to a candidate here (JSON lines).")] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="Sampling temperature for every candidate (default: world_model.temperature)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the rows and every call as JSON instead of the table.")
+    ] = False,
+    prompts: Annotated[
+        Path | None, typer.Option(help="Also write every prompt sent to a candidate here (JSON lines).")
+    ] = None,
     judge: Annotated[
         str | None,
-        typer.Option(help="Also score each simulated call with a judge model at this OpenAI-compatible URL (`simroute judge`'s)."),
+        typer.Option(
+            help="Also score each simulated call with a judge model at this OpenAI-compatible URL (`simroute judge`'s)."
+        ),
     ] = None,
     judge_model: Annotated[str, typer.Option(help="The judge model's name at --judge.")] = "default",
 ) -> None:
-    """Measure candidate world models on held-out recorded sessions: divergence from the real answers, per domain and tool."""
+    """Measure candidate world models on held-out recorded sessions: divergence from the
+    real answers, per domain and tool."""
+    from records.export.options import SessionSplit
     from router.reports.compare_run import parse_candidate
     from router.reports.held_out import HeldOut, sessions_of_split
-    from shadow.export.options import SessionSplit
 
     cfg = load_or_exit(config, tokens=True)  # the token namespaces decide which examples a session sees
     try:
@@ -68,7 +81,7 @@ def compare_models(
             held_out = HeldOut(split=SessionSplit(test_fraction=test_fraction, seed=seed))
     except (OSError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc
-    if cfg.store.redis_url is None and not cfg.store_path.exists():
+    if not cfg.store_location.exists():
         typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
         raise typer.Exit(1)
     document = asyncio.run(
@@ -104,25 +117,30 @@ async def _run(
     prompts: Path | None,
     judge: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
+    from records.judge.run import JudgeUnavailable
+    from records.store.protocol import StoreError
     from router.reports.compare_run import add_floors, held_out_sessions, run_candidate, targets
     from router.reports.model_compare import summarize
-    from shadow.judge.run import JudgeUnavailable
-    from shadow.store.protocol import StoreError
 
     judge_model = None
     if judge is not None:
         import os
 
         from router.cli.judge import API_KEY_VARIABLE
-        from router.runtime.judge_model import EngineJudge
+        from router.runtime.judge_model import ModelRunnerJudge
 
-        judge_model = EngineJudge(judge[0], model=judge[1], api_key=os.environ.get(API_KEY_VARIABLE) or None)
+        judge_model = ModelRunnerJudge(judge[0], model=judge[1], api_key=os.environ.get(API_KEY_VARIABLE) or None)
     store = await cfg.open_store(read_only=True).open()
     sink = prompts.open("w", encoding="utf-8") if prompts is not None else None
 
     def on_prompt(candidate: Any, record: Any, messages: list[dict[str, Any]]) -> None:
         if sink is not None:
-            line = {"candidate": candidate.name, "session": record.call.session_id, "step": record.step, "messages": messages}
+            line = {
+                "candidate": candidate.name,
+                "session": record.call.session_id,
+                "step": record.step,
+                "messages": messages,
+            }
             sink.write(json.dumps(line, ensure_ascii=False) + "\n")
 
     try:
@@ -136,7 +154,15 @@ async def _run(
         calls = []
         for candidate in candidates:
             calls += await run_candidate(
-                cfg, store, candidate, found, held_out, keys, temperature=temperature, on_prompt=on_prompt, judge=judge_model
+                cfg,
+                store,
+                candidate,
+                found,
+                held_out,
+                keys,
+                temperature=temperature,
+                on_prompt=on_prompt,
+                judge=judge_model,
             )
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
@@ -162,8 +188,8 @@ def _replay_keys(cfg: Config, store: Any) -> Any:
     """The call keys the router computes (replay's: ignored arguments, canonical HTTP,
     token namespaces), so the example lookup finds what the live one finds."""
     from backends.replay import ReplayBackend
+    from records.store.protocol import ReplaySource
     from router.auth import configured_tokens
-    from shadow.store.protocol import ReplaySource
 
     return ReplayBackend(
         store,

@@ -40,7 +40,10 @@ mcpServers:
           required: [city]
         outputSchema:
           type: object
-          properties: {{city: {{type: string}}, temp_c: {{type: number}}, sky: {{type: string}}}}
+          properties:
+            city: {{type: string}}
+            temp_c: {{type: number}}
+            sky: {{type: string, enum: [sunny, cloudy, rain, snow]}}  # a free string lets a small model ramble
           required: [city, temp_c, sky]
         annotations: {{readOnlyHint: true}}
 perturbations:                    # seeded faults: the same calls fail on every run
@@ -102,7 +105,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 async def read_records(path: Path) -> list[dict]:
-    from shadow.store.sqlite.store import SQLiteStore
+    from records.store.sqlite.store import SQLiteStore
 
     store = await SQLiteStore(path, read_only=True).open()
     try:
@@ -117,7 +120,9 @@ def simroute_command() -> list[str]:
 
 async def run_agent_session(config_path: Path, label: str) -> list[dict[str, Any]]:
     command = simroute_command()
-    transport = StdioTransport(command=command[0], args=[*command[1:], "mcp", "--config", str(config_path)], keep_alive=False)
+    transport = StdioTransport(
+        command=command[0], args=[*command[1:], "mcp", "--config", str(config_path)], keep_alive=False
+    )
     rows = []
     async with Client(transport) as client:
         tools = await client.list_tools()
@@ -136,7 +141,10 @@ def print_rows(rows: list[dict[str, Any]], latency_by_record: dict[str, float]) 
         args = ",".join(str(v) for v in row["arguments"].values())[:28]
         answer = json.dumps(row["answer"], ensure_ascii=False)[:60]
         latency = latency_by_record.get(row.get("record_id", ""), float("nan"))
-        print(f"{row['tool']:22} {args:28} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  {row['policy']:22} {answer}")
+        print(
+            f"{row['tool']:22} {args:28} {row['route']:7} {row['provenance']:10} {latency:8.2f}ms  "
+            f"{row['policy']:22} {answer}"
+        )
         if row["provenance"] == "sim":
             print(sub_line(row.get("source")))
         if row.get("note"):
@@ -150,7 +158,9 @@ async def run_demo(workdir: Path) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     config_path, rehearsal_path = workdir / "simroute.yaml", workdir / "simroute-reads-simulated.yaml"
     for path, shell_rules in ((config_path, ""), (rehearsal_path, SIMULATE_READS)):
-        path.write_text(DEMO_CONFIG.format(python=json.dumps(sys.executable), http_rules=HTTP_RULES, shell_rules=shell_rules))
+        path.write_text(
+            DEMO_CONFIG.format(python=json.dumps(sys.executable), http_rules=HTTP_RULES, shell_rules=shell_rules)
+        )
     (workdir / "records.db").unlink(missing_ok=True)
     print(f"simroute demo — config {config_path}")
 
@@ -173,20 +183,24 @@ async def run_demo(workdir: Path) -> int:
     shadowed = [r for r in records if r["route"] == "shadow"]
     print("\n== shadowed calls: real served, simulated off the agent's path ==")
     for record in shadowed:
-        simulated = json.dumps((record["shadow"] or {}).get("structured") or (record["shadow"] or {}).get("content"), ensure_ascii=False)[
-            :70
-        ]
+        shown = json.dumps(
+            (record["shadow"] or {}).get("structured") or (record["shadow"] or {}).get("content"), ensure_ascii=False
+        )[:70]
         kind = record.get("divergence_kind") or "-"
-        sub = ((record["shadow"] or {}).get("source") or {}).get("sub") or "none named"  # how the simulated side was made
+        # How the simulated side was made.
+        sub = ((record["shadow"] or {}).get("source") or {}).get("sub") or "none named"
         print(
-            f"{record['tool']:14} status {record['status']:8} divergence {record['divergence']!s:6} {kind:9}  simulated ({sub}): {simulated}"
+            f"{record['tool']:14} status {record['status']:8} divergence {record['divergence']!s:6} {kind:9}  "
+            f"simulated ({sub}): {shown}"
         )
     print(f"\n{len(records)} records in {workdir / 'records.db'}  (simroute records --config {config_path})")
 
     replayed = [r for r in second if r["provenance"] == "replay"]
     same = all(a["answer"] == b["answer"] for a, b in zip(first, second, strict=False) if b["provenance"] == "replay")
     simulated = [r for r in first + second if r["route"] == "sim"]
-    shell_real_ok = all(r["provenance"] == "real" for r in first + second if r["tool"] == "shell_exec" and r["route"] != "sim")
+    shell_real_ok = all(
+        r["provenance"] == "real" for r in first + second if r["tool"] == "shell_exec" and r["route"] != "sim"
+    )
     simulated_ok = (
         shell_real_ok
         and len(simulated) == 6
@@ -194,7 +208,16 @@ async def run_demo(workdir: Path) -> int:
     )
     shadow_ok = len(shadowed) == 2 and all(r["status"] == "complete" and r["divergence"] is not None for r in shadowed)
     perturbed = [r for r in first + second if r.get("perturbation")]
-    perturbed_ok = len(perturbed) == 2 and all(r["provenance"] == "none" and r["perturbation"]["kind"] == "error" for r in perturbed)
-    ok = len(replayed) == 3 and same and simulated_ok and perturbed_ok and shadow_ok and http_sessions_ok(web_first, web_second)
+    perturbed_ok = len(perturbed) == 2 and all(
+        r["provenance"] == "none" and r["perturbation"]["kind"] == "error" for r in perturbed
+    )
+    ok = (
+        len(replayed) == 3
+        and same
+        and simulated_ok
+        and perturbed_ok
+        and shadow_ok
+        and http_sessions_ok(web_first, web_second)
+    )
     print("demo:", "ok" if ok else "UNEXPECTED ROUTES")
     return 0 if ok else 1

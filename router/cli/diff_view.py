@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from router.types import Observation
+from calls import Observation
 from shadow.compare.line_diff import DIVERGENT as DIVERGENT_LINE
 from shadow.compare.line_diff import EQUAL, aligned, text_states
 
@@ -24,7 +24,8 @@ def render_diff(row: dict[str, Any], *, max_lines: int = 80) -> Group:
     evidence = row.get("divergence_evidence") or {}
     header = Text.assemble(
         (f"{row['id']}", "bold"),
-        f"  {row['session']} #{row['step']}  {row['server']}.{row['tool']}  route {row['route']}  status {row['status']}\n",
+        f"  {row['session']} #{row['step']}  {row['server']}.{row['tool']}  "
+        f"route {row['route']}  status {row['status']}\n",
         f"arguments {json.dumps(row['arguments'], ensure_ascii=False)[:200]}\n",
         "divergence ",
         (f"{score if score is not None else '-'} ({kind})", DIVERGENT if kind not in ("none", "-") else "green"),
@@ -60,7 +61,11 @@ def side_by_side(real_text: str, sim_text: str, *, max_lines: int) -> Table:
             table.add_row(" ", real_line, sim_line)
         else:
             style = DIVERGENT if row["state"] == DIVERGENT_LINE else MASKED
-            table.add_row(Text("≠" if style == DIVERGENT else "~", style=style), Text(real_line, style=style), Text(sim_line, style=style))
+            table.add_row(
+                Text("≠" if style == DIVERGENT else "~", style=style),
+                Text(real_line, style=style),
+                Text(sim_line, style=style),
+            )
     if diff["cut"]:
         table.add_row("…", f"(cut at {max_lines} lines)", "")
     return table

@@ -1,4 +1,4 @@
-"""`simroute export`: records as world-model training data (shadow/export/), with
+"""`simroute export`: records as world-model training data (records/export/), with
 the prompts built by the live simulator's code (router/runtime/training_prompts.py)."""
 
 from __future__ import annotations
@@ -17,52 +17,76 @@ from router.config import Config
 
 FormatOption = Annotated[
     list[str] | None,
-    typer.Option("--format", "-f", help="agentworldbench, messages or preference; repeat for several (default: all three)."),
+    typer.Option(
+        "--format",
+        "-f",
+        help="agentworldbench, messages, preference (the world model's data: the default, all three) or trajectories "
+        "(one line per agent session: tool calls, tool results, reward); repeat for several.",
+    ),
 ]
 
 
 def export(
     out: Annotated[
-        Path, typer.Argument(help="The folder the dataset is written to (FORMAT/train.jsonl, FORMAT/test.jsonl, dataset.json).")
+        Path,
+        typer.Argument(
+            help="The folder the dataset is written to (FORMAT/train.jsonl, FORMAT/test.jsonl, dataset.json)."
+        ),
     ],
     config: ConfigOption = None,
     formats: FormatOption = None,
-    since: Annotated[str | None, typer.Option(help="Only records from the last 10m, 2h, 1d…, or since an ISO date.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only records from the last 10m, 2h, 1d…, or since an ISO date.")
+    ] = None,
     until: Annotated[str | None, typer.Option(help="Only records before an ISO date (or 10m, 2h… ago).")] = None,
     channel: Annotated[str | None, typer.Option(help="Only this channel (mcp, shell, browser, http).")] = None,
     tool: Annotated[str | None, typer.Option(help="Only this tool (TOOL or SERVER.TOOL).")] = None,
     server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
     session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
     min_divergence: Annotated[
-        float | None, typer.Option(min=0.0, max=1.0, help="Only shadowed calls whose sides diverged at least this much (the hard cases).")
+        float | None,
+        typer.Option(
+            min=0.0, max=1.0, help="Only shadowed calls whose sides diverged at least this much (the hard cases)."
+        ),
     ] = None,
     hardest_first: Annotated[
         bool,
         typer.Option(
             "--hardest-first",
-            help="Within each file, the records whose shadow sides diverged most first; those without a divergence last.",
+            help=(
+                "Within each file, the records whose shadow sides diverged most first; those without a divergence last."
+            ),
         ),
     ] = False,
     status: Annotated[
-        list[str] | None, typer.Option(help="Only records of this status; repeat for several (default: complete, pending, skipped).")
+        list[str] | None,
+        typer.Option(help="Only records of this status; repeat for several (default: complete, pending, skipped)."),
     ] = None,
     provenance: Annotated[
-        list[str] | None, typer.Option(help="Only calls the agent was served this provenance (real, sim, replay); repeatable.")
+        list[str] | None,
+        typer.Option(
+            help="Only calls the agent was served this provenance (real, sim, replay, fork, none); repeatable."
+        ),
     ] = None,
-    token: Annotated[list[str] | None, typer.Option(help="Only the sessions of this token's namespace; repeatable.")] = None,
-    test_fraction: Annotated[float, typer.Option(min=0.0, max=1.0, help="The share of sessions in the test split.")] = 0.1,
+    token: Annotated[
+        list[str] | None, typer.Option(help="Only the sessions of this token's namespace; repeatable.")
+    ] = None,
+    test_fraction: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="The share of sessions in the test split.")
+    ] = 0.1,
     seed: Annotated[int, typer.Option(help="The split's seed: the same seed, the same split.")] = 0,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a dataset already in OUT.")] = False,
 ) -> None:
-    """Export records as world-model training data: real observations as targets, the prompts the live world model gets."""
-    from shadow.export.options import FORMATS, ExportFilter, ExportPlan, SessionSplit
+    """Export records as world-model training data: real observations as targets, the
+    prompts the live world model gets."""
+    from records.export.options import DEFAULT_FORMATS, ExportFilter, ExportPlan, SessionSplit
 
     cfg = load_or_exit(config)
     since_ts, until_ts = time_window(since, until)
     server, tool = server_and_tool(server, tool)
     try:
         plan = ExportPlan(
-            formats=tuple(dict.fromkeys(formats or FORMATS)),
+            formats=tuple(dict.fromkeys(formats or DEFAULT_FORMATS)),
             filter=ExportFilter(
                 since=since_ts,
                 until=until_ts,
@@ -83,24 +107,35 @@ def export(
     if (out / "dataset.json").exists() and not overwrite:
         typer.echo(f"simroute: {out} already holds a dataset (--overwrite replaces it)", err=True)
         raise typer.Exit(1)
-    if cfg.store.redis_url is None and not cfg.store_path.exists():
+    if not cfg.store_location.exists():
         typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
         raise typer.Exit(1)
     document = asyncio.run(_run(cfg, plan, out))
     lines = document["counts"]["lines"]
     summary = ", ".join(f"{name} {sides['train']}/{sides['test']}" for name, sides in lines.items())
-    typer.echo(f"simroute: exported {summary} (train/test lines) from {document['counts']['records_read']} records to {out}", err=True)
+    typer.echo(
+        f"simroute: exported {summary} (train/test lines) from {document['counts']['records_read']} records to {out}",
+        err=True,
+    )
+    empty = [
+        f"{name}/{side}" for name, sides in document["files"].items() for side, path in sides.items() if path is None
+    ]
+    if empty:
+        typer.echo(
+            f"simroute: no lines, so no file, for {', '.join(empty)} (dataset.json lists the files written)", err=True
+        )
 
 
 async def _run(cfg: Config, plan: Any, out: Path) -> dict[str, Any]:
+    from records.export.run import card, export
+    from records.store.protocol import StoreError
     from router.runtime.training_prompts import LivePrompts
-    from shadow.export.run import card, export
-    from shadow.store.protocol import StoreError
 
     store = await cfg.open_store(read_only=True).open()
     try:
+        builder = LivePrompts(cfg, store)
         with TerminalProgress("exporting", await store.count(), eta=True) as advance:
-            counts = await export(store, LivePrompts(cfg, store), plan, out, progress=advance)
+            counts = await export(store, builder, plan, out, progress=advance)
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
@@ -112,20 +147,14 @@ async def _run(cfg: Config, plan: Any, out: Path) -> dict[str, Any]:
         source=_source(cfg),
         version=_version(),
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        generation=builder.generation,
     )
     (out / "dataset.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return document
 
 
 def _source(cfg: Config) -> dict[str, Any]:
-    if cfg.store.redis_url is None:
-        return {"store": "sqlite", "path": str(cfg.store_path)}
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(cfg.store.redis_url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")  # never the password
-    return {"store": "redis", "url": parts._replace(netloc=netloc).geturl()}
+    return cfg.store_location.public_source()
 
 
 def _version() -> str:

@@ -1,8 +1,8 @@
 """`simroute judge`: a judge model scores simulated observations against the real
-ones on AgentWorldBench's five dimensions (shadow/judge/), with real-vs-real control
+ones on AgentWorldBench's five dimensions (records/judge/), with real-vs-real control
 pairs for calibration; the scores are stored beside the records (the dashboard's
 fidelity view shows them). The judge is any OpenAI-compatible endpoint, reached
-through the world-model engines (router/runtime/judge_model.py)."""
+through the model runners (router/runtime/judge_model.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,15 @@ from typing import Annotated, Any
 
 import typer
 
-from router.cli.common import ConfigOption, JsonOption, load_or_exit, print_json, report_console, server_and_tool, time_window
+from router.cli.common import (
+    ConfigOption,
+    JsonOption,
+    load_or_exit,
+    print_json,
+    report_console,
+    server_and_tool,
+    time_window,
+)
 from router.cli.progress import TerminalProgress
 from router.config import Config
 
@@ -20,29 +28,43 @@ API_KEY_VARIABLE = "SIMROUTE_JUDGE_API_KEY"  # a key is never an option: it woul
 
 
 def judge(
-    endpoint: Annotated[str, typer.Option(help="The judge's OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1).")],
+    endpoint: Annotated[
+        str, typer.Option(help="The judge's OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1).")
+    ],
     config: ConfigOption = None,
-    model: Annotated[str, typer.Option(help="The judge model's name at the endpoint (scores are stored under it).")] = "default",
+    model: Annotated[
+        str, typer.Option(help="The judge model's name at the endpoint (scores are stored under it).")
+    ] = "default",
     limit: Annotated[int, typer.Option(min=0, help="Simulated pairs to judge, at most.")] = 200,
-    controls: Annotated[int, typer.Option(min=0, help="Real-vs-real control pairs to judge, at most (one per call).")] = 50,
+    controls: Annotated[
+        int, typer.Option(min=0, help="Real-vs-real control pairs to judge, at most (one per call).")
+    ] = 50,
     deadline: Annotated[float, typer.Option(min=0.001, help="Seconds each judge call may take.")] = 120.0,
     max_tokens: Annotated[int, typer.Option(min=16, help="Tokens the judge may write per verdict.")] = 256,
-    since: Annotated[str | None, typer.Option(help="Only records from the last 10m, 2h, 1d…, or since an ISO date.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only records from the last 10m, 2h, 1d…, or since an ISO date.")
+    ] = None,
     until: Annotated[str | None, typer.Option(help="Only records before an ISO date (or 10m, 2h… ago).")] = None,
     channel: Annotated[str | None, typer.Option(help="Only this channel (mcp, shell, browser, http).")] = None,
     tool: Annotated[str | None, typer.Option(help="Only this tool (TOOL or SERVER.TOOL).")] = None,
     server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
     session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
     min_divergence: Annotated[
-        float | None, typer.Option(min=0.0, max=1.0, help="Only shadowed calls whose sides diverged at least this much.")
+        float | None,
+        typer.Option(min=0.0, max=1.0, help="Only shadowed calls whose sides diverged at least this much."),
     ] = None,
-    token: Annotated[list[str] | None, typer.Option(help="Only the sessions of this token's namespace; repeatable.")] = None,
-    store_scores: Annotated[bool, typer.Option("--store/--no-store", help="Store the scores beside the records.")] = True,
+    token: Annotated[
+        list[str] | None, typer.Option(help="Only the sessions of this token's namespace; repeatable.")
+    ] = None,
+    store_scores: Annotated[
+        bool, typer.Option("--store/--no-store", help="Store the scores beside the records.")
+    ] = True,
     json_output: JsonOption = False,
 ) -> None:
-    """Score simulated observations against the real ones with a judge model (five dimensions, 1–5 and 0–100), calibrated by real-vs-real pairs."""
-    from shadow.export.options import ExportFilter
-    from shadow.judge.run import JudgePlan
+    """Score simulated observations against the real ones with a judge model (five
+    dimensions, 1–5 and 0–100), calibrated by real-vs-real pairs."""
+    from records.export.options import ExportFilter
+    from records.judge.run import JudgePlan
 
     cfg = load_or_exit(config)
     since_ts, until_ts = time_window(since, until)
@@ -67,10 +89,12 @@ def judge(
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    if cfg.store.redis_url is None and not cfg.store_path.exists():
+    if not cfg.store_location.exists():
         typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
         raise typer.Exit(1)
-    report = asyncio.run(_run(cfg, plan, endpoint=endpoint, model=model, max_tokens=max_tokens, store_scores=store_scores))
+    report = asyncio.run(
+        _run(cfg, plan, endpoint=endpoint, model=model, max_tokens=max_tokens, store_scores=store_scores)
+    )
     if json_output:
         print_json(report)
     else:
@@ -79,13 +103,17 @@ def judge(
         report_console().print(*render(report))
 
 
-async def _run(cfg: Config, plan: Any, *, endpoint: str, model: str, max_tokens: int, store_scores: bool) -> dict[str, Any]:
-    from router.runtime.judge_model import EngineJudge
-    from shadow.judge.report import report
-    from shadow.judge.run import JudgeUnavailable, judge
-    from shadow.store.protocol import StoreError
+async def _run(
+    cfg: Config, plan: Any, *, endpoint: str, model: str, max_tokens: int, store_scores: bool
+) -> dict[str, Any]:
+    from records.judge.report import report
+    from records.judge.run import JudgeUnavailable, judge
+    from records.store.protocol import StoreError
+    from router.runtime.judge_model import ModelRunnerJudge
 
-    judge_model = EngineJudge(endpoint, model=model, api_key=os.environ.get(API_KEY_VARIABLE) or None, max_tokens=max_tokens)
+    judge_model = ModelRunnerJudge(
+        endpoint, model=model, api_key=os.environ.get(API_KEY_VARIABLE) or None, max_tokens=max_tokens
+    )
     # Scores are written beside the records: the store is opened for writing only then.
     store = await cfg.open_store(read_only=not store_scores).open()
     try:

@@ -4,6 +4,7 @@ and stopping it."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -22,14 +23,23 @@ def wait_for_port(port: int, process: subprocess.Popen, *, timeout_s: float = 30
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args[0]} exited with {process.returncode} before listening on {port}\n{describe()}")
+            raise RuntimeError(
+                f"{program(process)} exited with {process.returncode} before listening on {port}\n{describe()}"
+            )
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return
         except OSError:
             time.sleep(0.05)
     process.kill()
-    raise RuntimeError(f"{process.args[0]} did not listen on {port} within {timeout_s:g}s\n{describe()}")
+    raise RuntimeError(f"{program(process)} did not listen on {port} within {timeout_s:g}s\n{describe()}")
+
+
+def program(process: subprocess.Popen) -> str:
+    """The program `process` runs, for messages (its command is a list or a string)."""
+    args = process.args
+    first = args if isinstance(args, str | bytes | os.PathLike) else args[0]
+    return os.fsdecode(first)
 
 
 def stop(process: subprocess.Popen, *, timeout_s: float = 15) -> int:

@@ -12,7 +12,9 @@ import typer
 from router.cli.common import ConfigOption, JsonOption, load_or_exit, print_json, read_store, report_console
 from router.config import Config
 
-ModelOption = Annotated[Path | None, typer.Option("--model", help="The model file (default: learned.model of the config).")]
+ModelOption = Annotated[
+    Path | None, typer.Option("--model", help="The model file (default: learned.model of the config).")
+]
 
 
 def _rows(cfg: Config) -> list[dict[str, Any]]:
@@ -28,7 +30,9 @@ def _rows_and_catalog(cfg: Config):
         catalog = ToolCatalog()
         for server in sorted({*cfg.upstreams, *(row["server"] for row in rows if row.get("channel") == "mcp")}):
             virtual = cfg.virtual_servers.get(server)  # a virtual server's tools are as declared
-            catalog.update(server, virtual.definitions() if virtual is not None else await store.load_tool_snapshot(server) or [])
+            catalog.update(
+                server, virtual.definitions() if virtual is not None else await store.load_tool_snapshot(server) or []
+            )
         return rows, catalog
 
     return read_store(cfg, query)
@@ -36,8 +40,7 @@ def _rows_and_catalog(cfg: Config):
 
 def stored_rows(cfg: Config) -> list[dict[str, Any]]:
     """The records the learned router's statistics start from: none before the store exists."""
-    exists = cfg.store.redis_url is not None or cfg.store_path.exists()
-    return _rows(cfg) if exists else []
+    return _rows(cfg) if cfg.store_location.exists() else []
 
 
 def _settings(cfg: Config):
@@ -77,13 +80,17 @@ def train(config: ConfigOption = None, model: ModelOption = None, json_output: J
     labels = labels_from_rows(rows, max_divergence=cfg.learned.max_divergence, tenancy=learned_tenancy(cfg))
     if not labels:
         typer.echo(
-            "simroute: no labels yet: shadow some calls first (mode: shadow, shadow.rate, or repeated real calls for replay)", err=True
+            "simroute: no labels yet: shadow some calls first (mode: "
+            "shadow, shadow.rate, or repeated real calls for replay)",
+            err=True,
         )
         raise typer.Exit(1)
     settings = _settings(cfg)
     with Progress(console=Console(stderr=True), transient=True) as progress:  # progress is not the report: stderr
         task = progress.add_task("training", total=steps_for(labels, settings))
-        result = train_routes(labels, settings, advance=lambda what: progress.update(task, advance=1, description=what or "training"))
+        result = train_routes(
+            labels, settings, advance=lambda what: progress.update(task, advance=1, description=what or "training")
+        )
         progress.update(task, description="deciding the stored sessions again")
         decided = workload_curve(cfg, rows, result.classifiers, catalog=catalog)
     path = model or cfg.learned_model_path
@@ -130,7 +137,8 @@ def print_reports(console, reports, decided, *, target: float) -> None:
     for route, report in reports.items():
         if not report.trained:
             console.print(
-                f"[bold]{route}[/]: {report.labels} labels ({report.acceptable} acceptable): no classifier — {report.why_not}; "
+                f"[bold]{route}[/]: {report.labels} labels ({report.acceptable} "
+                f"acceptable): no classifier — {report.why_not}; "
                 "the evidence rule and the per-tool estimates decide this route"
             )
             continue
@@ -143,7 +151,12 @@ def print_reports(console, reports, decided, *, target: float) -> None:
             + ", ".join(f"{b['predicted']:.2f}->{b['acceptable']:.2f} ({b['count']})" for b in report.calibration)
         )
         table = Table(
-            "threshold", "off real", "fidelity kept", "wrong answers", "cost saved", title=f"{route}: the stored sessions decided again"
+            "threshold",
+            "off real",
+            "fidelity kept",
+            "wrong answers",
+            "cost saved",
+            title=f"{route}: the stored sessions decided again",
         )
         for point in decided.curves.get(route, []):
             mark = " *" if point.threshold == decided.thresholds.get(route) else ""
@@ -160,7 +173,10 @@ def print_reports(console, reports, decided, *, target: float) -> None:
         console.print(
             render(
                 promise,
-                title=f"what the router would deliver (target fidelity {target:g}): the stored sessions decided again, calls not labels",
+                title=(
+                    f"what the router would deliver (target fidelity {target:g}): the stored sessions decided "
+                    "again, calls not labels"
+                ),
             )
         )
 
@@ -172,7 +188,10 @@ SessionOption = Annotated[
 
 
 def evaluate(
-    config: ConfigOption = None, model: ModelOption = None, session: SessionOption = None, json_output: JsonOption = False
+    config: ConfigOption = None,
+    model: ModelOption = None,
+    session: SessionOption = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Decide the stored sessions again through the config's policy (rules, mode, a trained
     model), each from a fresh session state and what was known at its start, and print
@@ -211,11 +230,11 @@ def reload(config: ConfigOption = None) -> None:
     except ModelLoadError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
-    if cfg.store.redis_url is None:
+    if not cfg.store_location.shared:
         touch(path)
         typer.echo(f"touched {path}: routers watching it load model {loaded.digest}")
         return
-    from shadow.store.protocol import StoreError
+    from records.store.protocol import StoreError
 
     async def publish() -> None:
         store = await cfg.open_store().open()

@@ -44,7 +44,9 @@ def prune(config: ConfigOption = None) -> None:
     """Delete records past the store's retention (store.max_age, store.max_records); named recordings stay."""
     cfg = load_or_exit(config)
     if cfg.store.max_age is None and cfg.store.max_records is None:
-        typer.echo(f"simroute: config error: {cfg.source}: set store.max_age and/or store.max_records to prune", err=True)
+        typer.echo(
+            f"simroute: config error: {cfg.source}: set store.max_age and/or store.max_records to prune", err=True
+        )
         raise typer.Exit(2)
     from router.runtime.runtime import Runtime
 
@@ -66,9 +68,10 @@ def worker(
     """Consume shadow work from the Redis store's stream: simulate, compare, complete the records (store.url: redis://…)."""
     log_to_stderr(verbose)
     cfg = load_or_exit(config)
-    if cfg.store.redis_url is None:
+    if not cfg.store_location.shared:
         typer.echo(
-            f"simroute: config error: {cfg.source}: simroute worker needs store.url: redis://host:port/db (with SQLite, routers do their own shadow work)",
+            f"simroute: config error: {cfg.source}: simroute worker needs store.url: redis://host:port/db (with "
+            "SQLite, routers do their own shadow work)",
             err=True,
         )
         raise typer.Exit(2)
@@ -76,6 +79,7 @@ def worker(
 
 
 async def _run_worker(cfg: Config) -> int:
+    from records.store.redis.store import RedisStore
     from router.runtime.runtime import Runtime
     from shadow.worker import ShadowWorker
 
@@ -85,6 +89,7 @@ async def _run_worker(cfg: Config) -> int:
         loop.add_signal_handler(signum, stop.set)
     runtime = Runtime(cfg)
     await runtime.open_store()
+    assert isinstance(runtime.store, RedisStore)  # `worker` refuses a config whose store is not shared
     worker = await ShadowWorker(runtime.store, runtime.shadow_runner, claim_after_s=cfg.shadow.claim_after_s).start()
     typer.echo(f"simroute: shadow worker {worker.name} consuming {cfg.store.redis_url}", err=True)
     running = loop.create_task(worker.run_forever(), name="simroute-shadow-worker")

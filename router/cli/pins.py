@@ -1,4 +1,4 @@
-"""`simroute pins`: the tool-definition pins (router/engine/tool_pins.py) and the changes
+"""`simroute pins`: the tool-definition pins (router/engine/tool_pin_checks.py) and the changes
 upstreams made to pinned tools; `simroute pins accept SERVER [TOOL]` accepts a change,
 which every router then lists and calls as the tool's definition."""
 
@@ -14,7 +14,10 @@ import typer
 from router.cli.common import ConfigOption, load_or_exit, read_store
 
 pins_app = typer.Typer(
-    help="Tool-definition pins: list them and the changes upstreams made (simroute pins), accept a change (simroute pins accept).",
+    help=(
+        "Tool-definition pins: list them and the changes upstreams "
+        "made (simroute pins), accept a change (simroute pins accept)."
+    ),
     invoke_without_command=True,
 )
 
@@ -56,15 +59,17 @@ def pins(
 @pins_app.command()
 def accept(
     server: Annotated[str, typer.Argument(help="The upstream server (its name in the config).")],
-    tool: Annotated[str | None, typer.Argument(help="One tool of it (default: every pending change of the server).")] = None,
+    tool: Annotated[
+        str | None, typer.Argument(help="One tool of it (default: every pending change of the server).")
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Accept the pending change(s) of SERVER (or of its TOOL): the new definition becomes
     the pin, the agent is listed it, and a quarantine or block on it ends."""
-    from shadow.store.protocol import StoreError
+    from records.store.protocol import StoreError
 
     cfg = load_or_exit(config)
-    if cfg.store.redis_url is None and not cfg.store_path.exists():
+    if not cfg.store_location.exists():
         typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
         raise typer.Exit(1)
 
@@ -84,7 +89,9 @@ def accept(
         typer.echo(f"simroute: no pending change of {server!r}{f' tool {tool!r}' if tool else ''} to accept", err=True)
         raise typer.Exit(1)
     for change in accepted:
-        typer.echo(f"accepted {change['server']}.{change['tool']} {change['new_digest'][:12]} ({', '.join(change['fields'])})")
+        typer.echo(
+            f"accepted {change['server']}.{change['tool']} {change['new_digest'][:12]} ({', '.join(change['fields'])})"
+        )
 
 
 def _when(ts: float) -> str:

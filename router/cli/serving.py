@@ -13,7 +13,14 @@ from typing import Annotated
 
 import typer
 
-from router.cli.common import ConfigOption, config_error, load_or_exit, log_to_stderr, parse_host_port, stop_cleanly_on_sigterm
+from router.cli.common import (
+    ConfigOption,
+    config_error,
+    load_or_exit,
+    log_to_stderr,
+    parse_host_port,
+    stop_cleanly_on_sigterm,
+)
 from router.config import Config
 
 
@@ -22,14 +29,16 @@ def mcp(
     http: Annotated[str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Serve simroute as an MCP server (stdio by default): the configured servers' tools and simroute's own (shell, browser)."""
+    """Serve simroute as an MCP server (stdio by default): the configured servers' tools and
+    simroute's own (shell, browser)."""
     log_to_stderr(verbose)
     if not verbose:  # the browser's proxy (mitmproxy) logs every connection at INFO
         logging.getLogger("mitmproxy").setLevel(logging.WARNING)
     cfg = load_or_exit(config, tokens=True)
     if not cfg.upstreams and not cfg.local_channels():
         typer.echo(
-            "simroute: config error: nothing to serve: no MCP servers configured (mcpServers) and simroute's own tools are disabled",
+            "simroute: config error: nothing to serve: no MCP servers "
+            "configured (mcpServers) and simroute's own tools are disabled",
             err=True,
         )
         raise typer.Exit(2)
@@ -40,10 +49,10 @@ def mcp(
 
     try:
         runtime = Runtime(cfg)
-        options = http_run_options(runtime, parse_host_port(http)[0]) if http else {}
+        options = http_run_options(runtime.mcp_parts, parse_host_port(http)[0]) if http else {}
     except AuthConfigError as exc:
         raise config_error(exc) from exc
-    server = build_server(runtime)
+    server = build_server(runtime.mcp_parts)
     stop_cleanly_on_sigterm()
     if http:
         from router.dashboard.wiring import mount, runtime_dashboard
@@ -71,9 +80,12 @@ def mcp(
 
 def serve(
     config: ConfigOption = None,
-    mcp_address: Annotated[str, typer.Option("--mcp", help="Serve MCP (streamable HTTP) on HOST:PORT.")] = "127.0.0.1:8765",
+    mcp_address: Annotated[
+        str, typer.Option("--mcp", help="Serve MCP (streamable HTTP) on HOST:PORT.")
+    ] = "127.0.0.1:8765",
     http_proxy_port: Annotated[
-        int | None, typer.Option("--http-proxy", min=0, max=65535, help="The HTTP(S) proxy's port (default: http.port).")
+        int | None,
+        typer.Option("--http-proxy", min=0, max=65535, help="The HTTP(S) proxy's port (default: http.port)."),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -87,7 +99,9 @@ def serve(
     cfg = load_or_exit(config, tokens=True)
     if not cfg.upstreams and not cfg.local_channels() and not cfg.http.enabled:
         typer.echo(
-            "simroute: config error: nothing to serve: no MCP servers, simroute's own tools and the HTTP channel are disabled", err=True
+            "simroute: config error: nothing to serve: no MCP servers, "
+            "simroute's own tools and the HTTP channel are disabled",
+            err=True,
         )
         raise typer.Exit(2)
     host, port = parse_host_port(mcp_address)
@@ -99,19 +113,22 @@ def serve(
 
     try:
         runtime = Runtime(
-            cfg, http_channel_port=(cfg.http.port if http_proxy_port is None else http_proxy_port) if cfg.http.enabled else None
+            cfg,
+            http_channel_port=(cfg.http.port if http_proxy_port is None else http_proxy_port)
+            if cfg.http.enabled
+            else None,
         )
-        options = http_run_options(runtime, host)
+        options = http_run_options(runtime.mcp_parts, host)
     except AuthConfigError as exc:
         raise config_error(exc) from exc
-    server = build_server(runtime)
+    server = build_server(runtime.mcp_parts)
     from router.dashboard.wiring import mount, runtime_dashboard
 
     mount(server, runtime_dashboard(runtime))
     if cfg.episodes.enabled:
-        from router.episodes.faces import mount_episodes
+        from router.episodes.front_doors import mount_episodes
 
-        mount_episodes(server, runtime)  # /episodes, /openapi.json, /ws (OpenEnv), /mcp/e/{id}
+        mount_episodes(server, runtime.episode_parts)  # /episodes, /openapi.json, /ws (OpenEnv), /mcp/e/{id}
     stop_cleanly_on_sigterm()
     typer.echo(
         f"simroute: serving MCP on http://{host}:{port}/mcp, the dashboard on http://{host}:{port}/dashboard", err=True
@@ -126,7 +143,10 @@ def serve(
 def http_proxy(
     config: ConfigOption = None,
     port: Annotated[
-        int | None, typer.Option("--port", "-p", min=0, max=65535, help="Listen on this port (default: http.port; 0: any free port).")
+        int | None,
+        typer.Option(
+            "--port", "-p", min=0, max=65535, help="Listen on this port (default: http.port; 0: any free port)."
+        ),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -136,7 +156,9 @@ def http_proxy(
         logging.getLogger("mitmproxy").setLevel(logging.WARNING)
     cfg = load_or_exit(config, tokens=True)
     if not cfg.http.enabled:
-        typer.echo(f"simroute: config error: {cfg.source}: http.enabled is false: the HTTP channel is turned off", err=True)
+        typer.echo(
+            f"simroute: config error: {cfg.source}: http.enabled is false: the HTTP channel is turned off", err=True
+        )
         raise typer.Exit(2)
     # This command serves the HTTP channel only: no sandboxes or browsers are started for it.
     cfg.shell.enabled = False
@@ -165,7 +187,10 @@ async def _serve_http_proxy(cfg: Config, port: int | None) -> int:
         await runtime.aclose()
         return 1
     try:
-        typer.echo(f"simroute: HTTP(S) proxy listening on http://{cfg.http.listen_host}:{runtime.http_port} ({cfg.http.mode})", err=True)
+        typer.echo(
+            f"simroute: HTTP(S) proxy listening on http://{cfg.http.listen_host}:{runtime.http_port} ({cfg.http.mode})",
+            err=True,
+        )
         await stop.wait()
     finally:
         await runtime.aclose()
@@ -174,7 +199,9 @@ async def _serve_http_proxy(cfg: Config, port: int | None) -> int:
 
 def dashboard(
     config: ConfigOption = None,
-    host: Annotated[str, typer.Option("--host", help="Listen on this address (beyond loopback a token is required).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Listen on this address (beyond loopback a token is required).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Listen on this port.")] = 8766,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -189,7 +216,7 @@ def dashboard(
         check_bind(host, tokens, what="the dashboard")
     except AuthConfigError as exc:
         raise config_error(exc) from exc
-    if cfg.store.redis_url is None and not cfg.store_path.exists():
+    if not cfg.store_location.exists():
         typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
         raise typer.Exit(1)
     import uvicorn

@@ -12,7 +12,8 @@ from router.cli.common import ConfigOption, load_or_exit
 def ca(
     config: ConfigOption = None,
     regenerate: Annotated[
-        bool, typer.Option("--regenerate", help="Replace the CA with a new one (clients must trust the new certificate).")
+        bool,
+        typer.Option("--regenerate", help="Replace the CA with a new one (clients must trust the new certificate)."),
     ] = False,
 ) -> None:
     """Create simroute's CA for HTTPS interception if it is missing; print where it is and how to trust it."""
@@ -30,7 +31,8 @@ def ca(
 def check_config(
     config: ConfigOption = None,
     start: Annotated[
-        bool, typer.Option("--start", help="Also start each MCP server and list its tools (each within startup_timeout_s).")
+        bool,
+        typer.Option("--start", help="Also start each MCP server and list its tools (each within startup_timeout_s)."),
     ] = False,
 ) -> None:
     """Validate a config file (and the tokens: SIMROUTE_TOKEN, service.tokens) and print what it configures.
@@ -44,7 +46,8 @@ def check_config(
         else ""
     )
     typer.echo(
-        f"{cfg.source}: ok — mode {cfg.mode}{rehearsal}, {len(cfg.upstreams)} server(s), {len(cfg.rules)} rule(s), store {cfg.store.redis_url or cfg.store_path}"
+        f"{cfg.source}: ok — mode {cfg.mode}{rehearsal}, {len(cfg.upstreams)} server(s), {len(cfg.rules)} rule(s), "
+        f"store {cfg.store_location.name}"
     )
     failed = _servers_that_cannot_start(cfg, start=start)
     for server, problem in failed:
@@ -58,7 +61,11 @@ def _servers_that_cannot_start(cfg, *, start: bool) -> list[tuple[str, str]]:
 
     from backends.mcp.check import command_problem, start_problem
 
-    failed = [(server, problem) for server, spec in cfg.real_upstreams.items() if (problem := command_problem(spec)) is not None]
+    failed = [
+        (server, problem)
+        for server, spec in cfg.real_upstreams.items()
+        if (problem := command_problem(spec)) is not None
+    ]
     if not start:
         return failed
     for server, spec in cfg.real_upstreams.items():

@@ -22,7 +22,8 @@ def noise(
 ) -> None:
     """Show the noise table learned from repeated real calls: per tool and path, how often
     two real answers to the same call disagreed there, and whether it counts as noise."""
-    from shadow.compare.noise import NoiseModel, NoiseRule
+    from records.store.noise_counts import NoiseRule
+    from shadow.compare.noise import NoiseModel
 
     cfg = load_or_exit(config)
     model = NoiseModel(rule=NoiseRule(**cfg.shadow.noise.model_dump()))
@@ -49,19 +50,22 @@ def noise(
     typer.echo(f"noise: Wilson lower bound (z={rule.z:g}) >= {rule.min_rate:g} over >= {rule.min_pairs} pairs")
     for row in rows:
         typer.echo(
-            f"{row.tool:32} {row.path:40} {row.disagreements:>4}/{row.pairs:<4} lower {row.lower_bound:5.3f}  {'noisy' if row.noisy else '-'}"
+            f"{row.tool:32} {row.path:40} {row.disagreements:>4}/{row.pairs:<4} lower {row.lower_bound:5.3f}  "
+            f"{'noisy' if row.noisy else '-'}"
         )
 
 
 def diff(
-    record_id: Annotated[str, typer.Argument(help="The record's id (or its first characters, as `simroute records` shows them).")],
+    record_id: Annotated[
+        str, typer.Argument(help="The record's id (or its first characters, as `simroute records` shows them).")
+    ],
     config: ConfigOption = None,
     lines: Annotated[int, typer.Option(min=1, help="At most this many lines of each side.")] = 80,
 ) -> None:
     """Show a shadowed call's real and simulated sides side by side, divergent lines and
     paths marked (red), masked noise marked (dim)."""
+    from records.store.queries import QueryError, record_by_id
     from router.cli.diff_view import render_diff
-    from shadow.store.queries import QueryError, record_by_id
 
     cfg = load_or_exit(config)
     try:
@@ -70,6 +74,9 @@ def diff(
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
     if not row.get("shadow"):
-        typer.echo(f"simroute: record {row['id']} has no simulated side (route {row['route']}, status {row['status']})", err=True)
+        typer.echo(
+            f"simroute: record {row['id']} has no simulated side (route {row['route']}, status {row['status']})",
+            err=True,
+        )
         raise typer.Exit(1)
     report_console().print(render_diff(row, max_lines=lines))

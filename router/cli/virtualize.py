@@ -4,8 +4,7 @@ Its tools come from the live server's `tools/list` (or, when it cannot be reache
 with `--from-snapshot`, from the store's snapshot of its last listing); `--recording`
 backs it by a named recording of it, whose calls are then replayed in order. The rest
 of the config is kept as it is (comments are not), so the same store, world model and
-rules serve the virtual server.
-"""
+rules serve the virtual server."""
 
 from __future__ import annotations
 
@@ -28,27 +27,39 @@ def virtualize(
     server: Annotated[str, typer.Argument(help="The configured MCP server to virtualize.")],
     config: ConfigOption = None,
     recording: Annotated[
-        str | None, typer.Option(help="Back it by this named recording (`simroute recordings`): its calls replay in order.")
+        str | None,
+        typer.Option(help="Back it by this named recording (`simroute recordings`): its calls replay in order."),
     ] = None,
-    initial_state: Annotated[str | None, typer.Option(help="What the simulated server holds at the start of a session.")] = None,
+    initial_state: Annotated[
+        str | None, typer.Option(help="What the simulated server holds at the start of a session.")
+    ] = None,
     from_snapshot: Annotated[
         bool, typer.Option("--from-snapshot", help="Take its tools from the store's last listing, without starting it.")
     ] = False,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the config here (default: stdout).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the config here (default: stdout).")
+    ] = None,
 ) -> None:
-    """Write the config with SERVER declared virtual: its tools as listed, answered by its recording or the world model."""
+    """Write the config with SERVER declared virtual: its tools as listed, answered by its
+    recording or the world model.
+    """
     from backends.mcp.virtual import VirtualServer
 
     cfg = load_or_exit(config)
     spec = cfg.upstreams.get(server)
     if spec is None:
-        raise _fail(f"no MCP server named {server!r} in {cfg.source} (servers: {', '.join(sorted(cfg.upstreams)) or 'none'})", 2)
+        raise _fail(
+            f"no MCP server named {server!r} in {cfg.source} (servers: {', '.join(sorted(cfg.upstreams)) or 'none'})", 2
+        )
     if isinstance(spec, VirtualServer):
         raise _fail(f"{server!r} is already a virtual server", 2)
     tools, where = asyncio.run(_tools(cfg, server, from_snapshot=from_snapshot))
     if recording is not None:
         asyncio.run(_check_recording(cfg, server, recording))
-    declaration: dict[str, Any] = {"type": "virtual", "tools": [{k: t[k] for k in _TOOL_KEYS if t.get(k) is not None} for t in tools]}
+    declaration: dict[str, Any] = {
+        "type": "virtual",
+        "tools": [{k: t[k] for k in _TOOL_KEYS if t.get(k) is not None} for t in tools],
+    }
     for key, value in (("recording", recording), ("initial_state", initial_state), ("sim_timeout", spec.sim_timeout)):
         if value is not None:
             declaration[key] = value
@@ -93,16 +104,18 @@ async def _live_tools(cfg: Config, server: str) -> list[dict[str, Any]]:
 async def _check_recording(cfg: Config, server: str, recording: str) -> None:
     names = [info.name for info in await _read(cfg, lambda store: store.recordings())]
     if recording not in names:
-        raise _fail(f"no recording named {recording!r} (recordings: {', '.join(names) or 'none'}; see `simroute recordings`)", 1)
+        raise _fail(
+            f"no recording named {recording!r} (recordings: {', '.join(names) or 'none'}; see `simroute recordings`)", 1
+        )
     rows = await _read(cfg, lambda store: store.recent(limit=1, recording=recording, server=server))
     if not rows:
         raise _fail(f"recording {recording!r} holds no call of {server!r}", 1)
 
 
 async def _read(cfg: Config, query) -> Any:
-    from shadow.store.protocol import StoreError
+    from records.store.protocol import StoreError
 
-    if cfg.store.redis_url is None and not cfg.store_path.exists():
+    if not cfg.store_location.exists():
         raise _fail(f"no records yet ({cfg.store_path} does not exist)", 1)
     try:
         store = await cfg.open_store(read_only=True).open()
@@ -125,7 +138,9 @@ def _with_virtual(cfg: Config, server: str, declaration: dict[str, Any]) -> dict
     data[table] = {**(data.get(table) or {}), server: declaration}
     replay = data.get("replay")
     if isinstance(replay, dict) and replay.pop("recording", None) is not None:
-        typer.echo("simroute: replay.recording left out: sessions of the virtual server are not recorded into it", err=True)
+        typer.echo(
+            "simroute: replay.recording left out: sessions of the virtual server are not recorded into it", err=True
+        )
     return data
 
 

@@ -8,24 +8,23 @@ shadow, HTTP, redaction, service, sessions, safety, rehearsal, learned);
 channels' own options live with their backends (`backends.shell.options`,
 `backends.browser.options`, `backends.mcp.servers`); this package composes them.
 
-May import: `router.types`, `backends` (option types), `policies` (rule parsing),
-`shadow` (store URLs, secret patterns). This package's names are the public config
-API (`simroute.load_config` re-exports them).
+May import: `calls`, `backends` (option types), `policies` (rule parsing),
+`shadow` (HTTP canonical forms), `records` (store URLs, secret patterns). This
+package's names are the public config API (`simroute.load_config` re-exports them).
 """
 
 from backends.browser.options import BrowserConfig, BrowserLimits
 from backends.mcp.servers import RemoteServer, ServerSpec, StdioServer
 from backends.options import Strict
 from backends.shell.options import ShellConfig, ShellLimits
+from router.config.learned import LearnedConfig
 from router.config.root import DEFAULT_CONFIG_NAME, Config, ConfigError, load_config, parse_config
+from router.config.safety import RehearsalConfig, SafetyConfig
 from router.config.sections import (
     HttpConfig,
-    LearnedConfig,
     NoiseConfig,
     RedactionConfig,
-    RehearsalConfig,
     ReplayConfig,
-    SafetyConfig,
     ServiceConfig,
     SessionsConfig,
     ShadowConfig,

@@ -19,17 +19,20 @@ from backends.mcp.servers import RealServerSpec, ServerSpec
 from backends.mcp.virtual import VirtualServer
 from backends.options import Strict
 from backends.shell.options import ShellConfig
+from calls import Mode, Route
 from policies.perturbation import PerturbationsConfig
 from policies.rules import Rule, parse_rule
+from records.shared_state.location import StoreLocation
 from router.config.episodes import EpisodesConfig
+from router.config.fork import ForkConfig
+from router.config.key_lines import line_for, line_index, split_key
+from router.config.learned import LearnedConfig
+from router.config.safety import RehearsalConfig, SafetyConfig
 from router.config.sections import (
     HttpConfig,
-    LearnedConfig,
     PinsConfig,
     RedactionConfig,
-    RehearsalConfig,
     ReplayConfig,
-    SafetyConfig,
     ServiceConfig,
     SessionsConfig,
     ShadowConfig,
@@ -39,7 +42,6 @@ from router.config.upstream_guard import UpstreamGuardConfig
 from router.config.world_model import WorldModelConfig
 from router.config.world_state import WorldStateConfig
 from router.config.yaml_document import DocumentTooLarge, check_depth, check_expanded_size, describe_yaml_error
-from router.types import Mode, Route
 
 DEFAULT_CONFIG_NAME = "simroute.yaml"
 
@@ -51,13 +53,20 @@ class ConfigError(ValueError):
 class Config(Strict):
     mode: Mode = Field(
         default=Mode.REAL,
-        description="The route when no rule matches: `real`, `sim`, `replay`, `shadow`, `deny`, `learned` or `rehearsal`.",
+        description=(
+            "The route when no rule matches: `real`, `sim`, `replay`, `shadow`, `deny`, `fork`, `learned` or"
+            " `rehearsal`."
+        ),
     )
     mcp_servers: dict[str, ServerSpec] = Field(
-        default={}, alias="mcpServers", description="The MCP servers simroute fronts (the Claude Desktop / Cursor format)."
+        default={},
+        alias="mcpServers",
+        description="The MCP servers simroute fronts (the Claude Desktop / Cursor format).",
     )
     servers: dict[str, ServerSpec] = Field(default={}, description="VS Code's spelling of `mcpServers`.")
-    rules: list[Any] = Field(default=[], description="Ordered routing rules; the first whose `match` fits decides the route.")
+    rules: list[Any] = Field(
+        default=[], description="Ordered routing rules; the first whose `match` fits decides the route."
+    )
     replay: ReplayConfig = Field(default=ReplayConfig(), description="Replay of recorded answers.")
     store: StoreConfig = Field(default=StoreConfig(), description="Where records live.")
     sessions: SessionsConfig = Field(default=SessionsConfig(), description="Agent sessions.")
@@ -68,22 +77,30 @@ class Config(Strict):
     http: HttpConfig = Field(default=HttpConfig(), description="The HTTP(S) channel.")
     safety: SafetyConfig = Field(default=SafetyConfig(), description="The safety gate.")
     rehearsal: RehearsalConfig = Field(default=RehearsalConfig(), description="Rehearsal mode.")
+    fork: ForkConfig = Field(
+        default=ForkConfig(), description="Forks: destructive calls run on a throwaway copy of the real state."
+    )
     pins: PinsConfig = Field(default=PinsConfig(), description="Tool-definition pins (the rug-pull defence).")
     learned: LearnedConfig = Field(default=LearnedConfig(), description="The learned router.")
     episodes: EpisodesConfig = Field(default=EpisodesConfig(), description="Episodes for RL loops.")
     perturbations: PerturbationsConfig = Field(
-        default=PerturbationsConfig(), description="Seeded perturbations: faults, delays and cut answers on every route."
+        default=PerturbationsConfig(),
+        description="Seeded perturbations: faults, delays and cut answers on every route.",
     )
     cost: dict[str, dict[str, NonNegativeFloat]] = Field(
         default={}, description="The price of a real call per server and tool (globs); default 1.0."
     )
-    redaction: RedactionConfig = Field(default=RedactionConfig(), description="Secrets redacted before anything is stored.")
+    redaction: RedactionConfig = Field(
+        default=RedactionConfig(), description="Secrets redacted before anything is stored."
+    )
     service: ServiceConfig = Field(default=ServiceConfig(), description="Who may talk to simroute over the network.")
     upstream_guard: UpstreamGuardConfig = Field(
-        default=UpstreamGuardConfig(), description="Protects the real side: concurrency caps, call budgets, circuit breakers."
+        default=UpstreamGuardConfig(),
+        description="Protects the real side: concurrency caps, call budgets, circuit breakers.",
     )
     world_state: WorldStateConfig = Field(
-        default=WorldStateConfig(), description="Each session's world kept outside the model; simulated calls answered from it first."
+        default=WorldStateConfig(),
+        description="Each session's world kept outside the model; simulated calls answered from it first.",
     )
     call_timeout_s: PositiveFloat = Field(
         default=60.0, description="Deadline for one real call; a timeout answers with an error result, never a hang."
@@ -96,7 +113,9 @@ class Config(Strict):
     )
 
     # Set by the loader, not the file.
-    base_dir: Path = Field(default_factory=Path.cwd, exclude=True, description="The folder relative paths are resolved against.")
+    base_dir: Path = Field(
+        default_factory=Path.cwd, exclude=True, description="The folder relative paths are resolved against."
+    )
     source: str = Field(default="<defaults>", exclude=True, description="Where the config was read from, for messages.")
 
     @model_validator(mode="before")
@@ -105,7 +124,11 @@ class Config(Strict):
         """`mode: rehearsal` is shorthand for `mode: real` with `rehearsal.enabled: true`."""
         if isinstance(data, dict) and data.get("mode") == "rehearsal":
             section = data.get("rehearsal")
-            data = {**data, "mode": "real", "rehearsal": {**section, "enabled": True} if isinstance(section, dict) else {"enabled": True}}
+            data = {
+                **data,
+                "mode": "real",
+                "rehearsal": {**section, "enabled": True} if isinstance(section, dict) else {"enabled": True},
+            }
         return data
 
     @field_validator("mode", mode="before")
@@ -123,7 +146,8 @@ class Config(Strict):
         for channel in self.local_channels():
             if channel in self.upstreams:
                 raise ValueError(
-                    f"server name {channel!r} is taken by simroute's {channel} tools: rename the server or set {channel}.enabled: false"
+                    f"server name {channel!r} is taken by simroute's {channel} tools: rename the server or set "
+                    f"{channel}.enabled: false"
                 )
         return self
 
@@ -147,34 +171,32 @@ class Config(Strict):
         return {name: spec for name, spec in self.upstreams.items() if isinstance(spec, VirtualServer)}
 
     @property
-    def store_path(self) -> Path:
-        """The SQLite file (or, with a Redis store, where its local files go: the spool, the key)."""
-        if self.store.redis_url is not None:
-            return self.base_dir / ".simroute" / "redis.db"
+    def store_location(self) -> StoreLocation:
+        """Where the record store lives (Redis, shared by replicas, or a SQLite file):
+        the one place that decides which (records/shared_state/)."""
         path = Path(self.store.sqlite_path).expanduser()
-        return path if path.is_absolute() else self.base_dir / path
-
-    def open_store(self, *, read_only: bool = False):
-        """The configured record store (not yet opened)."""
-        if self.store.redis_url is not None:
-            from shadow.store.redis.store import RedisStore
-
-            return RedisStore(self.store.redis_url, max_log=self.store.max_log)
-        from shadow.store.sqlite.store import SQLiteStore
-
-        return SQLiteStore(
-            self.store_path, synchronous=self.store.synchronous, busy_timeout_ms=self.store.busy_timeout_ms, read_only=read_only
+        store = self.store
+        return StoreLocation(
+            redis_url=store.redis_url,
+            sqlite_path=path if path.is_absolute() else self.base_dir / path,
+            base_dir=self.base_dir,
+            max_log=store.max_log,
+            synchronous=store.synchronous,
+            busy_timeout_ms=store.busy_timeout_ms,
         )
 
     @property
-    def spool_path(self) -> Path:
-        store = self.store
-        if store.redis_url is not None:
-            from shadow.store.redis.base import parse_redis_url
+    def store_path(self) -> Path:
+        """The SQLite file (or, with a Redis store, where its local files go: the spool, the key)."""
+        return self.store_location.store_path
 
-            host, port, db = parse_redis_url(store.redis_url)
-            return self.base_dir / ".simroute" / f"redis-{host}-{port}-{db}.spool.jsonl"
-        return self.store_path.with_suffix(".spool.jsonl")
+    def open_store(self, *, read_only: bool = False):
+        """The configured record store (not yet opened)."""
+        return self.store_location.open_store(read_only=read_only)
+
+    @property
+    def spool_path(self) -> Path:
+        return self.store_location.spool_path
 
     @property
     def redaction_key_file(self) -> Path:
@@ -207,11 +229,13 @@ class Config(Strict):
 
     def uses_learned(self) -> bool:
         """Whether the mode or a rule hands calls to the learned router."""
-        return self.mode is Mode.LEARNED or any(rule.route is Mode.LEARNED for rule in [*self.parsed_rules(), *self.parsed_allow_rules()])
+        return self.mode is Mode.LEARNED or any(
+            rule.route is Mode.LEARNED for rule in [*self.parsed_rules(), *self.parsed_allow_rules()]
+        )
 
     def may_simulate(self) -> bool:
         """Whether any route of this config can reach the world model."""
-        simulating = {Route.SIM, Route.SHADOW}
+        simulating = {Route.SIM, Route.SHADOW, Route.FORK}  # a call that cannot fork is simulated
         return (
             self.uses_learned()
             or bool(self.virtual_servers)  # a virtual server answers from the world model
@@ -220,7 +244,7 @@ class Config(Strict):
             or self.replay.on_miss == "sim"
             or self.shadow.rate > 0
             or any(rule.shadow_rate for rule in self.parsed_rules())
-            or (self.rehearsal.enabled and self.rehearsal.on_divert == "sim")
+            or (self.rehearsal.enabled and self.rehearsal.on_divert in ("sim", "fork"))
             or self.pins.policy == "rehearse"
             or any(rule.route in simulating for rule in self.parsed_allow_rules())
         )
@@ -228,12 +252,17 @@ class Config(Strict):
     def may_run_real(self, channel: str) -> bool:
         """Whether any route of this config can send a `channel` call to its real side."""
         reaching = {Route.REAL, Route.SHADOW, Route.REPLAY, Mode.LEARNED}  # a replay miss may go real
-        if self.mode in reaching:
+        if self.mode in reaching or (channel == "shell" and self.may_fork()):  # a fork copies the real sandbox
             return True
         for rule in [*self.parsed_rules(), *self.parsed_allow_rules()]:
             if rule.route in reaching and (rule.channel is None or rule.channel(channel)):
                 return True
         return False
+
+    def may_fork(self) -> bool:
+        """Whether any route of this config can fork (a fork copies the real sandbox)."""
+        forking = self.mode is Mode.FORK or (self.rehearsal.enabled and self.rehearsal.on_divert == "fork")
+        return forking or any(rule.route is Mode.FORK for rule in [*self.parsed_rules(), *self.parsed_allow_rules()])
 
     def parsed_rules(self) -> list[Rule]:
         return [parse_rule(rule, index=i) for i, rule in enumerate(self.rules)]
@@ -250,7 +279,11 @@ class Config(Strict):
     def replay_key_scheme(self) -> list:
         """What, besides ignore_arguments, shapes replay keys: changing it re-keys records."""
         http = self.http
-        return [sorted(http.ignore_query), sorted(http.ignore_body_fields), sorted(h.lower() for h in self.replay.credential_headers)]
+        return [
+            sorted(http.ignore_query),
+            sorted(http.ignore_body_fields),
+            sorted(h.lower() for h in self.replay.credential_headers),
+        ]
 
     def sim_timeout_for(self, server: str) -> float:
         spec = self.upstreams.get(server)
@@ -292,7 +325,7 @@ def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None =
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}:1: the config must be a mapping of keys (mode, mcpServers, rules, ...)")
-    lines = _line_index(root)
+    lines = line_index(root)
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
@@ -305,13 +338,18 @@ def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None =
                 parse_rule(rule, index=i)
             except ValueError as exc:
                 key, _, problem = str(exc).partition(": ")
-                loc: tuple[Any, ...] = (*where, i, *_split_key(key)) if problem else (*where, i)
-                line = _line_for(loc, lines)
+                loc: tuple[Any, ...] = (*where, i, *split_key(key)) if problem else (*where, i)
+                line = line_for(loc, lines)
                 raise ConfigError(f"{source}:{line}: {_format_loc(loc)}: {problem or exc}") from exc
             plan = rule.get("perturbation") if isinstance(rule, dict) else None
             if plan is not None and plan not in config.perturbations.plans:
                 loc = (*where, i, "perturbation")
-                raise ConfigError(f"{source}:{_line_for(loc, lines)}: {_format_loc(loc)}: {plan!r} is not one of perturbations.plans")
+                raise ConfigError(
+                    f"{source}:{line_for(loc, lines)}: {_format_loc(loc)}: {plan!r} is not one of perturbations.plans"
+                )
+    if (missing := config.world_model.lora_problem(config.base_dir)) is not None:  # not at the first simulated call
+        loc = ("world_model", "lora_path")
+        raise ConfigError(f"{source}:{line_for(loc, lines)}: {_format_loc(loc)}: {missing}")
     world = config.world_model.world
     if world is not None:  # its file read now: a missing world file is a config error, not a failed call
         try:
@@ -319,40 +357,8 @@ def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None =
             config.world_model.world.render()
         except ValueError as exc:
             loc = ("world_model", "world", "file") if world.file else ("world_model", "world")
-            raise ConfigError(f"{source}:{_line_for(loc, lines)}: {_format_loc(loc)}: {exc}") from exc
+            raise ConfigError(f"{source}:{line_for(loc, lines)}: {_format_loc(loc)}: {exc}") from exc
     return config
-
-
-def _split_key(key: str) -> tuple[str, ...]:
-    # "match.arguments.a.b" -> ("match", "arguments", "a.b"): argument paths stay whole.
-    parts = key.split(".")
-    if parts[:2] == ["match", "arguments"] and len(parts) > 2:
-        return ("match", "arguments", ".".join(parts[2:]))
-    return tuple(parts)
-
-
-def _line_index(node: yaml.Node | None, loc: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], int]:
-    """Map every key path in the document to its 1-based line."""
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is None:
-        return lines
-    lines[loc] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            child = (*loc, key_node.value)
-            lines.update(_line_index(value_node, child))
-            lines[child] = key_node.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            lines.update(_line_index(item, (*loc, i)))
-    return lines
-
-
-def _line_for(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
-    for end in range(len(loc), -1, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return 1
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -364,9 +370,10 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
 
 def _printable(key: Any) -> str:
     """A key as written, or quoted with escapes when it holds a line break or another
-    control character (one problem per line of the message)."""
+    control character (one problem per line of the message), or when it is empty or starts
+    or ends with a space (which would vanish from the message)."""
     text = str(key)
-    return text if text.isprintable() else repr(text)
+    return text if text.isprintable() and text.strip() == text and text else repr(text)
 
 
 def _describe(error: Any, source: str, lines: dict[tuple[Any, ...], int]) -> str:
@@ -374,7 +381,7 @@ def _describe(error: Any, source: str, lines: dict[tuple[Any, ...], int]) -> str
     loc = tuple(p for p in error["loc"] if p not in _UNION_TAGS)
     if loc and loc[0] == "mcp_servers":
         loc = ("mcpServers", *loc[1:])
-    line = _line_for(loc, lines)
+    line = line_for(loc, lines)
     message = " ".join(str(error["msg"]).split())  # one line, whatever the value quoted in it
     if error["type"] == "extra_forbidden":
         message = "unknown key"

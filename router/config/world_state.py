@@ -18,11 +18,15 @@ class WorldStateConfig(Strict):
     (`replay-aligned`, MCP), and by the world model, given the state a call touches,
     only for the rest."""
 
-    enabled: bool = Field(default=True, description="Keep each session's world state and answer simulated calls from it.")
+    enabled: bool = Field(
+        default=True, description="Keep each session's world state and answer simulated calls from it."
+    )
     mcp_alignment: bool = Field(
         default=True,
-        description="Answer a simulated MCP call from a recorded real session that made the same calls under a renaming of "
-        "their values (`replay-aligned`), before the model.",
+        description=(
+            "Answer a simulated MCP call from a recorded real session that made the same calls under a renaming of "
+            "their values (`replay-aligned`), before the model."
+        ),
     )
     exclude: list[str] = Field(
         default=[],
@@ -37,7 +41,8 @@ class WorldStateConfig(Strict):
             channel, _, server = place.partition("/")
             if channel not in _CHANNELS or (channel == "shell" and server):
                 raise ValueError(
-                    f"{place!r} is not a channel ({', '.join(_CHANNELS)}), an MCP server (mcp/NAME) or an HTTP API (http/HOST)"
+                    f"{place!r} is not a channel ({', '.join(_CHANNELS)}), "
+                    "an MCP server (mcp/NAME) or an HTTP API (http/HOST)"
                 )
         return places
 

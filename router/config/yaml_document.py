@@ -34,7 +34,8 @@ def check_depth(text: str) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
-                raise DocumentTooLarge(event.start_mark.line + 1, f"values nest more than {MAX_DEPTH} levels deep")
+                line = event.start_mark.line + 1 if event.start_mark is not None else 1  # the parser marks every event
+                raise DocumentTooLarge(line, f"values nest more than {MAX_DEPTH} levels deep")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
@@ -62,7 +63,9 @@ def check_expanded_size(root: yaml.Node | None) -> None:
         open_nodes.discard(id(node))
         sizes[id(node)] = total
         if total > MAX_VALUES:
-            raise DocumentTooLarge(node.start_mark.line + 1, f"the document expands to more than {MAX_VALUES:,} values through its aliases")
+            raise DocumentTooLarge(
+                node.start_mark.line + 1, f"the document expands to more than {MAX_VALUES:,} values through its aliases"
+            )
         return total
 
     if root is not None:

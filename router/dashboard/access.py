@@ -31,11 +31,16 @@ def refusal(request: Request, tokens: Tokens) -> Response | None:
         # Drop the token from the address (history, referrers, screenshots) once it is in the cookie.
         query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
         response = RedirectResponse(request.url.path + (f"?{query}" if query else ""), status_code=303)
-        response.set_cookie(COOKIE, presented, httponly=True, samesite="strict", secure=request.url.scheme == "https", path="/")
+        response.set_cookie(
+            COOKIE, presented, httponly=True, samesite="strict", secure=request.url.scheme == "https", path="/"
+        )
         return response
     if token_name(request, tokens) is None:
         return JSONResponse(
-            {"error": "simroute: authentication required: Authorization: Bearer TOKEN, or open /dashboard?token=TOKEN once"},
+            {
+                "error": "simroute: authentication required: Authorization: Bearer TOKEN, or open "
+                "/dashboard?token=TOKEN once"
+            },
             status_code=401,
             headers={"www-authenticate": 'Bearer realm="simroute"'},
         )

@@ -157,6 +157,25 @@ function sourceText(source) {
   return [sub, model, ...Object.entries(extra).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)].filter(Boolean).join(" ");
 }
 
+// Where a session diverged into its fork (records/fork_point.py): the fork's first call
+// (its `call` 1; an older record without the number: the first met with its fork's id).
+function divergesHere(r, seen) {
+  const fork = r.source && r.source.fork;
+  if (!fork || typeof fork !== "object") return false;
+  const key = `${r.session}\0${fork.id}`;
+  const first = Number.isInteger(fork.call) ? fork.call === 1 : !seen.has(key);
+  seen.add(key);
+  return first;
+}
+
+function forkPointText(r) {
+  const fork = r.source.fork, copied = fork.copied || {};
+  const folders = Object.entries(copied.folders || copied.paths || {}).map(([name, n]) => `${name} ${n} B`);
+  if (copied.cwd) folders.push(`cwd ${copied.cwd}`);
+  if (Number.isInteger(copied.variables)) folders.push(`${copied.variables} variables`);
+  return `Step ${r.step}: diverged into fork ${fork.id} (from ${fork.from || "?"}): copied ${folders.join(", ") || "nothing"}`;
+}
+
 function recordRow(r) {
   // A call rehearsal kept away from the real world (diverted to sim, or denied).
   const diverted = (r.policy || "").startsWith("rehearsal") && r.route !== "real";
@@ -175,14 +194,20 @@ async function records(main, { session = false } = {}) {
   const head = el("tr", {}, ...["Time", "Session", "Step", "Channel", "Tool", "Route", "Provenance", "Status", "Divergence", "Kind", "Policy", "Perturbation"].map((t) => el("th", {}, t)));
   const rows = session ? data.rows.slice().reverse() : data.rows;
   const body = el("tbody", {}, ...rows.map(recordRow));
-  main.append(el("h2", {}, session ? `Session ${state().get("session")}` : "Records"), el("table", { id: "records" }, el("thead", {}, head), body));
+  main.append(el("h2", {}, session ? `Session ${state().get("session")}` : "Records"));
+  const forkPoints = el("div", { id: "fork-points" });
+  const seen = new Set();
+  // The session view marks where the session diverged into its fork (rows oldest first).
+  const markForks = (trs, fresh) => { if (session) fresh.forEach((r, i) => { if (divergesHere(r, seen)) { trs[i].classList.add("fork-point"); forkPoints.append(el("p", { class: "fork-point" }, forkPointText(r))); } }); };
+  markForks(Array.from(body.children), rows);
+  main.append(forkPoints, el("table", { id: "records" }, el("thead", {}, head), body));
   let cursor = data.rows.length ? data.rows[0].id : null;
   poller = setInterval(async () => {
     const fresh = await api("records", { limit: 100, after: cursor, since: "0" });
     if (!fresh.rows.length) return;
     cursor = fresh.rows[0].id;
     const nodes = fresh.rows.map((r) => { const tr = recordRow(r); tr.classList.add("new"); return tr; });
-    if (session) body.append(...nodes.reverse()); else body.prepend(...nodes);
+    if (session) { markForks(nodes.slice().reverse(), fresh.rows.slice().reverse()); body.append(...nodes.reverse()); } else body.prepend(...nodes);
   }, POLL_MS);
 }
 

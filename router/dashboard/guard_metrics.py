@@ -11,8 +11,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from records.shared_state.guard_slots import CLOSED, HALF_OPEN, OPEN
 from router.addons.upstream_guard.guard import UpstreamGuard
-from router.addons.upstream_guard.state import CLOSED, HALF_OPEN, OPEN
 
 BREAKER_STATES = (CLOSED, HALF_OPEN, OPEN)
 

@@ -24,9 +24,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from shadow.records import Record
-from shadow.store.protocol import StoreError
-from shadow.sub_provenance import bounded_sub
+from records.record import Record
+from records.store.protocol import StoreError
+from records.sub_provenance import bounded_sub
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _UNFINISHED = frozenset({"started"})  # written ahead of the call: not served yet
@@ -78,7 +78,10 @@ class CallMetrics:
         )
         by_model = ("engine", "domain")
         self.prompt_tokens = Counter(
-            "simroute_world_model_prompt_tokens", "Prompt tokens sent to the world model.", by_model, registry=self.registry
+            "simroute_world_model_prompt_tokens",
+            "Prompt tokens sent to the world model.",
+            by_model,
+            registry=self.registry,
         )
         self.evaluated_tokens = Counter(
             "simroute_world_model_evaluated_tokens",
@@ -87,7 +90,10 @@ class CallMetrics:
             registry=self.registry,
         )
         self.completion_tokens = Counter(
-            "simroute_world_model_completion_tokens", "Tokens the world model generated.", by_model, registry=self.registry
+            "simroute_world_model_completion_tokens",
+            "Tokens the world model generated.",
+            by_model,
+            registry=self.registry,
         )
         self.generation = Histogram(
             "simroute_world_model_generation_seconds",
@@ -97,7 +103,7 @@ class CallMetrics:
             registry=self.registry,
         )
         # Apart from simroute_calls, whose series stay as they were: a served answer's source
-        # (router.types.Source) by its `sub`, a value simroute sets (a bounded label).
+        # (calls.Source) by its `sub`, a value simroute sets (a bounded label).
         self.sources = Counter(
             "simroute_call_sources",
             "Routed calls whose served answer names its source, by channel, provenance and the source's sub.",
@@ -111,7 +117,9 @@ class CallMetrics:
             registry=self.registry,
         )
         self.store_errors = Counter(
-            "simroute_store_errors", "Record writes the store refused (the record went to the spool).", registry=self.registry
+            "simroute_store_errors",
+            "Record writes the store refused (the record went to the spool).",
+            registry=self.registry,
         )
         self._counted: OrderedDict[str, bool] = OrderedDict()  # record id -> its divergence was counted
 
@@ -125,10 +133,14 @@ class CallMetrics:
         scope = (_namespace(record.call.session_id),) if self.namespaced else ()
         if divergence_counted is None:
             outcome = "error" if record.served.is_error else record.status
-            self.calls.labels(record.call.channel, str(record.decision.route), str(record.served.provenance), outcome, *scope).inc()
+            self.calls.labels(
+                record.call.channel, str(record.decision.route), str(record.served.provenance), outcome, *scope
+            ).inc()
             self.latency.labels(str(record.decision.route), *scope).observe(max(record.served.latency_s, 0.0))
             if record.served.source is not None and record.served.source.sub:
-                self.sources.labels(record.call.channel, str(record.served.provenance), record.served.source.sub, *scope).inc()
+                self.sources.labels(
+                    record.call.channel, str(record.served.provenance), record.served.source.sub, *scope
+                ).inc()
             if record.perturbation is not None:
                 self.perturbations.labels(record.call.channel, str(record.perturbation.get("kind")), *scope).inc()
             divergence_counted = False
@@ -182,7 +194,9 @@ class _TokenView:
             if family.name.startswith(_ALL_TOKENS_PREFIX):
                 continue
             # Families collected anew per scrape: filtering them changes no stored metric.
-            family.samples = [s for s in family.samples if "namespace" not in s.labels or s.labels["namespace"] in self.names]
+            family.samples = [
+                s for s in family.samples if "namespace" not in s.labels or s.labels["namespace"] in self.names
+            ]
             yield family
 
 
@@ -194,29 +208,65 @@ class RuntimeGauges(Collector):
 
     def collect(self) -> Iterator[Any]:
         values = self._read()
-        yield GaugeMetricFamily("simroute_shadow_queue_depth", "Shadow work queued or running.", value=values.get("queue_depth", 0))
+        yield GaugeMetricFamily(
+            "simroute_shadow_queue_depth", "Shadow work queued or running.", value=values.get("queue_depth", 0)
+        )
         yield CounterMetricFamily(
             "simroute_shadow_skipped", "Shadow work skipped because the queue was full.", value=values.get("skipped", 0)
         )
         yield GaugeMetricFamily(
-            "simroute_spool_bytes", "Size of the record spool file (records waiting for the store).", value=values.get("spool_bytes", 0)
+            "simroute_spool_bytes",
+            "Size of the record spool file (records waiting for the store).",
+            value=values.get("spool_bytes", 0),
         )
         yield CounterMetricFamily(
-            "simroute_spooled_records", "Records written to the spool instead of the store.", value=values.get("spooled", 0)
+            "simroute_spooled_records",
+            "Records written to the spool instead of the store.",
+            value=values.get("spooled", 0),
         )
         yield GaugeMetricFamily(
-            "simroute_shell_pool_ready", "Started sandboxes waiting in the warm pool for a new session.", value=values.get("pool_ready", 0)
+            "simroute_shell_pool_ready",
+            "Started sandboxes waiting in the warm pool for a new session.",
+            value=values.get("pool_ready", 0),
         )
-        yield GaugeMetricFamily("simroute_shell_sandboxes", "Sandboxes held by agent sessions.", value=values.get("sandboxes", 0))
+        yield GaugeMetricFamily(
+            "simroute_shell_sandboxes", "Sandboxes held by agent sessions.", value=values.get("sandboxes", 0)
+        )
+        yield GaugeMetricFamily(
+            "simroute_shell_forks", "Forks of sessions' sandboxes open now.", value=values.get("forks", 0)
+        )
+        yield CounterMetricFamily(
+            "simroute_shell_forks_made", "Forks of sessions' sandboxes made.", value=values.get("forks_made", 0)
+        )
+        yield CounterMetricFamily(
+            "simroute_shell_forks_refused",
+            "Sessions whose shell could not fork (too large, capped, failed).",
+            value=values.get("forks_refused", 0),
+        )
+        yield GaugeMetricFamily(
+            "simroute_mcp_forks", "Forks of MCP servers' local state open now.", value=values.get("mcp_forks", 0)
+        )
+        yield CounterMetricFamily(
+            "simroute_mcp_forks_made", "Forks of MCP servers made.", value=values.get("mcp_forks_made", 0)
+        )
+        yield CounterMetricFamily(
+            "simroute_mcp_forks_refused",
+            "Sessions' MCP servers that could not fork (too large, capped, failed).",
+            value=values.get("mcp_forks_refused", 0),
+        )
         # The noise learner (shadow/noise_learner.py): what became of each pair of real answers it was offered.
         pairs = CounterMetricFamily(
-            "simroute_noise_pairs", "Pairs of real answers offered to the noise learner, by outcome.", labels=["outcome"]
+            "simroute_noise_pairs",
+            "Pairs of real answers offered to the noise learner, by outcome.",
+            labels=["outcome"],
         )
         for outcome in ("learned", "unsettled", "dropped"):
             pairs.add_metric([outcome], values.get(f"noise_{outcome}", 0))
         yield pairs
         probes = CounterMetricFamily(
-            "simroute_noise_probes", "Noise probes (a read-only call repeated off the path), by outcome.", labels=["outcome"]
+            "simroute_noise_probes",
+            "Noise probes (a read-only call repeated off the path), by outcome.",
+            labels=["outcome"],
         )
         for outcome in ("answered", "skipped", "failed"):
             probes.add_metric([outcome], values.get(f"probes_{outcome}", 0))
@@ -251,11 +301,15 @@ class StoreTotals(Collector):
     def collect(self) -> Iterator[Any]:
         yield GaugeMetricFamily("simroute_store_records", "Records in the store.", value=self._totals.get("total", 0))
         for column in ("channel", "route", "provenance", "status"):
-            family = GaugeMetricFamily(f"simroute_store_records_by_{column}", f"Records in the store, by {column}.", labels=(column,))
+            family = GaugeMetricFamily(
+                f"simroute_store_records_by_{column}", f"Records in the store, by {column}.", labels=(column,)
+            )
             for value, count in sorted(self._totals.get(f"by_{column}", {}).items()):
                 family.add_metric((str(value),), count)
             yield family
-        pinned = GaugeMetricFamily("simroute_tool_pins", "Upstream tools whose definition is pinned, by server.", labels=("server",))
+        pinned = GaugeMetricFamily(
+            "simroute_tool_pins", "Upstream tools whose definition is pinned, by server.", labels=("server",)
+        )
         changes = GaugeMetricFamily(
             "simroute_tool_pin_changes",
             "Changes upstreams made to pinned tool definitions, by server and status (pending: not accepted yet).",

@@ -20,15 +20,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from calls import Call, Session
 from policies.learned import LearnedPolicy
 from policies.safety.verdict import SAFE_READ, SafetyClass, SafetyVerdict
-from router.types import Call, Session
 
 _SESSION = "dashboard-outlook"
 
 
 def tool_outlook(
-    policy: LearnedPolicy, channel: str, server: str, tool: str, example: dict[str, Any] | None, *, session: str = _SESSION
+    policy: LearnedPolicy,
+    channel: str,
+    server: str,
+    tool: str,
+    example: dict[str, Any] | None,
+    *,
+    session: str = _SESSION,
 ) -> dict[str, Any]:
     """The decision and per-route probabilities for one tool. `example`: the tool's
     newest real record (its arguments, replay key and safety class), or None.
@@ -40,7 +46,10 @@ def tool_outlook(
     # The example is a real recording of this very call: replay has something to serve.
     # Replay is eligible when the state knows a real recording of this key (as on the decision path).
     view = LearnedPolicy(
-        policy.settings, replay_key_of=(lambda _call: recorded_key) if recorded_key else None, model=policy.model, state=policy.state
+        policy.settings,
+        replay_key_of=(lambda _call: recorded_key) if recorded_key else None,
+        model=policy.model,
+        state=policy.state,
     )
     probabilities = view.assess(call, Session(session), SAFE_READ)
     safety = _verdict(example)
@@ -56,7 +65,9 @@ def tool_outlook(
 
 def _verdict(example: dict[str, Any] | None) -> SafetyVerdict:
     try:
-        return SafetyVerdict(SafetyClass((example or {}).get("safety_class") or "unknown"), (example or {}).get("safety_reason") or "")
+        return SafetyVerdict(
+            SafetyClass((example or {}).get("safety_class") or "unknown"), (example or {}).get("safety_reason") or ""
+        )
     except ValueError:
         return SafetyVerdict(SafetyClass.UNKNOWN, "unreadable safety class")
 
@@ -108,7 +119,13 @@ class RouterOutlook:
             if policy is None or policy.model is None:
                 continue
             examples = await self.store.examples(
-                row["channel"], row["server"], row["tool"], exclude_session=session, call_key=None, limit=1, namespaces=namespaces
+                row["channel"],
+                row["server"],
+                row["tool"],
+                exclude_session=session,
+                call_key=None,
+                limit=1,
+                namespaces=namespaces,
             )
             example = examples[0] if examples else None
             row["router"] = tool_outlook(policy, row["channel"], row["server"], row["tool"], example, session=session)

@@ -1,7 +1,7 @@
 """The dashboard's HTTP routes: the page, its static files, the JSON API, /metrics.
 
 Filters come from the query string (the page keeps them in its address, so a
-view can be shared); every figure comes from a store query (shadow/store/protocol.py
+view can be shared); every figure comes from a store query (records/store/protocol.py
 `DashboardQueries`), paged or grouped in the store.
 """
 
@@ -21,12 +21,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from records.store.namespaces import in_namespaces
+from records.store.protocol import RecordFilter, StoreError
 from router.auth import Tokens
 from router.dashboard.access import refusal, token_name
 from router.dashboard.metrics import CONTENT_TYPE, CallMetrics, StoreTotals
 from shadow.compare.line_diff import record_diffs
-from shadow.store.namespaces import in_namespaces
-from shadow.store.protocol import RecordFilter, StoreError
 
 CHART_JS = Path("/usr/share/javascript/chart.js/chart.min.js")  # Debian's libjs-chart.js (MIT)
 DEFAULT_RANGE_S = 24 * 3600
@@ -109,7 +109,9 @@ class Dashboard:
         name = request.path_params["name"]
         if name == "chart.min.js":
             if not CHART_JS.exists():
-                return JSONResponse({"error": f"charts need Debian's libjs-chart.js ({CHART_JS} is missing)"}, status_code=404)
+                return JSONResponse(
+                    {"error": f"charts need Debian's libjs-chart.js ({CHART_JS} is missing)"}, status_code=404
+                )
             return FileResponse(CHART_JS, media_type="text/javascript")
         if name not in _STATIC:
             return JSONResponse({"error": "not found"}, status_code=404)
@@ -199,7 +201,9 @@ class Dashboard:
             "shadow_queue": gauges.get("simroute_shadow_queue_depth"),
             "shadow_skipped": gauges.get("simroute_shadow_skipped"),
             "perturbations": _counted(families, "simroute_perturbations", lambda labels: labels["kind"], visible),
-            "sources": _counted(families, "simroute_call_sources", lambda labels: f"{labels['provenance']}/{labels['sub']}", visible),
+            "sources": _counted(
+                families, "simroute_call_sources", lambda labels: f"{labels['provenance']}/{labels['sub']}", visible
+            ),
         }
 
     # --- /metrics ----------------------------------------------------------------------------
@@ -239,7 +243,9 @@ async def annotate_judge(store: Any, where: RecordFilter, rows: list[dict[str, A
         )
 
 
-def _counted(families: list[Any], name: str, key: Callable[[dict[str, str]], str], visible: set[str] | None) -> dict[str, int]:
+def _counted(
+    families: list[Any], name: str, key: Callable[[dict[str, str]], str], visible: set[str] | None
+) -> dict[str, int]:
     """A counter's totals summed by `key` of their labels, over the namespaces `visible` (None: all)."""
     out: dict[str, int] = {}
     for sample in (s for m in families if m.name == name for s in m.samples if s.name.endswith("_total")):

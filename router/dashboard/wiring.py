@@ -57,6 +57,10 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
             "spooled": runtime.records.spooled,
             "pool_ready": runtime.shell.ready if runtime.shell is not None else 0,
             "sandboxes": runtime.shell.in_use if runtime.shell is not None else 0,
+            "forks": runtime.shell_forks.open if runtime.shell_forks is not None else 0,
+            "forks_made": runtime.shell_forks.made if runtime.shell_forks is not None else 0,
+            "forks_refused": runtime.shell_forks.refusals if runtime.shell_forks is not None else 0,
+            **_mcp_forks(runtime.forks.mcp),
             **_noise_learning(runtime.noise_learner),
         }
 
@@ -102,7 +106,9 @@ def _noise_learning(learner: Any) -> dict[str, float]:
 def mount(server: Any, dashboard: Dashboard) -> None:
     """Serve the dashboard's routes beside the MCP endpoint (fastmcp custom routes)."""
     for route in dashboard.routes():
-        server.custom_route(route.path, methods=sorted(route.methods or ("GET",)), include_in_schema=False)(route.endpoint)
+        server.custom_route(route.path, methods=sorted(route.methods or ("GET",)), include_in_schema=False)(
+            route.endpoint
+        )
 
 
 def standalone_app(config: Config, tokens: Any):
@@ -144,3 +150,10 @@ def standalone_app(config: Config, tokens: Any):
         allowed_origins=list(config.service.allowed_origins) or None,
     )
     return Starlette(routes=dashboard.routes(), lifespan=lifespan, middleware=[guard])
+
+
+def _mcp_forks(forks) -> dict[str, int]:
+    """The MCP servers' forks (backends/mcp/forks.py): open now, made, refused."""
+    if forks is None:
+        return {"mcp_forks": 0, "mcp_forks_made": 0, "mcp_forks_refused": 0}
+    return {"mcp_forks": forks.open, "mcp_forks_made": forks.made, "mcp_forks_refused": forks.refusals}

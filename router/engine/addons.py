@@ -42,17 +42,28 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from calls import Observation
+from records.record import Record
+from records.store.protocol import RecordError
 from router.engine.parts import EngineParts
 from router.engine.pending import Pending
 from router.engine.real_calls import RealOutcome
-from router.types import Observation
-from shadow.records import Record
-from shadow.store.protocol import RecordError
 
 log = logging.getLogger("simroute.engine")
 
 Again = Callable[[], Awaitable[Observation]]
-HOOKS = ("load", "decided", "route", "before_real", "sending", "after_real", "answered", "finished", "repeatable", "aclose")
+HOOKS = (
+    "load",
+    "decided",
+    "route",
+    "before_real",
+    "sending",
+    "after_real",
+    "answered",
+    "finished",
+    "repeatable",
+    "aclose",
+)
 
 
 class CallAddon:
@@ -121,7 +132,8 @@ class Addons:
 
     def _index(self) -> None:
         self._hooks = {
-            hook: [getattr(a, hook) for a in self.all if getattr(type(a), hook) is not getattr(CallAddon, hook)] for hook in HOOKS
+            hook: [getattr(a, hook) for a in self.all if getattr(type(a), hook) is not getattr(CallAddon, hook)]
+            for hook in HOOKS
         }
 
     async def decided(self, pending: Pending) -> None:
@@ -149,7 +161,9 @@ class Addons:
                 answer = await hook(pending, deadline_s)
             except Exception as exc:
                 log.exception("addon hook %s failed before the real side", hook.__qualname__)
-                return Observation.error(f"simroute: the check before the real side failed: {type(exc).__name__}: {exc}")
+                return Observation.error(
+                    f"simroute: the check before the real side failed: {type(exc).__name__}: {exc}"
+                )
             if answer is not None:
                 return answer
         return None

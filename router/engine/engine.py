@@ -25,7 +25,26 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 
 from backends.replay import ReplayBackend
+from calls import (
+    Call,
+    CallNext,
+    Decision,
+    Forks,
+    Observation,
+    Provenance,
+    Route,
+    Session,
+    Simulator,
+    Steer,
+    Turn,
+)
 from policies.base import Policy, decide
+from records.owners import this_process_owner
+from records.record import Record
+from records.redaction import Redactor, typed_into
+from records.shared_state.session_state import LocalSessionState, SessionState, claim_locally
+from records.store.protocol import RecordError, StoreError
+from records.store.record_log import RecordLog
 from router.engine.addons import Addons, CallAddon
 from router.engine.parts import Deadlines
 from router.engine.pending import Outcome, Pending
@@ -34,14 +53,7 @@ from router.engine.record_of import record_of
 from router.engine.record_writer import RecordWriter
 from router.engine.replay_modes import ReplayModes
 from router.engine.routes import execute, sim_route
-from router.engine.session_state import LocalSessionState, SessionState, claim_locally
 from router.engine.trace_context import as_current
-from router.types import Call, CallNext, Decision, Observation, Provenance, Route, Session, Simulator, Steer, Turn
-from shadow.owners import this_process_owner
-from shadow.records import Record
-from shadow.redaction import Redactor, typed_into
-from shadow.store.protocol import RecordError, StoreError
-from shadow.store.record_log import RecordLog
 
 log = logging.getLogger("simroute.engine")
 
@@ -61,12 +73,14 @@ class Engine:
         session_state: SessionState | None = None,
         addons: Sequence[CallAddon] = (),
         deadlines: Deadlines | None = None,
+        forks: Forks | None = None,
     ) -> None:
         self.policies = list(policies)
         self.records = records
         self.replay = replay
         self.replay_modes = replay_modes or ReplayModes()
         self.simulator = simulator
+        self.forks = forks
         self.session_state = session_state or LocalSessionState()
         self.deadlines = deadlines or Deadlines()
         # Secrets never reach a record, a spool line, the world model or a replay key (set at start).
@@ -76,7 +90,9 @@ class Engine:
         self.addons.load(self)
         self.owner = this_process_owner()
 
-    async def handle(self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False) -> Outcome:
+    async def handle(
+        self, call: Call, session: Session, real: CallNext, *, note: str = "", read_only: bool = False
+    ) -> Outcome:
         """Decide, execute, record. `note` is added to the record (the front door's
         remarks, e.g. a changed tool schema); `read_only`: the front door knows the
         call changes nothing (it then needs no write-ahead record)."""
@@ -147,7 +163,9 @@ class Engine:
                 observation, pending.route_note = await execute(self, pending)
         except Exception as exc:
             log.exception("serving %s.%s by %s failed", pending.call.server, pending.call.tool, pending.decision.route)
-            observation = Observation.error(f"simroute: the {pending.decision.route} route failed: {type(exc).__name__}: {exc}")
+            observation = Observation.error(
+                f"simroute: the {pending.decision.route} route failed: {type(exc).__name__}: {exc}"
+            )
         pending.needs_real = observation is None
         return observation
 
@@ -157,7 +175,8 @@ class Engine:
         if pending.read_only or pending.written_ahead:
             return
         started = record_of(self, pending, Observation.error(_STARTED), pending.route_note, status="started")
-        await self.addons.sending(pending, started)  # the record writer first: a RecordError keeps the call from running
+        # The record writer first: a RecordError keeps the call from running.
+        await self.addons.sending(pending, started)
         pending.written_ahead = True
 
     async def run_real(self, pending: Pending, real: CallNext) -> Observation:
@@ -185,8 +204,11 @@ class Engine:
         record cannot be written, the agent gets an error instead of an unrecorded answer."""
         session = pending.session
         observation = await self.addons.answered(pending, observation)
-        record = record_of(self, pending, observation, "; ".join(n for n in (pending.route_note, note) if n), status=pending.status)
-        failed = await self.addons.finished(pending, record)  # the record writer first: durable before the agent sees it
+        record = record_of(
+            self, pending, observation, "; ".join(n for n in (pending.route_note, note) if n), status=pending.status
+        )
+        # The record writer first: durable before the agent sees it.
+        failed = await self.addons.finished(pending, record)
         if failed is not None:
             observation = Observation.error(f"{failed}. The call's answer is withheld.")
         # The world model's history: as stored (redacted), a perturbed turn marked (never an example).
@@ -201,7 +223,9 @@ class Engine:
         """Record a call that ended without an answer."""
         return await self.complete(pending, Observation.error(reason), note="cancelled")
 
-    async def reject(self, call: Call, session: Session, *, policy: str, reason: str, record_id: str | None = None) -> Outcome:
+    async def reject(
+        self, call: Call, session: Session, *, policy: str, reason: str, record_id: str | None = None
+    ) -> Outcome:
         """Record a call refused before routing (arguments failing the tool's schema, an
         unknown tool, a session cap, a refused tunnel)."""
         pending = await self._claimed(call, session, Decision(Route.DENY, policy, reason))
@@ -209,13 +233,26 @@ class Engine:
             pending.record_id = record_id
         return await self.complete(pending, Observation.error(reason))
 
-    async def remark(self, call: Call, session: Session, *, policy: str, text: str, structured: dict | None = None) -> Outcome:
+    async def remark(
+        self,
+        call: Call,
+        session: Session,
+        *,
+        policy: str,
+        text: str,
+        structured: dict | None = None,
+        route: Route = Route.DENY,
+    ) -> Outcome:
         """Record something simroute did itself in a session that routed nothing (an
         episode's reset, verification, close or reaping): provenance `none`, not an error,
-        the route `deny` (nothing reached any side)."""
-        pending = await self._claimed(call, session, Decision(Route.DENY, policy, text))
-        return await self.complete(pending, Observation([{"type": "text", "text": text}], Provenance.NONE, structured=structured))
+        the route `deny` (nothing reached any side) or its own (`verify`, `close`)."""
+        pending = await self._claimed(call, session, Decision(route, policy, text))
+        return await self.complete(
+            pending, Observation([{"type": "text", "text": text}], Provenance.NONE, structured=structured)
+        )
 
-    async def simulate(self, call: Call, session: Session, deadline_s: float | None = None, steer: Steer | None = None) -> Observation:
+    async def simulate(
+        self, call: Call, session: Session, deadline_s: float | None = None, steer: Steer | None = None
+    ) -> Observation:
         """The sim route's answer (also what addons ask the world model through: a mislead)."""
         return await sim_route(self, call, session, deadline_s, steer)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from backends.replay import ReplayBackend
+from calls import Call, Forks, Observation, Session, Simulator, Steer
+from records.redaction import Redactor
+from records.shared_state.session_state import SessionState
 from router.engine.replay_modes import ReplayModes
-from router.engine.session_state import SessionState
-from router.types import Call, Observation, Session, Simulator, Steer
-from shadow.redaction import Redactor
 
 
 def _default_deadline(call: Call) -> float:
@@ -35,11 +35,14 @@ class EngineParts(Protocol):
     replay: ReplayBackend
     replay_modes: ReplayModes
     simulator: Simulator | None
+    forks: Forks | None  # the fork route's backend (None: nothing can fork)
     session_state: SessionState
     redactor: Redactor | None
     deadlines: Deadlines
     owner: str
 
-    async def simulate(self, call: Call, session: Session, deadline_s: float | None = None, steer: Steer | None = None) -> Observation:
+    async def simulate(
+        self, call: Call, session: Session, deadline_s: float | None = None, steer: Steer | None = None
+    ) -> Observation:
         """The sim route's answer (never raises)."""
         ...

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backends.replay import CallKeys
-from router.types import Call, Decision, Observation, Perturbation, Session, Steer
-from shadow.records import Record, new_record_id
+from calls import Call, Decision, Observation, Perturbation, Session, Steer
+from records.record import Record, new_record_id
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""The tool-definition pins of the upstreams this router fronts (router/engine/tool_pins.py
+"""The tool-definition pins of the upstreams this router fronts (router/engine/tool_pin_checks.py
 says why and what the policies do).
 
 `PinGuard` reconciles every live listing with the pins in the record store (shared by
@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from router.engine.tool_pins import POLICY, Pin, PinPolicy, ToolChange, hold, reconcile
-from router.types import Call, Decision, Session
-from shadow.store.protocol import RecordStore, StoreError
+from calls import Call, Decision, Session
+from records.store.protocol import RecordStore, StoreError
+from router.engine.tool_pin_checks import POLICY, Pin, PinPolicy, ToolChange, hold, reconcile
 
 log = logging.getLogger("simroute.pins")
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from router.types import Call, CallNext, Observation, Provenance
+from calls import Call, CallNext, Observation, Provenance
 
 if TYPE_CHECKING:
-    from shadow.redaction import Redactor
+    from records.redaction import Redactor
 
 log = logging.getLogger("simroute.engine")
 
@@ -42,7 +42,9 @@ async def call_real(call: Call, real: CallNext, deadline: float) -> tuple[Observ
         return Observation.error(message, Provenance.NONE, time.perf_counter() - started), True
 
 
-def outcome_of(call: Call, observation: Observation, *, raised: bool = False, session_closed: bool = False) -> RealOutcome:
+def outcome_of(
+    call: Call, observation: Observation, *, raised: bool = False, session_closed: bool = False
+) -> RealOutcome:
     """How the real side did. A failure: a deadline passed, a connection or transport
     error, a 5xx answer, i.e. an answer simroute made itself because the real side did
     not answer (provenance `none`) or an HTTP status >= 500. A tool's own error
@@ -58,7 +60,11 @@ def outcome_of(call: Call, observation: Observation, *, raised: bool = False, se
         return RealOutcome.FAILURE if structured["status"] >= 500 else RealOutcome.SUCCESS
     if call.channel == "browser":  # its own refusals (address policies) are provenance none too: only deadlines count
         return RealOutcome.SUCCESS
-    return RealOutcome.FAILURE if observation.is_error and observation.provenance is Provenance.NONE else RealOutcome.SUCCESS
+    return (
+        RealOutcome.FAILURE
+        if observation.is_error and observation.provenance is Provenance.NONE
+        else RealOutcome.SUCCESS
+    )
 
 
 def bounded(

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import time
 
+from calls import Observation
+from records.record import Record
 from router.engine.parts import EngineParts
 from router.engine.pending import Pending
-from router.types import Observation
-from shadow.records import Record
 
 
 def record_of(engine: EngineParts, pending: Pending, observation: Observation, note: str, *, status: str) -> Record:
@@ -33,7 +33,9 @@ def record_of(engine: EngineParts, pending: Pending, observation: Observation, n
         occurrence=pending.occurrence,
         replay_key=pending.keys.replay,
         key_scheme=engine.replay.scheme,
-        recording=engine.replay_modes.recording,
+        recording=setup.record_as
+        if (setup := pending.session.episode) is not None and setup.record_as
+        else engine.replay_modes.recording,
         owner=engine.owner,
         reads_only=pending.reads_only(),
         ended=None if status == "started" else time.time(),

@@ -5,10 +5,10 @@ answer: see router/engine/addons.py)."""
 
 from __future__ import annotations
 
+from records.record import Record
+from records.store.record_log import RecordLog
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
-from shadow.records import Record
-from shadow.store.record_log import RecordLog
 
 
 class RecordWriter(CallAddon):

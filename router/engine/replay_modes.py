@@ -6,6 +6,8 @@
   recording is replayed, and running past it is an error: recording stops.
 - `all`: the replay route always goes real, and is recorded.
 `on_miss` (`real`, `sim`, `error`), when given, decides misses whatever the mode.
+An episode's own `on_miss` (its reset's option, else `episodes.on_miss`, default
+`error`) comes first: an episode's replay never goes real unless it asked to.
 A virtual MCP server has no real side: its calls replay its own recording (when it has
 one), never record real, and a miss is simulated whatever the modes say.
 """
@@ -17,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from backends.replay import ReplayBackend, ReplayHit, ReplayMiss
+from calls import Observation
 from policies.virtual import VirtualServers
-from router.types import Observation
-from shadow.store.protocol import ReplaySource
+from records.store.protocol import ReplaySource
 
 if TYPE_CHECKING:
     from router.engine.pending import Pending
@@ -80,9 +82,12 @@ async def replay_route(
     miss = f"replay miss (occurrence {occurrence}: {found.reason})"
     if no_real_side:  # the world model answers, flagged sim: never passed off as recorded
         return await simulate(), f"{miss}; virtual server {call.server!r}: served sim"
-    action = modes.on_miss_for(found)
+    setup = pending.session.episode
+    episode_rule = setup.on_miss if setup is not None else None
+    action: str = episode_rule or modes.on_miss_for(found)
     if action == "real":
         return None, f"{miss}; served real"
     if action == "sim":
         return await simulate(), f"{miss}; served sim"
-    return Observation.error(f"simroute: {miss}, and {modes.describe_miss_policy()}"), miss
+    policy = f"the episode's on_miss is {episode_rule!r}" if episode_rule else modes.describe_miss_policy()
+    return Observation.error(f"simroute: {miss}, and {policy}"), miss

@@ -19,8 +19,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
+from calls import Session
 from router.auth import short_id
-from router.types import Session
 
 log = logging.getLogger("simroute.sessions")
 
@@ -75,7 +75,9 @@ class SessionRegistry:
         if session is None:
             ended = self._ended.get(session_id)
             if ended is not None:
-                raise SessionEndedError(f"simroute: episode session {short_id(session_id)} has ended ({ended}); start a new episode")
+                raise SessionEndedError(
+                    f"simroute: episode session {short_id(session_id)} has ended ({ended}); start a new episode"
+                )
             session = self._add(Session(id=session_id))
         session.touch()
         return session
@@ -97,7 +99,9 @@ class SessionRegistry:
 
     def _add(self, session: Session) -> Session:
         if len(self._sessions) >= self.max_open:
-            raise SessionLimitError(f"simroute has {self.max_open} agent sessions open (sessions.max_open); close one or raise the limit")
+            raise SessionLimitError(
+                f"simroute has {self.max_open} agent sessions open (sessions.max_open); close one or raise the limit"
+            )
         self._sessions[session.id] = session
         log.info("agent session %s opened", short_id(session.id))
         return session

@@ -1,5 +1,5 @@
 """One episode: an agent session opened by a reset, with its seed, its options, its
-steps and its end. Every face (REST, OpenEnv, MCP per episode, `simroute.Env`) drives
+steps and its end. Every front door (REST, OpenEnv, MCP per episode, `simroute.Env`) drives
 the same object through `EpisodeHost`."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backends.world_state.session import WorldState
+from calls import Session
 from router.episodes.options import EpisodeOptions
-from router.types import Session
 
 # simroute's own failure messages start with this: a route, a backend or simroute
 # itself failed, not the agent (a denial or an argument error is the agent's).
@@ -33,6 +33,7 @@ class Episode:
     infra_error: bool = False
     ended: str | None = None  # "closed" or "reaped"
     last_reward: float | None = None
+    verifier: str | None = None  # fixed at reset: its options' or episodes.default_verifier
 
     @property
     def session_id(self) -> str:
@@ -42,8 +43,13 @@ class Episode:
     def truncated(self) -> bool:
         return self.options.max_steps is not None and self.steps >= self.options.max_steps
 
+    @property
+    def done(self) -> bool:
+        """Over: ended (closed, reaped, terminated by its verify) or truncated."""
+        return self.truncated or self.ended is not None
+
     def state(self) -> dict[str, Any]:
-        """What `state()` answers on every face (OpenEnv's `episode_id` and `step_count` included)."""
+        """What `state()` answers on every front door (OpenEnv's `episode_id` and `step_count` included)."""
         return {
             "episode_id": self.id,
             "step_count": self.steps,
@@ -51,9 +57,11 @@ class Episode:
             "session_id": self.session_id,
             "route": self.options.mode,
             "infra_error": self.infra_error,
-            "done": self.truncated or self.ended is not None,
+            "done": self.done,
+            "truncated": self.truncated,
             "ended": self.ended,
             "reward": self.last_reward,
+            "verifier": self.verifier,
             "options": self.options.model_dump(exclude_none=True, exclude_defaults=True),
             "created": self.created,
             "world": world.summary() if (world := self.session.find(WorldState)) is not None else {},

@@ -1,10 +1,13 @@
-"""The episodes of one runtime: reset, step, state, verify, close, behind every face.
+"""The episodes of one server: reset, step, state, verify, close, behind every front door.
 
 An episode is an agent session opened explicitly (`SessionRegistry.open`): the same
 reaper frees it when idle, the same cap counts it, and every step goes through the
-same MCP server and engine an agent's call goes through — in-process, with the
-episode's session as the caller (`EPISODE_SESSION`). So a step is routed, recorded and
-answered exactly as the agent's call would be.
+same per-call work and engine an agent's call goes through — in process
+(router/mcp/in_process.py), with the episode's session as the caller
+(`EPISODE_SESSION`). So a step is routed, recorded and answered exactly as the agent's
+call would be, and the host has its record (route, provenance, record id) as values.
+The host is handed the parts it works with (`EpisodeParts`, router/runtime/parts.py),
+never the runtime that assembles them.
 
 With a Redis store the episodes are shared (`shared.py`): a replica that does not
 hold an episode takes it over from its row (`lookup`), and its steps go on with the
@@ -19,30 +22,34 @@ import re
 import secrets
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from fastmcp.exceptions import NotFoundError
+import mcp_types
+from fastmcp.tools.base import Tool
 
+from calls import Call, EpisodeSetup, Route, Session, WorldDocuments
 from policies.perturbation import PerturbationState
+from records.shared_state.episode_rows import EpisodeRow
 from router.auth import namespaced
 from router.engine.sessions import SessionLimitError
 from router.episodes import http_tool
-from router.episodes.episode import Episode, infra_failure
-from router.episodes.idempotency import lost_answer
+from router.episodes.episode import Episode
+from router.episodes.errors import EpisodeCapacityError, EpisodeError
 from router.episodes.initial_files import write_initial_files
+from router.episodes.lost_answers import lost_answer
 from router.episodes.options import EpisodeOptions
 from router.episodes.routes import EpisodeRoutes
-from router.episodes.shared import EpisodeRow, episode_share
+from router.episodes.steps import EpisodeSteps, error_result
 from router.episodes.verifiers import VerifierError, run_verifier
-from router.mcp.idempotency import IdempotencyError, IdempotencyLost, answered_once_by_key
-from router.mcp.identity import EPISODE_SESSION
+from router.episodes.workspace_fork import fork_workspace
+from router.mcp.episode_front_door import EpisodeFrontDoor
+from router.mcp.idempotency_keys import IdempotencyError, IdempotencyLost, answered_once_by_key
 from router.mcp.retries import RetriedRequests
-from router.types import Call, EpisodeSetup, Session, SessionWorld
 
 if TYPE_CHECKING:
-    from fastmcp import FastMCP
-
-    from router.runtime.runtime import Runtime
+    from router.mcp.in_process import SimrouteServer
+    from router.runtime.parts import EpisodeParts
 
 log = logging.getLogger("simroute.episodes")
 
@@ -53,32 +60,17 @@ _EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SESSION_PREFIX = "episode-"
 
 
-class EpisodeError(RuntimeError):
-    """A request about an episode that cannot be served. `status`: the HTTP status it
-    maps to (404 unknown, 409 ended or taken, 429 capacity, 422 a bad action)."""
-
-    status = 400
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        if status is not None:
-            self.status = status
-
-
-class EpisodeCapacityError(EpisodeError):
-    status = 429
-
-
 class EpisodeHost:
-    def __init__(self, runtime: Runtime, server: FastMCP) -> None:
-        self.runtime = runtime
+    def __init__(self, parts: EpisodeParts, server: SimrouteServer) -> None:
+        self.parts = parts
         self.server = server
-        self.routes = EpisodeRoutes(runtime)
-        self.http = http_tool.EpisodeHttp(runtime)
+        self.routes = EpisodeRoutes(parts)
+        self.http = http_tool.EpisodeHttp(parts.http, parts.mcp.config)
         self._episodes: dict[str, Episode] = {}  # by session id
-        self.share = episode_share(runtime)
-        self.once = answered_once_by_key(runtime)
-        runtime.sessions.closed_listeners.append(self._session_closed)
+        self.share = parts.episode_rows
+        self.once = answered_once_by_key(parts.mcp)
+        self.steps = EpisodeSteps(self)
+        parts.mcp.sessions.closed_listeners.append(self._session_closed)
 
     # --- lookup -----------------------------------------------------------------------
 
@@ -111,14 +103,23 @@ class EpisodeHost:
         found = self._episodes.get(session_id)  # taken over by a request that read the row too
         if found is not None:
             return found
-        parsed = EpisodeOptions.parse(row.options, self.runtime.config)
+        parsed = EpisodeOptions.parse(row.options, self.parts.mcp.config)
         session = self._session(session_id, parsed, row.seed)
-        session.slice(SessionWorld).world = dict(row.world)
-        episode = Episode(row.id, row.token, session, row.seed, parsed, created=row.created, steps=row.steps)
+        session.slice(WorldDocuments).by_channel = dict(row.world)
+        episode = Episode(
+            row.id,
+            row.token,
+            session,
+            row.seed,
+            parsed,
+            created=row.created,
+            steps=row.steps,
+            verifier=self._verifier(parsed),
+        )
         episode.infra_error, episode.ended, episode.last_reward = row.infra_error, row.ended, row.reward
         if episode.ended is None:
             try:
-                self.runtime.sessions.open(session)
+                self.parts.mcp.sessions.open(session)
             except SessionLimitError as exc:
                 raise EpisodeCapacityError(f"simroute: at capacity: {exc}") from exc
             except ValueError as exc:  # closed here before: its end is this replica's word
@@ -128,15 +129,32 @@ class EpisodeHost:
         return episode
 
     def _session(self, session_id: str, parsed: EpisodeOptions, seed: int | None) -> Session:
-        config = self.runtime.config
+        config = self.parts.mcp.config
         session = Session(id=session_id, idle_ttl_s=parsed.ttl_s or config.episodes.idle_ttl_s, seed=seed)
-        session.slices[EpisodeSetup] = EpisodeSetup(self.routes.chain(parsed), replay_from=parsed.recording, scope=parsed.scope(config))
-        session.slices[SessionWorld] = SessionWorld({"*": world} if (world := parsed.world_text(config)) is not None else {})
+        session.slices[EpisodeSetup] = EpisodeSetup(
+            self.routes.chain(parsed),
+            replay_from=parsed.recording,
+            scope=parsed.scope(config),
+            on_miss=parsed.on_miss or config.episodes.on_miss,
+            record_as=parsed.record_as,
+        )
+        session.slices[WorldDocuments] = WorldDocuments(
+            {"*": world} if (world := parsed.world_text(config)) is not None else {}
+        )
         session.slices[RetriedRequests] = RetriedRequests()  # a retried request is answered once
+        # Its calls over MCP (/mcp/e/{id}) are its steps, and it lists http_request there too.
+        session.slices[EpisodeFrontDoor] = EpisodeFrontDoor(
+            step=lambda call, produce: self._mcp_step(session_id, call, produce),
+            tools=lambda: self._http_tools(session_id),
+        )
         plan = parsed.perturbation_plan(config)  # drawn from the episode's seed
         if plan is not None:
             session.slices[PerturbationState] = PerturbationState(plan)
         return session
+
+    def _verifier(self, parsed: EpisodeOptions) -> str | None:
+        """The episode's verifier, fixed at its reset."""
+        return parsed.verifier or self.parts.mcp.config.episodes.default_verifier
 
     async def refresh(self, episode: Episode) -> Episode:
         """The episode as the replicas share it (its steps, flags and end), for `state`."""
@@ -157,42 +175,66 @@ class EpisodeHost:
     # --- reset ------------------------------------------------------------------------
 
     async def reset(
-        self, *, token: str | None = None, seed: int | None = None, episode_id: str | None = None, options: dict[str, Any] | None = None
+        self,
+        *,
+        token: str | None = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        options: dict[str, Any] | None = None,
     ) -> Episode:
         """Open an episode. Raises EpisodeOptionsError (bad options, 422), EpisodeError
         (an id in use, 409), EpisodeCapacityError (429)."""
-        config = self.runtime.config
+        config = self.parts.mcp.config
         parsed = EpisodeOptions.parse(options, config)
         if seed is None:  # a seed of its own: episodes differ, and the state says how to rerun one
             seed = secrets.randbelow(2**31)
         if episode_id is None:
             episode_id = uuid.uuid4().hex
         elif not _EPISODE_ID.fullmatch(episode_id):
-            raise EpisodeError(f"simroute: episode_id {episode_id!r} is not 1-128 letters, digits, '.', '_' or '-'", 422)
+            raise EpisodeError(
+                f"simroute: episode_id {episode_id!r} is not 1-128 letters, digits, '.', '_' or '-'", 422
+            )
         cap = config.episodes.max_open_per_token
         if self.open_episodes(token) >= cap:
             raise EpisodeCapacityError(
-                f"simroute: at capacity: {cap} episodes are open for this token (episodes.max_open_per_token); close one and reset again"
+                f"simroute: at capacity: {cap} episodes are open for this token (episodes.max_open_per_token); "
+                "close one and reset again"
             )
         session = self._session(self.session_id_of(token, episode_id), parsed, seed)
         exists = EpisodeError(f"simroute: episode {episode_id!r} exists already (ids are not reused)", 409)
-        if self.runtime.sessions.find(session.id) is not None or self.runtime.sessions.ended(session.id) is not None:
+        if (
+            self.parts.mcp.sessions.find(session.id) is not None
+            or self.parts.mcp.sessions.ended(session.id) is not None
+        ):
             raise exists
-        world = session.slice(SessionWorld).world
-        row = EpisodeRow(episode_id, token, seed, options or {}, dict(world), time.time(), replica=self.runtime.replica.identity)
+        world = session.slice(WorldDocuments).by_channel
+        row = EpisodeRow(
+            episode_id, token, seed, options or {}, dict(world), time.time(), replica=self.parts.mcp.replica.identity
+        )
         if not await self.share.create(session.id, row):  # another replica's episode
             raise exists
         try:
-            self.runtime.sessions.open(session)
+            self.parts.mcp.sessions.open(session)
         except SessionLimitError as exc:
             await self.share.update(session.id, ended="refused", forgotten=True)
             raise EpisodeCapacityError(f"simroute: at capacity: {exc}") from exc
-        episode = self._episodes[session.id] = Episode(episode_id, token, session, seed, parsed, created=row.created)
-        await write_initial_files(self.runtime, episode)
+        episode = self._episodes[session.id] = Episode(
+            episode_id, token, session, seed, parsed, created=row.created, verifier=self._verifier(parsed)
+        )
+        await fork_workspace(
+            self.parts.mcp, episode
+        )  # options.fork: a copy of a workspace folder, under its initial files
+        await write_initial_files(self.parts.mcp, episode)
         if world != row.world or episode.infra_error:  # the files told to a simulated shell
             await self.share.update(session.id, world=json.dumps(world), infra_error=episode.infra_error)
-        await self.runtime.engine.remark(
-            Call("episode", "simroute", "reset", {"episode_id": episode_id, "seed": seed, "options": options or {}}, session.id),
+        await self.parts.mcp.engine.remark(
+            Call(
+                "episode",
+                "simroute",
+                "reset",
+                {"episode_id": episode_id, "seed": seed, "options": options or {}},
+                session.id,
+            ),
             session,
             policy="episodes",
             text=f"episode {episode_id} reset (seed {seed})",
@@ -201,114 +243,85 @@ class EpisodeHost:
 
     # --- steps ------------------------------------------------------------------------
 
-    async def step(self, episode: Episode, action: dict[str, Any], *, idempotency_key: str | None = None) -> dict[str, Any]:
-        """One action (`call_tool` or `list_tools`): {observation, reward, done, info}.
-        With an idempotency key, a retry is answered once (idempotency.py)."""
+    async def step(
+        self, episode: Episode, action: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """One action (`call_tool`, a step; or `list_tools`, none):
+        {observation, reward, done, truncated, info} (steps.py).
+        With an idempotency key, a retry is answered once (router/mcp/idempotency_keys.py)."""
         if idempotency_key is None:
-            return await self._step(episode, action)
+            return await self.steps.action(episode, action)
         try:
-            return await self.once.run(episode.session, idempotency_key, action, lambda: self._step(episode, action))
+            return await self.once.run(
+                episode.session, idempotency_key, action, lambda: self.steps.action(episode, action)
+            )
         except IdempotencyError as exc:
             raise EpisodeError(str(exc), 422) from exc
         except IdempotencyLost as exc:
             if not episode.infra_error:
                 await self.share.update(episode.session_id, infra_error=True)
             episode.infra_error = True
-            return lost_answer(episode, _error_result(str(action.get("tool_name") or ""), str(exc), "none"))
+            return lost_answer(episode, error_result(str(action.get("tool_name") or ""), str(exc), "none"))
 
-    async def _step(self, episode: Episode, action: dict[str, Any]) -> dict[str, Any]:
-        if episode.ended is not None:
-            raise EpisodeError(f"simroute: episode {episode.id!r} has ended ({episode.ended})", 409)
-        kind = action.get("type")
-        if kind not in ("call_tool", "list_tools"):
-            raise EpisodeError(f"simroute: an action's type is 'call_tool' or 'list_tools', got {kind!r}", 422)
-        tool_name, arguments = action.get("tool_name"), action.get("arguments") or {}
-        if kind == "call_tool" and (not isinstance(tool_name, str) or not isinstance(arguments, dict)):
-            raise EpisodeError("simroute: a call_tool action has a string 'tool_name' and an object 'arguments'", 422)
-        started = time.perf_counter()
-        episode.steps, ended = await self.share.step(episode.session_id, episode.steps)
-        if ended is not None:  # ended by another replica (closed there, or reaped)
-            episode.ended = ended
-            raise EpisodeError(f"simroute: episode {episode.id!r} has ended ({ended})", 409)
-        episode.session.touch()
-        marker = EPISODE_SESSION.set(episode.session_id)
-        try:
-            if kind == "list_tools":
-                tools = [_tool_json(tool) for tool in await self.server.list_tools()]
-                observation: dict[str, Any] = {"tools": tools + ([http_tool.DEFINITION] if self._http_in_play(episode) else [])}
-                meta: dict[str, Any] = {}
-            elif tool_name == http_tool.TOOL_NAME and self._http_in_play(episode):
-                observation, meta = await self._http_request(episode, arguments)
-            else:
-                observation, meta = await self._call(tool_name, arguments)  # type: ignore[arg-type]
-        finally:
-            EPISODE_SESSION.reset(marker)
-        failed = infra_failure(observation.get("result") or {})
-        if failed and not episode.infra_error:
-            await self.share.update(episode.session_id, infra_error=True)
-        episode.infra_error = episode.infra_error or failed
-        info = {
-            "episode_id": episode.id,
-            "step": episode.steps,
-            "route": meta.get("route"),
-            "provenance": meta.get("provenance"),
-            "policy": meta.get("policy"),
-            "record_id": meta.get("record_id"),
-            "infra_error": failed,
-            "simroute_ms": round((time.perf_counter() - started) * 1000, 3),
-        }
-        return {"observation": observation, "reward": None, "done": episode.truncated, "info": info}
-
-    def _http_in_play(self, episode: Episode) -> bool:
+    def http_in_play(self, episode: Episode) -> bool:
         scope = episode.session.episode.scope if episode.session.episode is not None else None
         return self.http.available and (scope is None or ("http", "http") in scope)
 
-    async def _http_request(self, episode: Episode, arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        problem = self.http.problem(arguments)
-        if problem is not None:
-            return _error_result(http_tool.TOOL_NAME, problem, "none"), {"provenance": "none", "policy": "input-schema"}
-        try:
-            result, meta = await self.http.request(episode, arguments)
-        except Exception as exc:  # noqa: BLE001 -- a step's boundary: the channel unreachable is simroute's failure, flagged
-            message = f"simroute: the HTTP channel failed: {type(exc).__name__}: {exc}"
-            return _error_result(http_tool.TOOL_NAME, message, "none"), {"provenance": "none"}
-        return {"tool_name": http_tool.TOOL_NAME, "result": result}, meta
+    def _http_tools(self, session_id: str) -> list[Tool]:
+        """The episode's tools of its own beside the MCP ones (`http_request`), on every front door."""
+        episode = self._episodes.get(session_id)
+        return [http_tool.TOOL] if episode is not None and self.http_in_play(episode) else []
 
-    async def _call(self, tool_name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        try:
-            result = await self.server.call_tool(tool_name, arguments)
-        except NotFoundError as exc:  # recorded by the routing middleware: the agent named no tool of this episode
-            return _error_result(tool_name, str(exc), "none"), {"provenance": "none", "route": "deny", "policy": "unknown-tool"}
-        except Exception as exc:
-            log.exception("episode step %s failed", tool_name)
-            return _error_result(tool_name, f"simroute: the step failed: {type(exc).__name__}: {exc}", "none"), {"provenance": "none"}
-        mcp = result.to_mcp_result()
-        payload = mcp.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(mcp, "model_dump") else _plain(mcp)
-        return {"tool_name": tool_name, "result": payload}, (result.meta or {}).get("simroute") or {}
+    async def _mcp_step(
+        self, session_id: str, call: Call, produce: Callable[[], Awaitable[mcp_types.CallToolResult]]
+    ) -> mcp_types.CallToolResult:
+        episode = self._episodes.get(session_id)
+        if episode is None:  # forgotten meanwhile: /mcp/e/{id} refuses it from now on
+            return await produce()
+        return await self.steps.mcp_call(episode, call, produce)
 
     # --- state, verify, close ---------------------------------------------------------
 
-    async def verify(self, episode: Episode) -> float:
-        name = episode.options.verifier or self.runtime.config.episodes.default_verifier
+    async def verify(self, episode: Episode, *, verifier: str | None = None, terminate: bool = False) -> float:
+        """The episode's reward by the verifier fixed at its reset. `verifier`: a name
+        the caller expects (another one is refused, 422); `terminate`: the episode ends
+        with its score (its session freed; `done` from now on, further steps refused)."""
+        name = episode.verifier
         if name is None:
             raise EpisodeError(
-                "simroute: this episode has no verifier (reset with options.verifier, or set episodes.default_verifier)", 422
+                "simroute: this episode has no verifier: it is fixed at reset "
+                "(reset with options.verifier, or set episodes.default_verifier)",
+                422,
             )
-        verifier = self.runtime.config.episodes.verifiers[name]
+        if verifier is not None and verifier != name:
+            raise EpisodeError(
+                f"simroute: this episode's verifier is fixed at reset ({name!r}), and the request names {verifier!r}: "
+                "reset with options.verifier to score with another",
+                422,
+            )
+        configured = self.parts.mcp.config.episodes.verifiers[name]
         try:
-            reward = await run_verifier(name, verifier, episode, self.runtime)
+            reward = await run_verifier(name, configured, episode, self.parts.mcp)
         except VerifierError as exc:
             await self._remark(episode, "verify", f"verifier {name!r} failed: {exc}")
             raise EpisodeError(f"simroute: {exc}", 422) from exc
         episode.last_reward = reward
         await self.share.update(episode.session_id, reward=reward)
-        await self._remark(episode, "verify", f"verifier {name!r}: reward {reward:g}", {"reward": reward, "verifier": name})
+        await self._remark(
+            episode, "verify", f"verifier {name!r}: reward {reward:g}", {"reward": reward, "verifier": name}
+        )
+        if terminate and episode.ended is None:
+            await self.parts.mcp.sessions.close(episode.session_id, "terminated")
         return reward
 
     async def close(self, episode: Episode) -> None:
-        """Idempotent: closing an ended episode forgets it."""
+        """Idempotent: closing an ended episode forgets it. The episode ends (its record
+        written, its place under the token's cap freed) before its sandbox, browser and
+        upstreams are torn down: a client that closes and resets at once is not refused
+        while an upstream process is still exiting."""
         if episode.ended is None:
-            await self.runtime.sessions.close(episode.session_id, "closed")
+            await self._session_closed(episode.session_id, "closed")
+            await self.parts.mcp.sessions.close(episode.session_id, "closed")
         await self.share.update(episode.session_id, ended=episode.ended or "closed", forgotten=True)
         self._episodes.pop(episode.session_id, None)
 
@@ -321,12 +334,16 @@ class EpisodeHost:
         self._forget_oldest_ended()
         if reason != "stopped":  # a replica stopping leaves its shared episodes to the others
             row = await self.share.load(session_id) if reason == "reaped" and self.share.shared else None
-            if row is None or row.replica == self.runtime.replica.identity:  # not reaped here while another replica steps it
+            if (
+                row is None or row.replica == self.parts.mcp.replica.identity
+            ):  # not reaped here while another replica steps it
                 await self.share.update(session_id, ended=reason)
         if reason == "reaped":  # stays readable (state) until the client closes it, then forgotten
-            idle = episode.session.idle_ttl_s or self.runtime.sessions.idle_ttl_s
+            idle = episode.session.idle_ttl_s or self.parts.mcp.sessions.idle_ttl_s
             await self._remark(
-                episode, "close", f"episode {episode.id} reaped after {idle:g}s idle; its sandbox, browser and upstreams were freed"
+                episode,
+                "close",
+                f"episode {episode.id} reaped after {idle:g}s idle; its sandbox, browser and upstreams were freed",
             )
         else:
             await self._remark(episode, "close", f"episode {episode.id} {reason}")
@@ -338,22 +355,7 @@ class EpisodeHost:
 
     async def _remark(self, episode: Episode, tool: str, text: str, structured: dict[str, Any] | None = None) -> None:
         call = Call("episode", "simroute", tool, {"episode_id": episode.id}, episode.session_id)
-        await self.runtime.engine.remark(call, episode.session, policy="episodes", text=text, structured=structured)
-
-
-def _tool_json(tool: Any) -> dict[str, Any]:
-    return tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def _error_result(tool_name: str, text: str, provenance: str) -> dict[str, Any]:
-    return {
-        "tool_name": tool_name,
-        "result": {"content": [{"type": "text", "text": text}], "isError": True, "_meta": {"simroute": {"provenance": provenance}}},
-    }
-
-
-def _plain(mcp: Any) -> dict[str, Any]:
-    """A ToolResult that fastmcp renders as bare content (or content and structured)."""
-    content, structured = mcp if isinstance(mcp, tuple) else (mcp, None)
-    blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in content]
-    return {"content": blocks, **({"structuredContent": structured} if structured is not None else {}), "isError": False}
+        route = Route.VERIFY if tool == "verify" else Route.CLOSE  # its own route: nothing was routed, nothing refused
+        await self.parts.mcp.engine.remark(
+            call, episode.session, policy="episodes", text=text, structured=structured, route=route
+        )

@@ -10,16 +10,18 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import httpx2 as httpx
+from fastmcp.tools.base import Tool, ToolResult
 
 from backends.http.messages import PERTURBATION_HEADER, PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER, SOURCE_HEADER
 from router.http.ca import certificate_path
 
 if TYPE_CHECKING:
+    from router.config import Config
     from router.episodes.episode import Episode
-    from router.runtime.runtime import Runtime
+    from router.runtime.parts import HttpChannel
 
 TOOL_NAME = "http_request"
-DEFINITION = {
+DEFINITION: dict[str, Any] = {
     "name": TOOL_NAME,
     "description": "Send an HTTP request (through simroute's HTTP channel, routed like an agent's proxied request). "
     "Returns the status, the headers and the body.",
@@ -37,15 +39,29 @@ DEFINITION = {
 }
 
 
+class _HostAnswered(Tool):
+    """Listed by the MCP front door for an episode; its calls are answered by the
+    episode's host (router/episodes/steps.py), never run."""
+
+    async def run(self, arguments: dict[str, Any], context: Any = None) -> ToolResult:
+        raise RuntimeError(f"{self.name} is answered by the episode's host, not run")
+
+
+TOOL = _HostAnswered(
+    name=TOOL_NAME, description=str(DEFINITION["description"]), parameters=dict(DEFINITION["inputSchema"])
+)
+
+
 class EpisodeHttp:
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    def __init__(self, channel: HttpChannel, config: Config) -> None:
+        self.channel = channel
+        self.config = config
         self._clients: dict[str, tuple[httpx.AsyncClient, dict[str, str]]] = {}  # by session id
 
     @property
     def available(self) -> bool:
         """Whether this runtime serves the HTTP channel (simroute serve with http.enabled)."""
-        return self.runtime.http_port is not None and self.runtime.http_credentials is not None
+        return self.channel.port() is not None and self.channel.credentials is not None
 
     def problem(self, arguments: dict[str, Any]) -> str | None:
         method, url, headers = arguments.get("method"), arguments.get("url"), arguments.get("headers", {})
@@ -61,7 +77,10 @@ class EpisodeHttp:
         """(the result as the agent sees it, its simroute meta)."""
         client = self._client(episode)
         response = await client.request(
-            arguments["method"].upper(), arguments["url"], headers=arguments.get("headers") or {}, content=arguments.get("body") or None
+            arguments["method"].upper(),
+            arguments["url"],
+            headers=arguments.get("headers") or {},
+            content=arguments.get("body") or None,
         )
         meta = {
             "provenance": response.headers.get(PROVENANCE_HEADER),
@@ -74,9 +93,14 @@ class EpisodeHttp:
         if SOURCE_HEADER in response.headers:  # where within its provenance the answer came from: {sub, model, …}
             meta["source"] = json.loads(response.headers[SOURCE_HEADER])
         structured = {"status": response.status_code, "headers": dict(response.headers), "body": response.text}
-        own = meta["provenance"] == "none" and response.status_code >= 400  # simroute's own answer: a refusal or a failure
+        own = _simroutes_own(response, meta["provenance"])  # a refusal, or a failure of simroute or the world model
         result = {
-            "content": [{"type": "text", "text": _reason(response) if own else f"HTTP {response.status_code}\n\n{response.text}"}],
+            "content": [
+                {
+                    "type": "text",
+                    "text": _reason(response) if own else f"HTTP {response.status_code}\n\n{response.text}",
+                }
+            ],
             "structuredContent": structured,
             "isError": own,
             "_meta": {"simroute": meta},
@@ -87,15 +111,15 @@ class EpisodeHttp:
         found = self._clients.get(episode.session_id)
         if found is not None:
             return found[0]
-        credentials = self.runtime.http_credentials
+        credentials = self.channel.credentials
         assert credentials is not None
         credential = credentials.issue(episode.session_id)
-        proxy = f"http://{credential['username']}:{credential['password']}@127.0.0.1:{self.runtime.http_port}"
+        proxy = f"http://{credential['username']}:{credential['password']}@127.0.0.1:{self.channel.port()}"
         client = httpx.AsyncClient(
             proxy=proxy,
-            verify=str(certificate_path(self.runtime.config.ca_dir)),
+            verify=str(certificate_path(self.config.ca_dir)),
             trust_env=False,
-            timeout=self.runtime.config.http.timeout_s + 5,  # the channel's own deadline answers first
+            timeout=self.config.http.timeout_s + 5,  # the channel's own deadline answers first
         )
         self._clients[episode.session_id] = (client, credential)
         return client
@@ -104,9 +128,20 @@ class EpisodeHttp:
         found = self._clients.pop(session_id, None)
         if found is not None:
             client, credential = found
-            assert self.runtime.http_credentials is not None
-            self.runtime.http_credentials.revoke(credential)
+            assert self.channel.credentials is not None
+            self.channel.credentials.revoke(credential)
             await client.aclose()
+
+
+def _simroutes_own(response: httpx.Response, provenance: str | None) -> bool:
+    """Whether an error answer is simroute's own: any of provenance `none`, and a
+    simulated one whose JSON error is simroute's (the world model failed: malformed
+    twice, or past its deadline; not a simulated 500 the model predicted)."""
+    if response.status_code < 400:
+        return False
+    if provenance == "none":
+        return True
+    return provenance == "sim" and _reason(response).startswith("simroute:")
 
 
 def _reason(response: httpx.Response) -> str:

@@ -8,20 +8,20 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from calls import Call, EpisodeSetup, Mode, Route, Session
 from policies.base import Policy, decide
 from policies.errors import PolicyConfigError
 from policies.marks import Diversions, RoutePins
 from router.episodes.options import EpisodeOptions, EpisodeOptionsError, RoutePlan
 from router.runtime.policy_chain import build_policies
-from router.types import Call, EpisodeSetup, Mode, Route, Session
 
 if TYPE_CHECKING:
-    from router.runtime.runtime import Runtime
+    from router.runtime.parts import EpisodeParts
 
 
 class EpisodeRoutes:
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    def __init__(self, parts: EpisodeParts) -> None:
+        self.parts = parts
         self._chains: dict[str, list[Policy]] = {}
 
     def chain(self, options: EpisodeOptions) -> list[Policy] | None:
@@ -39,8 +39,11 @@ class EpisodeRoutes:
         return chain
 
     def _build(self, plan: RoutePlan) -> list[Policy]:
-        config = self.runtime.config
-        update: dict[str, Any] = {"mode": Mode.REAL if plan.mode == "rehearsal" else Mode(plan.mode), "rules": plan.rules}
+        config = self.parts.mcp.config
+        update: dict[str, Any] = {
+            "mode": Mode.REAL if plan.mode == "rehearsal" else Mode(plan.mode),
+            "rules": plan.rules,
+        }
         if plan.mode == "rehearsal":
             update["rehearsal"] = config.rehearsal.model_copy(update={"enabled": True})
         episode_config = config.model_copy(update=update)
@@ -48,16 +51,17 @@ class EpisodeRoutes:
             episode_config.parsed_rules()  # a bad rule is the reset's error, not the first call's
         except PolicyConfigError as exc:
             raise EpisodeOptionsError(f"invalid episode options: route.rules: {exc}") from exc
-        learned = self.runtime.learned
+        learned = self.parts.learned
         if episode_config.uses_learned() and learned is None:
             raise EpisodeOptionsError(
-                "invalid episode options: route: the learned router is not running in this server (it runs when the config's mode or a rule is `learned`)"
+                "invalid episode options: route: the learned router is not running in this server "
+                "(it runs when the config's mode or a rule is `learned`)"
             )
         return build_policies(
             episode_config,
-            tools_meta=self.runtime.tool_catalog.lookup,
-            learned=learned.policy if learned is not None else None,
-            holds=[self.runtime.pins],  # an episode's routes do not release a tool the pins hold
+            tools_meta=self.parts.mcp.tool_catalog.lookup,
+            learned=learned,
+            holds=[self.parts.mcp.pins],  # an episode's routes do not release a tool the pins hold
         )
 
 

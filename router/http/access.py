@@ -28,7 +28,9 @@ BROWSER_USER = "browser"
 class Refused(Exception):
     """A request the proxy answers itself, recorded as a refused call."""
 
-    def __init__(self, status: int, policy: str, reason: str, headers: dict[str, str] | None = None, *, record: bool = True) -> None:
+    def __init__(
+        self, status: int, policy: str, reason: str, headers: dict[str, str] | None = None, *, record: bool = True
+    ) -> None:
         super().__init__(reason)
         self.status, self.policy, self.reason, self.headers = status, policy, reason, headers or {}
         self.record = record  # False: a step of the auth handshake, not a refusal (see _identify)
@@ -67,7 +69,12 @@ class _Tunnel:
 
 class ProxyGate:
     def __init__(
-        self, *, session_header: str, tokens: Tokens, browser: SessionCredentials | None = None, issued: SessionCredentials | None = None
+        self,
+        *,
+        session_header: str,
+        tokens: Tokens,
+        browser: SessionCredentials | None = None,
+        issued: SessionCredentials | None = None,
     ) -> None:
         self.session_header = session_header
         self.tokens = tokens
@@ -123,7 +130,9 @@ class ProxyGate:
             if session is None:
                 # Chromium sends a context's credential only when challenged: a first request
                 # without one is the handshake, not a refusal (a wrong credential is recorded).
-                raise _challenge("simroute's browser proxy needs the browser context's credential", record=credentials is not None)
+                raise _challenge(
+                    "simroute's browser proxy needs the browser context's credential", record=credentials is not None
+                )
             return None, session
         if not self.tokens.enabled:
             user = credentials[0] if credentials else None
@@ -136,7 +145,9 @@ class ProxyGate:
             return token, namespaced(token, session) if session else None
         if tunnel is not None:
             return tunnel.token, namespaced(tunnel.token, named) if named else tunnel.session
-        raise _challenge("simroute proxy: authentication required: Proxy-Authorization Basic SESSION:TOKEN (SIMROUTE_TOKEN)")
+        raise _challenge(
+            "simroute proxy: authentication required: Proxy-Authorization Basic SESSION:TOKEN (SIMROUTE_TOKEN)"
+        )
 
     def _connection_session(self, client_id: str, token: str | None) -> str:
         session = self._per_connection.get(client_id)

@@ -100,7 +100,9 @@ async def reach_of(host: str, port: int) -> tuple[Reach, list[str]]:
         infos = await asyncio.wait_for(loop.getaddrinfo(name, port, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT_S)
     except TimeoutError as exc:
         raise OSError(f"resolving {name} took longer than {RESOLVE_TIMEOUT_S:g}s") from exc
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))  # the resolver's order: the first is the one to use
+    addresses = list(
+        dict.fromkeys(str(info[4][0]) for info in infos)
+    )  # the resolver's order: the first is the one to use
     return most_sensitive(addresses), addresses
 
 
@@ -147,8 +149,12 @@ class BrowserAddresses:
 
     def refusal(self, reach: Reach, scheme: str, host: str, port: int, *, rule_allows: bool) -> str | None:
         if reach in (Reach.METADATA, Reach.LINK_LOCAL):
-            return f"simroute: the browser does not open {reach} addresses ({host}): they serve the machine, not the web"
-        if reach in (Reach.LOOPBACK, Reach.PRIVATE) and not origin_allowed(_web_scheme(scheme), host, port, self.allowed_origins):
+            return (
+                f"simroute: the browser does not open {reach} addresses ({host}): they serve the machine, not the web"
+            )
+        if reach in (Reach.LOOPBACK, Reach.PRIVATE) and not origin_allowed(
+            _web_scheme(scheme), host, port, self.allowed_origins
+        ):
             return (
                 f"simroute: {scheme}://{host}:{port} is a {reach} address, and the browser opens those only for the "
                 "origins in browser.allowed_origins"

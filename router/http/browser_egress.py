@@ -53,7 +53,9 @@ class BrowserEgress:
         from cryptography.hazmat.primitives import serialization
 
         cert = x509.load_pem_x509_certificate(certificate_path(self.proxy.parts.ca_dir).read_bytes())
-        spki = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        spki = cert.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
         return [f"--ignore-certificate-errors-spki-list={base64.b64encode(hashlib.sha256(spki).digest()).decode()}"]
 
     async def refusal(self, url: str) -> str | None:

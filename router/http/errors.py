@@ -47,7 +47,9 @@ def _record_unparsed(message: str) -> str | None:
         return None
     try:
         return on_unparsed_request(message)
-    except Exception:  # mitmproxy's synchronous error path, a last resort: the 400 still goes out; the failure to record is logged
+    except (
+        Exception
+    ):  # mitmproxy's synchronous error path, a last resort: the 400 still goes out; the failure to record is logged
         log.exception("recording a malformed request failed")
         return None
 

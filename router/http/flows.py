@@ -8,8 +8,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from backends.http.messages import PERTURBATION_HEADER, PROVENANCE_HEADER, RECORD_HEADER, ROUTE_HEADER, SAFETY_HEADER, SOURCE_HEADER
-from router.types import Route
+from backends.http.messages import (
+    PERTURBATION_HEADER,
+    PROVENANCE_HEADER,
+    RECORD_HEADER,
+    ROUTE_HEADER,
+    SAFETY_HEADER,
+    SOURCE_HEADER,
+)
+from calls import Route
 from shadow.compare.http_canonical import authority
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
-"""The proxy's doors and what the routing addons are built with.
+"""The proxy's front doors and what the routing addons are built with.
 
-`Listener`: one mitmproxy listener per door (the HTTP channel, the browser's own
+`Listener`: one mitmproxy listener per front door (the HTTP channel, the browser's own
 traffic), naming its gate (who may use it, which session) and its address policy;
 the addons pick them by the listener a flow arrived on.
 

@@ -4,7 +4,7 @@ mitmproxy 12.2.3 (pinned in pyproject.toml) has no option or addon hook for thes
 three behaviours, so simroute replaces one function or method each, process-wide,
 when its proxy starts (`install`). Each patch fails loudly if what it replaces is
 gone, marks its replacement (`simroute = True`) so installing twice is harmless,
-and has a unit test (tests/unit/test_mitmproxy_patches.py) that fails when the
+and has a unit test (tests/unit/router/http/test_mitmproxy_patches.py) that fails when the
 pinned mitmproxy changes the patched code.
 
 - `install_error_pages`: mitmproxy's own error answers in simroute's JSON form.
@@ -79,7 +79,7 @@ def install_request_body_limit() -> None:
 
     check_body_size.simroute = True  # type: ignore[attr-defined]
     check_body_size.__wrapped__ = original  # type: ignore[attr-defined]  # mitmproxy's own, for inspection
-    HttpStream.check_body_size = check_body_size
+    HttpStream.check_body_size = check_body_size  # type: ignore[method-assign]  # the patch itself
 
 
 def install_silent_tunnels(first_bytes_s: float) -> None:
@@ -113,7 +113,7 @@ def install_silent_tunnels(first_bytes_s: float) -> None:
 
     handle_connect_finish.simroute = True  # type: ignore[attr-defined]
     handle_connect_finish.__wrapped__ = original  # type: ignore[attr-defined]  # mitmproxy's own, for inspection
-    HttpStream.handle_connect_finish = handle_connect_finish
+    HttpStream.handle_connect_finish = handle_connect_finish  # type: ignore[method-assign]  # the patch itself
 
 
 _first_bytes_class = None

@@ -14,6 +14,7 @@ than forwarded. Pure functions.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -97,7 +98,7 @@ def host_header_contradicts(header: str | None, host: str, port: int, scheme: st
         return True
 
 
-def unsafe_header(fields: list[tuple[bytes, bytes]]) -> str | None:
+def unsafe_header(fields: Sequence[tuple[bytes, bytes]]) -> str | None:
     """What is wrong with the first header whose value holds a line break or a NUL, if
     any. The parser keeps a header folded over several lines (RFC 9112 5.2's obsolete
     line folding) with its line break, and a NUL as it came, and would write them
@@ -107,7 +108,10 @@ def unsafe_header(fields: list[tuple[bytes, bytes]]) -> str | None:
     request is refused rather than forwarded."""
     for name, value in fields:
         if b"\r" in value or b"\n" in value:
-            return f"the header {name.decode('latin-1')!r} is folded over several lines (obsolete line folding): send it on one line"
+            return (
+                f"the header {name.decode('latin-1')!r} is folded over several lines (obsolete line folding): "
+                "send it on one line"
+            )
         if b"\0" in value:
             return f"the header {name.decode('latin-1')!r} holds a NUL character"
     return None
@@ -120,4 +124,7 @@ def unsupported_version(version: str, alpn: bytes | None) -> str | None:
     only where it was negotiated (TLS with ALPN `h2`)."""
     if version in ("HTTP/1.0", "HTTP/1.1") or (version == "HTTP/2.0" and alpn == b"h2"):
         return None
-    return f"simroute proxy: HTTP version {version!r} is not supported here (HTTP/1.0, HTTP/1.1, or HTTP/2 negotiated over TLS)"
+    return (
+        f"simroute proxy: HTTP version {version!r} is not supported here "
+        "(HTTP/1.0, HTTP/1.1, or HTTP/2 negotiated over TLS)"
+    )

@@ -103,7 +103,7 @@ def _handler(flow: http.HTTPFlow, options: Any) -> Any:
     context = handler.layer.context
     mode = flow.client_conn.proxy_mode
     upstream = isinstance(mode, UpstreamMode)
-    context.server.via = flow.server_conn.via = (mode.scheme, mode.address) if upstream else None
+    context.server.via = flow.server_conn.via = (mode.scheme, mode.address) if isinstance(mode, UpstreamMode) else None
     handler.layer = layers.HttpLayer(context, HTTPMode.upstream if upstream else HTTPMode.transparent)
     handler.layer.connections[handler.client] = MockServer(flow, context.fork())
     return handler

@@ -4,7 +4,7 @@ Only the addons the channel needs are loaded (the proxy server, protocol
 detection, TLS, the block of non-local clients): no flow display, no scripts.
 
 One mitmproxy master per process (mitmproxy keeps its master in a global), with
-one listener per door: the HTTP channel (`simroute http-proxy`, `serve`) and the
+one listener per front door: the HTTP channel (`simroute http-proxy`, `serve`) and the
 browser's own traffic (loopback, an ephemeral port, the browser's credentials and
 address policy). Each listener names its gate (who may use it, which session) and
 its address policy; the addons pick them by the listener a flow arrived on.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from router.config import HttpConfig
 from router.http import errors, mitmproxy_patches
@@ -21,6 +22,9 @@ from router.http.addon import HttpRouting
 from router.http.ca import CAError, ensure_ca
 from router.http.listeners import Listener, RoutingParts
 from router.http.tunnels import TunnelRouting
+
+if TYPE_CHECKING:
+    from mitmproxy.master import Master
 
 log = logging.getLogger("simroute.http")
 
@@ -35,10 +39,10 @@ class HttpProxy:
         self.config = config
         self.listeners = {listener.spec: listener for listener in listeners}
         self.ports: dict[str, int] = {}  # listener name -> the port it got
-        self._master = None
+        self._master: Master | None = None
         self._task: asyncio.Task[None] | None = None
         self._starting = asyncio.Lock()
-        self._routing = None
+        self._routing: HttpRouting | None = None
 
     @property
     def started(self) -> bool:
@@ -63,7 +67,7 @@ class HttpProxy:
         opts = options.Options()
         self._master = m = master.Master(opts, with_termlog=False)
         self._routing = routing = HttpRouting(self.parts, self.config, listeners=self.listeners, master=m)
-        errors.on_unparsed_request = routing.door.record_unparsed
+        errors.on_unparsed_request = routing.front_door.record_unparsed
         m.addons.add(
             core.Core(),
             block.Block(),
@@ -72,7 +76,7 @@ class HttpProxy:
             next_layer.NextLayer(),
             tlsconfig.TlsConfig(),
             routing,
-            TunnelRouting(routing.door, self.config),
+            TunnelRouting(routing.front_door, self.config),
         )
         opts.update(
             mode=list(self.listeners),
@@ -106,7 +110,13 @@ class HttpProxy:
             listener = self.listeners[server.mode.full_spec]
             self.ports[listener.name] = server.listen_addrs[0][1]
             if listener.name == "http":
-                log.info("HTTP(S) proxy (%s) listening on %s:%d; CA in %s", listener.mode, listener.host, self.ports["http"], ca_dir)
+                log.info(
+                    "HTTP(S) proxy (%s) listening on %s:%d; CA in %s",
+                    listener.mode,
+                    listener.host,
+                    self.ports["http"],
+                    ca_dir,
+                )
 
     async def aclose(self) -> None:
         if self._master is not None and self._task is not None:
@@ -116,6 +126,6 @@ class HttpProxy:
             except TimeoutError:
                 log.warning("the HTTP proxy did not stop within 10s")
         self._master = self._task = None
-        if self._routing is not None and errors.on_unparsed_request == self._routing.door.record_unparsed:
+        if self._routing is not None and errors.on_unparsed_request == self._routing.front_door.record_unparsed:
             errors.on_unparsed_request = None
         self._routing = None

@@ -1,4 +1,4 @@
-"""`empty` and `truncate` on a streamed HTTP body (router/http/answers.py): the body
+"""`empty` and `truncate` on a streamed HTTP body (router/http/real_answers.py): the body
 passes through as it arrives, so it is cut as it passes. `empty` sends none of it;
 `truncate` sends the first `keep` share of its bytes (as a connection dropped part
 way would) when its length is known and it is not content-encoded (a cut gzip
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from mitmproxy import http
 
 from backends.http.messages import BodyCapture
-from router.types import Perturbation
+from calls import Perturbation
 
 
 def allowed_bytes(response: http.Response, perturbation: Perturbation | None) -> int | None:
@@ -27,7 +27,10 @@ def allowed_bytes(response: http.Response, perturbation: Perturbation | None) ->
     if perturbation.kind == "empty":
         return 0
     length = response.headers.get("content-length", "").strip()
-    if not length.isdigit() or response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity"):
+    if not length.isdigit() or response.headers.get("content-encoding", "identity").strip().lower() not in (
+        "",
+        "identity",
+    ):
         return None
     return int(int(length) * perturbation.keep)
 

@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from backends.http.messages import encode_body, observation_of
+from calls import Call, Observation, Provenance, Route
 from policies.tunnels import TCP_TOOL
+from records.store.protocol import RecordError
 from router.config import HttpConfig
 from router.http.addresses import is_ip_literal, reach_of
-from router.http.door import HttpDoor
+from router.http.front_door import HttpFrontDoor
 from router.http.listeners import Listener
 from router.http.mitmproxy_patches import SILENT_CLIENT
-from router.types import Call, Observation, Provenance, Route
-from shadow.store.protocol import RecordError
 
 if TYPE_CHECKING:
     from mitmproxy import http, tcp
@@ -59,22 +59,26 @@ class _Socket:
     started: float
     note: str
     structured: dict[str, Any]
-    counts: dict[str, list[int]] = field(default_factory=lambda: {"client": [0, 0], "server": [0, 0]})  # messages, bytes
+    counts: dict[str, list[int]] = field(
+        default_factory=lambda: {"client": [0, 0], "server": [0, 0]}
+    )  # messages, bytes
     kept: list[dict[str, Any]] = field(default_factory=list)
     kept_bytes: int = 0
 
 
-def open_websocket(flow: http.HTTPFlow, pending: Pending, started: float, note: str, structured: dict[str, Any]) -> None:
+def open_websocket(
+    flow: http.HTTPFlow, pending: Pending, started: float, note: str, structured: dict[str, Any]
+) -> None:
     """The upgrade was answered 101 on the real route: record the call when the socket closes."""
     flow.metadata[_WEBSOCKET] = _Socket(pending, started, note, structured)
 
 
 class TunnelRouting:
-    """Shares the HTTP addon's door: its gates (sessions) and refusal recording."""
+    """Shares the HTTP addon's front door: its gates (sessions) and refusal recording."""
 
-    def __init__(self, door: HttpDoor, config: HttpConfig) -> None:
-        self.door = door
-        self.engine = door.engine
+    def __init__(self, front_door: HttpFrontDoor, config: HttpConfig) -> None:
+        self.front_door = front_door
+        self.engine = front_door.engine
         self.config = config
 
     async def tcp_start(self, flow: tcp.TCPFlow) -> None:
@@ -91,8 +95,8 @@ class TunnelRouting:
             flow.server_conn.error = "simroute: a raw TCP tunnel with no destination is refused"
             return
         host, port = address[0], int(address[1])
-        listener = self.door.listener(flow.client_conn)
-        session = self.door.transient_or_open(listener.gate.tunnel_session(flow.client_conn.id))
+        listener = self.front_door.listener(flow.client_conn)
+        session = self.front_door.transient_or_open(listener.gate.tunnel_session(flow.client_conn.id))
         server = f"[{host}]:{port}" if ":" in host else f"{host.lower()}:{port}"
         arguments = {"address": server, "tls": flow.client_conn.tls_established, "sni": flow.client_conn.sni}
         call = Call("http", server, TCP_TOOL, arguments, session.id)
@@ -112,15 +116,23 @@ class TunnelRouting:
         elif decision.route is Route.DENY:
             policy, reason = decision.policy, f"simroute denied this call ({decision.policy}): {decision.reason}"
             if SILENT_CLIENT in flow.metadata:
-                reason += f" (the client sent nothing within {flow.metadata[SILENT_CLIENT]:g}s of the CONNECT: a raw TCP tunnel)"
+                reason += (
+                    f" (the client sent nothing within {flow.metadata[SILENT_CLIENT]:g}s of the CONNECT: "
+                    "a raw TCP tunnel)"
+                )
         else:
             policy = "http-tcp"
-            reason = f"simroute: a raw TCP tunnel is let through (real) or refused; it has no {decision.route} form ({decision.reason})"
+            reason = (
+                "simroute: a raw TCP tunnel is let through (real) or refused; "
+                f"it has no {decision.route} form ({decision.reason})"
+            )
         # Before the upstream connection opens: mitmproxy sees the error and closes the client.
         flow.server_conn.error = reason
-        await self.door.record_refusal(call, session, policy=policy, reason=reason)
+        await self.front_door.record_refusal(call, session, policy=policy, reason=reason)
 
-    async def _address_refusal(self, flow: tcp.TCPFlow, host: str, port: int, policy: str, listener: Listener) -> str | None:
+    async def _address_refusal(
+        self, flow: tcp.TCPFlow, host: str, port: int, policy: str, listener: Listener
+    ) -> str | None:
         """Judge the address the tunnel would reach and, when allowed, connect to that
         very address (a second lookup could answer another one: see pinning.py)."""
         try:
@@ -153,7 +165,10 @@ class TunnelRouting:
         if tunnel is None:
             return
         counts = dict(tunnel.counts)
-        text = f"TCP {tunnel.pending.call.server}: {counts['from_client']} bytes sent, {counts['from_server']} bytes received"
+        text = (
+            f"TCP {tunnel.pending.call.server}: {counts['from_client']} bytes sent, "
+            f"{counts['from_server']} bytes received"
+        )
         if error:
             text += f"; ended with an error: {error}"
         observation = Observation(
@@ -185,7 +200,9 @@ class TunnelRouting:
             piece = message.content[: self.config.max_body_bytes - socket.kept_bytes]
             socket.kept_bytes += len(piece)
             text = piece.decode("utf-8", "replace") if message.is_text else None
-            socket.kept.append({"from": side, **({"text": text} if text is not None else {"binary_bytes": len(message.content)})})
+            socket.kept.append(
+                {"from": side, **({"text": text} if text is not None else {"binary_bytes": len(message.content)})}
+            )
         # mitmproxy keeps every message of a flow: a long-lived socket would grow without bound.
         flow.websocket.messages.clear()
 
@@ -201,7 +218,11 @@ class TunnelRouting:
             "close_code": ws.close_code if ws is not None else None,
         }
         text = json.dumps(summary, ensure_ascii=False)
-        structured = {**socket.structured, **encode_body(text.encode(), limit=max(len(text.encode()), 1)), "websocket": summary}
+        structured = {
+            **socket.structured,
+            **encode_body(text.encode(), limit=max(len(text.encode()), 1)),
+            "websocket": summary,
+        }
         observation = observation_of(structured, Provenance.REAL, latency_s=time.perf_counter() - socket.started)
         note = "; ".join(n for n in (socket.note, "websocket closed") if n)
         await self.engine.complete(socket.pending, observation, note=note)

@@ -12,6 +12,7 @@ content `{url, title, snapshot, truncated[, error][, events]}`.
 
 # No `from __future__ import annotations`: the tool signatures below are read at run time.
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastmcp.server.dependencies import get_context
@@ -50,7 +51,9 @@ def browser_tools(pool: BrowserPool) -> list[LocalTool]:
     async def act(action: str, **arguments: Any) -> ToolResult:
         return result_of(await pool.act(agent_session_id(get_context()), action, **arguments))
 
-    async def browser_navigate(url: Annotated[str, Field(min_length=1, description="The URL to navigate to")]) -> ToolResult:
+    async def browser_navigate(
+        url: Annotated[str, Field(min_length=1, description="The URL to navigate to")],
+    ) -> ToolResult:
         return await act("navigate", url=url)
 
     async def browser_snapshot() -> ToolResult:
@@ -69,7 +72,11 @@ def browser_tools(pool: BrowserPool) -> list[LocalTool]:
 
     async def browser_press_key(
         key: Annotated[
-            str, Field(min_length=1, description="Name of the key to press or a character to generate, such as `ArrowLeft` or `a`")
+            str,
+            Field(
+                min_length=1,
+                description="Name of the key to press or a character to generate, such as `ArrowLeft` or `a`",
+            ),
         ],
     ) -> ToolResult:
         return await act("press_key", key=key)
@@ -80,7 +87,7 @@ def browser_tools(pool: BrowserPool) -> list[LocalTool]:
     async def browser_close() -> ToolResult:
         return await act("close")
 
-    definitions = [
+    definitions: list[tuple[Callable[..., Awaitable[ToolResult]], str, str, dict[str, bool]]] = [
         (browser_navigate, "Navigate to a URL", "Navigate to a URL", dict(read_only_hint=False)),
         (
             browser_snapshot,
@@ -103,7 +110,11 @@ def browser_tools(pool: BrowserPool) -> list[LocalTool]:
             annotations=ToolAnnotations(title=title, open_world_hint=True, **{"destructive_hint": False, **hints}),
             output_schema=None,  # text first, as playwright-mcp; structured content is a bonus
         )
-        tools.append(LocalTool(tool, channel=CHANNEL, server=CHANNEL, refusal=_url_refusal if function is browser_navigate else None))
+        tools.append(
+            LocalTool(
+                tool, channel=CHANNEL, server=CHANNEL, refusal=_url_refusal if function is browser_navigate else None
+            )
+        )
     return tools
 
 

@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.middleware import Middleware
 
+from calls import Call, Session
 from router.auth import Tokens, check_bind
 from router.engine.sessions import SessionRefusedError
 from router.mcp.identity import TOKEN_SCOPE_KEY, agent_session_closed_with
+from router.mcp.replica_header import ReplicaHeader
 from router.mcp.session_close import SessionCloseGuard
-from router.types import Call, Session
 
 if TYPE_CHECKING:
-    from router.runtime.runtime import Runtime
+    from router.runtime.parts import McpParts
 
 # The dashboard and /metrics check tokens themselves (a browser's cookie counts there).
 OWN_GUARD_PATHS = ("/dashboard", "/metrics")
@@ -36,10 +37,10 @@ _MAX_OWNED_SESSIONS = 65536
 class TokenGuard:
     """ASGI middleware: a valid bearer token, and the MCP session it opened, or 401/403."""
 
-    def __init__(self, app: Any, *, tokens: Tokens, runtime: Runtime) -> None:
+    def __init__(self, app: Any, *, tokens: Tokens, parts: McpParts) -> None:
         self.app = app
         self.tokens = tokens
-        self.runtime = runtime
+        self.parts = parts
         self._owners: OrderedDict[str, str] = OrderedDict()  # Mcp-Session-Id -> token name
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -88,7 +89,10 @@ class TokenGuard:
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers.items())],
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    *((k.encode(), v.encode()) for k, v in headers.items()),
+                ],
             }
         )
         await send({"type": "http.response.body", "body": body})
@@ -96,31 +100,40 @@ class TokenGuard:
     async def _record_refusal(self, scope: Any, status: int, reason: str) -> str:
         """Every refusal of the MCP endpoint is recorded here."""
         try:
-            session = self.runtime.sessions.get(REFUSED_SESSION)
+            session = self.parts.sessions.get(REFUSED_SESSION)
         except SessionRefusedError:
             session = Session(id=REFUSED_SESSION)  # past the session cap: a transient one carries the record
-        call = Call("mcp", "simroute", "HTTP", {"method": scope.get("method"), "path": scope.get("path"), "status": status}, session.id)
-        return (await self.runtime.engine.reject(call, session, policy="mcp-auth", reason=reason)).record.id
+        call = Call(
+            "mcp",
+            "simroute",
+            "HTTP",
+            {"method": scope.get("method"), "path": scope.get("path"), "status": status},
+            session.id,
+        )
+        return (await self.parts.engine.reject(call, session, policy="mcp-auth", reason=reason)).record.id
 
 
-async def _end_agent_session(runtime: Runtime, scope: Any, mcp_session_id: str) -> None:
+async def _end_agent_session(parts: McpParts, scope: Any, mcp_session_id: str) -> None:
     """An MCP client closed its session: its agent session closes now, with its upstream
     servers, sandbox and browser (else they stayed open to the idle TTL, and a client
     opening a session per task filled `sessions.max_open`)."""
     agent = agent_session_closed_with(scope, mcp_session_id)
-    if agent is not None and runtime.sessions.find(agent) is not None:
-        await runtime.sessions.close(agent, "closed")
+    if agent is not None and parts.sessions.find(agent) is not None:
+        await parts.sessions.close(agent, "closed")
 
 
-def http_run_options(runtime: Runtime, host: str) -> dict[str, Any]:
+def http_run_options(parts: McpParts, host: str) -> dict[str, Any]:
     """`FastMCP.run(transport="http", ...)` options: the Host/Origin guard always, the
     token guard when tokens are configured. Raises AuthConfigError for a network bind
     without a token."""
-    check_bind(host, runtime.tokens, what="the MCP endpoint")
-    service = runtime.config.service
-    middleware = [Middleware(TokenGuard, tokens=runtime.tokens, runtime=runtime)] if runtime.tokens.enabled else []
+    check_bind(host, parts.tokens, what="the MCP endpoint")
+    service = parts.config.service
+    # Outermost: every answer names the replica that served it, refusals included.
+    middleware = [Middleware(ReplicaHeader)]
+    if parts.tokens.enabled:
+        middleware.append(Middleware(TokenGuard, tokens=parts.tokens, parts=parts))
     # Innermost: a session's close waits for its requests in flight, then ends its agent session.
-    middleware.append(Middleware(SessionCloseGuard, on_closed=functools.partial(_end_agent_session, runtime)))
+    middleware.append(Middleware(SessionCloseGuard, on_closed=functools.partial(_end_agent_session, parts)))
     return {
         "host_origin_protection": True,
         "allowed_hosts": list(service.allowed_hosts) or None,

@@ -28,16 +28,23 @@ from fastmcp import FastMCP
 from fastmcp.server.context import Context
 from fastmcp.server.dependencies import get_context
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, LoggingMessageNotification, LoggingMessageNotificationParams, PaginatedRequestParams
+from mcp_types import (
+    INVALID_PARAMS,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    PaginatedRequestParams,
+)
 
 from backends.mcp.fastmcp_private import low_level
+from calls import Session
+from router.mcp.episode_front_door import EpisodeFrontDoor
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.names import ToolNames
 from router.mcp.provider import Page, SnapshotProxyProvider
 from router.mcp.reads import namespaced_uri
 from router.mcp.virtual_provider import VirtualProvider
-from router.runtime.runtime import Runtime
+from router.runtime.parts import McpParts
 
 log = logging.getLogger("simroute.mcp")
 
@@ -60,12 +67,12 @@ _LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "
 class Listings:
     def __init__(
         self,
-        runtime: Runtime,
+        parts: McpParts,
         names: ToolNames,
         providers: Mapping[str, SnapshotProxyProvider | VirtualProvider],
         local: Mapping[str, LocalTool],
     ) -> None:
-        self.runtime = runtime
+        self.parts = parts
         self.names = names
         self.providers = providers
         self.local = local
@@ -86,7 +93,7 @@ class Listings:
     async def answer(self, kind: str, params: PaginatedRequestParams | None) -> Any:
         ctx = get_context()
         if kind == "tools":
-            await self.runtime.pins.refresh()  # a change accepted elsewhere is listed as accepted
+            await self.parts.pins.refresh()  # a change accepted elsewhere is listed as accepted
         sources = self._sources(kind, agent_session_id(ctx))
         cursor = params.cursor if params is not None else None
         if len(sources) == 1:  # the agent's cursor and `_meta` go to the source as they came
@@ -95,31 +102,46 @@ class Listings:
             return _result(kind, self._named(source, kind, page.items), page.next_cursor, page.meta)
         at = _positions(cursor) if cursor is not None else {source: None for source in sources}
         wanted = [source for source in sources if source in at]
-        pages = await asyncio.gather(*(self._page(ctx, source, kind, at[source], None, alone=False) for source in wanted))
-        items = [item for source, page in zip(wanted, pages, strict=True) for item in self._named(source, kind, page.items)]
-        after = {source: page.next_cursor for source, page in zip(wanted, pages, strict=True) if page.next_cursor is not None}
+        pages = await asyncio.gather(
+            *(self._page(ctx, source, kind, at[source], None, alone=False) for source in wanted)
+        )
+        items = [
+            item for source, page in zip(wanted, pages, strict=True) for item in self._named(source, kind, page.items)
+        ]
+        after = {
+            source: page.next_cursor for source, page in zip(wanted, pages, strict=True) if page.next_cursor is not None
+        }
         return _result(kind, items, _cursor(after) if after else None, None)
 
     def _sources(self, kind: str, session_id: str) -> list[str]:
-        session = self.runtime.sessions.find(session_id)
+        session = self.parts.sessions.find(session_id)
         scope = session.episode.scope if session is not None and session.episode is not None else None
-        sources = [LOCAL] if kind == "tools" and self._local_tools(scope) else []
+        sources = [LOCAL] if kind == "tools" and self._local_tools(scope, session) else []
         for server, provider in self.providers.items():
-            if (kind == "tools" or isinstance(provider, SnapshotProxyProvider)) and (scope is None or ("mcp", server) in scope):
+            if (kind == "tools" or isinstance(provider, SnapshotProxyProvider)) and (
+                scope is None or ("mcp", server) in scope
+            ):
                 sources.append(server)
         return sources
 
-    def _local_tools(self, scope: Any) -> list[dict[str, Any]]:
-        return [
-            entry.tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True)
-            for entry in self.local.values()
-            if scope is None or (entry.channel, entry.server) in scope
+    def _local_tools(self, scope: Any, session: Session | None) -> list[dict[str, Any]]:
+        front_door = session.find(EpisodeFrontDoor) if session is not None else None
+        own = [
+            *(e.tool for e in self.local.values() if scope is None or (e.channel, e.server) in scope),
+            *(front_door.tools() if front_door else ()),
         ]
+        return [
+            tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for tool in own
+        ]  # an episode's http_request too
 
     async def _page(self, ctx: Context, source: str, kind: str, cursor: str | None, meta: Any, *, alone: bool) -> Page:
         if source == LOCAL:
-            session = self.runtime.sessions.find(agent_session_id(ctx))
-            return Page(self._local_tools(session.episode.scope if session is not None and session.episode is not None else None))
+            session = self.parts.sessions.find(agent_session_id(ctx))
+            return Page(
+                self._local_tools(
+                    session.episode.scope if session is not None and session.episode is not None else None, session
+                )
+            )
         provider = self.providers[source]
         try:
             page = await provider.page(kind, cursor, dict(meta) if meta else None)
@@ -131,13 +153,17 @@ class Listings:
             page = await self._left_out(ctx, source, kind, str(exc))
         if page.unavailable is not None and page.items:
             await self._notice(
-                ctx, f"simroute: upstream {source!r} is unavailable ({page.unavailable}); its tools are listed from its last snapshot"
+                ctx,
+                f"simroute: upstream {source!r} is unavailable ({page.unavailable}); "
+                "its tools are listed from its last snapshot",
             )
         return page
 
     async def _left_out(self, ctx: Context, source: str, kind: str, cause: str) -> Page:
         log.warning("%s of %r not listed: %s", _LABELS[kind], source, cause)
-        await self._notice(ctx, f"simroute: upstream {source!r} could not list its {_LABELS[kind]}, so none are listed: {cause}")
+        await self._notice(
+            ctx, f"simroute: upstream {source!r} could not list its {_LABELS[kind]}, so none are listed: {cause}"
+        )
         return Page([], unavailable=cause)
 
     def _named(self, source: str, kind: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -151,10 +177,12 @@ class Listings:
     async def _notice(self, ctx: Context, text: str) -> None:
         """A warning to the agent about its listing, unless it asked for errors only."""
         session_id = agent_session_id(ctx)
-        level = self.runtime.upstreams.log_levels.get(session_id, "debug")
+        level = self.parts.upstreams.log_levels.get(session_id, "debug")
         if _LEVELS.index(level) > _LEVELS.index("warning"):
             return
-        notice = LoggingMessageNotification(params=LoggingMessageNotificationParams(level="warning", logger="simroute", data=text))
+        notice = LoggingMessageNotification(
+            params=LoggingMessageNotificationParams(level="warning", logger="simroute", data=text)
+        )
         try:
             await ctx.session.send_notification(notice, related_request_id=ctx.request_id)
         except Exception as exc:  # noqa: BLE001 -- best effort, as every notification to an agent that may be gone
@@ -166,7 +194,11 @@ _LABELS = {"tools": "tools", "resources": "resources", "resourceTemplates": "res
 
 def _result(kind: str, items: list[dict[str, Any]], next_cursor: str | None, meta: dict[str, Any] | None) -> Any:
     return _RESULTS[kind].model_validate(
-        {kind: items, **({"nextCursor": next_cursor} if next_cursor is not None else {}), **({"_meta": meta} if meta else {})}
+        {
+            kind: items,
+            **({"nextCursor": next_cursor} if next_cursor is not None else {}),
+            **({"_meta": meta} if meta else {}),
+        }
     )
 
 

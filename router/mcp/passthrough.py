@@ -38,6 +38,7 @@ from mcp_types import (
 
 from backends.errors import BackendUnavailable
 from backends.mcp.fastmcp_private import low_level, monitored
+from calls import Call, Decision, Route, Session
 from policies.base import decide
 from router.engine.sessions import SessionRefusedError
 from router.mcp.identity import agent_session_id
@@ -46,8 +47,7 @@ from router.mcp.provider import SnapshotProxyProvider
 from router.mcp.reads import server_of_uri
 from router.mcp.relay import FrontRelay
 from router.mcp.virtual_provider import VirtualProvider
-from router.runtime.runtime import Runtime
-from router.types import Call, Decision, Route, Session
+from router.runtime.parts import McpParts
 
 log = logging.getLogger("simroute.mcp")
 
@@ -59,12 +59,12 @@ _EMPTY_COMPLETION = mcp_types.CompleteResult(completion=mcp_types.Completion(val
 class PassThrough(Middleware):
     def __init__(
         self,
-        runtime: Runtime,
+        parts: McpParts,
         names: ToolNames,
         providers: Mapping[str, SnapshotProxyProvider | VirtualProvider],
         relay: FrontRelay,
     ) -> None:
-        self.runtime = runtime
+        self.parts = parts
         self.names = names
         self.upstreams = {server: p for server, p in providers.items() if isinstance(p, SnapshotProxyProvider)}
         self.relay = relay
@@ -89,7 +89,9 @@ class PassThrough(Middleware):
         if target is None:
             return _EMPTY_COMPLETION
         request = mcp_types.CompleteRequest(params=params.model_copy(update={"ref": upstream_ref}))
-        answer = await self._forward(target[0], request, mcp_types.CompleteResult, {"ref": ref.model_dump(mode="json", by_alias=True)})
+        answer = await self._forward(
+            target[0], request, mcp_types.CompleteResult, {"ref": ref.model_dump(mode="json", by_alias=True)}
+        )
         return answer if answer is not None else _EMPTY_COMPLETION
 
     async def subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
@@ -113,7 +115,7 @@ class PassThrough(Middleware):
                 for server in self.upstreams
                 if self.route(session, server, "logging/setLevel", {"level": params.level}) in _FORWARDED
             ]
-            await self.runtime.upstreams.set_log_level(session.id, params.level, servers)
+            await self.parts.upstreams.set_log_level(session.id, params.level, servers)
         return EmptyResult()
 
     async def _forward(self, server: str, request: Any, answer: type[Any], arguments: dict[str, Any]) -> Any:
@@ -121,7 +123,11 @@ class PassThrough(Middleware):
         `server` does not reach it. An upstream that cannot start is an error."""
         ctx = get_context()
         session = self._session(agent_session_id(ctx))
-        if server not in self.upstreams or session is None or self.route(session, server, request.method, arguments) not in _FORWARDED:
+        if (
+            server not in self.upstreams
+            or session is None
+            or self.route(session, server, request.method, arguments) not in _FORWARDED
+        ):
             return None
         try:
             client = await self.upstreams[server].client_factory()  # type: ignore[misc]  # simroute's factories are async
@@ -134,7 +140,7 @@ class PassThrough(Middleware):
 
     def _session(self, session_id: str) -> Session | None:
         try:
-            return self.runtime.sessions.get(session_id)
+            return self.parts.sessions.get(session_id)
         except SessionRefusedError:
             return None
 
@@ -143,7 +149,7 @@ class PassThrough(Middleware):
         setup = session.episode
         if setup is not None and setup.scope is not None and ("mcp", server) not in setup.scope:
             return Route.DENY
-        policies = list(setup.policies) if setup is not None and setup.policies else self.runtime.engine.policies
+        policies = list(setup.policies) if setup is not None and setup.policies else self.parts.engine.policies
         return decide(policies, Call("mcp", server, method, arguments, session.id), session, fallback=_FALLBACK).route
 
     # --- initialize and cancellations ---------------------------------------------------
@@ -159,9 +165,11 @@ class PassThrough(Middleware):
         """Open the session's upstreams whose capabilities this process does not know yet
         (where its route for them is real or shadow): simroute says what they can do. Each
         opens within `startup_timeout_s`, all at once."""
-        pool = self.runtime.upstreams
+        pool = self.parts.upstreams
         # One that failed its last start is not waited for again here: its listing and calls say why.
-        unknown = [server for server in self.upstreams if server not in pool.capabilities and server not in pool.start_errors]
+        unknown = [
+            server for server in self.upstreams if server not in pool.capabilities and server not in pool.start_errors
+        ]
         session = self._session(agent_session_id(ctx)) if unknown else None
         if session is None or session.is_episode:  # an episode lists from snapshots: it starts nothing it need not
             return
@@ -176,17 +184,27 @@ class PassThrough(Middleware):
         await asyncio.gather(*(meet(server) for server in servers))
 
     def _capabilities(self, capabilities: mcp_types.ServerCapabilities) -> mcp_types.ServerCapabilities:
-        known = [caps for server, caps in self.runtime.upstreams.capabilities.items() if server in self.upstreams]
+        known = [caps for server, caps in self.parts.upstreams.capabilities.items() if server in self.upstreams]
         subscribe = any(caps.resources is not None and bool(caps.resources.subscribe) for caps in known)
         completions = mcp_types.CompletionsCapability() if any(caps.completions is not None for caps in known) else None
-        resources = capabilities.resources.model_copy(update={"subscribe": subscribe}) if capabilities.resources is not None else None
+        resources = (
+            capabilities.resources.model_copy(update={"subscribe": subscribe})
+            if capabilities.resources is not None
+            else None
+        )
         return capabilities.model_copy(update={"completions": completions, "resources": resources})
 
     async def on_notification(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         message = context.message
-        if context.method == "notifications/cancelled" and isinstance(message, Mapping) and context.fastmcp_context is not None:
+        if (
+            context.method == "notifications/cancelled"
+            and isinstance(message, Mapping)
+            and context.fastmcp_context is not None
+        ):
             reason = message.get("reason")
             self.relay.cancelled(
-                agent_session_id(context.fastmcp_context), message.get("requestId"), reason if isinstance(reason, str) else None
+                agent_session_id(context.fastmcp_context),
+                message.get("requestId"),
+                reason if isinstance(reason, str) else None,
             )
         return await call_next(context)

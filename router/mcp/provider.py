@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +30,9 @@ from mcp_types import METHOD_NOT_FOUND, PaginatedRequestParams
 
 from backends.mcp.fastmcp_private import CacheEntry, monitored
 from backends.mcp.upstream import UpstreamError
+from records.store.protocol import RecordStore, StoreError
 from router.engine.pin_guard import PinGuard
 from router.mcp.upstream_tool import UpstreamTool
-from shadow.store.protocol import RecordStore, StoreError
 
 log = logging.getLogger("simroute.mcp")
 
@@ -92,7 +92,9 @@ class SnapshotProxyProvider(ProxyProvider):
             with anyio.fail_after(self.list_timeout_s):
                 return await listing()
         except TimeoutError as exc:
-            raise UpstreamError(f"upstream {self.server!r} did not list its {kind} within {self.list_timeout_s:g}s") from exc
+            raise UpstreamError(
+                f"upstream {self.server!r} did not list its {kind} within {self.list_timeout_s:g}s"
+            ) from exc
 
     # --- pages, as the agent reads them ---------------------------------------------------
 
@@ -131,7 +133,9 @@ class SnapshotProxyProvider(ProxyProvider):
         try:
             page = await self._listed("tools", lambda: self._upstream_page("tools", cursor, meta))
             served = page.items if self.pins is None else await self.pins.reconcile(self.server, page.items)
-        except Exception as exc:  # the listing's boundary: an upstream unreachable or hung, pins unreadable (any failure) fall back to its last known tools, else re-raised
+        except Exception as exc:
+            # the listing's boundary: an upstream unreachable or hung, pins unreadable (any
+            # failure) fall back to its last known tools, else re-raised
             snapshot = self.store.tool_snapshot(self.server) if cursor is None else None
             if snapshot is None:
                 self.listing_error = f"{type(exc).__name__}: {exc}"
@@ -145,7 +149,9 @@ class SnapshotProxyProvider(ProxyProvider):
 
     async def _upstream_page(self, kind: str, cursor: str | None, meta: dict[str, Any] | None) -> Page:
         client = await self._get_client()
-        params = PaginatedRequestParams(cursor=cursor, _meta=meta)  # type: ignore[call-arg]  # `_meta` is the alias of `meta`
+        params = PaginatedRequestParams.model_validate(
+            {"cursor": cursor, "_meta": meta}
+        )  # the agent's `_meta`, checked as the SDK's
         async with client:
             try:
                 result = await monitored(client, _LIST[kind](client.session, params))
@@ -153,7 +159,9 @@ class SnapshotProxyProvider(ProxyProvider):
                 if exc.error.code == METHOD_NOT_FOUND:  # a server without such things lists none
                     return Page([])
                 raise
-        items = [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in getattr(result, _FIELD[kind])]
+        items = [
+            item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in getattr(result, _FIELD[kind])
+        ]
         return Page(items, result.next_cursor, result.meta)
 
     async def _complete(self, served: list[dict[str, Any]]) -> list[Tool]:
@@ -239,7 +247,7 @@ class SnapshotProxyProvider(ProxyProvider):
 
 _LABEL = {"tools": "tools", "resources": "resources", "resourceTemplates": "resource templates", "prompts": "prompts"}
 _FIELD = {"tools": "tools", "resources": "resources", "resourceTemplates": "resource_templates", "prompts": "prompts"}
-_LIST: dict[str, Callable[[Any, PaginatedRequestParams], Awaitable[Any]]] = {
+_LIST: dict[str, Callable[[Any, PaginatedRequestParams], Coroutine[Any, Any, Any]]] = {
     "tools": lambda session, params: session.list_tools(params=params),
     "resources": lambda session, params: session.list_resources(params=params),
     "resourceTemplates": lambda session, params: session.list_resource_templates(params=params),

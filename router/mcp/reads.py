@@ -18,7 +18,7 @@ from fastmcp.resources.base import ResourceContent, ResourceResult
 from mcp_types import AudioContent, EmbeddedResource, ImageContent, TextContent
 from pydantic import TypeAdapter
 
-from router.types import Observation, Provenance
+from calls import Observation, Provenance
 
 READ_RESOURCE = "resources/read"
 GET_PROMPT = "prompts/get"

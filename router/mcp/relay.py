@@ -45,8 +45,12 @@ class FrontRelay:
         self.prefixed = prefixed
         self.cancel_wait_s = cancel_wait_s
         self._fronts: dict[str, Any] = {}  # agent session -> a ServerSession of its connection (its own stream)
-        self._forwarded: dict[tuple[str, str], list[tuple[Any, Any]]] = {}  # (agent session, server) -> its requests upstream now
-        self._progress: dict[tuple[str, Any], tuple[Any, Any]] = {}  # (agent session, its progress token) -> its request
+        self._forwarded: dict[
+            tuple[str, str], list[tuple[Any, Any]]
+        ] = {}  # (agent session, server) -> its requests upstream now
+        self._progress: dict[
+            tuple[str, Any], tuple[Any, Any]
+        ] = {}  # (agent session, its progress token) -> its request
         self._cancels: dict[tuple[str, str], str | None] = {}  # (agent session, request id) -> the agent's reason
         self._cancel_seen: dict[tuple[str, str], asyncio.Event] = {}
 

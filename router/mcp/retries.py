@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.types import SessionSlice
+from calls import SessionSlice
 
 REMEMBERED_PER_SESSION = 64
 

@@ -1,7 +1,9 @@
-"""Builds simroute's MCP server: one proxy provider per upstream, the routing
-middleware in front, simroute's own listings and pass-through requests, the relay
+"""Builds simroute's MCP server: one proxy provider per upstream, simroute's own
+`tools/call` handler (and the routing middleware for what fastmcp dispatches),
+simroute's own listings and pass-through requests, the relay
 of the upstreams' notifications, the runtime (and any service beside the endpoint)
-opened and closed with the server."""
+opened and closed with the server. It is built from the parts it routes with
+(`McpParts`, router/runtime/parts.py), never the runtime that assembles them."""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from mcp_types import METHOD_NOT_FOUND
 
 from backends.mcp.fastmcp_private import low_level
 from router.mcp.browser_tools import browser_tools
+from router.mcp.call_handler import CallHandler
 from router.mcp.identity import agent_session_id
+from router.mcp.in_process import InProcessCalls, SimrouteServer
 from router.mcp.listings import Listings
 from router.mcp.local_tools import LocalTool
 from router.mcp.middleware import RoutingMiddleware
@@ -27,8 +31,9 @@ from router.mcp.passthrough import PassThrough
 from router.mcp.provider import SnapshotProxyProvider
 from router.mcp.relay import FrontRelay
 from router.mcp.shell_tools import shell_tools
+from router.mcp.tool_calls import ToolCalls
 from router.mcp.virtual_provider import VirtualProvider
-from router.runtime.runtime import Runtime
+from router.runtime.parts import McpParts
 
 INSTRUCTIONS = (
     "simroute routes each tool call to the real server, a world model, or recorded replays. "
@@ -44,7 +49,7 @@ class Service(Protocol):
     async def aclose(self) -> None: ...
 
 
-def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastMCP:
+def build_server(parts: McpParts, *, services: Sequence[Service] = ()) -> SimrouteServer:
     """simroute speaks the session-based (handshake) protocol era on every transport:
     an agent session is an MCP session (`Mcp-Session-Id` over HTTP), and the upstream's
     server-to-client requests (sampling, elicitation, roots) need the session's
@@ -54,7 +59,7 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
 
     @asynccontextmanager
     async def lifespan(server: FastMCP) -> AsyncIterator[dict[str, Any]]:
-        await runtime.start()
+        await parts.lifecycle.start()
         try:
             async with AsyncExitStack() as stack:
                 for service in services:
@@ -62,42 +67,50 @@ def build_server(runtime: Runtime, *, services: Sequence[Service] = ()) -> FastM
                     stack.push_async_callback(service.aclose)
                 yield {}
         finally:
-            await runtime.aclose()
+            await parts.lifecycle.aclose()
 
     # Schemas as the upstreams list them: fastmcp would inline every `$ref` and drop `$defs`.
-    server = FastMCP("simroute", instructions=INSTRUCTIONS, lifespan=lifespan, version=simroute_version(), dereference_schemas=False)
-    names = ToolNames(list(runtime.config.upstreams))
+    server = SimrouteServer(
+        "simroute", instructions=INSTRUCTIONS, lifespan=lifespan, version=simroute_version(), dereference_schemas=False
+    )
+    names = ToolNames(list(parts.config.upstreams))
     relay = FrontRelay(prefixed=names.prefixed)
-    runtime.upstreams.notices = relay  # what the upstreams send reaches their agent sessions
-    virtual = runtime.config.virtual_servers
+    parts.upstreams.notices = relay  # what the upstreams send reaches their agent sessions
+    virtual = parts.config.virtual_servers
     providers: dict[str, SnapshotProxyProvider | VirtualProvider] = {
         upstream: VirtualProvider(upstream, virtual[upstream])
         if upstream in virtual
         else SnapshotProxyProvider(
-            _upstream_client_factory(runtime, upstream, relay),
+            _upstream_client_factory(parts, upstream, relay),
             server=upstream,
-            store=runtime.store,
-            list_timeout_s=runtime.config.list_timeout_s,
-            on_tools=runtime.tool_catalog.update,
-            prefer_snapshot=lambda: _serving_an_episode(runtime),
-            pins=runtime.pins,
+            store=parts.store,
+            list_timeout_s=parts.config.list_timeout_s,
+            on_tools=parts.tool_catalog.update,
+            prefer_snapshot=lambda: _serving_an_episode(parts),
+            pins=parts.pins,
         )
         for upstream in names.servers
     }
     for upstream, provider in providers.items():
         server.add_provider(provider, namespace=upstream if names.prefixed else "")
-    runtime.upstreams.on_list_changed.append(lambda upstream, kind: providers[upstream].forget(kind))
+    parts.upstreams.on_list_changed.append(lambda upstream, kind: providers[upstream].forget(kind))
     # A server that says its tools changed is listed again (and judged by the pins) before its next call.
-    runtime.upstreams.on_list_changed.append(lambda upstream, kind: runtime.pins.mark_stale(upstream) if kind == "tools" else None)
-    runtime.pins.on_stale.append(lambda upstream: providers[upstream].forget("tools") if upstream in providers else None)
-    local = {entry.tool.name: entry for entry in local_tools(runtime)}
+    parts.upstreams.on_list_changed.append(
+        lambda upstream, kind: parts.pins.mark_stale(upstream) if kind == "tools" else None
+    )
+    parts.pins.on_stale.append(lambda upstream: providers[upstream].forget("tools") if upstream in providers else None)
+    local = {entry.tool.name: entry for entry in local_tools(parts)}
     for entry in local.values():
         server.add_tool(entry.tool)
-    passthrough = PassThrough(runtime, names, providers, relay)
+    passthrough = PassThrough(parts, names, providers, relay)
+    calls = ToolCalls(parts, names, providers, local, relay=relay)
     server.add_middleware(passthrough)
-    server.add_middleware(RoutingMiddleware(runtime, names, providers, local, relay=relay))
+    server.add_middleware(RoutingMiddleware(parts, names, calls))
     passthrough.register(server)
-    Listings(runtime, names, providers, local).register(server)
+    handler = CallHandler(server, calls)
+    handler.register()
+    server.in_process = InProcessCalls(server, calls, handler)  # an episode's steps (router/episodes/steps.py)
+    Listings(parts, names, providers, local).register(server)
     _advertise_handshake_era_only(server)
     return server
 
@@ -110,17 +123,17 @@ def simroute_version() -> str:
         return "unknown"
 
 
-def local_tools(runtime: Runtime) -> list[LocalTool]:
+def local_tools(parts: McpParts) -> list[LocalTool]:
     """simroute's own tools, per enabled channel."""
     tools: list[LocalTool] = []
-    if runtime.shell is not None:
-        tools += shell_tools(runtime.shell, runtime.config.shell)
-    if runtime.browser is not None:
-        tools += browser_tools(runtime.browser)
+    if parts.shell is not None:
+        tools += shell_tools(parts.shell, parts.config.shell)
+    if parts.browser is not None:
+        tools += browser_tools(parts.browser)
     return tools
 
 
-def _upstream_client_factory(runtime: Runtime, upstream: str, relay: FrontRelay):
+def _upstream_client_factory(parts: McpParts, upstream: str, relay: FrontRelay):
     async def client_for_current_session():
         ctx = get_context()
         session_id = agent_session_id(ctx)
@@ -128,15 +141,15 @@ def _upstream_client_factory(runtime: Runtime, upstream: str, relay: FrontRelay)
             relay.seen(session_id, ctx.session)  # where the upstream's notifications go
         except RuntimeError:  # an episode's step taken in-process has no MCP client to tell
             pass
-        return await runtime.upstreams.client_for(session_id, upstream)
+        return await parts.upstreams.client_for(session_id, upstream)
 
     return client_for_current_session
 
 
-def _serving_an_episode(runtime: Runtime) -> bool:
+def _serving_an_episode(parts: McpParts) -> bool:
     """Whether the current request is an episode's: its listings come from the stored
     snapshot when there is one, so a simulated episode starts no upstream process."""
-    session = runtime.sessions.find(agent_session_id(get_context()))
+    session = parts.sessions.find(agent_session_id(get_context()))
     return session is not None and session.is_episode
 
 

@@ -74,7 +74,9 @@ class _Flight:
 
 
 async def gone(send: Any) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"Not Found: {_GONE}"}}).encode()
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"Not Found: {_GONE}"}}
+    ).encode()
     await send({"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
 
@@ -82,7 +84,13 @@ async def gone(send: Any) -> None:
 class SessionCloseGuard:
     """ASGI middleware in front of the MCP transport (see the module's docstring)."""
 
-    def __init__(self, app: Any, *, grace_s: float = CLOSE_GRACE_S, on_closed: Callable[[Any, str], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        grace_s: float = CLOSE_GRACE_S,
+        on_closed: Callable[[Any, str], Awaitable[None]] | None = None,
+    ) -> None:
         self.app = app
         self.grace_s = grace_s
         self.on_closed = on_closed  # told (the DELETE's scope, the session id) once a session was closed
@@ -120,10 +128,10 @@ class SessionCloseGuard:
                         await other.done.wait()  # its answer first (a close cancels this wait)
                 await self.app(scope, receive, flight.send_tracked)
         finally:
-            flights = self._in_flight.get(session)
-            if flights is not None:
-                flights.discard(flight)
-                if not flights:
+            left = self._in_flight.get(session)  # gone already when the session's close ended them
+            if left is not None:
+                left.discard(flight)
+                if not left:
                     del self._in_flight[session]
             flight.done.set()
         if flight.scope.cancelled_caught:

@@ -27,7 +27,10 @@ OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {
         "output": {"type": "string", "description": "stdout and stderr as a terminal shows them, trimmed"},
-        "exit_code": {"type": ["integer", "null"], "description": "null when unknown (timed out, shell exited, not shown by a simulation)"},
+        "exit_code": {
+            "type": ["integer", "null"],
+            "description": "null when unknown (timed out, shell exited, not shown by a simulation)",
+        },
         "cwd": {"type": ["string", "null"], "description": "working directory after the command; null when unknown"},
         "timed_out": {"type": "boolean"},
         "truncated": {"type": "boolean"},
@@ -40,10 +43,17 @@ OUTPUT_SCHEMA = {
 
 def shell_tools(sandboxes: Sandboxes, config: ShellConfig) -> list[LocalTool]:
     async def shell_exec(
-        command: Annotated[str, Field(min_length=1, description="A bash command line; runs in the session's persistent shell.")],
+        command: Annotated[
+            str, Field(min_length=1, description="A bash command line; runs in the session's persistent shell.")
+        ],
         timeout_s: Annotated[
             float | None,
-            Field(gt=0, description=f"Deadline in seconds (default {config.default_timeout_s:g}, at most {config.max_timeout_s:g})."),
+            Field(
+                gt=0,
+                description=(
+                    f"Deadline in seconds (default {config.default_timeout_s:g}, at most {config.max_timeout_s:g})."
+                ),
+            ),
         ] = None,
     ) -> ToolResult:
         session_id = agent_session_id(get_context())
@@ -52,7 +62,9 @@ def shell_tools(sandboxes: Sandboxes, config: ShellConfig) -> list[LocalTool]:
         except BackendUnavailable as exc:
             # No sandbox to run in (no Docker engine, a failed preparation, stopping): simroute's
             # own answer, said in the result rather than raised (a traceback logged per call).
-            return ToolResult(content=[TextContent(type="text", text=f"simroute: {exc}")], is_error=True, meta=own_answer_meta())
+            return ToolResult(
+                content=[TextContent(type="text", text=f"simroute: {exc}")], is_error=True, meta=own_answer_meta()
+            )
         return ToolResult(
             content=[TextContent(type="text", text=result.text())],
             structured_content=result.structured(),

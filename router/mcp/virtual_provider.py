@@ -47,7 +47,9 @@ class VirtualProvider(Provider):
                 description=definition.get("description") or None,
                 parameters=definition["inputSchema"],
                 output_schema=definition.get("outputSchema"),
-                annotations=mcp_types.ToolAnnotations.model_validate(definition["annotations"]) if definition.get("annotations") else None,
+                annotations=mcp_types.ToolAnnotations.model_validate(definition["annotations"])
+                if definition.get("annotations")
+                else None,
             )
             for definition in spec.definitions()
         }

@@ -3,5 +3,5 @@ decision code the live router runs: `explain.py` (why a call takes its route),
 `learned_eval.py` (the learned router replayed over recorded calls).
 
 May import: `router.config`, `router.engine`, `router.runtime` (the policy chain),
-`router.types`, `policies`, `backends`, `shadow`.
+`calls`, `policies`, `backends`, `shadow`, `records`.
 """

@@ -1,11 +1,11 @@
 """`simroute compare-models`' run: each held-out session's calls replayed against
 each candidate world model, in step order, with the history the router would give
 it (the observations the agent saw before the call) and examples from the
-training side only (router/runtime/world.py ExampleLookup.withheld).
+training side only (router/runtime/simulated_side.py ExampleLookup.withheld).
 
-A candidate is built the way the router serves it (router/runtime/world.py): the
+A candidate is built the way the router serves it (router/runtime/simulated_side.py): the
 config's world-model settings, with the candidate's GGUF file in-process or its
-endpoint as an OpenAI-compatible engine. Candidates run one after the other: one
+endpoint as an OpenAI-compatible model runner. Candidates run one after the other: one
 model in memory at a time."""
 
 from __future__ import annotations
@@ -18,18 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from backends.world_model.checks import check
-from backends.world_model.engine import Completion
+from backends.world_model.model_runner import Completion
+from calls import Observation, Session, Turn
+from records.judge.pairs import Pair
+from records.judge.run import JudgeModel, judge_pair
+from records.record import Record
+from records.store.protocol import RecordStore
 from router.config import Config
 from router.reports.held_out import HeldOut, real_answer
 from router.reports.model_compare import CallResult
+from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_world_model_simulator
 from router.runtime.training_prompts import DOMAINS
-from router.runtime.world import ExampleLookup, build_engine, build_world_simulator
-from router.types import Observation, Session, Turn
 from shadow.compare.divergence import compare
-from shadow.judge.pairs import Pair
-from shadow.judge.run import JudgeModel, judge_pair
-from shadow.records import Record
-from shadow.store.protocol import RecordStore
 
 # What the simulator answers when the model gave none (simulator.py): never well-formed.
 _MODEL_FAILED = ("simroute: world model failed", "simroute: no world-model domain")
@@ -73,12 +73,17 @@ def candidate_config(config: Config, candidate: Candidate, *, temperature: float
     if candidate.served:
         update |= {"engine": "openai", "url": candidate.location}
     else:
-        update |= {"engine": "llama", "model_path": str(Path(candidate.location).expanduser().resolve())}
+        # The candidate is the file it names: the configured adapter belongs to the configured model.
+        update |= {
+            "engine": "llama",
+            "model_path": str(Path(candidate.location).expanduser().resolve()),
+            "lora_path": None,
+        }
     return config.model_copy(update={"world_model": config.world_model.model_copy(update=update)})
 
 
-class MeteredEngine:
-    """A world-model engine that keeps what the current call cost (every attempt's
+class MeteredModelRunner:
+    """A model runner that keeps what the current call cost (every attempt's
     tokens) and the prompts it was sent."""
 
     def __init__(self, inner: Any) -> None:
@@ -171,9 +176,12 @@ async def add_floors(store: RecordStore, found: Sequence[Target], keys: Any) -> 
         same = [
             row
             for row in rows
-            if row.get("call_key") == target.record.call_key and not row.get("perturbation") and row.get("provenance", "real") == "real"
+            if row.get("call_key") == target.record.call_key
+            and not row.get("perturbation")
+            and row.get("provenance", "real") == "real"
         ]
-        same.sort(key=lambda row: row.get("occurrence") != target.record.occurrence)  # the same point of a session first
+        # The same point of a session first.
+        same.sort(key=lambda row: row.get("occurrence") != target.record.occurrence)
         if same:
             other = Observation.from_json(same[0]["observation"])
             target.floor = compare(target.real, other, channel=call.channel).score
@@ -193,30 +201,30 @@ async def run_candidate(
     judge_deadline_s: float = 120.0,
 ) -> list[CallResult]:
     cfg = candidate_config(config, candidate, temperature=temperature)
-    engine = MeteredEngine(build_engine(cfg))
+    model_runner = MeteredModelRunner(build_model_runner(cfg))
     lookup = ExampleLookup(store)
     lookup.loop = asyncio.get_running_loop()
     lookup.call_key_of = lambda call: keys.keys(call).replay
     lookup.exact_key_of = lambda call: keys.keys(call).exact
     lookup.visible = keys.visible
     lookup.withheld = held_out.withheld
-    simulator = build_world_simulator(cfg, store, engine, lookup)
+    simulator = build_world_model_simulator(cfg, store, model_runner, lookup)
     results = []
     try:
         for target in found:
             call = target.record.call
-            engine.reset()
+            model_runner.reset()
             await lookup.prefetch(call)
             session = Session(id=call.session_id, history=target.history, steps=target.record.step)
             simulated = await simulator.simulate(call, session, deadline_s=cfg.world_model.deadline_s)
-            for messages in engine.prompts:
+            for messages in model_runner.prompts:
                 on_prompt(candidate, target.record, messages)
-            result = _result(candidate, target, simulated, engine.completions)
+            result = _result(candidate, target, simulated, model_runner.completions)
             if judge is not None and result.well_formed:  # a failed simulation has no answer to score
                 result = replace(result, judge_score=await _judge_score(judge, target, simulated, judge_deadline_s))
             results.append(result)
     finally:
-        await engine.inner.aclose()
+        await model_runner.inner.aclose()
     return results
 
 
@@ -231,7 +239,9 @@ def _result(candidate: Candidate, target: Target, simulated: Observation, comple
     call = target.record.call
     failed = simulated.is_error and simulated.text.startswith(_MODEL_FAILED)
     json_body = call.channel == "http" and _is_json((target.real.structured or {}).get("body"))
-    problem = simulated.text[:200] if failed else check(call.channel, simulated, schema=target.schema, json_body=json_body)
+    problem = (
+        simulated.text[:200] if failed else check(call.channel, simulated, schema=target.schema, json_body=json_body)
+    )
     return CallResult(
         candidate=candidate.name,
         domain=DOMAINS[call.channel],

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from backends.http.messages import HttpSettings, make_call
+from calls import Call, Decision, Route, Session
 from policies.base import decide
 from policies.rules import RulesPolicy
 from policies.safety.policy import SafetyPolicy
@@ -22,7 +23,6 @@ from router.config import Config
 from router.engine.tool_catalog import ToolCatalog
 from router.reports.learned_policy import learned_json
 from router.runtime.policy_chain import build_policies, virtual_servers
-from router.types import Call, Decision, Route, Session
 
 SESSION = "explain"
 _FALLBACK = Decision(Route.REAL, "default", "no policy answered")
@@ -96,8 +96,12 @@ def _http_call(name: Any, arguments: dict[str, Any], server: Any, config: Config
         data = b""
     else:
         data = str(body).encode()
-    settings = HttpSettings(record_headers=tuple(h.lower() for h in config.http.record_headers), max_body_bytes=config.http.max_body_bytes)
-    call = make_call(method=str(method or "GET"), url=url, headers=pairs, body=data, session_id=session, settings=settings)
+    settings = HttpSettings(
+        record_headers=tuple(h.lower() for h in config.http.record_headers), max_body_bytes=config.http.max_body_bytes
+    )
+    call = make_call(
+        method=str(method or "GET"), url=url, headers=pairs, body=data, session_id=session, settings=settings
+    )
     if server is not None and str(server) != call.server:
         raise CallFormatError(f"server {server!r} does not match the URL's host {call.server!r}")
     return call
@@ -131,7 +135,9 @@ class Explainer:
         }
         if decision.policy == "learned" and self.learned is not None:
             gate = self.policies[0] if isinstance(self.policies[0], SafetyPolicy) else None
-            result["learned"] = learned_json(self.learned, call, Session(call.session_id), gate.verdict(call, session) if gate else None)
+            result["learned"] = learned_json(
+                self.learned, call, Session(call.session_id), gate.verdict(call, session) if gate else None
+            )
         if decision.shadow_rate is not None:
             result["shadow_rate"] = decision.shadow_rate
         if decision.deadline_s is not None:

@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.types import Observation
-from shadow.export.options import SessionSplit
-from shadow.records import Record
+from calls import Observation
+from records.export.options import SessionSplit
+from records.record import Record
 
 # Records whose observation the agent saw (`simroute export`'s default statuses).
 SEEN = ("complete", "pending", "skipped")

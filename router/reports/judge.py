@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from shadow.judge.prompt import DIMENSIONS
+from records.judge.prompt import DIMENSIONS
 
 
 def render(report: dict[str, Any]) -> list[Any]:
     from rich.table import Table
 
     judge = report["judge"]
-    scores = Table(title=f"judge {judge['model']} ({judge['prompt_version']}) at {judge['endpoint']}", title_justify="left")
+    scores = Table(
+        title=f"judge {judge['model']} ({judge['prompt_version']}) at {judge['endpoint']}", title_justify="left"
+    )
     scores.add_column("pairs")
     for name in (*DIMENSIONS, "mean (1-5)", "score (0-100)", "scored", "failed", "retried"):
         scores.add_column(name, justify="right")
@@ -33,7 +35,9 @@ def render(report: dict[str, Any]) -> list[Any]:
     facts.add_column("what")
     facts.add_column("value", justify="right")
     facts.add_row("failure rate", _fmt(report["failure_rate"], 3))
-    facts.add_row("Spearman (score vs -divergence)", _fmt(agreement["spearman"], 3) + f" over {agreement['pairs']} pairs")
+    facts.add_row(
+        "Spearman (score vs -divergence)", _fmt(agreement["spearman"], 3) + f" over {agreement['pairs']} pairs"
+    )
     facts.add_row("scores stored", str(report["stored"]))
     facts.add_row("records read", str(report["records_read"]))
     tools = Table(title="per tool (0-100)", title_justify="left")

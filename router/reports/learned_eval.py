@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from calls import Mode
 from router.config import Config
 from router.engine.tool_catalog import ToolCatalog
 from router.reports.learned_policy import explained_policy
 from router.reports.workload import ExplainedPolicy, RecordedCall, WorkloadReport, recorded_workload, run_workload
 from router.runtime.policy_chain import build_policies, learned_settings, learned_tenancy, replay_modes
-from router.types import Mode
 
 
 def evaluate_rows(
@@ -32,7 +32,8 @@ def evaluate_rows(
     """The report of deciding `rows`' sessions (or only `sessions`) again."""
     learned = explained_policy(cfg, model_path) if cfg.uses_learned() or model_path is not None else None
     if learned is not None and model_path is not None and not cfg.uses_learned():
-        cfg = cfg.model_copy(update={"mode": Mode.LEARNED})  # --model with a config that does not use it: evaluate it as the mode
+        # --model with a config that does not use it: evaluate it as the mode.
+        cfg = cfg.model_copy(update={"mode": Mode.LEARNED})
     calls = recorded_workload(
         rows,
         max_divergence=cfg.learned.max_divergence,
@@ -67,7 +68,17 @@ def render(report: WorkloadReport, *, title: str):
     from rich.table import Table
 
     table = Table(
-        "calls", "sessions", "off real", "sim", "replay", "replay misses", "fidelity kept", "wrong", "unscored", "cost saved", title=title
+        "calls",
+        "sessions",
+        "off real",
+        "sim",
+        "replay",
+        "replay misses",
+        "fidelity kept",
+        "wrong",
+        "unscored",
+        "cost saved",
+        title=title,
     )
     table.add_row(
         str(report.calls),

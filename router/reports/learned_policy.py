@@ -40,7 +40,9 @@ def loaded_policy(cfg: Config, model_path: Path | None = None, *, rows: list[dic
     path = model_path or cfg.learned_model_path
     model = load_model(path) if path.exists() else None
     builder = StateBuilder(
-        max_divergence=cfg.learned.max_divergence, prior_strength=cfg.learned.prior_strength, tenancy=learned_tenancy(cfg)
+        max_divergence=cfg.learned.max_divergence,
+        prior_strength=cfg.learned.prior_strength,
+        tenancy=learned_tenancy(cfg),
     )
     builder.add(sorted(rows, key=lambda r: (r["ts"], r["id"])))
     return LearnedPolicy(
@@ -58,7 +60,10 @@ def explained_policy(cfg: Config, model_path: Path | None = None) -> ExplainedPo
     path = model_path or cfg.learned_model_path
     model = load_model(path) if path.exists() else None
     return ExplainedPolicy(
-        learned_settings(cfg), replay_key_of=replay_key_function(cfg), model=model, expected_sub=expected_sub(cfg.world_state.on_for)
+        learned_settings(cfg),
+        replay_key_of=replay_key_function(cfg),
+        model=model,
+        expected_sub=expected_sub(cfg.world_state.on_for),
     )
 
 

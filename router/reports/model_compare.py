@@ -125,12 +125,17 @@ def render(rows: Sequence[ToolRow]) -> str:
             tokens = f"{row.prompt_tokens:.0f}/{row.completion_tokens:.0f}"
             score = "-" if row.judge_score is None else f"{row.judge_score:.0f} ({row.judged})"
             lines.append(
-                f"{domain:9} {tool[:28]:28} {row.candidate[:16]:16} {row.calls:5d} {row.mean_divergence:8.3f} {floor:>11} "
+                f"{domain:9} {tool[:28]:28} {row.candidate[:16]:16} "
+                f"{row.calls:5d} {row.mean_divergence:8.3f} {floor:>11} "
                 f"{row.well_formed:11.0%} {row.latency_p50_s:7.2f} {row.latency_p95_s:7.2f} {tokens:>14}"
                 + (f" {score:>11}" if judged else "")
             )
     lines.append("")
-    lines.append("mean div: 0 = the real answer (noise masked), 1 = unrelated; floor: two real answers to the same call (pairs)")
+    lines.append(
+        "mean div: 0 = the real answer (noise masked), 1 = unrelated; floor: two real answers to the same call (pairs)"
+    )
     if judged:
-        lines.append("judge: the judge model's 0–100 score of the simulated answer against the real one (calls with a verdict)")
+        lines.append(
+            "judge: the judge model's 0–100 score of the simulated answer against the real one (calls with a verdict)"
+        )
     return "\n".join(lines)

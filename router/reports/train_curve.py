@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from calls import Mode
 from policies.learned import LearnedModel, RouteModel
 from policies.learned.curve import NEVER
 from policies.learned.scorer import LinearScorer
@@ -30,7 +31,6 @@ from router.reports.learned_eval import decide_again
 from router.reports.learned_policy import replay_key_function
 from router.reports.workload import ExplainedPolicy, RecordedCall, WorkloadReport, recorded_workload
 from router.runtime.policy_chain import learned_settings, learned_tenancy
-from router.types import Mode
 
 GRID = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99)
 
@@ -64,7 +64,8 @@ def workload_curve(
     cfg: Config, rows: Sequence[dict[str, Any]], classifiers: dict[str, Any], *, catalog: ToolCatalog | None = None
 ) -> TrainCurve:
     if not cfg.uses_learned():
-        cfg = cfg.model_copy(update={"mode": Mode.LEARNED})  # the curve is of the learned router, whatever the config's mode
+        # The curve is of the learned router, whatever the config's mode.
+        cfg = cfg.model_copy(update={"mode": Mode.LEARNED})
     section = cfg.learned
     calls = recorded_workload(
         rows, max_divergence=section.max_divergence, prior_strength=section.prior_strength, tenancy=learned_tenancy(cfg)
@@ -78,7 +79,9 @@ def workload_curve(
         points = []
         for threshold in (NEVER, *sorted(GRID, reverse=True)):
             report = _run(cfg, calls, scorers, {**thresholds, route: threshold}, catalog)
-            points.append(WorkloadPoint(threshold, report.off_real_share, report.fidelity, report.wrong, report.cost_saved))
+            points.append(
+                WorkloadPoint(threshold, report.off_real_share, report.fidelity, report.wrong, report.cost_saved)
+            )
         chosen = points[0]
         for point in points[1:]:
             if point.fidelity < section.target_fidelity:
@@ -91,10 +94,16 @@ def workload_curve(
 
 
 def _run(
-    cfg: Config, calls: Sequence[RecordedCall], scorers: dict[str, LinearScorer], thresholds: dict[str, float], catalog: ToolCatalog | None
+    cfg: Config,
+    calls: Sequence[RecordedCall],
+    scorers: dict[str, LinearScorer],
+    thresholds: dict[str, float],
+    catalog: ToolCatalog | None,
 ) -> WorkloadReport:
     model = (
-        LearnedModel({route: RouteModel(scorer, thresholds[route]) for route, scorer in scorers.items()}, digest="candidate")
+        LearnedModel(
+            {route: RouteModel(scorer, thresholds[route]) for route, scorer in scorers.items()}, digest="candidate"
+        )
         if scorers
         else None
     )

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from calls import Call, Decision, Route, Session
 from policies import rehearsal
 from policies.base import decide
 from policies.learned import LearnedPolicy, LearnedState, StateBuilder, after_call
@@ -40,7 +41,6 @@ from policies.learned.policy import Assessment
 from policies.learned.replay_sources import Missed, Served
 from policies.learned.tenancy import NO_TOKENS, Tenancy
 from router.engine.replay_modes import ReplayModes
-from router.types import Call, Decision, Route, Session
 
 _FALLBACK = Decision(Route.REAL, "default", "no policy answered")
 _LABEL_COUNT = re.compile(r", \d+ labels?$")
@@ -134,7 +134,9 @@ def recorded_workload(
         if state is None:
             state = started[session] = builder.snapshot()
         key = row.get("replay_key") or row.get("call_key") or ""
-        served = builder.labels.serve(row, tenancy.own(session) + tool_key(row["channel"], row["server"], row["tool"]), key)
+        served = builder.labels.serve(
+            row, tenancy.own(session) + tool_key(row["channel"], row["server"], row["tool"]), key
+        )
         labels = {label.route: label for label in builder.add_row(row)}
         replay, sim = labels.get("replay"), labels.get("sim")
         out.append(

@@ -10,8 +10,8 @@ from backends.world_state import http
 from backends.world_state.session import WorldState, rebuilt
 from backends.world_state.shell import run
 from backends.world_state.shell_view import state_view
-from router.types import Call
-from shadow.store.protocol import RecordStore
+from calls import Call
+from records.store.protocol import RecordStore
 
 RECORDS_READ = 100_000
 
@@ -22,7 +22,9 @@ async def session_world(store: RecordStore, session_id: str) -> WorldState:
         (r.call, r.served, r.perturbation is not None, r.ts)
         for r in records
         if r.status != "started"
-        and (r.call.channel == "http" or (r.call.channel == "shell" and isinstance(r.call.arguments.get("command"), str)))
+        and (
+            r.call.channel == "http" or (r.call.channel == "shell" and isinstance(r.call.arguments.get("command"), str))
+        )
     ]
     return rebuilt(turns)
 
@@ -38,7 +40,7 @@ def would_answer(state: WorldState, call: Call) -> dict[str, Any]:
     if call.channel != "shell" or not isinstance(command, str):
         return {}
     world = state.shell_world().copy()
-    outcome = run(world, command)
-    if outcome is None:
+    ran = run(world, command)
+    if ran is None:
         return {"sub": "model+state", "told": state_view(state.shell_world(), command)}
-    return {"sub": "state", "output": outcome.output, "exit_code": outcome.exit_code, "cwd": outcome.cwd}
+    return {"sub": "state", "output": ran.output, "exit_code": ran.exit_code, "cwd": ran.cwd}

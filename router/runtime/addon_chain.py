@@ -6,6 +6,7 @@ trace span ends before the shadow work that is its child is submitted."""
 from __future__ import annotations
 
 from backends.world_model.facts import StatedFacts
+from calls import SessionSlice
 from policies import learned, rehearsal
 from policies.marks import ROUTING_MARKS
 from policies.virtual import VirtualServers
@@ -18,19 +19,19 @@ from router.addons.stated_facts import FactKeeper
 from router.addons.tracing import CallTracer
 from router.addons.upstream_guard.guard import UpstreamGuard
 from router.addons.virtual_servers import VirtualServerRoutes
-from router.addons.world_state import WorldStateKeeper, workspace_reader
+from router.addons.world_state import WorldStateKeeper, WorldVersions, workspace_reader
 from router.config import Config
 from router.engine.addons import CallAddon
 from router.runtime.state_shadow import state_answer
-from router.types import SessionSlice
 from shadow.noise_learner import NoiseLearner
 from shadow.runner import ShadowQueue
 
 
 def shared_slices() -> list[type[SessionSlice]]:
     """The session slices every call reads from shared state (with its claim, in one
-    round trip): the marks the policies decide by, the facts the world model is told."""
-    return [*ROUTING_MARKS, StatedFacts]
+    round trip): the marks the policies decide by, the facts the world model is told,
+    which save of the session's world Redis holds."""
+    return [*ROUTING_MARKS, StatedFacts, WorldVersions]
 
 
 def policy_after_calls() -> list[AfterCall]:
@@ -71,7 +72,9 @@ def default_addons(
             shadow,
             rate=config.shadow.rate,
             state_answer=state_answer(
-                config.world_state.on_for, screen_lines=config.shell.screen_lines, screen_chars=config.shell.screen_chars
+                config.world_state.on_for,
+                screen_lines=config.shell.screen_lines,
+                screen_chars=config.shell.screen_chars,
             )
             if config.world_state.enabled
             else None,

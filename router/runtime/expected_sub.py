@@ -18,7 +18,7 @@ from backends.world_state.shell.commands import COMMANDS
 from backends.world_state.shell.errors import Unanswerable
 from backends.world_state.shell.parse import parse_line
 from backends.world_state.shell.syntax import Simple
-from router.types import Call, Session
+from calls import Call, Session
 
 STATE, MODEL_STATE = "state", "model+state"
 

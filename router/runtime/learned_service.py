@@ -21,8 +21,8 @@ from policies.errors import ModelLoadError
 from policies.learned import LearnedPolicy, StateBuilder
 from policies.learned.persistence import load_model, load_model_bytes
 from policies.learned.tenancy import NO_TOKENS, Tenancy
-from shadow.store.protocol import StoreError
-from shadow.store.redis.base import REDIS_ERRORS
+from records.store.protocol import StoreError
+from records.store.redis.base import REDIS_ERRORS
 
 log = logging.getLogger("simroute.learned")
 
@@ -95,7 +95,10 @@ class LearnedService:
         self.policy.model = model
         self.last_error = None
         self.loads += 1
-        routes = ", ".join(f"{route} threshold {m.threshold:.3f}" for route, m in sorted(model.routes.items())) or "no trained route"
+        routes = (
+            ", ".join(f"{route} threshold {m.threshold:.3f}" for route, m in sorted(model.routes.items()))
+            or "no trained route"
+        )
         log.info("learned router: loaded model %s from %s (%s)", model.digest, model.source, routes)
         return True
 
@@ -124,8 +127,13 @@ class LearnedService:
                         await self.check_published()  # anything published before the subscription
                     await self.store.next_announcement(subscription, timeout_s=self.publish_poll_s)
                 except StoreError as exc:
-                    log.warning("learned router: model announcements not received (%s); polling every %gs", exc, self.publish_poll_s)
-                    subscription = await _closed(subscription)
+                    log.warning(
+                        "learned router: model announcements not received (%s); polling every %gs",
+                        exc,
+                        self.publish_poll_s,
+                    )
+                    await _closed(subscription)
+                    subscription = None
                     await asyncio.sleep(self.publish_poll_s)
                 await self.check_published()
         finally:
@@ -189,7 +197,9 @@ def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None)
 
     section = config.learned
     return LearnedService(
-        LearnedPolicy(learned_settings(config), replay_key_of=replay_key_of, expected_sub=expected_sub(config.world_state.on_for)),
+        LearnedPolicy(
+            learned_settings(config), replay_key_of=replay_key_of, expected_sub=expected_sub(config.world_state.on_for)
+        ),
         store,
         model_path=config.learned_model_path,
         max_divergence=section.max_divergence,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from calls import Route
 from policies.base import Policy
 from policies.chain import default_policies
 from policies.learned import LearnedPolicy, LearnedSettings
@@ -16,7 +17,11 @@ from policies.virtual import VirtualServers
 from router.auth import configured_tokens
 from router.config import Config
 from router.engine.replay_modes import ReplayModes
-from router.types import Route
+
+
+def forkable_mcp(config: Config) -> frozenset[str]:
+    """The stdio MCP servers naming local state (`mcpServers.<name>.state`), as `mcp:<name>`."""
+    return frozenset(f"mcp:{name}" for name, spec in config.real_upstreams.items() if getattr(spec, "state", None))
 
 
 def rehearsal_gate(config: Config, learned: LearnedPolicy | None = None) -> RehearsalGate | None:
@@ -24,7 +29,9 @@ def rehearsal_gate(config: Config, learned: LearnedPolicy | None = None) -> Rehe
     if not section.enabled:
         return None
     gate = RehearsalGate(
-        allow=RulesPolicy(config.parsed_allow_rules(), name="rehearsal.allow", learned=learned), on_divert=Route(section.on_divert)
+        allow=RulesPolicy(config.parsed_allow_rules(), name="rehearsal.allow", learned=learned),
+        on_divert=Route(section.on_divert),
+        forkable=frozenset({"shell"} if config.shell.enabled else ()) | forkable_mcp(config),
     )
     for channel, classes in section.divert.items():
         gate.divert = {**gate.divert, channel: frozenset(SafetyClass(c) for c in classes)}
@@ -33,7 +40,9 @@ def rehearsal_gate(config: Config, learned: LearnedPolicy | None = None) -> Rehe
 
 def replay_modes(config: Config) -> ReplayModes:
     """What replay does on a miss and whether it records."""
-    return ReplayModes(config.replay.record_mode, config.replay.on_miss, config.replay.recording, virtual=virtual_servers(config))
+    return ReplayModes(
+        config.replay.record_mode, config.replay.on_miss, config.replay.recording, virtual=virtual_servers(config)
+    )
 
 
 def learned_settings(config: Config) -> LearnedSettings:
@@ -56,7 +65,11 @@ def learned_tenancy(config: Config) -> Tenancy:
 
 
 def build_policies(
-    config: Config, *, tools_meta: ToolLookup = no_tools, learned: LearnedPolicy | None = None, holds: Sequence[Policy] = ()
+    config: Config,
+    *,
+    tools_meta: ToolLookup = no_tools,
+    learned: LearnedPolicy | None = None,
+    holds: Sequence[Policy] = (),
 ) -> list[Policy]:
     """The chain; `learned`: the learned router to use when the config hands calls to it
     (default: one with no model and no statistics yet, which keeps calls real); `holds`:

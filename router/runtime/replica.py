@@ -1,7 +1,7 @@
 """This router as one replica of several on a Redis store: its lease, the reaping of
 what dead replicas left, and the claims on sessions' real stateful backends.
 
-- The lease (`shadow/store/redis/replicas.py`) is renewed every third of
+- The lease (`records/shared_state/replicas_redis.py`) is renewed every third of
   `sessions.replica_lease_s` by a named background task. A replica killed on any host
   stops renewing; once its lease ran out, a live replica marks the calls it left
   `started` interrupted and removes the sandbox and browser containers it left on a
@@ -18,17 +18,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from backends.errors import BackendLost
-from shadow.owners import owner_judge, this_process_owner
-from shadow.store.protocol import StoreError
-from shadow.store.redis.replicas import RedisBackendClaims, RedisReplicaLeases
+from records.owners import owner_judge, this_process_owner
+from records.shared_state.replicas_redis import RedisBackendClaims, RedisReplicaLeases
+from records.store.protocol import StoreError
 
 if TYPE_CHECKING:
     from backends.browser.pool import BrowserPool
     from backends.mcp.upstream import UpstreamPool
     from backends.shell.sandboxes import Sandboxes
+    from records.shared_state.deployment import SharedState
     from router.config import Config
 
 log = logging.getLogger("simroute.replica")
@@ -38,7 +39,9 @@ REAP_EVERY_RENEWALS = 3
 
 
 class ReplicaPresence:
-    def __init__(self, leases: RedisReplicaLeases | None, claims: RedisBackendClaims | None, *, identity: str | None = None) -> None:
+    def __init__(
+        self, leases: RedisReplicaLeases | None, claims: RedisBackendClaims | None, *, identity: str | None = None
+    ) -> None:
         self.leases = leases
         self.claims = claims
         self.identity = identity or this_process_owner()
@@ -93,7 +96,9 @@ class ReplicaPresence:
         for reaper in self.container_reapers:
             removed += await reaper(owns)
         if interrupted:
-            log.warning("%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted)
+            log.warning(
+                "%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted
+            )
         if removed:
             log.info("removed %d container(s) left by a stopped router: %s", len(removed), ", ".join(removed))
         return interrupted, removed
@@ -139,8 +144,9 @@ class ReplicaPresence:
                 "send the session's calls to the replica that holds it (a sticky load balancer), or start a new session"
             )
         raise BackendLost(
-            f"this session's {what} was lost with replica {holder}, which stopped (no fresh one is started in its place: "
-            "what the session's earlier commands did is gone); start a new session or episode"
+            f"this session's {what} was lost with replica {holder}, which stopped "
+            "(no fresh one is started in its place: what the session's earlier commands did is gone); "
+            "start a new session or episode"
         )
 
     async def release(self, session_id: str, kind: str) -> None:
@@ -164,15 +170,18 @@ class ReplicaPresence:
 
 
 def replica_presence(
-    config: Config, store: Any, shell: Sandboxes | None, browser: BrowserPool | None = None, upstreams: UpstreamPool | None = None
+    config: Config,
+    shared: SharedState,
+    shell: Sandboxes | None,
+    browser: BrowserPool | None = None,
+    upstreams: UpstreamPool | None = None,
 ) -> ReplicaPresence:
     """Leases and claims in the Redis store; none with the embedded one (one router)."""
-    if config.store.redis_url is None:
-        return ReplicaPresence(None, None)
     sessions = config.sessions
-    presence = ReplicaPresence(
-        RedisReplicaLeases(store, lease_s=sessions.replica_lease_s), RedisBackendClaims(store, ttl_s=2 * sessions.idle_ttl_s)
-    )
+    held = shared.replicas(lease_s=sessions.replica_lease_s, claims_ttl_s=2 * sessions.idle_ttl_s)
+    if held is None:
+        return ReplicaPresence(None, None)
+    presence = ReplicaPresence(*held)
     if shell is not None:
         shell.before_open = lambda session_id: presence.claim(session_id, "shell", "shell sandbox")
         shell.after_close = lambda session_id: presence.release(session_id, "shell")

@@ -15,35 +15,33 @@ from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
 from backends.replay import ReplayBackend, namespace_of
 from backends.shell.sandboxes import Sandboxes
+from calls import Call
+from records.shared_state.guard_slots import Limits
+from records.store.noise_counts import NoiseRule
+from records.store.protocol import ReplaySource
+from records.store.record_log import RecordLog
 from router.addons.upstream_guard.guard import UpstreamGuard
-from router.addons.upstream_guard.redis_state import RedisGuardState
-from router.addons.upstream_guard.state import Limits, LocalGuardState
-from router.auth import Tokens, check_bind, configured_tokens
+from router.auth import check_bind, configured_tokens
 from router.config import Config
 from router.engine.engine import Engine
 from router.engine.parts import Deadlines
 from router.engine.pin_guard import PinGuard
-from router.engine.session_state import LocalSessionState
 from router.engine.sessions import SessionRegistry
 from router.engine.tool_catalog import ToolCatalog
-from router.http.access import ProxyGate, SessionCredentials
-from router.http.addresses import BrowserAddresses, ChannelAddresses
-from router.http.browser_egress import BrowserEgress
-from router.http.listeners import Listener, RoutingParts
-from router.http.proxy import HttpProxy
+from router.http.access import SessionCredentials
+from router.http.listeners import RoutingParts
 from router.runtime.addon_chain import default_addons, shared_slices
 from router.runtime.collector import settle_after_start
+from router.runtime.deadlines import real_deadline_for, sim_deadline_for
+from router.runtime.fork_route import ChannelForks, mcp_forks, shell_forks
+from router.runtime.http_proxy import build_proxy
+from router.runtime.parts import door_parts
 from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
 from router.runtime.replica import replica_presence
+from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_simulator, tools_of
 from router.runtime.trace_export import call_tracer, start_export, stop_export
-from router.runtime.world import ExampleLookup, build_engine, build_simulator, tools_of
-from router.types import Call
-from shadow.compare.noise import NoiseRule
 from shadow.noise_learner import NoiseLearner
 from shadow.runner import ShadowRunner
-from shadow.store.protocol import ReplaySource
-from shadow.store.record_log import RecordLog
-from shadow.store.redis.session_state import RedisSessionState
 
 log = logging.getLogger("simroute.runtime")
 
@@ -55,7 +53,10 @@ class Runtime:
         self.config = config
         # Raises AuthConfigError for a bad SIMROUTE_TOKEN; checked again per bind.
         self.tokens = configured_tokens(config.service.tokens)
-        self.store = config.open_store()
+        location = config.store_location
+        self.store = location.open_store()
+        # Each kind of shared state, kept here (one router) or in Redis (replicas): chosen once.
+        self.shared_state = location.shared_state(self.store)
         self.records = RecordLog(self.store, config.spool_path)
         if http_channel_port is not None:  # refused before anything is built for it
             check_bind(config.http.listen_host, self.tokens, what="the HTTP proxy")
@@ -66,6 +67,13 @@ class Runtime:
             Sandboxes(config.shell, workspace=config.shell_workspace, warm_pool=config.may_run_real("shell"))
             if config.shell.enabled
             else None
+        )
+        # Each session's forks of its shell and of MCP servers naming local state, reaped with the session.
+        self.shell_forks = shell_forks(
+            config, self.shell, namespace_of if self.tokens.enabled else lambda session_id: ""
+        )
+        self.forks = ChannelForks(
+            config, self.shell_forks, mcp_forks(config, namespace_of if self.tokens.enabled else lambda s: "")
         )
         self.sessions = SessionRegistry(
             idle_ttl_s=config.sessions.idle_ttl_s,
@@ -83,7 +91,7 @@ class Runtime:
         )
         # The world model loads on first use (or in the background at start when a
         # route can reach it); loading is never charged to a call's deadline.
-        self.world_model = build_engine(config)
+        self.world_model = build_model_runner(config)
         self.examples = ExampleLookup(self.store)
         self.examples.call_key_of = lambda call: self.replay.keys(call).replay
         self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
@@ -94,14 +102,14 @@ class Runtime:
             simulator=self.simulator,
             store=self.store,
             records=self.records,
-            deadline_for=self._sim_deadline_for,
+            deadline_for=functools.partial(sim_deadline_for, config),
             queue_size=config.shadow.queue_size,
             concurrency=config.shadow.concurrency,
             noise=self.store,
             noise_rule=NoiseRule(**config.shadow.noise.model_dump()),
         )
         # With Redis, shadow work goes to a stream that `simroute worker` processes consume.
-        self.shadow = self.shadow_runner if config.store.redis_url is None else self._redis_shadow_queue()
+        self.shadow = self._redis_shadow_queue() if self.shared_state.shared else self.shadow_runner
         self._background: set[asyncio.Task[None]] = set()
         # MCP tool definitions for the safety gate: from the store at start, then every listing.
         self.tool_catalog = ToolCatalog()
@@ -122,7 +130,10 @@ class Runtime:
         self.guard, self.tracer = self._upstream_guard(), call_tracer()
         self.engine = Engine(
             policies=build_policies(
-                config, tools_meta=self.tool_catalog.lookup, learned=self.learned.policy if self.learned else None, holds=[self.pins]
+                config,
+                tools_meta=self.tool_catalog.lookup,
+                learned=self.learned.policy if self.learned else None,
+                holds=[self.pins],
             ),
             records=self.records,
             replay=self.replay,
@@ -130,9 +141,17 @@ class Runtime:
             simulator=self.simulator,
             session_state=self._session_state(),
             addons=default_addons(
-                config, virtual=virtual_servers(config), noise=self.noise_learner, shadow=self.shadow, guard=self.guard, tracer=self.tracer
+                config,
+                virtual=virtual_servers(config),
+                noise=self.noise_learner,
+                shadow=self.shadow,
+                guard=self.guard,
+                tracer=self.tracer,
             ),
-            deadlines=Deadlines(self._deadline_for, self._sim_deadline_for),
+            deadlines=Deadlines(
+                functools.partial(real_deadline_for, config), functools.partial(sim_deadline_for, config)
+            ),
+            forks=self.forks,
         )
         self._trace_provider = None  # installed in start() when tracing is on
         if self.tracer is not None:  # the in-process shadow work's spans (shadow/shadow_span.py)
@@ -148,11 +167,14 @@ class Runtime:
             issued=SessionCredentials(user="episode"),
         )
         self.http_credentials = parts.issued  # an episode's HTTP requests name their session with one
-        self.proxy, egress = _build_proxy(parts, config, http_channel_port, self.tokens)
+        self.proxy, egress = build_proxy(parts, config, http_channel_port, self.tokens)
         # The browser channel's real side; Chromium starts on the first real browser action.
         self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
         # One replica of several on a Redis store: its lease, reaping, claims on stateful backends.
-        self.replica = replica_presence(config, self.store, self.shell, self.browser, self.upstreams)
+        self.replica = replica_presence(config, self.shared_state, self.shell, self.browser, self.upstreams)
+        self.mcp_parts, self.episode_parts = door_parts(
+            self
+        )  # what the front doors above are handed: the parts they route with
 
     def _learned_service(self):
         from router.runtime.learned_service import build_learned_service
@@ -164,49 +186,39 @@ class Runtime:
         return build_learned_service(self.config, self.store, replay_key_of=replay_key_of)
 
     def _session_state(self):
-        if self.config.store.redis_url is None:
-            return LocalSessionState()
-        return RedisSessionState(self.store, ttl_s=2 * self.config.sessions.idle_ttl_s, loaded=shared_slices())
+        return self.shared_state.session_state(ttl_s=2 * self.config.sessions.idle_ttl_s, loaded=shared_slices())
 
     def _upstream_guard(self) -> UpstreamGuard | None:
         """The real side's protection: its state shared by the replicas of a Redis store."""
         section = self.config.upstream_guard
         if not section.enabled:
             return None
-        state = LocalGuardState() if self.config.store.redis_url is None else RedisGuardState(self.store)
         return UpstreamGuard(
-            state=state, limits_for=functools.lru_cache(maxsize=4096)(lambda upstream: Limits(**section.limits_for(upstream)))
+            state=self.shared_state.guard_slots(),
+            limits_for=functools.lru_cache(maxsize=4096)(lambda upstream: Limits(**section.limits_for(upstream))),
         )
 
     def _redis_shadow_queue(self):
+        from records.store.redis.store import RedisStore
         from shadow.worker import RedisShadowQueue
 
+        assert isinstance(self.store, RedisStore)  # asked for only when the shared state is in Redis
         return RedisShadowQueue(self.store, queue_size=self.config.shadow.queue_size, drain_runner=self.shadow_runner)
-
-    def _deadline_for(self, call: Call) -> float:
-        if call.channel == "shell":
-            # The command's own deadline answers first (with partial output); this
-            # outer one leaves room to open a sandbox and only stops a stuck engine.
-            return self.config.shell.command_timeout(call.arguments.get("timeout_s")) + 60.0
-        if call.channel == "browser":
-            # The browser's own deadlines answer first, with the page as far as it got;
-            # this one leaves room to launch Chromium.
-            browser = self.config.browser
-            return browser.navigation_timeout_s + 2 * browser.action_timeout_s + 60.0
-        if call.channel == "http":
-            return self.config.http.timeout_s
-        return self.config.timeout_for(call.server)
 
     async def _close_session(self, session_id: str) -> None:
         """Everything opened for an agent session closes with it."""
         await self.upstreams.close_session(session_id)
+        await self.forks.close_session(session_id)  # its shell's and MCP servers' forks
         if self.shell is not None:
             await self.shell.close_session(session_id)
         if self.browser is not None:
             await self.browser.close_session(session_id)
 
-    def _sim_deadline_for(self, call: Call) -> float:
-        return self.config.sim_timeout_for(call.server)
+    async def _close_shell(self) -> None:
+        assert self.shell is not None
+        await asyncio.gather(
+            self.shell.aclose(), *([self.shell_forks.aclose()] if self.shell_forks is not None else [])
+        )
 
     async def open_store(self) -> None:
         """The store, ready for this config: migrated, spooled records flushed, records
@@ -218,7 +230,9 @@ class Runtime:
         self.replica.interrupt = self.store.interrupt_orphans
         interrupted = await self.store.interrupt_orphans(await self.replica.judge())
         if interrupted:
-            log.warning("%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted)
+            log.warning(
+                "%d call(s) started by a router that stopped before they finished are marked interrupted", interrupted
+            )
         await self.prune()
         rekeyed = await self.store.rekey(self.replay.scheme, self.replay.replay_key_of_row)
         if rekeyed:
@@ -239,10 +253,12 @@ class Runtime:
     async def _load_redaction(self) -> None:
         """The one key (redaction markers and the credential digest in replay keys) and
         the redactor every record, prompt and replay key goes through."""
-        from shadow.redaction import Redactor, redaction_key
+        from records.redaction import Redactor, redaction_key
 
         redaction = self.config.redaction
-        self.secret_key = await asyncio.to_thread(redaction_key, key_env=redaction.key_env, key_file=self.config.redaction_key_file)
+        self.secret_key = await asyncio.to_thread(
+            redaction_key, key_env=redaction.key_env, key_file=self.config.redaction_key_file
+        )
         redactor = (
             Redactor(
                 key=self.secret_key,
@@ -261,17 +277,21 @@ class Runtime:
             self._trace_provider = start_export()
         await self.open_store()
         await self.replica.start()  # after the store: the lease is in it
-        for server in self.config.upstreams:  # the gate's MCP annotations, as last listed (a virtual server's: declared)
+        for (
+            server
+        ) in self.config.upstreams:  # the gate's MCP annotations, as last listed (a virtual server's: declared)
             self.tool_catalog.update(server, tools_of(self.config, self.store, server))
         self.sessions.start()
         if self.learned is not None:
             await self.learned.start()
-            if self.config.learned.freeze:  # what it knew at start decides every call (benchmarks, `simroute eval` comparisons)
+            if (
+                self.config.learned.freeze
+            ):  # what it knew at start decides every call (benchmarks, `simroute eval` comparisons)
                 log.info("learned router: frozen (learned.freeze): no refresh, no reload")
             else:
                 self._in_background(self.learned.watch(), "simroute-learned-watch")
                 self._in_background(self.learned.refresh_forever(), "simroute-learned-refresh")
-            if self.config.store.redis_url is not None and not self.config.learned.freeze:
+            if self.shared_state.shared and not self.config.learned.freeze:
                 self._in_background(self.learned.follow_published(), "simroute-learned-published")
         if self.browser is not None and self.config.may_run_real("browser"):
             # Where Chromium will run (asks Docker; `auto` warns now if it falls back to the
@@ -284,7 +304,7 @@ class Runtime:
         if self.config.may_simulate():
             self._in_background(self._preload_world_model(), "simroute-world-model-load")
         # With Redis, `simroute worker` processes complete pending work, not every replica.
-        if self.config.shadow.drain_on_start and self.config.store.redis_url is None and await self.store.pending(limit=1):
+        if self.config.shadow.drain_on_start and not self.shared_state.shared and await self.store.pending(limit=1):
             self._in_background(self._drain(), "simroute-shadow-drain")
         settle_after_start()  # the cycle collector's pauses kept off the calls (collector.py)
         return self
@@ -329,7 +349,9 @@ class Runtime:
         # terminates this process about 2 s later (their removal starts at once, see
         # Sandboxes.aclose).
         shell_closed = (
-            asyncio.get_running_loop().create_task(self.shell.aclose(), name="simroute-shell-close") if self.shell is not None else None
+            asyncio.get_running_loop().create_task(self._close_shell(), name="simroute-shell-close")
+            if self.shell is not None
+            else None
         )
         # Shadow work gets a short grace; what does not finish stays pending in the store.
         await self.shadow.aclose(grace_s=self.config.shadow.stop_grace_s)
@@ -338,7 +360,7 @@ class Runtime:
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.engine.addons.aclose()  # the noise learner's probes first: they call upstreams closed next
         await self.sessions.aclose()
-        await self.upstreams.aclose()
+        await asyncio.gather(self.upstreams.aclose(), self.forks.aclose())  # the MCP forks' processes and copies
         if shell_closed is not None:
             await shell_closed
         if self.browser is not None:
@@ -364,25 +386,3 @@ class Runtime:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-def _build_proxy(
-    parts: RoutingParts, config: Config, http_channel_port: int | None, tokens: Tokens
-) -> tuple[HttpProxy | None, BrowserEgress | None]:
-    """One proxy per runtime, with a listener per door (see router/http/proxy.py and listeners.py)."""
-    listeners = []
-    if http_channel_port is not None:
-        gate = ProxyGate(session_header=config.http.session_header, tokens=tokens, issued=parts.issued)
-        listeners.append(Listener("http", config.http.mode, config.http.listen_host, http_channel_port, gate, ChannelAddresses()))
-    credentials = addresses = None
-    if config.browser.enabled:
-        credentials, addresses = SessionCredentials(), BrowserAddresses(config.browser.allowed_origins)
-        # browser.proxy: the browser's traffic still passes simroute first, then that proxy.
-        mode = f"upstream:{config.browser.proxy}" if config.browser.proxy else "regular"
-        gate = ProxyGate(session_header=config.http.session_header, tokens=tokens, browser=credentials)
-        listeners.append(Listener("browser", mode, "127.0.0.1", 0, gate, addresses))
-    if not listeners:
-        return None, None
-    proxy = HttpProxy(parts, config.http, listeners)
-    egress = BrowserEgress(proxy, credentials, addresses) if credentials is not None and addresses is not None else None
-    return proxy, egress

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from backends.world_state.session import FROM_STATE, WorldState
 from backends.world_state.shell import run
-from router.types import Call, Observation, Provenance, Session, Source
+from calls import Call, Observation, Provenance, Session, Source
 
 
 def state_answer(

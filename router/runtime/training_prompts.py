@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from calls import Call, Observation, Session, Turn
+from records.export.examples import Generation
+from records.store.protocol import RecordStore
 from router.config import Config
-from router.runtime.world import ExampleLookup, build_world_simulator
-from router.types import Call, Observation, Session, Turn
-from shadow.store.protocol import RecordStore
+from router.runtime.simulated_side import ExampleLookup, build_world_model_simulator
 
 # The AgentWorldBench domain each channel's simulation belongs to (an HTTP request is
 # put to the model as an MCP-style action: world-model-protocol, Domains).
@@ -22,7 +23,7 @@ DOMAINS = {"mcp": "MCP", "shell": "Terminal", "browser": "Web", "http": "MCP"}
 
 
 class EstimatedTokens:
-    """Token counts as the engines estimate them before a model is loaded (three
+    """Token counts as the model runners estimate them before a model is loaded (three
     characters a token; an endpoint's server owns its tokenizer): an export loads no model."""
 
     def count_tokens(self, text: str) -> int:
@@ -30,18 +31,28 @@ class EstimatedTokens:
 
 
 class LivePrompts:
-    """A `shadow.export.examples.PromptBuilder` made of the live simulator."""
+    """A `records.export.examples.PromptBuilder` made of the live simulator."""
 
     def __init__(self, config: Config, store: RecordStore) -> None:
         # No loop: the lookup answers no rows, so no other session's answer is shown.
-        self.simulator = build_world_simulator(config, store, EstimatedTokens(), ExampleLookup(store))
+        self.simulator = build_world_model_simulator(config, store, EstimatedTokens(), ExampleLookup(store))
+
+    @property
+    def generation(self) -> Generation:
+        """Where the serving model runner's generation starts: after the prefill the live
+        simulator's prompts are made for (world.observation_prefill)."""
+        return Generation(prefill=self.simulator.prefill)
 
     def domain(self, channel: str) -> str | None:
         return DOMAINS.get(channel) if channel in self.simulator.domains else None
 
     def prompt(self, call: Call, history: Sequence[Turn]) -> list[dict[str, Any]]:
         grounding, messages = self.simulator.grounded_messages(call, Session(id=call.session_id, history=list(history)))
-        shown = [turn.observation for turn in history if turn.call.channel == call.channel and turn.call.server == call.server]
+        shown = [
+            turn.observation
+            for turn in history
+            if turn.call.channel == call.channel and turn.call.server == call.server
+        ]
         demonstrated = [row.get("observation") or {} for row in grounding.rows]
         return marked(
             messages,
@@ -80,7 +91,10 @@ def marked(
     examples = min(len(demonstrated), len(assistants))
     history, shown_examples = assistants[: len(assistants) - examples], assistants[len(assistants) - examples :]
     shown_sources, demonstrated_sources = sources
-    for turns, provenances, turn_sources in ((shown_examples, demonstrated, demonstrated_sources), (history, shown, shown_sources)):
+    for turns, provenances, turn_sources in (
+        (shown_examples, demonstrated, demonstrated_sources),
+        (history, shown, shown_sources),
+    ):
         for message, provenance in zip(reversed(turns), reversed(provenances), strict=False):
             message["provenance"] = provenance
         # Aligned from the newest like the provenances (no sources given: none marked).

@@ -32,7 +32,9 @@ def noise_key(path: str) -> str:
     return _INDEX.sub("[*]", path)
 
 
-def compare_moments(real: Moment, sim: Moment, path: str, real_text: str, sim_text: str, *, amount: float = 0.5) -> list[Difference]:
+def compare_moments(
+    real: Moment, sim: Moment, path: str, real_text: str, sim_text: str, *, amount: float = 0.5
+) -> list[Difference]:
     """Datetimes compared by aspect: the instant is noise (built-in detector), the
     UTC offset (content) and the written format (format) are not."""
     key = noise_key(path)
@@ -42,7 +44,11 @@ def compare_moments(real: Moment, sim: Moment, path: str, real_text: str, sim_te
     if real.offset_minutes != sim.offset_minutes:
         found.append(Difference(f"{path}#offset", "content", real_text, sim_text, amount, f"{key}#offset"))
     if real.instant != sim.instant:
-        found.append(Difference(f"{path}#instant", "content", real_text, sim_text, amount, f"{key}#instant", detector="timestamp"))
+        found.append(
+            Difference(
+                f"{path}#instant", "content", real_text, sim_text, amount, f"{key}#instant", detector="timestamp"
+            )
+        )
     return found
 
 
@@ -56,7 +62,15 @@ def compare_words(real: str, sim: str, path: str, *, amount: float, key: str | N
         found = compare_moments(real_moment, sim_moment, path, real, sim)
         # One word's aspects share its amount; the caller's key (a line's word position) is kept.
         return [
-            Difference(d.path, d.kind, d.real, d.sim, amount / len(found), key + d.noise_key[len(noise_key(path)) :], d.detector)
+            Difference(
+                d.path,
+                d.kind,
+                d.real,
+                d.sim,
+                amount / len(found),
+                key + d.noise_key[len(noise_key(path)) :],
+                d.detector,
+            )
             for d in found
         ]
     real_shape, sim_shape = token_shape(real), token_shape(sim)

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.types import Observation
+from calls import Observation
 from shadow.compare.difference import KINDS, Difference
 from shadow.compare.observation_forms import OUTCOME_WEIGHT, SECTION_WEIGHTS, canonical, channel_of
 from shadow.compare.tree_diff import TreeDiff, shown
@@ -58,7 +58,9 @@ class Divergence:
     differences: tuple[Difference, ...] = field(default=(), repr=False, compare=False)
 
 
-def compare(real: Observation, sim: Observation, *, channel: str, noise: Noise | None = None, size_bound: int = SIZE_BOUND) -> Divergence:
+def compare(
+    real: Observation, sim: Observation, *, channel: str, noise: Noise | None = None, size_bound: int = SIZE_BOUND
+) -> Divergence:
     noise = BUILTIN_NOISE if noise is None else noise
     if real.is_error == sim.is_error and real.structured == sim.structured and real.content == sim.content:
         return Divergence(0.0, "none", {"divergent": [], "masked": [], "note": ""})
@@ -69,7 +71,8 @@ def compare(real: Observation, sim: Observation, *, channel: str, noise: Noise |
     if size > size_bound:
         sample = SAMPLE
         notes.append(
-            f"over the size bound ({size} > {size_bound} characters): digests {_digest(real)} / {_digest(sim)}, sampled paths compared"
+            f"over the size bound ({size} > {size_bound} characters): digests {_digest(real)} / {_digest(sim)}, "
+            "sampled paths compared"
         )
         if real_form.sections == sim_form.sections:
             sample = 0  # the same canonical sections: only the outcome is left to compare
@@ -89,7 +92,11 @@ def compare(real: Observation, sim: Observation, *, channel: str, noise: Noise |
     else:
         total = sum(weight for weight, _, _ in sections) or 1.0
         score = (
-            sum(weight * min(1.0, sum(d.amount for d in found if not noise.masks(d)) / units) for weight, units, found in sections) / total
+            sum(
+                weight * min(1.0, sum(d.amount for d in found if not noise.masks(d)) / units)
+                for weight, units, found in sections
+            )
+            / total
         )
     kind = next((k for k in KINDS if any(d.kind == k for d in divergent)), "none")
     # A divergence too small to show in 4 digits still shows as one (`--divergent` finds it).
@@ -104,7 +111,9 @@ def _sections(
     result = []
     for name in sorted(real.keys() | sim.keys()):
         if name not in real or name not in sim:  # e.g. image blocks on one side only
-            missing = Difference(f"$.{name}", "structure", shown(real.get(name)), shown(sim.get(name)), 1.0, f"$.{name}")
+            missing = Difference(
+                f"$.{name}", "structure", shown(real.get(name)), shown(sim.get(name)), 1.0, f"$.{name}"
+            )
             result.append((weights.get(name, 1.0), 1.0, [missing]))
             continue
         diff = TreeDiff(sample=sample, missing_kind="content" if name == "headers" else "structure")
@@ -151,7 +160,9 @@ def _digest(observation: Observation) -> str:
 
 def _evidence(divergent: list[Difference], masked: list[Difference], notes: list[str]) -> dict[str, Any]:
     ranked = sorted(divergent, key=lambda d: KINDS.index(d.kind))
-    shown_items = [{"path": d.path, "kind": d.kind, "real": shown(d.real), "sim": shown(d.sim)} for d in ranked[:MAX_EVIDENCE]]
+    shown_items = [
+        {"path": d.path, "kind": d.kind, "real": shown(d.real), "sim": shown(d.sim)} for d in ranked[:MAX_EVIDENCE]
+    ]
     masked_paths = list(dict.fromkeys(d.path for d in masked))
     if len(ranked) > MAX_EVIDENCE:
         notes = [*notes, f"{len(ranked) - MAX_EVIDENCE} more divergent paths not listed"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from shadow.compare.canonical import drop_paths
+from calls import drop_paths
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -117,4 +117,8 @@ def comparable_response(structured: Mapping[str, Any]) -> dict[str, Any]:
             body = json.loads(body)
         except ValueError:
             pass
-    return {"status": structured.get("status"), "content_type": content_type.split(";")[0].strip().lower(), "body": body}
+    return {
+        "status": structured.get("status"),
+        "content_type": content_type.split(";")[0].strip().lower(),
+        "body": body,
+    }

@@ -18,7 +18,7 @@ import difflib
 import re
 from typing import Any
 
-from router.types import Observation
+from calls import Observation
 from shadow.compare.observation_forms import canonical
 from shadow.compare.text_diff import compare_text
 
@@ -60,7 +60,9 @@ def text_states(real_text: str, sim_text: str) -> dict[tuple[str, int], str]:
     return states
 
 
-def aligned(real_text: str, sim_text: str, states: dict[tuple[str, int], str], *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
+def aligned(
+    real_text: str, sim_text: str, states: dict[tuple[str, int], str], *, max_rows: int = MAX_ROWS
+) -> dict[str, Any]:
     """Rows {real, sim, real_line, sim_line, state}. A changed line the states do not
     name (evidence lists a capped number of paths) counts as divergent."""
     real_lines, sim_lines = real_text.split("\n"), sim_text.split("\n")
@@ -75,7 +77,11 @@ def aligned(real_text: str, sim_text: str, states: dict[tuple[str, int], str], *
             if tag == "equal":
                 state = EQUAL
             else:
-                state = (has_real and states.get(("real", real_index + 1))) or (has_sim and states.get(("sim", sim_index + 1))) or DIVERGENT
+                state = (
+                    (has_real and states.get(("real", real_index + 1)))
+                    or (has_sim and states.get(("sim", sim_index + 1)))
+                    or DIVERGENT
+                )
             rows.append(
                 {
                     "real": real_lines[real_index] if has_real else None,
@@ -112,5 +118,7 @@ def record_diffs(row: dict[str, Any]) -> dict[str, Any]:
     if section is not None:
         real_text, sim_text = real_form.sections.get(section), sim_form.sections.get(section)
         if isinstance(real_text, str) and isinstance(sim_text, str):
-            diffs[section] = aligned(real_text, sim_text, evidence_states(section, row.get("divergence_evidence") or {}))
+            diffs[section] = aligned(
+                real_text, sim_text, evidence_states(section, row.get("divergence_evidence") or {})
+            )
     return diffs

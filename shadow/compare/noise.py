@@ -4,7 +4,8 @@ Diffy's idea, without extra traffic: real-vs-real pairs of the same call key
 (two real calls with the same arguments) show which paths change on their own.
 A path is noisy for a tool when the pairs disagree there often enough: the
 Wilson lower bound of the disagreement rate over at least `min_pairs` pairs
-reaches `min_rate`. A comparison then masks those paths (see `Noise`), beside
+reaches `min_rate` (`NoiseRule`, with the counts the stores keep:
+records/store/noise_counts.py). A comparison then masks those paths (see `Noise`), beside
 the built-in detectors that apply from the first call.
 
 A pair is evidence of noise only when nothing the router saw could have
@@ -19,58 +20,16 @@ The learning is pure (`NoiseModel`); where the counts live is a `NoiseStore`
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
-from router.types import Observation
+from calls import Observation
+from records.store.noise_counts import NoiseRule, NoiseStats, merged_noise, wilson_lower_bound
 from shadow.compare.difference import Difference
 from shadow.compare.divergence import NO_NOISE, Noise, compare
-
-
-@dataclass(frozen=True, slots=True)
-class NoiseRule:
-    """What counts as noise (the fields of the `shadow.noise` config section)."""
-
-    min_pairs: int = 3
-    min_rate: float = 0.5
-    z: float = 1.0  # confidence of the lower bound (0: the plain rate)
-    builtin_detectors: bool = True  # timestamps, uuids, request ids, durations, sizes
-
-    def is_noisy(self, disagreements: int, pairs: int) -> bool:
-        return pairs >= self.min_pairs and wilson_lower_bound(disagreements, pairs, self.z) >= self.min_rate
-
-
-def wilson_lower_bound(successes: int, trials: int, z: float) -> float:
-    """The lower end of the Wilson score interval of a binomial rate."""
-    if trials <= 0:
-        return 0.0
-    p = successes / trials
-    denominator = 1 + z * z / trials
-    centre = p + z * z / (2 * trials)
-    margin = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    return max(0.0, (centre - margin) / denominator)
-
-
-@dataclass(slots=True)
-class NoiseStats:
-    """One tool's counts: real-vs-real pairs seen, and per path how many disagreed there.
-    (A path's pairs are the tool's pairs: a path absent from some answers is less
-    likely to be called noisy, never more.)"""
-
-    pairs: int = 0
-    disagreements: dict[str, int] = field(default_factory=dict)
-
-    def add(self, disagreeing: Iterable[str]) -> None:
-        self.pairs += 1
-        for path in set(disagreeing):
-            self.disagreements[path] = self.disagreements.get(path, 0) + 1
-
-    def noisy(self, rule: NoiseRule) -> frozenset[str]:
-        return frozenset(path for path, count in self.disagreements.items() if rule.is_noisy(count, self.pairs))
 
 
 class NoiseStore(Protocol):
@@ -108,7 +67,11 @@ def pair_disagreements(first: Observation, second: Observation, *, channel: str)
     """Where two real answers to the same call disagree, as noise-model paths, leaving
     out counter steps (`is_counter_step`): a value that counts calls is state the world
     model is expected to carry forward from the session's history, not noise."""
-    return {d.noise_key for d in compare(first, second, channel=channel, noise=NO_NOISE).differences if not is_counter_step(d)}
+    return {
+        d.noise_key
+        for d in compare(first, second, channel=channel, noise=NO_NOISE).differences
+        if not is_counter_step(d)
+    }
 
 
 # How far a counter may move between two answers to the same call: one step, or a
@@ -125,7 +88,12 @@ def is_counter_step(difference: Difference) -> bool:
     if difference.detector is not None:
         return False
     earlier, later = difference.real, difference.sim
-    if isinstance(earlier, int) and isinstance(later, int) and not isinstance(earlier, bool) and not isinstance(later, bool):
+    if (
+        isinstance(earlier, int)
+        and isinstance(later, int)
+        and not isinstance(earlier, bool)
+        and not isinstance(later, bool)
+    ):
         return later - earlier in COUNTER_STEPS
     if not (isinstance(earlier, str) and isinstance(later, str)):
         return False
@@ -136,7 +104,9 @@ def is_counter_step(difference: Difference) -> bool:
     return len(moved) == 1 and moved[0][1] - moved[0][0] in COUNTER_STEPS
 
 
-async def noise_for_tool(store: NoiseStore | None, tool_key: str, *, rule: NoiseRule = NoiseRule(), scopes: Sequence[str] = ("",)) -> Noise:
+async def noise_for_tool(
+    store: NoiseStore | None, tool_key: str, *, rule: NoiseRule = NoiseRule(), scopes: Sequence[str] = ("",)
+) -> Noise:
     """The noise mask of one tool, from the store's counts (built-in detectors only
     without a store). With tokens, the counts are kept per token namespace (the
     learner prefixes the tool key): `scopes` are the prefixes a session may use (its
@@ -145,18 +115,6 @@ async def noise_for_tool(store: NoiseStore | None, tool_key: str, *, rule: Noise
         return Noise(builtin=rule.builtin_detectors, paths=frozenset())
     stats = merged_noise([await store.noise_stats(scope + tool_key) for scope in scopes])
     return Noise(builtin=rule.builtin_detectors, paths=stats.noisy(rule))
-
-
-def merged_noise(parts: Sequence[NoiseStats]) -> NoiseStats:
-    """The counts of several namespaces of one tool, added up."""
-    if len(parts) == 1:
-        return parts[0]
-    total = NoiseStats()
-    for part in parts:
-        total.pairs += part.pairs
-        for path, count in part.disagreements.items():
-            total.disagreements[path] = total.disagreements.get(path, 0) + count
-    return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +150,13 @@ class NoiseModel:
             for path, count in sorted(stats.disagreements.items()):
                 lower = wilson_lower_bound(count, stats.pairs, self.rule.z)
                 rows.append(
-                    NoiseRow(self.names.get(key, key), path, count, stats.pairs, round(lower, 3), self.rule.is_noisy(count, stats.pairs))
+                    NoiseRow(
+                        self.names.get(key, key),
+                        path,
+                        count,
+                        stats.pairs,
+                        round(lower, 3),
+                        self.rule.is_noisy(count, stats.pairs),
+                    )
                 )
         return sorted(rows, key=lambda row: (row.tool, not row.noisy, row.path))

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from router.types import Observation
+from calls import Observation
 
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "proxy-connection", "content-encoding", "content-length"})
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "content-encoding", "content-length"}
+)
 _REF = re.compile(r"\[ref=(?:f\d+)?e\d+\]")
 _TRIM_NOTE = re.compile(r"\n- note: snapshot trimmed: .*\Z")
 _SHELL_STATUS = re.compile(r"\[(?:timed out; output so far above, )?exit code (\w+), cwd (.*)\]\s*\Z")
@@ -85,7 +87,11 @@ def _unstructured(observation: Observation, outcome: str, section: str) -> Form:
     outcome (an error against any real answer is a status difference), its text
     the one section."""
     value: Any = observation.is_error if outcome == "error" else ("error" if observation.is_error else "unknown")
-    return Form({outcome: Fact(value, "status")}, {section: parse_json_text(observation.text)}, [f"one side has no {section} structure"])
+    return Form(
+        {outcome: Fact(value, "status")},
+        {section: parse_json_text(observation.text)},
+        [f"one side has no {section} structure"],
+    )
 
 
 def _mcp(observation: Observation) -> Form:
@@ -148,7 +154,11 @@ def _shell(observation: Observation) -> Form:
         match = _SHELL_STATUS.search(observation.text)
         exit_code = int(match[1]) if match and match[1].isdigit() else None
         cwd = match[2] if match and match[2] != "unknown" else None
-        data = {"output": observation.text[: match.start()] if match else observation.text, "exit_code": exit_code, "cwd": cwd}
+        data = {
+            "output": observation.text[: match.start()] if match else observation.text,
+            "exit_code": exit_code,
+            "cwd": cwd,
+        }
     exit_code = data.get("exit_code")
     outcome: dict[str, Fact] = {
         "error": Fact(observation.is_error, "status"),

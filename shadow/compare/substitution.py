@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from router.types import Observation
+from calls import Observation
 
 
 def json_escaped(value: str) -> str:

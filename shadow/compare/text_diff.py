@@ -58,10 +58,14 @@ def _diff_lines(real: list[str], sim: list[str], real_base: int, sim_base: int, 
             found += _diff_line(real[r1 + offset], sim[s1 + offset], f"{path}:{real_base + r1 + offset + 1}")
         for index in range(r1 + paired, r2):  # lines only the real side has
             line_path = f"{path}:{real_base + index + 1}"
-            found.append(Difference(line_path, "content", real[index], None, 1.0, f"{noise_key(path)}#L{real_base + index + 1}"))
+            found.append(
+                Difference(line_path, "content", real[index], None, 1.0, f"{noise_key(path)}#L{real_base + index + 1}")
+            )
         for index in range(s1 + paired, s2):  # lines only the simulated side has
             line_path = f"{path}:+{sim_base + index + 1}"
-            found.append(Difference(line_path, "content", None, sim[index], 1.0, f"{noise_key(path)}#L+{sim_base + index + 1}"))
+            found.append(
+                Difference(line_path, "content", None, sim[index], 1.0, f"{noise_key(path)}#L+{sim_base + index + 1}")
+            )
     return found
 
 

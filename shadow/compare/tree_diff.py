@@ -84,7 +84,11 @@ class TreeDiff:
             amount = leaf_count(longer[index], self.sample) * scale
             self.units += amount
             real_value, sim_value = (shown(longer[index]), None) if side == "real" else (None, shown(longer[index]))
-            self.found.append(Difference(f"{path}[{index}]", "structure", real_value, sim_value, amount, noise_key(f"{path}[{index}]")))
+            self.found.append(
+                Difference(
+                    f"{path}[{index}]", "structure", real_value, sim_value, amount, noise_key(f"{path}[{index}]")
+                )
+            )
         for index in picked:
             self.compare(real[index], sim[index], f"{path}[{index}]")
 

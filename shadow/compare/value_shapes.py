@@ -20,7 +20,9 @@ _ISO = re.compile(
     r"(?:(?P<sep>[T ])(?P<hm>\d{2}:\d{2})(?P<sec>:\d{2})?(?P<frac>[.,]\d+)?)?"
     r"(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)?"
 )
-_RFC2822 = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} (?:GMT|UTC|[+-]\d{4})")
+_RFC2822 = re.compile(
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} (?:GMT|UTC|[+-]\d{4})"
+)
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"[0-9a-f]{7,128}|[0-9A-F]{7,128}")
@@ -29,11 +31,15 @@ _DURATION = re.compile(r"\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|sec|secs|seconds?|m|m
 _SIZE = re.compile(r"\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|[KMGTP]|B|bytes?|kB)", re.IGNORECASE)
 
 # Keys whose numeric values change on every call.
-_TIME_KEY = re.compile(r"(?:^|_)(?:ts|time|timestamp|date|datetime|created|updated|modified|expires?|issued|now)(?:_at|_on)?$|_at$")
+_TIME_KEY = re.compile(
+    r"(?:^|_)(?:ts|time|timestamp|date|datetime|created|updated|modified|expires?|issued|now)(?:_at|_on)?$|_at$"
+)
 _REQUEST_ID_KEY = re.compile(
     r"(?:^|_)(?:request|req|trace|span|correlation|session|message|run|operation)_?id$|^(?:etag|nonce|x_request_id|x_trace_id|x_amzn_requestid|cf_ray)$"
 )
-_DURATION_KEY = re.compile(r"(?:^|_)(?:duration|elapsed|latency|took|uptime|runtime)(?:_m?s|_seconds|_ns)?$|_ms$|_seconds$|_ns$")
+_DURATION_KEY = re.compile(
+    r"(?:^|_)(?:duration|elapsed|latency|took|uptime|runtime)(?:_m?s|_seconds|_ns)?$|_ms$|_seconds$|_ns$"
+)
 _SIZE_KEY = re.compile(r"(?:^|_)(?:size|bytes|length|body_size|content_length|filesize)$")
 
 
@@ -87,7 +93,9 @@ def _iso_format(match: re.Match[str]) -> str:
         parts.append(f"frac{len(match['frac']) - 1}")
     zone = match["zone"]
     if zone:
-        parts.append("zone(Z)" if zone == "Z" else f"zone({'+hh:mm' if ':' in zone else '+hhmm' if len(zone) == 5 else '+hh'})")
+        parts.append(
+            "zone(Z)" if zone == "Z" else f"zone({'+hh:mm' if ':' in zone else '+hhmm' if len(zone) == 5 else '+hh'})"
+        )
     return "+".join(parts)
 
 

@@ -33,7 +33,9 @@ def _key_paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tup
 PATHS = _key_paths(Config)
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30)
 VALUES = st.recursive(
-    SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=10
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=10,
 )
 
 
@@ -59,8 +61,15 @@ def _laughs(levels: int) -> str:
 
 RULES = st.lists(
     st.fixed_dictionaries(
-        {"match": st.dictionaries(st.sampled_from(["tool", "server", "channel", "arguments", "path", "method", "command"]), VALUES)},
-        optional={"route": st.sampled_from(["real", "sim", "replay", "shadow", "deny", "learned"]) | SCALARS, "reason": VALUES},
+        {
+            "match": st.dictionaries(
+                st.sampled_from(["tool", "server", "channel", "arguments", "path", "method", "command"]), VALUES
+            )
+        },
+        optional={
+            "route": st.sampled_from(["real", "sim", "replay", "shadow", "deny", "learned"]) | SCALARS,
+            "reason": VALUES,
+        },
     ),
     max_size=3,
 ).map(lambda rules: yaml.safe_dump({"rules": rules}, allow_unicode=True))
@@ -74,6 +83,7 @@ DOCUMENTS = schema_shaped() | RULES | st.text(max_size=300) | st.builds(yaml.saf
 @example(text="a: &a [*a]")
 @example(text="mcpServers: {x: &s {command: python, env: *s}}")
 @example(text="\ufeffmode: sim\n\x00")
+@example(text="' ':")  # a key that is one space: quoted, so the message still names it
 def test_any_document_loads_or_names_file_and_line(text: str) -> None:
     tally("config loader")
     try:

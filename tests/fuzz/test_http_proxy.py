@@ -121,8 +121,12 @@ def answers(received: bytes) -> list[tuple[int, str, bytes]]:
 
 TOKEN_CHARS = st.characters(min_codepoint=33, max_codepoint=126, exclude_characters=":")
 ODD_TEXT = st.text(st.characters(codec="latin-1"), max_size=40).map(lambda t: t.encode("latin-1"))
-METHODS = st.sampled_from([b"GET", b"POST", b"PUT", b"DELETE", b"HEAD", b"OPTIONS", b"PATCH", b"TRACE", b"get", b"G ET", b""])
-VERSIONS = st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0", b"HTTP/0.9", b"HTTP/1.1 extra", b"http/1.1", b"HTTP/9", b""])
+METHODS = st.sampled_from(
+    [b"GET", b"POST", b"PUT", b"DELETE", b"HEAD", b"OPTIONS", b"PATCH", b"TRACE", b"get", b"G ET", b""]
+)
+VERSIONS = st.sampled_from(
+    [b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0", b"HTTP/0.9", b"HTTP/1.1 extra", b"http/1.1", b"HTTP/9", b""]
+)
 
 
 @st.composite
@@ -130,7 +134,16 @@ def request_lines(draw, proxy: Proxy) -> bytes:
     method = draw(METHODS | st.text(TOKEN_CHARS, max_size=12).map(str.encode))
     target = draw(
         st.sampled_from(
-            [proxy.url(proxy.target("line")).encode(), b"*", b"/", b"http://", b"http://:0/", b"http://[::1/", b"ftp://x/y", b"//x"]
+            [
+                proxy.url(proxy.target("line")).encode(),
+                b"*",
+                b"/",
+                b"http://",
+                b"http://:0/",
+                b"http://[::1/",
+                b"ftp://x/y",
+                b"//x",
+            ]
         )
         | ODD_TEXT
     )
@@ -172,28 +185,47 @@ def smuggling_shaped(draw, proxy: Proxy) -> bytes:
     framing = draw(
         st.lists(
             st.sampled_from(
-                [b"Content-Length: 5", b"Content-Length: %d" % len(body), b"Content-Length: 0", b"Content-Length: +5", b"Content-Length: 5, 5",
-                 b"Content-Length: -1", b"Content-Length: 0x10", b"Content-Length:5", b"Content-Length : 5", b"Transfer-Encoding: chunked",
-                 b"Transfer-Encoding: chunked", b"Transfer-Encoding:  chunked", b"Transfer-Encoding: xchunked", b"Transfer-Encoding: chunked, identity",
-                 b"Transfer-Encoding: identity, chunked", b"Transfer-Encoding: CHUNKED", b"Transfer-Encoding: \tchunked", b"Transfer-Encoding\t: chunked",
+                [b"Content-Length: 5", b"Content-Length: %d" % len(body), b"Content-Length: 0", b"Content-Length: +5",
+                 b"Content-Length: 5, 5", b"Content-Length: -1", b"Content-Length: 0x10", b"Content-Length:5",
+                 b"Content-Length : 5", b"Transfer-Encoding: chunked", b"Transfer-Encoding: chunked",
+                 b"Transfer-Encoding:  chunked", b"Transfer-Encoding: xchunked",
+                 b"Transfer-Encoding: chunked, identity", b"Transfer-Encoding: identity, chunked",
+                 b"Transfer-Encoding: CHUNKED", b"Transfer-Encoding: \tchunked", b"Transfer-Encoding\t: chunked",
                  b"Transfer-Encoding: chunked\r\n ", b"X: y\nTransfer-Encoding: chunked", b"Transfer-Encoding: gzip"]
             ),
             min_size=2,
             max_size=4,
         )
     )  # fmt: skip
-    lines = [f"POST {proxy.url(proxy.target('smuggle'))} HTTP/1.1".encode(), f"Host: {proxy.upstream.host}".encode(), *framing]
+    lines = [
+        f"POST {proxy.url(proxy.target('smuggle'))} HTTP/1.1".encode(),
+        f"Host: {proxy.upstream.host}".encode(),
+        *framing,
+    ]
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
 @st.composite
 def absurd_chunks(draw, proxy: Proxy) -> bytes:
-    head = f"POST {proxy.url(proxy.target('chunks'))} HTTP/1.1\r\nHost: {proxy.upstream.host}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        f"POST {proxy.url(proxy.target('chunks'))} HTTP/1.1\r\n"
+        f"Host: {proxy.upstream.host}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     chunks = b""
     for _ in range(draw(st.integers(1, 4))):
         size = draw(
             st.sampled_from(
-                [b"ffffffffffffffffffff", b"7fffffffffffffff", b"-1", b"0x10", b"1;ext=" + b"e" * 5000, b" 5", b"5 ", b"g", b""]
+                [
+                    b"ffffffffffffffffffff",
+                    b"7fffffffffffffff",
+                    b"-1",
+                    b"0x10",
+                    b"1;ext=" + b"e" * 5000,
+                    b" 5",
+                    b"5 ",
+                    b"g",
+                    b"",
+                ]
             )
             | st.integers(0, 2**70).map(lambda n: b"%x" % n)
         )
@@ -207,9 +239,9 @@ def absurd_chunks(draw, proxy: Proxy) -> bytes:
 def connects(draw, proxy: Proxy) -> bytes:
     target = draw(
         st.sampled_from(
-            [b"127.0.0.1:0", b"127.0.0.1:65536", b"[::1]:99999", b"169.254.169.254:80", b"[::ffff:169.254.169.254]:443", b"0.0.0.0:80",
-             b"localhost", b":443", b"a..b:443", b"%00:80", b"[:::443", proxy.upstream.host.encode(), b"127.0.0.1:1", b"example.invalid:443",
-             b"10.0.0.1:22", b"host:-1", b"user@host:80"]
+            [b"127.0.0.1:0", b"127.0.0.1:65536", b"[::1]:99999", b"169.254.169.254:80", b"[::ffff:169.254.169.254]:443",
+             b"0.0.0.0:80", b"localhost", b":443", b"a..b:443", b"%00:80", b"[:::443", proxy.upstream.host.encode(),
+             b"127.0.0.1:1", b"example.invalid:443", b"10.0.0.1:22", b"host:-1", b"user@host:80"]
         )
         | ODD_TEXT
     )  # fmt: skip
@@ -328,7 +360,11 @@ def test_after_the_fuzzing_the_proxy_forwards_and_nothing_was_smuggled(proxy: Pr
     smuggled = [t for t in reached if SMUGGLED in t]
     assert not smuggled, f"requests hidden in ambiguous bodies reached the upstream: {smuggled[:3]}"
     assert proxy.forwarded, "no fuzzed request was forwarded: the fuzzer never reached routing"
-    recorded = {r["arguments"].get("path") for r in records_of(proxy.config) if r.get("channel") == "http" and r.get("route") == "real"}
+    recorded = {
+        r["arguments"].get("path")
+        for r in records_of(proxy.config)
+        if r.get("channel") == "http" and r.get("route") == "real"
+    }
     unrouted = [t for t in reached if t not in recorded]
     assert not unrouted, f"{len(unrouted)} requests reached the upstream with no record, e.g. {unrouted[:3]}"
     missing = proxy.forwarded - recorded

@@ -83,8 +83,15 @@ METHODS = st.sampled_from(
 # Not `crash` (an upstream failing is no input error, yet fastmcp logs its traceback) nor
 # `sleep` (a fuzzed duration would wait out the call deadline).
 TOOLS = st.sampled_from(["echo", "count_up", "tidy_note", "shell_exec", "no_such_tool"]) | st.text(max_size=20)
-ARGUMENTS = st.dictionaries(st.sampled_from(["text", "seconds", "n", "path", "command"]) | st.text(max_size=8), JSON, max_size=4) | JSON
-PARAMS = st.fixed_dictionaries({}, optional={"name": TOOLS, "arguments": ARGUMENTS, "_meta": JSON, "cursor": JSON}) | JSON
+ARGUMENTS = (
+    st.dictionaries(
+        st.sampled_from(["text", "seconds", "n", "path", "command"]) | st.text(max_size=8), JSON, max_size=4
+    )
+    | JSON
+)
+PARAMS = (
+    st.fixed_dictionaries({}, optional={"name": TOOLS, "arguments": ARGUMENTS, "_meta": JSON, "cursor": JSON}) | JSON
+)
 
 
 @st.composite
@@ -99,7 +106,10 @@ def messages(draw) -> bytes:
         return json.dumps(message).encode()
     if kind == "batch":
         return json.dumps(
-            [{"jsonrpc": "2.0", "method": draw(METHODS), "id": n, "params": draw(PARAMS)} for n in range(draw(st.integers(0, 4)))]
+            [
+                {"jsonrpc": "2.0", "method": draw(METHODS), "id": n, "params": draw(PARAMS)}
+                for n in range(draw(st.integers(0, 4)))
+            ]
         ).encode()
     if kind == "json":
         return json.dumps(draw(JSON)).encode()
@@ -112,7 +122,9 @@ def messages(draw) -> bytes:
             + b"}}}"
         )
     if kind == "huge":
-        return rpc("tools/call", {"name": "echo", "arguments": {"text": "x" * draw(st.integers(100_000, 3_000_000))}}, 1)
+        return rpc(
+            "tools/call", {"name": "echo", "arguments": {"text": "x" * draw(st.integers(100_000, 3_000_000))}}, 1
+        )
     return draw(st.binary(max_size=300))
 
 
@@ -126,7 +138,9 @@ def header_sets(draw, endpoint_session: str) -> dict[str, str]:
     elif session == "wrong":
         headers["Mcp-Session-Id"] = "0" * 32
     elif session == "garbage":
-        headers["Mcp-Session-Id"] = draw(st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=80))
+        headers["Mcp-Session-Id"] = draw(
+            st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=80)
+        )
     headers["Content-Type"] = draw(
         st.sampled_from(["application/json", "application/json", "text/plain", "application/json; charset=latin-1"])
     )
@@ -147,8 +161,14 @@ def test_fuzzed_requests_get_clear_answers(endpoint: Endpoint, data) -> None:
     answer = endpoint.post(body, headers)
     assert answer.status_code < 500, (answer.status_code, answer.text[:500])
     for message in messages_of(answer):
-        if isinstance(message, dict) and isinstance(message.get("result"), dict) and not message["result"].get("isError"):
-            text = "".join(block.get("text", "") for block in message["result"].get("content") or [] if isinstance(block, dict))
+        if (
+            isinstance(message, dict)
+            and isinstance(message.get("result"), dict)
+            and not message["result"].get("isError")
+        ):
+            text = "".join(
+                block.get("text", "") for block in message["result"].get("content") or [] if isinstance(block, dict)
+            )
             if text.startswith("fuzz-marker-"):
                 endpoint.answered.add(text)
 
@@ -160,14 +180,20 @@ def _echo(endpoint: Endpoint, kind: str) -> bytes:
 
 @fuzz
 @given(
-    path=st.sampled_from(["/dashboard/api/overview", "/dashboard/api/fidelity", "/dashboard/api/records", "/dashboard/api/record",
-                          "/dashboard/api/router", "/metrics", "/dashboard", "/dashboard/static/app.js"]),
-    query=st.dictionaries(st.sampled_from(["since", "until", "channel", "server", "tool", "route", "id", "limit", "offset", "session",
-                                           "token", "provenance", "status", "before", "after", "divergent"]) | st.text(max_size=8), st.text(max_size=30), max_size=5),
+    path=st.sampled_from(["/dashboard/api/overview", "/dashboard/api/fidelity", "/dashboard/api/records",
+                          "/dashboard/api/record", "/dashboard/api/router", "/metrics", "/dashboard",
+                          "/dashboard/static/app.js"]),
+    query=st.dictionaries(st.sampled_from(["since", "until", "channel", "server", "tool", "route", "id", "limit",
+                                           "offset", "session", "token", "provenance", "status", "before", "after",
+                                           "divergent"]) | st.text(max_size=8),
+                          st.text(max_size=30), max_size=5),
     authorization=st.none()
-    | st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=60).map(lambda t: ("Bearer " + t).strip()),
+    | st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=60)
+    .map(lambda t: ("Bearer " + t).strip()),
 )  # fmt: skip
-def test_dashboard_and_metrics_answer_any_query(endpoint: Endpoint, path: str, query: dict, authorization: str | None) -> None:
+def test_dashboard_and_metrics_answer_any_query(
+    endpoint: Endpoint, path: str, query: dict, authorization: str | None
+) -> None:
     tally("dashboard and /metrics")
     headers = {"Authorization": authorization} if authorization is not None else {}
     url = endpoint.url + path + "?" + "&".join(f"{quote(k)}={quote(v)}" for k, v in query.items())
@@ -181,7 +207,9 @@ def test_after_the_fuzzing_the_server_serves_and_every_answered_call_is_recorded
     endpoint.initialize()
     marker = _echo(endpoint, "after")
     answer = endpoint.post(marker, endpoint.headers())
-    assert answer.status_code == 200 and any("fuzz-marker-after" in json.dumps(m) for m in messages_of(answer)), answer.text[:500]
+    assert answer.status_code == 200 and any("fuzz-marker-after" in json.dumps(m) for m in messages_of(answer)), (
+        answer.text[:500]
+    )
     assert endpoint.answered, "no fuzzed echo call was answered: the fuzzer never reached routing"
     recorded = {
         r["observation"]["content"][0]["text"]

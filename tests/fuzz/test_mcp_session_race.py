@@ -71,7 +71,11 @@ def remote_endpoint(tmp_path_factory) -> Iterator[Endpoint]:
         yield served
 
 
-CALLS = st.lists(st.sampled_from(["echo", "echo", "echo", "sleep", "bad_arguments", "count_up", "no_such_tool"]), min_size=1, max_size=8)
+CALLS = st.lists(
+    st.sampled_from(["echo", "echo", "echo", "sleep", "bad_arguments", "count_up", "no_such_tool"]),
+    min_size=1,
+    max_size=8,
+)
 
 
 # `same_id`: every call of the burst with request id 1, as a client retrying a request
@@ -109,9 +113,12 @@ def race(endpoint: Endpoint, calls: list[str], close_after: int, delay_s: float,
     def call(tool: str) -> tuple[str, httpx.Response]:
         number = next(endpoint.markers)
         marker = f"race-marker-{number}"
-        arguments = {"echo": {"text": marker}, "sleep": {"seconds": 0.1}, "count_up": {"n": 2}, "bad_arguments": {"text": [1]}}.get(
-            tool, {}
-        )
+        arguments = {
+            "echo": {"text": marker},
+            "sleep": {"seconds": 0.1},
+            "count_up": {"n": 2},
+            "bad_arguments": {"text": [1]},
+        }.get(tool, {})
         name = "echo" if tool == "bad_arguments" else tool
         return marker, session.post(rpc("tools/call", {"name": name, "arguments": arguments}, 1 if same_id else number))
 
@@ -145,7 +152,9 @@ def test_after_the_races_a_new_session_works_and_every_answered_call_is_recorded
     endpoint: Endpoint = request.getfixturevalue(upstream)
     session = endpoint.open_session()
     answer = session.post(rpc("tools/call", {"name": "echo", "arguments": {"text": "race-after"}}, 1))
-    assert answer.status_code == 200 and any("race-after" in json.dumps(m) for m in messages_of(answer)), answer.text[:500]
+    assert answer.status_code == 200 and any("race-after" in json.dumps(m) for m in messages_of(answer)), answer.text[
+        :500
+    ]
     assert endpoint.answered, "no racing call was answered: the fuzzer never reached routing"
     recorded = {
         r["observation"]["content"][0]["text"]

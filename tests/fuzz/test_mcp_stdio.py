@@ -51,12 +51,18 @@ class Stdio:
     def request(self, method: str, params: dict | None = None) -> dict:
         """Send a request and return its answer; what came before it must be JSON-RPC."""
         id_ = f"sync-{next(self.pings)}"
-        self.send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, **({"params": params} if params else {})}).encode())
+        self.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": id_, "method": method, **({"params": params} if params else {})}
+            ).encode()
+        )
         while True:
             try:
                 line = self.lines.get(timeout=ANSWER_S)
             except queue.Empty:
-                raise AssertionError(f"no answer to {method} within {ANSWER_S}s (alive: {self.process.poll() is None})") from None
+                raise AssertionError(
+                    f"no answer to {method} within {ANSWER_S}s (alive: {self.process.poll() is None})"
+                ) from None
             message = json.loads(line)  # stdout carries only protocol messages
             for one in message if isinstance(message, list) else [message]:
                 assert isinstance(one, dict) and one.get("jsonrpc") == "2.0", line[:300]
@@ -94,7 +100,9 @@ def stdio(tmp_path_factory) -> Iterator[Stdio]:
     )
     served = Stdio(process, config, log)
     threading.Thread(target=_pump, args=(process.stdout, served.lines), daemon=True).start()
-    hello = served.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}})
+    hello = served.request(
+        "initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}
+    )
     assert "result" in hello, hello
     served.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
     try:
@@ -114,12 +122,17 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
-METHODS = st.sampled_from(["tools/call", "tools/list", "initialize", "ping", "resources/list", "notifications/cancelled",
-                           "notifications/initialized", "logging/setLevel", "no/such/method"]) | st.text(max_size=16)  # fmt: skip
+METHODS = st.sampled_from(["tools/call", "tools/list", "initialize", "ping", "resources/list",
+                           "notifications/cancelled", "notifications/initialized", "logging/setLevel",
+                           "no/such/method"]) | st.text(max_size=16)  # fmt: skip
 IDS = st.none() | st.integers() | st.text(max_size=10) | JSON
 PARAMS = (
     st.fixed_dictionaries(
-        {}, optional={"name": st.sampled_from(["echo", "crash", "sleep", "no_such_tool"]) | st.text(max_size=10), "arguments": JSON}
+        {},
+        optional={
+            "name": st.sampled_from(["echo", "crash", "sleep", "no_such_tool"]) | st.text(max_size=10),
+            "arguments": JSON,
+        },
     )
     | JSON
 )
@@ -136,7 +149,9 @@ def frames(draw, stdio: Stdio) -> bytes:
             message["params"] = draw(PARAMS)
         return json.dumps(message).encode()
     if kind == "batch":
-        return json.dumps([{"jsonrpc": "2.0", "id": n, "method": draw(METHODS)} for n in range(draw(st.integers(0, 3)))]).encode()
+        return json.dumps(
+            [{"jsonrpc": "2.0", "id": n, "method": draw(METHODS)} for n in range(draw(st.integers(0, 3)))]
+        ).encode()
     if kind == "json":
         return json.dumps(draw(JSON)).encode()
     if kind == "text":
@@ -146,11 +161,18 @@ def frames(draw, stdio: Stdio) -> bytes:
     if kind == "huge":
         size = draw(st.integers(100_000, 4_000_000))
         return json.dumps(
-            {"jsonrpc": "2.0", "id": "huge", "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x" * size}}}
+            {
+                "jsonrpc": "2.0",
+                "id": "huge",
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x" * size}},
+            }
         ).encode()
     if kind == "deep":
         depth = draw(st.integers(100, 20_000))
-        return b'{"jsonrpc": "2.0", "id": "deep", "method": "ping", "params": {"x": ' + b"[" * depth + b"]" * depth + b"}}"
+        return (
+            b'{"jsonrpc": "2.0", "id": "deep", "method": "ping", "params": {"x": ' + b"[" * depth + b"]" * depth + b"}}"
+        )
     return json.dumps({"jsonrpc": "2.0", "id": "echo", "method": "tools/call", "params": stdio.echo("fuzz")}).encode()
 
 

@@ -1,6 +1,6 @@
 """Whatever a world model writes, the simulator answers with a well-formed
 observation or a clear error, on every channel: never an exception, never an empty
-success, always tagged `sim`. The model is the one part faked here (an engine that
+success, always tagged `sim`. The model is the one part faked here (a model runner that
 returns the fuzzer's text); domains, parsers and checks are the real ones."""
 
 from __future__ import annotations
@@ -15,22 +15,26 @@ from kit.fuzz import fuzz, tally
 
 from backends.browser.page_state import PageState
 from backends.http.messages import HttpSettings, make_call
-from backends.world_model.engine import Completion
 from backends.world_model.http_domain import HttpDomain
 from backends.world_model.mcp_domain import McpDomain
+from backends.world_model.model_runner import Completion
 from backends.world_model.simulator import WorldModelSimulator
 from backends.world_model.terminal_domain import TerminalDomain
 from backends.world_model.web_domain import WebDomain
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 SCHEMA = {
     "type": "object",
-    "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string"}}},
+    "properties": {
+        "city": {"type": "string"},
+        "temp_c": {"type": "number"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
     "required": ["city", "temp_c"],
 }
 
 
-class TextEngine:
+class TextModelRunner:
     """The model's side of the exchange: it answers every request with `text`."""
 
     def __init__(self, text: str) -> None:
@@ -53,13 +57,21 @@ def _page_session() -> Session:
     page = PageState("http://site.test/", "Home", '- heading "Welcome" [level=1] [ref=e1]\n- link "About" [ref=e2]')
     navigate = Call("browser", "browser", "browser_navigate", {"url": "http://site.test/"}, "s")
     return Session(
-        "s", history=[Turn(navigate, Observation([{"type": "text", "text": page.text()}], Provenance.REAL, structured=page.structured()))]
+        "s",
+        history=[
+            Turn(
+                navigate,
+                Observation([{"type": "text", "text": page.text()}], Provenance.REAL, structured=page.structured()),
+            )
+        ],
     )
 
 
 def _cases() -> list[tuple[str, WorldModelSimulator, Call, Session]]:
     tools = lambda server: [{"name": "weather", "description": "the weather", "outputSchema": SCHEMA}, {"name": "note"}]  # noqa: E731
-    mcp = McpDomain(tools_for=tools, records_for=lambda call: [], output_schema_for=lambda s, t: SCHEMA if t == "weather" else None)
+    mcp = McpDomain(
+        tools_for=tools, records_for=lambda call: [], output_schema_for=lambda s, t: SCHEMA if t == "weather" else None
+    )
     domains = {"mcp": mcp, "http": HttpDomain(), "shell": TerminalDomain(), "browser": WebDomain()}
     http_call = make_call(
         method="GET",
@@ -74,7 +86,12 @@ def _cases() -> list[tuple[str, WorldModelSimulator, Call, Session]]:
         ("mcp text", domains, Call("mcp", "srv", "note", {"id": 1}, "s"), Session("s")),
         ("http", domains, http_call, Session("s")),
         ("shell", domains, Call("shell", "shell", "shell_exec", {"command": "cat notes.txt"}, "s"), Session("s")),
-        ("browser", domains, Call("browser", "browser", "browser_click", {"ref": "e2", "element": "About"}, "s"), _page_session()),
+        (
+            "browser",
+            domains,
+            Call("browser", "browser", "browser_click", {"ref": "e2", "element": "About"}, "s"),
+            _page_session(),
+        ),
     ]  # type: ignore[list-item]
 
 
@@ -89,16 +106,21 @@ JSON_VALUES = st.recursive(
 PIECES = st.sampled_from(
     [
         "<predicted_observation>", "</predicted_observation>", "<think>", "</think>", "```", "```json\n", "```yaml\n",
-        "HTTP/1.1 200 OK\n", "Content-Type: application/json\n\n", "- Page URL: http://site.test/about\n", "- Page Snapshot:\n",
-        "Error: ", "cat notes.txt\n", "[0] agent@sandbox:/workspace$", "[1] agent@sandbox:/tmp$ ", "\r\n", '{"city": "Lima", "temp_c": 19}', "\n\n", "\x00", "\ud800",
+        "HTTP/1.1 200 OK\n", "Content-Type: application/json\n\n", "- Page URL: http://site.test/about\n",
+        "- Page Snapshot:\n", "Error: ", "cat notes.txt\n", "[0] agent@sandbox:/workspace$", "[1] agent@sandbox:/tmp$ ",
+        "\r\n", '{"city": "Lima", "temp_c": 19}', "\n\n", "\x00", "\ud800",
     ]
 )  # fmt: skip
-TEXTS = st.text(max_size=400) | st.builds(json.dumps, JSON_VALUES) | st.lists(PIECES | st.text(max_size=30), max_size=12).map("".join)
+TEXTS = (
+    st.text(max_size=400)
+    | st.builds(json.dumps, JSON_VALUES)
+    | st.lists(PIECES | st.text(max_size=30), max_size=12).map("".join)
+)
 
 
 def _simulate(case: tuple, text: str) -> Observation:
     _, domains, call, session = case
-    simulator = WorldModelSimulator(TextEngine(text), domains=domains, constrained_output=True)
+    simulator = WorldModelSimulator(TextModelRunner(text), domains=domains, constrained_output=True)
     return asyncio.run(simulator.simulate(call, session, deadline_s=5))
 
 

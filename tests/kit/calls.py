@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from router.types import Call, Observation, Session, SessionSlice, Turn
+from calls import Call, Observation, Session, SessionSlice, Turn
 
 # The upstream a call of each channel is addressed to when a test does not name one:
 # simroute's own channels are their own server; an MCP call goes to a generic one.
@@ -14,10 +14,21 @@ _DEFAULT_SERVER = {"shell": "shell", "browser": "browser"}
 
 
 def make_call(
-    tool: str = "tool", arguments: dict[str, Any] | None = None, *, server: str | None = None, channel: str = "mcp", session: str = "s"
+    tool: str = "tool",
+    arguments: dict[str, Any] | None = None,
+    *,
+    server: str | None = None,
+    channel: str = "mcp",
+    session: str = "s",
 ) -> Call:
     """A call of `tool` with `arguments` (none by default) in session "s"."""
-    return Call(channel, server or _DEFAULT_SERVER.get(channel, "srv"), tool, arguments if arguments is not None else {}, session)
+    return Call(
+        channel,
+        server or _DEFAULT_SERVER.get(channel, "srv"),
+        tool,
+        arguments if arguments is not None else {},
+        session,
+    )
 
 
 def make_session(session_id: str = "s", history: Iterable[tuple[Call, Observation]] = ()) -> Session:

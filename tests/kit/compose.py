@@ -82,7 +82,9 @@ class ComposeStack:
         """The images' wheelhouse (scripts/stack-wheelhouse.sh; linked from the machine's
         cache once the set-up has fetched it), then every image of the file."""
         started = time.monotonic()
-        out = subprocess.run([str(ROOT / "scripts" / "stack-wheelhouse.sh")], capture_output=True, text=True, timeout=900, cwd=ROOT)
+        out = subprocess.run(
+            [str(ROOT / "scripts" / "stack-wheelhouse.sh")], capture_output=True, text=True, timeout=900, cwd=ROOT
+        )
         assert out.returncode == 0, out.stderr
         self.timings["wheelhouse"] = time.monotonic() - started
         self.compose("build", timeout=1800)
@@ -93,10 +95,19 @@ class ComposeStack:
     def down(self) -> None:
         self.compose("down", "-v", "--remove-orphans", "--timeout", "5", timeout=180)
         # Its image tags, not their parents: those are the build cache of the next run.
-        listing = ["docker", "images", "--filter", f"reference=*:{self.project}", "--format", "{{.Repository}}:{{.Tag}}"]
+        listing = [
+            "docker",
+            "images",
+            "--filter",
+            f"reference=*:{self.project}",
+            "--format",
+            "{{.Repository}}:{{.Tag}}",
+        ]
         tags = subprocess.run(listing, capture_output=True, text=True, timeout=30, check=True).stdout.split()
         if tags:
-            subprocess.run(["docker", "rmi", "--no-prune", *tags], capture_output=True, text=True, timeout=120, check=True)
+            subprocess.run(
+                ["docker", "rmi", "--no-prune", *tags], capture_output=True, text=True, timeout=120, check=True
+            )
 
     def container_ids(self, service: str | None = None) -> list[str]:
         filters = [f"label=com.docker.compose.project={self.project}"]

@@ -8,9 +8,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from router.types import Call, Decision, Observation, Provenance, Route, Source
-from shadow.records import Record
-from shadow.store.sqlite.store import SQLiteStore
+from calls import Call, Decision, Observation, Provenance, Route, Source
+from records.record import Record
+from records.store.sqlite.store import SQLiteStore
 
 TOOLS = [
     ("mcp", "time", "get_current_time"),
@@ -38,12 +38,17 @@ def observation(provenance: Provenance, temperature: float, *, latency_s: float 
 def generated_record(rng: random.Random, ts: float, n: int, *, session: str | None = None) -> Record:
     channel, server, tool = TOOLS[n % len(TOOLS)]
     route = rng.choice([Route.REAL, Route.REAL, Route.SIM, Route.REPLAY, Route.SHADOW])
-    provenance = {Route.REAL: Provenance.REAL, Route.SIM: Provenance.SIM, Route.REPLAY: Provenance.REPLAY, Route.SHADOW: Provenance.REAL}[
-        route
-    ]
+    provenance = {
+        Route.REAL: Provenance.REAL,
+        Route.SIM: Provenance.SIM,
+        Route.REPLAY: Provenance.REPLAY,
+        Route.SHADOW: Provenance.REAL,
+    }[route]
     temperature = round(rng.uniform(-5, 30), 1)
     record = Record(
-        call=Call(channel, server, tool, {"city": rng.choice(["Oslo", "Lima", "Pune"])}, session or f"session-{n // 20}"),
+        call=Call(
+            channel, server, tool, {"city": rng.choice(["Oslo", "Lima", "Pune"])}, session or f"session-{n // 20}"
+        ),
         decision=Decision(route, "mode", f"generated {route}"),
         served=observation(provenance, temperature, latency_s=rng.uniform(0.001, 0.5)),
         step=n % 20 + 1,
@@ -60,7 +65,9 @@ def generated_record(rng: random.Random, ts: float, n: int, *, session: str | No
         record.divergence = 0.5 if diverges else 0.0
         record.divergence_kind = "content" if diverges else "none"
         record.divergence_evidence = {
-            "divergent": [{"path": KNOWN_PATH, "kind": "content", "real": temperature, "sim": sim_temperature}] if diverges else [],
+            "divergent": [{"path": KNOWN_PATH, "kind": "content", "real": temperature, "sim": sim_temperature}]
+            if diverges
+            else [],
             "masked": ["$.result.at"],
             "note": "",
         }
@@ -97,7 +104,9 @@ async def fill_store(path: Path, count: int, *, now: float, **options: Any) -> d
         await store.aclose()
 
 
-async def fill(store: Any, count: int, *, now: float, span_s: float = 86000.0, seed: int = 7, batch: int = 5000) -> dict[str, Any]:
+async def fill(
+    store: Any, count: int, *, now: float, span_s: float = 86000.0, seed: int = 7, batch: int = 5000
+) -> dict[str, Any]:
     """Write `count` generated records spread over `span_s` before `now`, plus the known
     divergent one, into an open store; returns what the tests check against."""
     rng = random.Random(seed)

@@ -7,15 +7,15 @@ import asyncio
 from pathlib import Path
 
 from backends.replay import ReplayBackend
+from calls import Call, Observation, Provenance, Route
 from kit.calls import make_call
 from policies.chain import default_policies
 from policies.rules import parse_rule
+from records.store.record_log import RecordLog
+from records.store.sqlite.store import SQLiteStore
 from router.engine.engine import Engine
 from router.engine.parts import Deadlines
 from router.engine.replay_modes import ReplayModes
-from router.types import Call, Observation, Provenance, Route
-from shadow.store.record_log import RecordLog
-from shadow.store.sqlite.store import SQLiteStore
 
 
 class FakeReal:
@@ -26,7 +26,9 @@ class FakeReal:
     async def __call__(self, call: Call) -> Observation:
         self.calls += 1
         await asyncio.sleep(self.delay)
-        return Observation([{"type": "text", "text": f"real #{self.calls} {call.arguments}"}], Provenance.REAL, latency_s=0.001)
+        return Observation(
+            [{"type": "text", "text": f"real #{self.calls} {call.arguments}"}], Provenance.REAL, latency_s=0.001
+        )
 
 
 class FakeSimulator:
@@ -53,7 +55,7 @@ async def make_engine(
     store=None,
 ) -> tuple[Engine, SQLiteStore]:
     """An engine over `store` (default: a SQLite store in `tmp_path`), opened."""
-    from shadow.store.protocol import ReplaySource
+    from records.store.protocol import ReplaySource
 
     store = await (store or SQLiteStore(tmp_path / "r.db")).open()
     records = await RecordLog(store, tmp_path / "r.spool.jsonl").start()
@@ -79,7 +81,9 @@ def with_shadow(engine: Engine, store: SQLiteStore, simulator, rate: float = 0.0
     from shadow.runner import ShadowRunner
 
     engine.simulator = simulator
-    runner = ShadowRunner(simulator=simulator, store=store, records=engine.records, deadline_for=lambda call: 5.0, **runner_options)
+    runner = ShadowRunner(
+        simulator=simulator, store=store, records=engine.records, deadline_for=lambda call: 5.0, **runner_options
+    )
     engine.addons.add(ShadowSampling(runner, rate=rate))
     return runner
 
@@ -102,7 +106,7 @@ def c(session: str, **arguments) -> Call:
 async def check_retention(engine: Engine, store) -> None:
     """Shared by the SQLite and Redis tests: prune keeps named recordings and
     unfinished records, and a pruned replay source is a miss."""
-    from router.types import Session
+    from calls import Session
 
     real = FakeReal()
     await engine.handle(c("old", q=1), Session("old"), real)
@@ -124,10 +128,10 @@ async def check_retention(engine: Engine, store) -> None:
 async def check_noise_table(engine: Engine, store) -> None:
     """Shared by the SQLite and Redis tests: repeated real calls teach the store's noise
     table passively, and the shadow comparison then masks what always differs."""
+    from calls import Session, tool_key
+    from records.store.noise_counts import NoiseRule
     from router.addons.noise import NoiseWatch
-    from router.types import Session
-    from shadow.compare.canonical import tool_key
-    from shadow.compare.noise import NoiseRule, noise_for_tool
+    from shadow.compare.noise import noise_for_tool
     from shadow.noise_learner import NoiseLearner
 
     learner = NoiseLearner(store)
@@ -153,7 +157,7 @@ async def check_replay_mapping(engine: Engine) -> FakeReal:
     """Shared by the SQLite and Redis tests. Session 1 records tickets 1-3; session 2
     replays 1-3 and goes real for a 4th occurrence; session 3 replays session 2:
     tickets 1, 2, 3, then session 2's real 4th."""
-    from router.types import Session
+    from calls import Session
 
     counter = FakeReal()
     first = Session("s1")
@@ -178,8 +182,8 @@ async def check_writes_between(store) -> None:
     spans everything after its start; pruned records are forgotten."""
     from dataclasses import replace
 
-    from router.types import Decision
-    from shadow.records import Record
+    from calls import Decision
+    from records.record import Record
 
     def record(
         tool,
@@ -217,7 +221,10 @@ async def check_writes_between(store) -> None:
         record("create_note", 110.0, route=Route.SIM, provenance=Provenance.SIM),  # never reached the server
         record("create_note", 120.0, channel="http"),  # another channel's server of that name
     ]
-    legacy = [r.to_json() for r in (record("put", 300.0, server="legacy"), record("get", 310.0, server="legacy", safety="safe"))]
+    legacy = [
+        r.to_json()
+        for r in (record("put", 300.0, server="legacy"), record("get", 310.0, server="legacy", safety="safe"))
+    ]
     for row in legacy:  # written before records said whether they read only and when they ended
         del row["reads_only"], row["ended"]
     await store.upsert([r.to_json() for r in rows] + legacy)
@@ -225,7 +232,9 @@ async def check_writes_between(store) -> None:
     async def wrote(server, since, until, channel="mcp") -> bool:
         return await store.writes_between(channel, server, since=since, until=until)
 
-    assert await wrote("notes", 99.0, 100.5) and await wrote("notes", 100.2, 100.8) and await wrote("notes", 100.9, 130.0)
+    assert (
+        await wrote("notes", 99.0, 100.5) and await wrote("notes", 100.2, 100.8) and await wrote("notes", 100.9, 130.0)
+    )
     assert not await wrote("notes", 95.0, 99.9)  # before it started
     assert not await wrote("notes", 101.5, 130.0)  # after it ended: a read, a simulated write, another channel's
     assert await wrote("notes", 119.5, 120.5, channel="http")
@@ -233,7 +242,9 @@ async def check_writes_between(store) -> None:
     assert not await wrote("other", 150.0, 199.0)
     await store.upsert([replace(started, status="complete", ended=201.0).to_json()])
     assert not await wrote("other", 1000.0, 1001.0) and await wrote("other", 200.5, 300.0)
-    assert await wrote("legacy", 299.0, 300.5) and not await wrote("legacy", 300.5, 400.0)  # not `safe`: a write, at its start
+    assert await wrote("legacy", 299.0, 300.5) and not await wrote(
+        "legacy", 300.5, 400.0
+    )  # not `safe`: a write, at its start
     assert not await wrote("notes", 0.0, 0.5) and not await wrote("nowhere", 0.0, 1e12)
 
     assert await store.prune(before_ts=150.0) == 4

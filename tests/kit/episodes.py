@@ -1,4 +1,4 @@
-"""`simroute serve` with episodes, launched as a user launches it, and its REST face."""
+"""`simroute serve` with episodes, launched as a user launches it, and its REST front door."""
 
 from __future__ import annotations
 

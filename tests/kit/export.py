@@ -16,7 +16,10 @@ from kit.launch import simroute_executable
 def export_dataset(config: Path, out: Path, *args: str) -> dict:
     """Runs `simroute export OUT --config CONFIG ARGS…`; returns the dataset card."""
     done = subprocess.run(
-        [simroute_executable(), "export", str(out), "--config", str(config), *args], capture_output=True, text=True, timeout=600
+        [simroute_executable(), "export", str(out), "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     return json.loads((out / "dataset.json").read_text())
@@ -61,7 +64,7 @@ def synthetic_rows(start: int, count: int) -> list[dict]:
     """Records `start`…`start+count-1` of a store of weather sessions, ten calls each: real
     calls, every fifth one shadowed (its simulated side diverged, by 0.05 to 0.95), every
     seventh served by the world model."""
-    from shadow.compare.canonical import call_key
+    from calls import call_key
 
     out = []
     for i in range(start, start + count):
@@ -143,8 +146,8 @@ async def export_at_sizes(
     exported at each, once per order asked for (`session`: as read; `hardest-first`): the
     order, records, seconds, records a second and peak resident MB per size and order
     (each also handed to `measured` as soon as it is measured)."""
-    from shadow.store.redis.store import RedisStore
-    from shadow.store.sqlite.store import SQLiteStore
+    from records.store.redis.store import RedisStore
+    from records.store.sqlite.store import SQLiteStore
 
     folder.mkdir(parents=True, exist_ok=True)
     if kind == "redis":
@@ -165,9 +168,18 @@ async def export_at_sizes(
             for order in orders:
                 args = ("--hardest-first",) if order == "hardest-first" else ()
                 seconds, peak_mb, card = measured_export(config, folder / "out", *args)
-                assert card["counts"]["records_read"] == size and card["order"]["by"] == ("divergence" if args else "session")
+                assert card["counts"]["records_read"] == size and card["order"]["by"] == (
+                    "divergence" if args else "session"
+                )
                 figures.append(
-                    {"order": order, "records": size, "seconds": seconds, "rate": size / seconds, "peak_mb": peak_mb, "card": card}
+                    {
+                        "order": order,
+                        "records": size,
+                        "seconds": seconds,
+                        "rate": size / seconds,
+                        "peak_mb": peak_mb,
+                        "card": card,
+                    }
                 )
                 measured(figures[-1])
     finally:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-from router.addons.upstream_guard.state import Limits, Outcome, Refusal
+from records.shared_state.guard_slots import Limits, Refusal
+from router.addons.upstream_guard.state import Outcome
 
 T0 = 1_800_000_000.0  # a fake clock's start (seconds since the epoch)
 BREAKER = Limits(breaker_failures=3, breaker_cooldown_s=30.0)
@@ -17,7 +18,9 @@ def unique(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
-async def call(state, upstream: str, limits: Limits, outcome: Outcome | None, *, now: float, token: str = "", lease_s: float = 60.0):
+async def call(
+    state, upstream: str, limits: Limits, outcome: Outcome | None, *, now: float, token: str = "", lease_s: float = 60.0
+):
     """Acquire, then (if admitted and `outcome` given) release with it; the verdict."""
     slot = uuid.uuid4().hex
     verdict = await state.acquire(upstream, token, limits, slot=slot, lease_s=lease_s, now=now)
@@ -58,7 +61,9 @@ async def only_consecutive_failures_count(state) -> None:
     up = unique("mostly-up")
     for outcome in [Outcome.FAILURE] * 2 + [Outcome.SUCCESS] + [Outcome.FAILURE] * 2 + [Outcome.NEUTRAL] * 3:
         assert (await call(state, up, BREAKER, outcome, now=T0)).admitted
-    assert (await call(state, up, BREAKER, None, now=T0)).admitted  # 2 in a row since the success; neutral ones say nothing
+    assert (
+        await call(state, up, BREAKER, None, now=T0)
+    ).admitted  # 2 in a row since the success; neutral ones say nothing
     off = Limits(breaker_failures=0)
     up_off = unique("unguarded")
     for _ in range(10):

@@ -12,13 +12,14 @@ import re
 import time
 from typing import Any
 
+from calls import Call, Decision, Observation, Provenance, Route, call_key
 from kit.llama_server import llama_cpp_server  # noqa: F401  (the judge's tests use it from here)
 from kit.model_stub import ModelStub
-from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.compare.canonical import call_key
-from shadow.records import Record
+from records.record import Record
 
-_PAIR = re.compile(r"## Reference observation \(real\)\n(.*)\n\n## Candidate observation\n(.*)\n\nScore the candidate", re.DOTALL)
+_PAIR = re.compile(
+    r"## Reference observation \(real\)\n(.*)\n\n## Candidate observation\n(.*)\n\nScore the candidate", re.DOTALL
+)
 
 
 def judge_reply(body: dict) -> str:
@@ -30,7 +31,9 @@ def judge_reply(body: dict) -> str:
     extra = set(candidate.split()) - set(reference.split())
     score = max(1, 5 - len(extra))
     verdict = {name: score for name in ("format", "factuality", "consistency", "realism", "quality")}
-    return "<think>comparing</think>```json\n" + json.dumps({**verdict, "reason": f"{len(extra)} words differ"}) + "\n```"
+    return (
+        "<think>comparing</think>```json\n" + json.dumps({**verdict, "reason": f"{len(extra)} words differ"}) + "\n```"
+    )
 
 
 def judge_stub() -> ModelStub:
@@ -41,7 +44,9 @@ def _observation(text: str, provenance: Provenance) -> Observation:
     return Observation(content=[{"type": "text", "text": text}], provenance=provenance)
 
 
-def _record(session: str, step: int, city: str, real: str, sim: str | None, divergence: float | None, ts: float) -> Record:
+def _record(
+    session: str, step: int, city: str, real: str, sim: str | None, divergence: float | None, ts: float
+) -> Record:
     arguments = {"city": city}
     record = Record(
         call=Call("mcp", "weather", "forecast", arguments, session),
@@ -80,6 +85,7 @@ def judged_rows(now: float | None = None) -> list[dict[str, Any]]:
         for step, (city, real, sim, divergence) in enumerate(SHADOW_PAIRS, start=1)
     ]
     rows += [
-        _record("b", step, city, real, None, None, now - 50 + step).to_json() for step, (city, real) in enumerate(CONTROL_ANSWERS, start=1)
+        _record("b", step, city, real, None, None, now - 50 + step).to_json()
+        for step, (city, real) in enumerate(CONTROL_ANSWERS, start=1)
     ]
     return rows

@@ -49,7 +49,9 @@ def remote_toolbox(log: Path) -> Iterator[dict]:
     session; yields its config entry (a remote server: `url`)."""
     port = free_port()
     with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, str(TOOLBOX), "--http", str(port)], stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, str(TOOLBOX), "--http", str(port)], stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         wait_for_port(port, process, describe=log.read_text)
         yield {"url": f"http://127.0.0.1:{port}/mcp"}
@@ -107,7 +109,10 @@ def records_of(config: Path, *args: str) -> list[dict]:
     import subprocess
 
     out = subprocess.run(
-        [simroute_executable(), "records", "--json", "--config", str(config), *args], capture_output=True, text=True, check=True
+        [simroute_executable(), "records", "--json", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     # JSON Lines end at "\n" only: str.splitlines would also cut at U+2028, \x85… inside a value.
     return [json.loads(line) for line in out.stdout.split("\n") if line]
@@ -122,7 +127,9 @@ def model_path() -> Path:
     fails the tests that need it: it is part of the set-up, not optional."""
     import os
 
-    path = Path(os.environ.get("SIMROUTE_TEST_MODEL", "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf")).expanduser()
+    path = Path(
+        os.environ.get("SIMROUTE_TEST_MODEL", "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    ).expanduser()
     if not path.is_file():
         raise RuntimeError(f"world model {path} is missing: run scripts/setup.sh")
     return path
@@ -134,7 +141,11 @@ NOTES_STORE = ROOT / "tests" / "servers" / "notes_store.py"
 def notes_server(state: Path | None = None) -> dict:
     """The stateful notes store written for the tests (empty at every start); with
     `state`, it writes its notes there after every change."""
-    return {"command": sys.executable, "args": [str(NOTES_STORE)], **({"env": {"NOTES_STATE": str(state)}} if state else {})}
+    return {
+        "command": sys.executable,
+        "args": [str(NOTES_STORE)],
+        **({"env": {"NOTES_STATE": str(state)}} if state else {}),
+    }
 
 
 def child_commands(pid: int) -> list[str]:

@@ -89,10 +89,18 @@ def generate(n: int = 900, *, seed: int = 0, start: float = 1_700_000_000.0) -> 
             city = rng.choice(FAITHFUL_CITIES + UNFAITHFUL_CITIES)
             good = city in FAITHFUL_CITIES
             tool, arguments = "get_weather", {"city": city}
-            real = f"{city}: sunny" if good else f"{city}: {rng.choice(['rain', 'snow', 'fog', 'hail'])} {rng.randint(0, 30)}C"
+            real = (
+                f"{city}: sunny"
+                if good
+                else f"{city}: {rng.choice(['rain', 'snow', 'fog', 'hail'])} {rng.randint(0, 30)}C"
+            )
             faithful = rng.random() < (0.93 if good else 0.07)
         divergence = rng.uniform(0.0, 0.12) if faithful else rng.uniform(0.45, 1.0)
-        kind = ("none" if divergence == 0 else "content") if faithful else rng.choice(["content", "content", "structure", "status"])
+        kind = (
+            ("none" if divergence == 0 else "content")
+            if faithful
+            else rng.choice(["content", "content", "structure", "status"])
+        )
         sim = real if faithful else "something else entirely"
         rows.append(
             row(

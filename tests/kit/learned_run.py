@@ -48,7 +48,9 @@ async def learned_run(folder: Path) -> dict[str, Any]:
     async with stdio_client(learning) as client:
         served = {tool: await client.call_tool(tool, {}) for tool in ("get_motto", "get_visits")}
     explained = {
-        tool: json.loads(run("explain", "--config", str(learning), "--call", json.dumps({"server": "toolbox", "name": tool})).stdout)
+        tool: json.loads(
+            run("explain", "--config", str(learning), "--call", json.dumps({"server": "toolbox", "name": tool})).stdout
+        )
         for tool in ("get_motto", "get_visits")
     }
     return {

@@ -24,7 +24,9 @@ class ModelStub:
     calls), or the message content `reply(body)` makes of each request, and keeps every
     request body it was sent."""
 
-    def __init__(self, answer: str | Callable[[dict], str] = "report simulated", *, reply: Callable[[dict], str] | None = None) -> None:
+    def __init__(
+        self, answer: str | Callable[[dict], str] = "report simulated", *, reply: Callable[[dict], str] | None = None
+    ) -> None:
         self.bodies: list[dict] = []
         self.answer = answer
         stub = self
@@ -40,7 +42,10 @@ class ModelStub:
                     content = f"<predicted_observation>{observation}</predicted_observation>"
                 message = {"role": "assistant", "content": content}
                 encoded = json.dumps(
-                    {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
+                    {
+                        "choices": [{"message": message, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 3},
+                    }
                 ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 
 @dataclass(frozen=True)
@@ -108,4 +111,8 @@ class OtlpReceiver:
 def tracing_env(receiver: OtlpReceiver) -> dict[str, str]:
     """The standard variables that turn simroute's tracing on, exporting to `receiver`
     in batches sent every 100 ms (the default 5 s would slow the tests)."""
-    return {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_SERVICE_NAME": "simroute-test"}
+    return {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+        "OTEL_SERVICE_NAME": "simroute-test",
+    }

@@ -71,10 +71,15 @@ class RawUpstream:
                     with self.lock:
                         self.targets.append(target)
                     body = target.encode("utf-8", "replace")
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
+                        % (len(body), body)
+                    )
                     buffer[:] = rest
             except HeadTooLarge:
-                conn.sendall(b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                conn.sendall(
+                    b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
             except FramingError:
                 with self.lock:
                     self.unframed += 1

@@ -30,7 +30,7 @@ from fastmcp.client.transports import StdioTransport
 
 from backends.http.messages import encode_body, observation_of, response_record
 from backends.shell.screen import ShellResult
-from router.types import Observation, Provenance
+from calls import Observation, Provenance
 
 ROOT = Path(__file__).resolve().parents[2]
 Row = dict[str, Any]
@@ -98,8 +98,19 @@ async def mcp_answers(scratch: Path) -> list[Row]:
         words = ["hello", "buy milk and eggs", "Lima"] if session == "a" else ["good morning", "x:1 and y:2", "Paris"]
         async with Client(toolbox.mcp) as client:
             calls = [("echo", {"text": word}) for word in words]
-            calls += [("sleep", {"seconds": 0.01}), ("count_up", {"n": 3}), ("get_motto", {}), ("get_visits", {}), ("get_visits", {})]
-            calls += [("next_ticket", {}), ("add_funds", {"amount": 5}), ("get_balance", {}), ("announce_tools_changed", {})]
+            calls += [
+                ("sleep", {"seconds": 0.01}),
+                ("count_up", {"n": 3}),
+                ("get_motto", {}),
+                ("get_visits", {}),
+                ("get_visits", {}),
+            ]
+            calls += [
+                ("next_ticket", {}),
+                ("add_funds", {"amount": 5}),
+                ("get_balance", {}),
+                ("announce_tools_changed", {}),
+            ]
             calls += [
                 ("tidy_note", {"path": str(scratch / f"note-{0 if session == 'a' else 1}.txt")}),
                 ("fail", {"message": f"bad {session}"}),
@@ -109,7 +120,12 @@ async def mcp_answers(scratch: Path) -> list[Row]:
             titles = ["groceries", "ideas"] if session == "a" else ["travel plans", "books to read"]
             calls = [("version", {}), ("list_notes", {})]
             calls += [("create_note", {"title": title, "body": f"about {title}"}) for title in titles]
-            calls += [("list_notes", {}), ("get_note", {"note_id": 1}), ("delete_note", {"note_id": 1}), ("get_note", {"note_id": 1})]
+            calls += [
+                ("list_notes", {}),
+                ("get_note", {"note_id": 1}),
+                ("delete_note", {"note_id": 1}),
+                ("get_note", {"note_id": 1}),
+            ]
             rows += await _calls(client, "notes", calls, f"notes-{session}")
         async with Client(catalog.mcp) as client:
             products = ["desk lamp", "wall lamp"] if session == "a" else ["floor lamp", "night lamp"]
@@ -117,12 +133,22 @@ async def mcp_answers(scratch: Path) -> list[Row]:
             calls += [("get_price", {"product": product}) for product in products]
             rows += await _calls(client, "catalog", calls, f"catalog-{session}")
         async with Client(tickets.mcp) as client:
-            calls = [("server_version", {}), ("current_ticket", {}), ("next_ticket", {}), ("next_ticket", {}), ("current_ticket", {})]
+            calls = [
+                ("server_version", {}),
+                ("current_ticket", {}),
+                ("next_ticket", {}),
+                ("next_ticket", {}),
+                ("current_ticket", {}),
+            ]
             rows += await _calls(client, "tickets", calls, f"tickets-{session}")
         async with Client(repo.mcp) as client:
             calls = []
             for path in repositories if session == "a" else list(reversed(repositories)):
-                calls += [("workspace_info", {"path": path}), ("summary", {"path": path}), ("list_files", {"path": path})]
+                calls += [
+                    ("workspace_info", {"path": path}),
+                    ("summary", {"path": path}),
+                    ("list_files", {"path": path}),
+                ]
             calls += [
                 ("read_file", {"path": repositories[0], "name": "README.md"}),
                 ("read_file", {"path": repositories[1], "name": "notes.txt"}),
@@ -131,7 +157,11 @@ async def mcp_answers(scratch: Path) -> list[Row]:
             rows += await _calls(client, "repo", calls, f"repo-{session}")
         transport = StdioTransport(sys.executable, ["-m", "mcp_server_time", "--local-timezone", "UTC"])
         async with Client(transport) as client:
-            zones = ["Europe/Paris", "Asia/Tokyo", "America/Lima"] if session == "a" else ["America/New_York", "Africa/Cairo", "UTC"]
+            zones = (
+                ["Europe/Paris", "Asia/Tokyo", "America/Lima"]
+                if session == "a"
+                else ["America/New_York", "Africa/Cairo", "UTC"]
+            )
             calls = [("get_current_time", {"timezone": zone}) for zone in zones]
             calls += [
                 ("convert_time", {"source_timezone": zones[0], "time": "16:30", "target_timezone": zones[1]}),
@@ -160,10 +190,24 @@ def http_answers() -> list[Row]:
     from servers.http_upstream import serve_upstream
 
     requests = {
-        "upstream": [("GET", "/json", None), ("GET", "/echo/a", None), ("POST", "/echo/b", "hi"), ("GET", "/gzip", None)]
-        + [("GET", "/status?code=204", None), ("GET", "/big?n=300", None), ("GET", "/chunked?n=3", None), ("GET", "/nope", None)]
+        "upstream": [
+            ("GET", "/json", None),
+            ("GET", "/echo/a", None),
+            ("POST", "/echo/b", "hi"),
+            ("GET", "/gzip", None),
+        ]
+        + [
+            ("GET", "/status?code=204", None),
+            ("GET", "/big?n=300", None),
+            ("GET", "/chunked?n=3", None),
+            ("GET", "/nope", None),
+        ]
         + [("GET", "/echo/c?x=1", None), ("DELETE", "/echo/d", None)],
-        "items": [("GET", "/items", None), ("POST", "/items", '{"name": "lamp"}'), ("POST", "/items", '{"name": "desk"}')]
+        "items": [
+            ("GET", "/items", None),
+            ("POST", "/items", '{"name": "lamp"}'),
+            ("POST", "/items", '{"name": "desk"}'),
+        ]
         + [("GET", "/items/1", None), ("GET", "/items/2", None), ("GET", "/items", None), ("DELETE", "/items/1", None)]
         + [("GET", "/items/1", None), ("GET", "/items/9", None)],
     }
@@ -181,7 +225,9 @@ def http_answers() -> list[Row]:
                     decoded=True,
                 )
                 arguments = {"method": method, "path": path, **({"body": body} if body else {})}
-                rows.append(row("http", host, method, arguments, observation_of(record, Provenance.REAL), f"http-{name}"))
+                rows.append(
+                    row("http", host, method, arguments, observation_of(record, Provenance.REAL), f"http-{name}")
+                )
     return rows
 
 
@@ -232,10 +278,17 @@ def shell_answers(scratch: Path) -> list[Row]:
     rows = []
     for command in SHELL_COMMANDS:
         done = subprocess.run(
-            ["bash", "-c", command], cwd=folder, capture_output=True, text=True, timeout=20, env={**os.environ, "LC_ALL": "C"}
+            ["bash", "-c", command],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env={**os.environ, "LC_ALL": "C"},
         )
         result = ShellResult(done.stdout + done.stderr, done.returncode, "/workspace")
-        observation = Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured())
+        observation = Observation(
+            [{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured()
+        )
         rows.append(row("shell", "shell", "shell_exec", {"command": command}, observation, "shell"))
     return rows
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from router.types import Call, Decision, Observation, Provenance, Route, Source
-from shadow import record_json
-from shadow.records import Record
+from calls import Call, Decision, Observation, Provenance, Route, Source
+from records import record_json
+from records.record import Record
 
 # A shadowed call's record as simroute wrote it before sources existed (its simulated
 # side included): every key in the order `Record.to_json` writes them, compact JSON.
@@ -61,3 +61,47 @@ async def check_sources_stored(store: Any) -> None:
     assert Record.from_json(stored_new).served.source == MODEL_SOURCE
     [history] = await store.session_records("new-a", before_step=1, limit=5)  # the world model's history reads it too
     assert history.served.source == MODEL_SOURCE
+
+
+def forked_session(session: str, *, ts: float, fork_id: str = "fork-1a2b") -> list[Record]:
+    """A rehearsal session as a shell fork leaves it: a real read, then a destructive
+    call run on a fork made for it (the fork's call 1: where the session diverged, with
+    what was copied), then a read on the same fork (call 2)."""
+    copied = {
+        "folders": {"/workspace": 2048, "/tmp": 0},
+        "bytes": 2048,
+        "archive_bytes": 10240,
+        "cwd": "/workspace/data",
+        "variables": 7,
+    }
+
+    def answer(text: str, call: int | None) -> Observation:
+        if call is None:
+            return Observation([{"type": "text", "text": text}], Provenance.REAL)
+        fork = {
+            "id": fork_id,
+            "call": call,
+            "container": f"simroute-{fork_id}",
+            "from": "session sandbox",
+            "copied": copied,
+            "fork_s": 0.2,
+        }
+        return Observation([{"type": "text", "text": text}], Provenance.FORK, source=Source(extra={"fork": fork}))
+
+    steps = [
+        ("ls", "data\n", None, Route.REAL),
+        ("rm -rf data", "", 1, Route.FORK),
+        ("ls data", "ls: no such file\n", 2, Route.FORK),
+    ]
+    return [
+        Record(
+            Call("shell", "shell", "shell_exec", {"command": command}, session),
+            Decision(route, "rehearsal" if route is Route.FORK else "mode", "rehearsal: destructive, run on a fork"),
+            answer(text, call),
+            step=step,
+            call_key=f"k-{step}",
+            id=f"{int((ts + step) * 1e9):016x}{step:016x}",
+            ts=ts + step,
+        )
+        for step, (command, text, call, route) in enumerate(steps)
+    ]

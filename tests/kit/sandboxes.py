@@ -23,7 +23,7 @@ def sandboxes(owners: set[str] | None = None) -> list:
 
 def owner_of(pid: int) -> str | None:
     """The owner label a router running as `pid` puts on its sandboxes."""
-    from shadow.owners import process_identity
+    from records.owners import process_identity
 
     return process_identity(pid)
 

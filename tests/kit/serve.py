@@ -18,13 +18,24 @@ from router.cli.launch import free_port, stop, wait_for_port
 
 
 @contextlib.contextmanager
-def serve_process(config: Path, log: Path, *, http_port: int | None = None, **env: str) -> Iterator[tuple[subprocess.Popen, int]]:
+def serve_process(
+    config: Path, log: Path, *, http_port: int | None = None, **env: str
+) -> Iterator[tuple[subprocess.Popen, int]]:
     """`simroute serve` launched as a user launches it; yields the process and its MCP
     port (its HTTP proxy on `http_port`, default any free port)."""
     port = free_port()
     proxy_port = http_port or free_port()
     process = subprocess.Popen(
-        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{port}", "--http-proxy", str(proxy_port)],
+        [
+            simroute_executable(),
+            "serve",
+            "--config",
+            str(config),
+            "--mcp",
+            f"127.0.0.1:{port}",
+            "--http-proxy",
+            str(proxy_port),
+        ],
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
@@ -47,7 +58,9 @@ def serving(config: Path, log: Path, *, http_port: int | None = None, **env: str
 
 def parsed(metrics: str) -> dict[tuple[str, tuple], float]:
     return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(metrics) for s in family.samples
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(metrics)
+        for s in family.samples
     }
 
 

@@ -54,7 +54,7 @@ class StandInSandbox:
         self.world = new_world(clock=CLOCK)
 
     async def __call__(self, call):
-        from router.types import Observation, Provenance
+        from calls import Observation, Provenance
 
         outcome = run(self.world, call.arguments["command"])
         assert outcome is not None, f"the stand-in sandbox does not run {call.arguments['command']!r}"

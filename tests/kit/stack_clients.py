@@ -13,7 +13,8 @@ import httpx2
 
 from kit.compose import ComposeStack
 
-REPLICA = "x-simroute-replica"  # the balancer's answer header naming the replica that served
+SLOT = "x-simroute-balancer-slot"  # the balancer's answer header: the slot (router1, …) that served
+REPLICA = "x-simroute-replica"  # the replica's own answer header: its container's host name
 
 
 def health(http: httpx2.Client, stack: ComposeStack, session: str) -> httpx2.Response | None:
@@ -23,9 +24,12 @@ def health(http: httpx2.Client, stack: ComposeStack, session: str) -> httpx2.Res
         return None
 
 
-def wait_for_replicas(stack: ComposeStack, count: int, deadline_s: float = 240) -> dict[str, str]:
+def wait_for_replicas(
+    stack: ComposeStack, count: int, deadline_s: float = 240, names: dict[str, str] | None = None
+) -> dict[str, str]:
     """Health through the balancer, each request under a new agent session (balanced
-    afresh), until `count` replicas have answered; one session per replica → its replica."""
+    afresh), until `count` replicas have answered; one session per replica → its slot.
+    `names`, when given, gets each slot → the name its replica answered with."""
     homes: dict[str, str] = {}
     deadline = time.monotonic() + deadline_s
     with httpx2.Client(headers={"Authorization": f"Bearer {stack.token}"}, timeout=5) as http:
@@ -34,14 +38,16 @@ def wait_for_replicas(stack: ComposeStack, count: int, deadline_s: float = 240) 
             session = uuid.uuid4().hex
             response = health(http, stack, session)
             if response is not None and response.status_code == 200:
-                if response.headers[REPLICA] not in homes.values():
-                    homes[session] = response.headers[REPLICA]
+                if response.headers[SLOT] not in homes.values():
+                    homes[session] = response.headers[SLOT]
+                if names is not None:
+                    names[response.headers[SLOT]] = response.headers[REPLICA]
             else:
                 time.sleep(0.5)
         for session, replica in homes.items():  # an agent session stays where it started
             for _ in range(3):
                 response = health(http, stack, session)
-                assert response is not None and response.headers[REPLICA] == replica
+                assert response is not None and response.headers[SLOT] == replica
     return homes
 
 
@@ -57,12 +63,14 @@ def balancer_command(stack: ComposeStack, command: str) -> str:
 def balancer_table(stack: ComposeStack, table: str) -> dict[str, str]:
     """A stick table of the balancer: key → server id."""
     lines = balancer_command(stack, f"show table {table}").splitlines()
-    entries = [dict(part.split("=", 1) for part in line.split()[1:] if "=" in part) for line in lines if line.startswith("0x")]
+    entries = [
+        dict(part.split("=", 1) for part in line.split()[1:] if "=" in part) for line in lines if line.startswith("0x")
+    ]
     return {entry["key"]: entry["server_id"] for entry in entries}
 
 
 def replica_containers(stack: ComposeStack) -> dict[str, str]:
-    """The balancer's server name (what X-Simroute-Replica says: router1, …) → the
+    """The balancer's server name (what X-Simroute-Balancer-Slot says: router1, …) → the
     router container behind it, matched by address."""
     # `show servers state`: a version line, a header (`# be_id be_name srv_id srv_name srv_addr …`), rows.
     lines = balancer_command(stack, "show servers state routers").splitlines()
@@ -71,7 +79,9 @@ def replica_containers(stack: ComposeStack) -> dict[str, str]:
     by_address = {row["srv_addr"]: row["srv_name"] for row in rows}
     replicas: dict[str, str] = {}
     for container in stack.container_ids("router"):
-        inspect = subprocess.run(["docker", "inspect", container], capture_output=True, text=True, timeout=30, check=True)
+        inspect = subprocess.run(
+            ["docker", "inspect", container], capture_output=True, text=True, timeout=30, check=True
+        )
         networks = json.loads(inspect.stdout)[0]["NetworkSettings"]["Networks"]
         for network in networks.values():
             if network.get("IPAddress") in by_address:

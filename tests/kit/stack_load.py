@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 
 from kit.compose import ComposeStack
-from kit.stack_clients import REPLICA
+from kit.stack_clients import SLOT
 
 RETRIED = {502, 503, 504}
 
@@ -39,7 +39,10 @@ class Answer:
 
 def client(stack: ComposeStack) -> httpx2.Client:
     return httpx2.Client(
-        base_url=stack.url, headers={"Authorization": f"Bearer {stack.token}"}, timeout=httpx2.Timeout(10, read=240), trust_env=False
+        base_url=stack.url,
+        headers={"Authorization": f"Bearer {stack.token}"},
+        timeout=httpx2.Timeout(10, read=240),
+        trust_env=False,
     )
 
 
@@ -47,15 +50,19 @@ def reset(http: httpx2.Client, options: dict[str, Any], *, deadline_s: float = 1
     """A new episode (retried through 502/503 and transport errors): its id and replica."""
     response = retried(lambda: http.post("/episodes", json={"seed": 1, "options": options}), deadline_s)
     assert response.status_code == 201, response.text
-    return response.json()["episode_id"], response.headers[REPLICA]
+    return response.json()["episode_id"], response.headers[SLOT]
 
 
-def step(http: httpx2.Client, episode: str, action: dict[str, Any], *, deadline_s: float = 240) -> tuple[dict[str, Any], str]:
+def step(
+    http: httpx2.Client, episode: str, action: dict[str, Any], *, deadline_s: float = 240
+) -> tuple[dict[str, Any], str]:
     """One step, retried under one Idempotency-Key: its JSON and the replica that answered."""
     key = uuid.uuid4().hex
-    response = retried(lambda: http.post(f"/episodes/{episode}/step", json=action, headers={"Idempotency-Key": key}), deadline_s)
+    response = retried(
+        lambda: http.post(f"/episodes/{episode}/step", json=action, headers={"Idempotency-Key": key}), deadline_s
+    )
     assert response.status_code == 200, response.text
-    return response.json(), response.headers.get(REPLICA, "none")
+    return response.json(), response.headers.get(SLOT, "none")
 
 
 def retried(send: Any, deadline_s: float) -> httpx2.Response:
@@ -115,18 +122,24 @@ class Agent:
     def _run(self) -> None:
         try:
             with client(self.stack) as http:
-                self.episode, self.replica = reset(http, {"route": self.route, "servers": ["toolbox"], "channels": ["mcp"]})
+                self.episode, self.replica = reset(
+                    http, {"route": self.route, "servers": ["toolbox"], "channels": ["mcp"]}
+                )
                 tool = tool_named(http, self.episode, "echo")
                 n = 0
                 while not self._stop.is_set():
                     n += 1
                     body, replica = step(
-                        http, self.episode, {"type": "call_tool", "tool_name": tool, "arguments": {"text": f"{self.name}-{n}"}}
+                        http,
+                        self.episode,
+                        {"type": "call_tool", "tool_name": tool, "arguments": {"text": f"{self.name}-{n}"}},
                     )
                     info, result = body["info"], body["observation"]["result"]
                     text = text_of(result)
                     self.answers.append(
-                        Answer(self.name, info.get("record_id"), bool(info["infra_error"]), text, replica, time.monotonic())
+                        Answer(
+                            self.name, info.get("record_id"), bool(info["infra_error"]), text, replica, time.monotonic()
+                        )
                     )
                     time.sleep(self.pause_s)
         except BaseException as exc:  # noqa: BLE001  (kept and raised by stop(), in the test's thread)
@@ -141,13 +154,22 @@ def wait_for(predicate: Any, timeout_s: float, what: str, *, every_s: float = 0.
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out ({timeout_s:.0f}s) waiting for {what}" + (f"\n{detail()}" if detail else ""))
+            raise AssertionError(
+                f"timed out ({timeout_s:.0f}s) waiting for {what}" + (f"\n{detail()}" if detail else "")
+            )
         time.sleep(every_s)
 
 
-def wait_for_answers(stack: ComposeStack, load: list[Agent], count: int, what: str, *, since: float = 0.0, timeout_s: float = 240) -> None:
+def wait_for_answers(
+    stack: ComposeStack, load: list[Agent], count: int, what: str, *, since: float = 0.0, timeout_s: float = 240
+) -> None:
     """Until every agent has `count` answers after `since` (a failure shows the situation)."""
-    wait_for(lambda: all(len(a.answered_since(since)) >= count for a in load), timeout_s, what, detail=lambda: situation(stack, load))
+    wait_for(
+        lambda: all(len(a.answered_since(since)) >= count for a in load),
+        timeout_s,
+        what,
+        detail=lambda: situation(stack, load),
+    )
 
 
 class InBackground:
@@ -170,11 +192,15 @@ def situation(stack: ComposeStack, load: list[Agent], *, log_lines: int = 60) ->
     """What a failed wait shows: each agent's answers so far and its last, and the
     newest lines of the routers' and the worker's logs."""
     agents = "\n".join(
-        f"  {a.name} on {a.replica}: {len(a.answers)} answered, last {a.answers[-1] if a.answers else None}, failure {a.failure!r}"
+        f"  {a.name} on {a.replica}: {len(a.answers)} answered, "
+        f"last {a.answers[-1] if a.answers else None}, failure {a.failure!r}"
         for a in load
     )
     logs = "\n".join(
-        line for service in ("router", "worker") for line in stack.logs(service).splitlines()[-log_lines:] if "GET /health" not in line
+        line
+        for service in ("router", "worker")
+        for line in stack.logs(service).splitlines()[-log_lines:]
+        if "GET /health" not in line
     )
     return f"agents:\n{agents}\nlogs:\n{logs}"
 
@@ -191,7 +217,9 @@ def store_rows(stack: ComposeStack) -> list[dict[str, Any]]:
 
 
 def _running(container: str) -> bool:
-    out = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", container], capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["docker", "inspect", "-f", "{{.State.Running}}", container], capture_output=True, text=True, timeout=30
+    )
     return out.stdout.strip() == "true"
 
 
@@ -203,7 +231,11 @@ def audit(stack: ComposeStack, answers: list[Answer]) -> list[dict[str, Any]]:
     ids = Counter(row["id"] for row in rows)
     assert [i for i, n in ids.items() if n > 1] == [], "a record stored twice"
     steps = Counter((row["session"], row["step"]) for row in rows)
-    twice = [(row["session"], row["step"], row["tool"], row["status"], row["ts"]) for row in rows if steps[row["session"], row["step"]] > 1]
+    twice = [
+        (row["session"], row["step"], row["tool"], row["status"], row["ts"])
+        for row in rows
+        if steps[row["session"], row["step"]] > 1
+    ]
     assert twice == [], f"a session's step recorded twice: {sorted(twice)[:6]}"
     by_id = {row["id"]: row for row in rows}
     answered = [a for a in answers if a.record_id is not None]

@@ -33,7 +33,9 @@ def remote_everything(log: Path) -> Iterator[dict]:
     """The everything server over streamable HTTP; yields its config entry (`url`)."""
     port = free_port()
     with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, str(EVERYTHING), "--http", str(port)], stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, str(EVERYTHING), "--http", str(port)], stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         wait_for_port(port, process, describe=log.read_text)
         yield {"url": f"http://127.0.0.1:{port}/mcp"}
@@ -142,4 +144,6 @@ async def connected(make: Callable[..., Client]) -> AsyncIterator[Side]:
 
 def direct_client(**kwargs: Any) -> Client:
     """The everything server over stdio, in the handshake era simroute speaks."""
-    return Client(StdioTransport(command=sys.executable, args=[str(EVERYTHING)], keep_alive=False), mode="legacy", **kwargs)
+    return Client(
+        StdioTransport(command=sys.executable, args=[str(EVERYTHING)], keep_alive=False), mode="legacy", **kwargs
+    )

@@ -39,7 +39,11 @@ Calls = Sequence[tuple[str, dict[str, Any]]]  # (front tool name, arguments), in
 
 def ticket_counter(state: Path) -> dict:
     """The ticket counter; its state (the last number issued) lives in `state`."""
-    return {"command": sys.executable, "args": [str(SERVERS / "ticket_counter.py")], "env": {"TICKET_COUNTER_STATE": str(state)}}
+    return {
+        "command": sys.executable,
+        "args": [str(SERVERS / "ticket_counter.py")],
+        "env": {"TICKET_COUNTER_STATE": str(state)},
+    }
 
 
 def repo_server(*roots: Path) -> dict:

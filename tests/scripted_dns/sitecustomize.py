@@ -29,7 +29,15 @@ def _scripted(host, port, family=0, type=0, proto=0, flags=0):
     address = answers[min(turn, len(answers)) - 1]
     v6 = ":" in address
     sockaddr = (address, int(port or 0), 0, 0) if v6 else (address, int(port or 0))
-    return [(socket.AF_INET6 if v6 else socket.AF_INET, type or socket.SOCK_STREAM, proto or socket.IPPROTO_TCP, "", sockaddr)]
+    return [
+        (
+            socket.AF_INET6 if v6 else socket.AF_INET,
+            type or socket.SOCK_STREAM,
+            proto or socket.IPPROTO_TCP,
+            "",
+            sockaddr,
+        )
+    ]
 
 
 if _answers:

@@ -10,7 +10,13 @@ from pydantic import BaseModel
 mcp = FastMCP("catalog")
 
 PRODUCTS = {
-    "lamps": [("desk lamp", 30.0), ("floor lamp", 85.0), ("reading lamp", 42.5), ("wall lamp", 55.0), ("night lamp", 19.9)],
+    "lamps": [
+        ("desk lamp", 30.0),
+        ("floor lamp", 85.0),
+        ("reading lamp", 42.5),
+        ("wall lamp", 55.0),
+        ("night lamp", 19.9),
+    ],
 }
 
 

@@ -28,7 +28,11 @@ TYPED_INPUT = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "$defs": {
-        "Point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]},
+        "Point": {
+            "type": "object",
+            "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+            "required": ["x", "y"],
+        },
         "Label": {"type": "string", "minLength": 1, "description": "A name for the path."},
     },
     "properties": {
@@ -45,19 +49,31 @@ TYPED_OUTPUT = {
     "required": ["length"],
 }
 TOOLS = [
-    types.Tool(name="echo", description="Echo the text back.", input_schema={"type": "object", "properties": {"text": {"type": "string"}}}),
+    types.Tool(
+        name="echo",
+        description="Echo the text back.",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+    ),
     types.Tool(
         name="path_length",
         title="Path length",
         description="The length of a path through points.",
         input_schema=TYPED_INPUT,
         output_schema=TYPED_OUTPUT,
-        annotations=types.ToolAnnotations(title="Measure a path", read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+        annotations=types.ToolAnnotations(
+            title="Measure a path", read_only_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
         meta={"example.com/owner": "geometry"},
     ),
-    types.Tool(name="log_levels", description="Log one message at every level.", input_schema={"type": "object", "properties": {}}),
     types.Tool(
-        name="count", description="Report progress n times.", input_schema={"type": "object", "properties": {"n": {"type": "integer"}}}
+        name="log_levels",
+        description="Log one message at every level.",
+        input_schema={"type": "object", "properties": {}},
+    ),
+    types.Tool(
+        name="count",
+        description="Report progress n times.",
+        input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
     ),
     types.Tool(
         name="touch",
@@ -65,13 +81,21 @@ TOOLS = [
         input_schema={"type": "object", "properties": {"uri": {"type": "string"}}},
     ),
     types.Tool(
-        name="change_lists", description="Say the tools, resources and prompts changed.", input_schema={"type": "object", "properties": {}}
+        name="change_lists",
+        description="Say the tools, resources and prompts changed.",
+        input_schema={"type": "object", "properties": {}},
     ),
     types.Tool(name="wait", description="Wait to be cancelled.", input_schema={"type": "object", "properties": {}}),
     types.Tool(
-        name="last_cancel", description="The reason of the last cancellation received.", input_schema={"type": "object", "properties": {}}
+        name="last_cancel",
+        description="The reason of the last cancellation received.",
+        input_schema={"type": "object", "properties": {}},
     ),
-    types.Tool(name="request_meta", description="The `_meta` of this call's request.", input_schema={"type": "object", "properties": {}}),
+    types.Tool(
+        name="request_meta",
+        description="The `_meta` of this call's request.",
+        input_schema={"type": "object", "properties": {}},
+    ),
 ]
 RESOURCES = [
     types.Resource(uri=f"note://{name}", name=name, mime_type="text/plain", description=f"The {name} note.")
@@ -112,7 +136,9 @@ class Everything:
         resources, cursor = page(RESOURCES, params.cursor if params else None)
         return types.ListResourcesResult(resources=resources, next_cursor=cursor)
 
-    async def list_templates(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
+    async def list_templates(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
         templates, cursor = page(TEMPLATES, params.cursor if params else None)
         return types.ListResourceTemplatesResult(resource_templates=templates, next_cursor=cursor)
 
@@ -122,12 +148,18 @@ class Everything:
 
     async def read(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         text = f"contents of {params.uri}"
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=text, mime_type="text/plain")])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=str(params.uri), text=text, mime_type="text/plain")]
+        )
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         language = (params.arguments or {}).get("language", "?")
-        message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=f"{params.name} this {language} code"))
-        return types.GetPromptResult(description=f"{params.name} in {language}", messages=[message], meta={"example.com/prompt": 1})
+        message = types.PromptMessage(
+            role="user", content=types.TextContent(type="text", text=f"{params.name} this {language} code")
+        )
+        return types.GetPromptResult(
+            description=f"{params.name} in {language}", messages=[message], meta={"example.com/prompt": 1}
+        )
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         prefix = params.argument.value
@@ -161,9 +193,14 @@ class Everything:
             return text(str(arguments.get("text", "")), meta={"example.com/echoed": True})
         if name == "path_length":
             points = arguments["points"]
-            length = sum(((b["x"] - a["x"]) ** 2 + (b["y"] - a["y"]) ** 2) ** 0.5 for a, b in zip(points, points[1:], strict=False))
+            length = sum(
+                ((b["x"] - a["x"]) ** 2 + (b["y"] - a["y"]) ** 2) ** 0.5
+                for a, b in zip(points, points[1:], strict=False)
+            )
             structured = {"length": length, "label": arguments.get("label", "")}
-            return types.CallToolResult(content=[types.TextContent(type="text", text=str(length))], structured_content=structured)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=str(length))], structured_content=structured
+            )
         if name == "log_levels":
             first = LEVELS.index(self.level) if self.level else 0
             for level in LEVELS[first:]:
@@ -192,7 +229,9 @@ class Everything:
             return text(self.last_cancel)
         if name == "request_meta":
             return types.CallToolResult(content=[], structured_content={"meta": dict(ctx.meta or {})})
-        return types.CallToolResult(content=[types.TextContent(type="text", text=f"Unknown tool: {name}")], is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"Unknown tool: {name}")], is_error=True
+        )
 
 
 def text(value: str, *, meta: dict[str, Any] | None = None) -> types.CallToolResult:
@@ -200,7 +239,9 @@ def text(value: str, *, meta: dict[str, Any] | None = None) -> types.CallToolRes
 
 
 class EverythingServer(Server):
-    def create_initialization_options(self, notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any) -> Any:
+    def create_initialization_options(
+        self, notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
+    ) -> Any:
         # Its lists change (change_lists): say so on every transport.
         every_list = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
         return super().create_initialization_options(notification_options or every_list, *args, **kwargs)

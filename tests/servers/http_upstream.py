@@ -42,7 +42,9 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # quiet
         pass
 
-    def _send(self, status: int, body: bytes, content_type: str = "application/json", extra: dict | None = None) -> None:
+    def _send(
+        self, status: int, body: bytes, content_type: str = "application/json", extra: dict | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -178,13 +180,16 @@ def make_certificate(directory: Path) -> tuple[Path, Path]:
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=30))
         .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
         )
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = directory / "upstream-cert.pem", directory / "upstream-key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_path, key_path
 
 

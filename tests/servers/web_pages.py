@@ -16,7 +16,10 @@ from urllib.parse import parse_qs, urlsplit
 
 
 def page(title: str, body: str) -> str:
-    return f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title></head><body>{body}</body></html>"
+    return (
+        f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title></head>"
+        f"<body>{body}</body></html>"
+    )
 
 
 PAGES = {
@@ -42,7 +45,8 @@ PAGES = {
         "Dialogs",
         "<h1>Dialogs</h1>"
         "<button onclick=\"alert('Widgets are sold out')\">Show alert</button>"
-        "<button onclick=\"document.getElementById('answer').textContent = confirm('Really?') ? 'yes' : 'no'\">Ask</button>"
+        "<button onclick=\"document.getElementById('answer').textContent = "
+        "confirm('Really?') ? 'yes' : 'no'\">Ask</button>"
         '<p id="answer">unasked</p>',
     ),
     "/alert-on-load": page("Alerting", "<h1>Alerting</h1><script>alert('hello from the page')</script>"),
@@ -50,14 +54,16 @@ PAGES = {
     "/keys": page(
         "Keys",
         '<h1>Keys</h1><p id="last">none</p>'
-        "<script>document.addEventListener('keydown', e => document.getElementById('last').textContent = 'pressed ' + e.key)</script>",
+        "<script>document.addEventListener('keydown', "
+        "e => document.getElementById('last').textContent = 'pressed ' + e.key)</script>",
     ),
     # The page's own request (fetch) of an API on the same server: routed too when the
     # browser's traffic goes through an HTTP router.
     "/widgets": page(
         "Widgets",
         '<h1>Widgets</h1><p id="stock">loading</p>'
-        "<script>fetch('/api/stock').then(r => r.ok ? r.json().then(j => 'in stock: ' + j.count) : 'stock unavailable (' + r.status + ')')"
+        "<script>fetch('/api/stock')"
+        ".then(r => r.ok ? r.json().then(j => 'in stock: ' + j.count) : 'stock unavailable (' + r.status + ')')"
         ".catch(e => 'stock failed').then(t => document.getElementById('stock').textContent = t)</script>",
     ),
     "/account": page(
@@ -73,7 +79,8 @@ PAGES = {
     ),
     "/vault": page(
         "Vault",
-        '<h1>Vault</h1><form action="/" method="get"><label>Access phrase <input type="password" name="phrase"></label></form>',
+        '<h1>Vault</h1><form action="/" method="get">'
+        '<label>Access phrase <input type="password" name="phrase"></label></form>',
     ),
     "/huge": page("Huge", "<h1>Huge</h1><ul>" + "".join(f"<li>Item number {i}</li>" for i in range(20000)) + "</ul>"),
 }
@@ -98,7 +105,11 @@ class WebPages:
                 if parts.path == "/outside":  # links and an image on another host name of this server
                     other = f"http://localhost:{self.server.server_address[1]}"
                     return self._send(
-                        page("Outside", f'<h1>Outside</h1><img src="{other}/pixel" alt="pixel"><a href="{other}/about">Elsewhere</a>')
+                        page(
+                            "Outside",
+                            f'<h1>Outside</h1><img src="{other}/pixel" alt="pixel">'
+                            f'<a href="{other}/about">Elsewhere</a>',
+                        )
                     )
                 if parts.path == "/fetch":  # the page fetches ?to=URL and shows what came back
                     target = parse_qs(parts.query).get("to", [""])[0]
@@ -106,12 +117,16 @@ class WebPages:
                         page(
                             "Fetch",
                             '<h1>Fetch</h1><p id="outcome">fetching</p>'
-                            f"<script>fetch({json.dumps(target)}).then(r => r.text().then(t => 'answered ' + r.status + ': ' + t))"
-                            ".catch(e => 'fetch failed').then(t => document.getElementById('outcome').textContent = t)</script>",
+                            f"<script>fetch({json.dumps(target)})"
+                            ".then(r => r.text().then(t => 'answered ' + r.status + ': ' + t))"
+                            ".catch(e => 'fetch failed')"
+                            ".then(t => document.getElementById('outcome').textContent = t)</script>",
                         )
                     )
                 if parts.path == "/open":  # a service any origin may read (CORS): reached, a fetch succeeds
-                    return self._send("secret of the host", content_type="text/plain", headers={"Access-Control-Allow-Origin": "*"})
+                    return self._send(
+                        "secret of the host", content_type="text/plain", headers={"Access-Control-Allow-Origin": "*"}
+                    )
                 if parts.path == "/api/stock":
                     return self._send('{"count": 42}', content_type="application/json")
                 if parts.path == "/never":
@@ -128,7 +143,11 @@ class WebPages:
                 self._send(page("Done", "<h1>Account deleted</h1>"))
 
             def _send(
-                self, body: str, status: int = 200, content_type: str = "text/html; charset=utf-8", headers: dict[str, str] | None = None
+                self,
+                body: str,
+                status: int = 200,
+                content_type: str = "text/html; charset=utf-8",
+                headers: dict[str, str] | None = None,
             ) -> None:
                 data = body.encode()
                 self.send_response(status)
@@ -144,7 +163,9 @@ class WebPages:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.end_headers()
-                self.wfile.write(b"<!doctype html><html><head><title>Forever</title></head><body><h1>Still loading</h1>")
+                self.wfile.write(
+                    b"<!doctype html><html><head><title>Forever</title></head><body><h1>Still loading</h1>"
+                )
                 self.wfile.flush()
                 outer._stop.wait(120)
 

@@ -28,7 +28,7 @@ from backends.world_model.gates.fields import unfit_fields
 from backends.world_model.gates.sources import answer_text, real_examples, repeatable, row_observation
 from backends.world_model.gates.template import templated_answer
 from backends.world_model.grounding import Row
-from router.types import Call, Observation
+from calls import Call, Observation
 
 __all__ = [
     "SHAPED",
@@ -53,5 +53,7 @@ def screen_answer(call: Call, observation: Observation, examples: Sequence[Row],
     recorded = [answer_text(call.channel, row_observation(row)) for row in examples]
     problem = degenerate(answer_text(call.channel, observation), recorded=recorded, context=context)
     if problem is None and call.channel in SHAPED:
-        problem = missing_entities(call, observation, examples) or unfit_fields(observation, examples, channel=call.channel)
+        problem = missing_entities(call, observation, examples) or unfit_fields(
+            observation, examples, channel=call.channel
+        )
     return problem

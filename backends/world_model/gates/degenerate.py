@@ -48,7 +48,8 @@ _STRONG = [
     r"\(A real [\w ]+ in another session",
     r"\[\d+ earlier turns omitted\]",
     r"Think about what the real [\w ]+ would return",
-    r"You are (?:the MCP server \"|a Linux terminal: a bash shell|the HTTP server \S+\. An AI agent|a web browser \(Chromium)",
+    r"You are (?:the MCP server \"|a Linux terminal: a bash shell|the HTTP server \S+\. An AI agent|a web browser "
+    r"\(Chromium)",
     r"An AI agent (?:is calling your tools|types commands|sends it HTTP requests)",
     r"\"keystrokes\"\s*:",
     r"\"inputSchema\"\s*:",
@@ -58,17 +59,21 @@ _STRONG = [
 ]
 _STRONG_MARKER = re.compile("|".join(_STRONG))
 # The system message's headings: a README may hold one of them, not two.
-_WEAK_MARKER = re.compile(r"(?m)^\s*(?:### Turn \d+|## (?:Action space|Initial state|Simulation instruction|Tools))\s*$")
+_WEAK_MARKER = re.compile(
+    r"(?m)^\s*(?:### Turn \d+|## (?:Action space|Initial state|Simulation instruction|Tools))\s*$"
+)
 
 # Talk about the simulation, at the start of a line: the prompt's vocabulary (action,
 # observation, the agent, predicting) in the sentences a small model writes about it.
 _COMMENTARY = re.compile(
     r"(?im)^[\s\"'*>-]*(?:"
-    r"(?:this|that|it) is (?:the|an?) (?:(?:first|second|third|next|last|previous|current|same|only|expected|real|actual|"
+    r"(?:this|that|it) is (?:the|an?) "
+    r"(?:(?:first|second|third|next|last|previous|current|same|only|expected|real|actual|"
     r"predicted|simulated|new) )?(?:action|observation|prediction)\b(?![-\w])"
     r"|(?:the|this|an) ai agent\b"
     r"|the agent (?:types|typed|wants to|is asking|asked for|is calling|called the)\b"
-    r"|(?:the|this|here is the|here's the) (?:predicted|expected|simulated) (?:observation|output|screen|response|answer|result)\b"
+    r"|(?:the|this|here is the|here's the) (?:predicted|expected|simulated) "
+    r"(?:observation|output|screen|response|answer|result)\b"
     r"|(?:in|for) this (?:action|turn)\b(?![-\w])"
     r"|(?:i|we) (?:will|would|cannot|can't|am going to|'ll) (?:now )?(?:predict|simulate)\b"
     r"|as an ai\b"

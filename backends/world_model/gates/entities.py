@@ -20,7 +20,7 @@ from urllib.parse import unquote
 from backends.world_model.echoed_inputs import MIN_EXAMPLES, inputs_of
 from backends.world_model.gates.sources import answer_json, answer_text, row_observation
 from backends.world_model.grounding import Row
-from router.types import Call, Observation
+from calls import Call, Observation
 
 MAX_VALUE_CHARS = 200  # longer values (a file's contents) are not held to appear verbatim
 _SEPARATORS = re.compile(r"[-_+\s]+")

@@ -19,7 +19,7 @@ from typing import Any
 
 from backends.world_model.gates.sources import answer_json, row_observation
 from backends.world_model.grounding import Row
-from router.types import Observation
+from calls import Observation
 
 MIN_ANSWERS = 2
 MAX_DEPTH = 8
@@ -124,7 +124,10 @@ def unfit_fields(observation: Observation, examples: Sequence[Row], *, channel: 
         cls, found = expected.get(path), kind(item)
         if cls is not None and found is not None and found in _UNFIT[cls]:
             shown = str(item)[:40]
-            return f"the answer's {path or 'value'} holds {_named(found)} ({shown!r}); the tool's recorded answers hold {_named(cls)} there"
+            return (
+                f"the answer's {path or 'value'} holds {_named(found)} ({shown!r}); the tool's recorded answers "
+                f"hold {_named(cls)} there"
+            )
     return None
 
 
@@ -141,7 +144,10 @@ def values_of(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str,
         if level >= MAX_DEPTH:
             continue
         if isinstance(item, dict):
-            stack.extend((f"{where}.{key}" if where else str(key), child, level + 1) for key, child in reversed(list(item.items())))
+            stack.extend(
+                (f"{where}.{key}" if where else str(key), child, level + 1)
+                for key, child in reversed(list(item.items()))
+            )
         elif isinstance(item, list):
             stack.extend((f"{where}[]", child, level + 1) for child in reversed(item))
 

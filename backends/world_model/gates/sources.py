@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from backends.world_model.grounding import Row, session_rows
-from router.types import Call, Observation, Provenance, Session
+from calls import Call, Observation, Provenance, Session
 
 # Only answers that came from the real side (or replays of them) say how a tool answers.
 SOURCES = {str(Provenance.REAL), str(Provenance.REPLAY)}

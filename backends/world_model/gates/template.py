@@ -23,7 +23,7 @@ from itertools import pairwise
 from backends.world_model.echoed_inputs import MIN_EXAMPLES, inputs_of
 from backends.world_model.gates.sources import row_observation
 from backends.world_model.grounding import Row
-from router.types import Call, Observation, Provenance, Source
+from calls import Call, Observation, Provenance, Source
 from shadow.compare.substitution import substituted
 
 TEMPLATE = "replay-aligned"  # the sub-provenance: a real answer with the call's values put back
@@ -35,14 +35,20 @@ def templated_answer(call: Call, examples: Sequence[Row]) -> Observation | None:
     if set(call.arguments) != set(mine):
         return None  # a non-string argument (a count, a flag) may change the answer in ways no recording shows
     recorded = [(inputs_of(row.get("arguments") or {}), row_observation(row)) for row in examples]
-    recorded = [(inputs, observation) for inputs, observation in recorded if not observation.is_error and set(inputs) == set(mine)]
+    recorded = [
+        (inputs, observation)
+        for inputs, observation in recorded
+        if not observation.is_error and set(inputs) == set(mine)
+    ]
     for name, value in mine.items():
         fitting = [(inputs[name], observation) for inputs, observation in recorded if _others_equal(inputs, mine, name)]
         if len({held for held, _ in fitting}) < MIN_EXAMPLES or not _one_shape(fitting):
             continue
         held, observation = fitting[-1]  # the newest: a tool's shape may have changed with its version
         answer = substituted(observation, held, value) if held != value else observation
-        return replace(answer, provenance=Provenance.SIM, latency_s=0.0, source=Source(sub=TEMPLATE, extra={"template": name}))
+        return replace(
+            answer, provenance=Provenance.SIM, latency_s=0.0, source=Source(sub=TEMPLATE, extra={"template": name})
+        )
     return None
 
 

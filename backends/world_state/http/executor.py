@@ -32,7 +32,7 @@ from backends.world_state.http.ids import DIGITS, INT, UUID, IdFormat
 from backends.world_state.http.messages import NOT_JSON, Request, dumps, request_of
 from backends.world_state.http.shapes import changed_body, created_body, listing_value
 from backends.world_state.http.store import Api, Collection, HttpWorld
-from router.types import Call
+from calls import Call
 
 NOT_FOUND = {"detail": "Not Found"}
 _NO_BODY = object()
@@ -122,7 +122,9 @@ def _change(api: Api, request: Request) -> HttpOutcome | None:
     body = changed_body(item.body, request.method, request.body, api.id_field)
     api.put(collection, key, body, invented=True)
     change = api.changes.get(request.method) or {"status": 200, "echo": True}
-    return _answer(api, int(change["status"]), body if change.get("echo") else change.get("body", _NO_BODY), invented=True)
+    return _answer(
+        api, int(change["status"]), body if change.get("echo") else change.get("body", _NO_BODY), invented=True
+    )
 
 
 def _place(api: Api, request: Request) -> tuple[Collection, str] | None:
@@ -145,14 +147,23 @@ def _not_found(api: Api, invented: bool) -> HttpOutcome:
     own = api.not_found
     if own is not None:
         return _answer(
-            api, int(own.get("status", 404)), _NO_BODY, invented=invented, text=str(own["body"]), content_type=own.get("content_type")
+            api,
+            int(own.get("status", 404)),
+            _NO_BODY,
+            invented=invented,
+            text=str(own["body"]),
+            content_type=own.get("content_type"),
         )
     return _answer(api, 404, NOT_FOUND, invented=invented)
 
 
-def _answer(api: Api, status: int, value: Any, *, invented: bool, text: str | None = None, content_type: str | None = None) -> HttpOutcome:
+def _answer(
+    api: Api, status: int, value: Any, *, invented: bool, text: str | None = None, content_type: str | None = None
+) -> HttpOutcome:
     if text is None:
         text = "" if value is _NO_BODY or value is None else dumps(value, api.style)
     data = text.encode()
     headers = [("Content-Type", content_type or api.content_type)] if data else []
-    return HttpOutcome(response_record(status, "", headers, encode_body(data, limit=max(len(data), 1)), decoded=False), invented)
+    return HttpOutcome(
+        response_record(status, "", headers, encode_body(data, limit=max(len(data), 1)), decoded=False), invented
+    )

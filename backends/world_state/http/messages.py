@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from router.types import Call, Observation
+from calls import Call, Observation
 
 NOT_JSON: Final = object()  # a body that is absent, not JSON, binary or cut
 ID_FIELDS = ("id", "_id", "uuid", "uid", "ID", "Id", "key")  # tried in this order when the API's own is not yet known

@@ -25,7 +25,7 @@ from backends.world_state.http.ids import looks_like_id
 from backends.world_state.http.messages import NOT_JSON, Answer, Request, answer_of, id_of, request_of, small
 from backends.world_state.http.shapes import changed_body, created_shape, listing_of
 from backends.world_state.http.store import Api, Collection, HttpWorld
-from router.types import Call, Observation, Provenance
+from calls import Call, Observation, Provenance
 
 GONE = (404, 410)
 
@@ -103,7 +103,9 @@ def _read(api: Api, request: Request, answer: Answer, *, invented: bool) -> None
             api.put(collection, key, answer.value, invented=invented)
 
 
-def _listing(api: Api, collection: Collection, request: Request, items: list[dict], envelope: dict | None, *, invented: bool) -> None:
+def _listing(
+    api: Api, collection: Collection, request: Request, items: list[dict], envelope: dict | None, *, invented: bool
+) -> None:
     found = id_of(items[0], api.id_field) if items else None
     if found is not None:
         api.id_field = api.id_field or found[0]
@@ -163,8 +165,13 @@ def _change(api: Api, request: Request, answer: Answer, *, invented: bool) -> No
     shown = id_of(answer.value, api.id_field)
     echoes = shown is not None and shown[1] == key
     if not invented:
-        shows = not echoes and answer.value is not NOT_JSON and small(answer.value)  # a body of its own: {"deleted": true}
-        api.changes[request.method] = {"status": answer.status, "echo": echoes, **({"body": answer.value} if shows else {})}
+        # A body of its own: {"deleted": true}.
+        shows = not echoes and answer.value is not NOT_JSON and small(answer.value)
+        api.changes[request.method] = {
+            "status": answer.status,
+            "echo": echoes,
+            **({"body": answer.value} if shows else {}),
+        }
     if request.method == "DELETE":
         api.remove(collection, key, invented=invented)
         return
@@ -172,7 +179,9 @@ def _change(api: Api, request: Request, answer: Answer, *, invented: bool) -> No
     if echoes:
         api.put(collection, key, answer.value, invented=invented)
     elif known is not None and known.body is not None and isinstance(request.body, dict):
-        api.put(collection, key, changed_body(known.body, request.method, request.body, api.id_field), invented=invented)
+        api.put(
+            collection, key, changed_body(known.body, request.method, request.body, api.id_field), invented=invented
+        )
     else:
         api.put(collection, key, None, invented=invented)  # it exists; what it holds now, the state cannot say
 
@@ -186,7 +195,12 @@ def _place(api: Api, request: Request, answer: Answer) -> tuple[Collection, str]
         return None
     collection = api.collections.get(request.parent)
     found = id_of(shown, api.id_field)
-    if collection is None and found is not None and found[1] == request.last and listing_of(shown, api.id_field) is None:
+    if (
+        collection is None
+        and found is not None
+        and found[1] == request.last
+        and listing_of(shown, api.id_field) is None
+    ):
         api.id_field = api.id_field or found[0]
         collection = api.collection(request.parent)
     elif collection is None and (request.method != "GET" or answer.status in GONE) and looks_like_id(request.last):

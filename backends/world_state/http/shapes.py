@@ -25,7 +25,12 @@ def listing_of(value: Any, id_field: str | None) -> tuple[list[dict[str, Any]], 
         key = arrays[0]
         array = value[key]
         counts = [name for name, field in value.items() if _counts(name) and type(field) is int and field == len(array)]
-        envelope = {"key": key, "layout": list(value), "rest": {k: v for k, v in value.items() if k != key}, "counts": counts}
+        envelope = {
+            "key": key,
+            "layout": list(value),
+            "rest": {k: v for k, v in value.items() if k != key},
+            "counts": counts,
+        }
         if not small(envelope["rest"]):
             return None
     else:
@@ -70,7 +75,10 @@ def created_body(shape: dict[str, Any] | None, sent: dict[str, Any], id_field: s
     shape = shape or {}
     fields = {id_field: new_id, **(shape.get("defaults") or {}), **sent}
     layout = [key for key in shape.get("layout") or [id_field] if key in fields]
-    return {**{key: fields[key] for key in layout}, **{key: value for key, value in fields.items() if key not in layout}}
+    return {
+        **{key: fields[key] for key in layout},
+        **{key: value for key, value in fields.items() if key not in layout},
+    }
 
 
 def changed_body(body: dict[str, Any], method: str, sent: dict[str, Any], id_field: str | None) -> dict[str, Any]:

@@ -28,7 +28,12 @@ class Resource:
     size: int = 0  # bytes of its JSON as UTF-8 (the caps count them)
 
     def to_json(self) -> dict[str, Any]:
-        return {"body": self.body, "order": self.order, "size": self.size, **({"invented": True} if self.invented else {})}
+        return {
+            "body": self.body,
+            "order": self.order,
+            "size": self.size,
+            **({"invented": True} if self.invented else {}),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Resource:
@@ -42,8 +47,8 @@ class Collection:
     complete: bool = False
     invented: bool = False  # complete only by a simulated listing: a real one overrides it
     ids: IdFormat = field(default_factory=IdFormat)
-    # A listing that wraps its array: {"key": "items", "rest": {...the other fields}, "counts": [fields equal to its length]};
-    # None: a plain JSON array.
+    # A listing that wraps its array: {"key": "items", "rest": {...the other fields},
+    # "counts": [fields equal to its length]}; None: a plain JSON array.
     envelope: dict[str, Any] | None = None
     # A real create's answer: {"defaults": what it added that the request did not send, "layout": its
     # fields in order}; None: no create seen.

@@ -16,7 +16,9 @@ MAX_NAMES = 4 * MAX_PATHS
 
 def content_bytes(fs: FileSystem) -> int:
     """The bytes of contents `fs` holds (what MAX_CONTENT_BYTES bounds)."""
-    return sum(len(node.content.encode("utf-8", "surrogateescape")) for node in fs.nodes.values() if node.content is not None)
+    return sum(
+        len(node.content.encode("utf-8", "surrogateescape")) for node in fs.nodes.values() if node.content is not None
+    )
 
 
 def enforce(fs: FileSystem, *, max_bytes: int = MAX_CONTENT_BYTES) -> None:

@@ -44,7 +44,9 @@ class ShellOutcome:
         return ShellResult(self.output, self.exit_code, self.cwd, truncated=self.truncated)
 
 
-def run(state: ShellWorld, command_line: str, *, screen_lines: int = SCREEN_LINES, screen_chars: int = SCREEN_CHARS) -> ShellOutcome | None:
+def run(
+    state: ShellWorld, command_line: str, *, screen_lines: int = SCREEN_LINES, screen_chars: int = SCREEN_CHARS
+) -> ShellOutcome | None:
     """The outcome of `command_line` from state, the state updated in place; None (the
     state untouched) when the state cannot answer it."""
     try:
@@ -110,16 +112,22 @@ class _Runner:
             pipe = _Pipe(log)
             before, fs.seen = dict(fs.nodes), log.seen
             try:
-                code = self.simple(stage, shell, feed, _Terminal(self.terminal, log) if i == len(stages) - 1 else pipe, log)
+                code = self.simple(
+                    stage, shell, feed, _Terminal(self.terminal, log) if i == len(stages) - 1 else pipe, log
+                )
             finally:
                 fs.seen = None
             log.changed = {p for p in before.keys() | fs.nodes.keys() if before.get(p) is not fs.nodes.get(p)}
-            log.changed |= {parent_of(p) for p in before.keys() ^ fs.nodes.keys()}  # made or removed: the listing changed
+            log.changed |= {
+                parent_of(p) for p in before.keys() ^ fs.nodes.keys()
+            }  # made or removed: the listing changed
             feed = (pipe.text(), None)
         _check_order(logs)
         return code
 
-    def simple(self, command: Simple, world: ShellWorld, stdin: tuple[str | None, int | None], stdout: _Sink, log: _StageLog) -> int:
+    def simple(
+        self, command: Simple, world: ShellWorld, stdin: tuple[str | None, int | None], stdout: _Sink, log: _StageLog
+    ) -> int:
         def variable(name: str) -> str:
             if name == "?":
                 return str(world.exit_code)
@@ -148,7 +156,9 @@ class _Runner:
         log.used_stdin = ctx.used_stdin
         return code
 
-    def redirect(self, ctx: Context, redirect: Redirect, fds: dict[int, _Sink], variable: Callable[[str], str], home: str) -> bool:
+    def redirect(
+        self, ctx: Context, redirect: Redirect, fds: dict[int, _Sink], variable: Callable[[str], str], home: str
+    ) -> bool:
         """Sets up one redirection; False (bash's message said) when it fails."""
         if redirect.fd not in (0, 1, 2):
             raise Unanswerable("descriptors beyond 2 are not run from state")
@@ -180,7 +190,10 @@ class _Runner:
                 ctx.bash_error(f"{target}: {ctx.missing(target)}")
                 return False
             text = ctx.read_or_unknown(path)
-            ctx.stdin_text, ctx.stdin_size = text, None if text is None else len(text.encode("utf-8", "surrogateescape"))
+            ctx.stdin_text, ctx.stdin_size = (
+                text,
+                None if text is None else len(text.encode("utf-8", "surrogateescape")),
+            )
             return True
         if node is not None and node.kind == DIR:
             ctx.bash_error(f"{target}: Is a directory")
@@ -190,7 +203,10 @@ class _Runner:
             if parent is None or parent.kind != DIR or target.endswith("/"):
                 if parent is not None and parent.kind is None:
                     raise Unanswerable(f"whether the folder of {target} is one is not known")
-                ctx.bash_error(f"{target}: {'Is a directory' if target.endswith('/') and parent is not None else ctx.missing(target)}")
+                ctx.bash_error(
+                    f"{target}: "
+                    f"{'Is a directory' if target.endswith('/') and parent is not None else ctx.missing(target)}"
+                )
                 return False
         elif node.owner != "agent":
             raise Unanswerable(f"a write to {target}, not the agent's")
@@ -220,7 +236,11 @@ def _check_order(logs: list[_StageLog]) -> None:
     the first writer reads its input to the end before it can write; and what one stage
     changes must be what no other stage looks at."""
     for log in logs[:-1]:
-        if "t" in log.events and "p" in log.events and log.events.index("p") < len(log.events) - 1 - log.events[::-1].index("t"):
+        if (
+            "t" in log.events
+            and "p" in log.events
+            and log.events.index("p") < len(log.events) - 1 - log.events[::-1].index("t")
+        ):
             raise Unanswerable("a pipeline stage writes to the terminal after it fed the next one")
     writers = [i for i, log in enumerate(logs) if "t" in log.events]
     if len(writers) > 1 and not all(log.used_stdin for log in logs[writers[0] + 1 :]):

@@ -19,11 +19,15 @@ from backends.world_state.shell.parse import parse_line
 from backends.world_state.shell.state import ShellWorld
 from backends.world_state.shell.words import expand
 
-_LONG_LINE = re.compile(r"([-dlcbps])([-rwxsStT]{9})[.+]? +\d+ +(\S+) +\S+ +\d+ +[A-Z][a-z]{2} +\d+ +(?:\d\d:\d\d|\d{4}) (.*)")
+_LONG_LINE = re.compile(
+    r"([-dlcbps])([-rwxsStT]{9})[.+]? +\d+ +(\S+) +\S+ +\d+ +[A-Z][a-z]{2} +\d+ +(?:\d\d:\d\d|\d{4}) (.*)"
+)
 _KINDS = {"-": FILE, "d": DIR}
 
 
-def from_answer(state: ShellWorld, command_line: str, output: str, exit_code: int | None, *, cwd: str, invented: bool) -> None:
+def from_answer(
+    state: ShellWorld, command_line: str, output: str, exit_code: int | None, *, cwd: str, invented: bool
+) -> None:
     argv = _simple_argv(state, command_line, cwd)
     if not argv:
         return
@@ -72,7 +76,9 @@ def set_content(state: ShellWorld, path: str, text: str, *, invented: bool) -> N
         return
     mode = node.mode if node is not None else sandbox.FILE_MODE
     owner = node.owner if node is not None else sandbox.owner_of_new(path)
-    fs.put(path, Node(FILE, mode, content=text, invented=invented, owner=owner, mtime=node.mtime if node else state.clock))
+    fs.put(
+        path, Node(FILE, mode, content=text, invented=invented, owner=owner, mtime=node.mtime if node else state.clock)
+    )
 
 
 def ensure_directory(state: ShellWorld, path: str, *, invented: bool = False) -> bool:
@@ -98,7 +104,14 @@ def ensure_directory(state: ShellWorld, path: str, *, invented: bool = False) ->
         if directory not in fs.nodes:
             fs.put(
                 directory,
-                Node(DIR, sandbox.DIR_MODE, complete=False, invented=invented, owner=sandbox.owner_of_new(directory), mtime=state.clock),
+                Node(
+                    DIR,
+                    sandbox.DIR_MODE,
+                    complete=False,
+                    invented=invented,
+                    owner=sandbox.owner_of_new(directory),
+                    mtime=state.clock,
+                ),
             )
     return True
 
@@ -148,7 +161,13 @@ def _listing(state: ShellWorld, args: list[str], output: str, cwd: str, *, inven
             if join(path, name) not in state.fs.nodes:
                 state.fs.put(
                     join(path, name),
-                    Node(kind, complete=False, invented=True, owner=sandbox.owner_of_new(join(path, name)), mtime=state.clock),
+                    Node(
+                        kind,
+                        complete=False,
+                        invented=True,
+                        owner=sandbox.owner_of_new(join(path, name)),
+                        mtime=state.clock,
+                    ),
                 )
         return
     ensure_directory(state, path)
@@ -162,7 +181,8 @@ def _listing(state: ShellWorld, args: list[str], output: str, cwd: str, *, inven
             if child is not None:
                 state.fs.remove(join(path, name))
             state.fs.put(
-                join(path, name), Node(kind, complete=kind != DIR, owner=sandbox.owner_of_new(join(path, name)), mtime=state.clock)
+                join(path, name),
+                Node(kind, complete=kind != DIR, owner=sandbox.owner_of_new(join(path, name)), mtime=state.clock),
             )
     # Every name is now known, dot-names only if the listing showed them.
     node = state.fs.nodes[path]
@@ -181,6 +201,11 @@ def _existence(state: ShellWorld, path: str, test: str, holds: bool, *, invented
         if node is not None:
             fs.remove(path)
         if ensure_directory(state, parent_of(path), invented=invented):
-            fs.put(path, Node(kind, complete=kind != DIR, invented=invented, owner=sandbox.owner_of_new(path), mtime=state.clock))
+            fs.put(
+                path,
+                Node(
+                    kind, complete=kind != DIR, invented=invented, owner=sandbox.owner_of_new(path), mtime=state.clock
+                ),
+            )
     elif test == "-e" and not invented and node is not None:
         fs.remove(path)

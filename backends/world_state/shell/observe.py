@@ -29,7 +29,7 @@ from backends.world_state.shell.executor import run_or_raise
 from backends.world_state.shell.filesystem import normalize
 from backends.world_state.shell.state import ShellWorld
 from backends.world_state.shell.touched import touched
-from router.types import Provenance
+from calls import Provenance
 
 
 class Answer(Protocol):

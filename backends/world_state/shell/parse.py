@@ -26,7 +26,17 @@ from backends.world_state.shell.syntax import AndOr, Part, Redirect, Script, Sim
 
 _local = threading.local()
 _EXPANSIONS = ("simple_expansion", "expansion", "command_substitution", "arithmetic_expansion", "process_substitution")
-_WORDISH = ("word", "string", "raw_string", "ansi_c_string", "number", "concatenation", "simple_expansion", "expansion", "test_operator")
+_WORDISH = (
+    "word",
+    "string",
+    "raw_string",
+    "ansi_c_string",
+    "number",
+    "concatenation",
+    "simple_expansion",
+    "expansion",
+    "test_operator",
+)
 _BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _DQ_ESCAPE = re.compile(r"\\([$`\"\\\n])")
 _HEREDOC_ESCAPE = re.compile(r"\\([$`\\\n])")
@@ -95,7 +105,10 @@ class _Builder:
                 redirects = self.redirects(node, extra)
                 *before, stages = inner.pipelines
                 last = stages[-1]
-                stages = (*stages[:-1], Simple(last.words + tuple(extra), last.assignments, last.redirects + redirects, last.line))
+                stages = (
+                    *stages[:-1],
+                    Simple(last.words + tuple(extra), last.assignments, last.redirects + redirects, last.line),
+                )
                 return AndOr((*before, stages), inner.operators, inner.negated)
         if node.type == "pipeline":
             return AndOr((tuple(self.stages(node)),))
@@ -113,7 +126,10 @@ class _Builder:
                 pending_op = child.type
             elif child.type == "pipeline" and pending_op is None:
                 stages.extend(self.stages(child))
-            elif child.type in ("command", "redirected_statement", "pipeline", "list", "negated_command") and pending_op is not None:
+            elif (
+                child.type in ("command", "redirected_statement", "pipeline", "list", "negated_command")
+                and pending_op is not None
+            ):
                 rest = (pending_op, self.and_or(child))
                 pending_op = None
             elif child.is_named and child.type not in ("heredoc_start", "heredoc_body", "heredoc_end", "file_redirect"):

@@ -30,7 +30,13 @@ class ShellWorld:
 
     def take(self, other: ShellWorld) -> None:
         """Becomes `other` (a copy the executor worked on): the caller's object changes in place."""
-        self.fs, self.cwd, self.env, self.exit_code, self.clock = other.fs, other.cwd, other.env, other.exit_code, other.clock
+        self.fs, self.cwd, self.env, self.exit_code, self.clock = (
+            other.fs,
+            other.cwd,
+            other.env,
+            other.exit_code,
+            other.clock,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

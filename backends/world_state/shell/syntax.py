@@ -43,7 +43,9 @@ class AndOr:
         """This list, `operator`, then `rest`."""
         shift = len(self.pipelines)
         return AndOr(
-            self.pipelines + rest.pipelines, (*self.operators, operator, *rest.operators), self.negated | {i + shift for i in rest.negated}
+            self.pipelines + rest.pipelines,
+            (*self.operators, operator, *rest.operators),
+            self.negated | {i + shift for i in rest.negated},
         )
 
 

@@ -69,7 +69,9 @@ def touched(command_line: str) -> Touched:
 def _command(node: Any, found: _Found) -> None:
     name_node = node.child_by_field_name("name")
     words = [
-        c for c in node.named_children if c.type not in ("command_name", "variable_assignment", "file_redirect", "herestring_redirect")
+        c
+        for c in node.named_children
+        if c.type not in ("command_name", "variable_assignment", "file_redirect", "herestring_redirect")
     ]
     name = _static(name_node.named_children[0]) if name_node is not None and name_node.named_children else None
     if name is None:

@@ -12,9 +12,12 @@ application to what the agent gets — the same on every route.
   the agent gets the first with a cursor, the rest wait in session state, and a
   follow-up call with a cursor gets its page from there (no side is asked again);
   on `sim` the world model is told the listing is paginated and gives it whole;
-- `mislead` has the world model re-answer with the route's answer as the ground
-  truth it must not give (backends/world_model/steering.py): plausible, well-formed
-  for the tool, wrong; provenance `sim`, and the record keeps the route's answer.
+- `mislead` moves the route's answer's facts by the seed, keeping their types and
+  format (mutation.py): provenance `none`, and the record keeps the route's answer;
+  a rule with `mislead_with: world_model` has the world model re-answer with the
+  route's answer as the ground truth it must not give
+  (backends/world_model/steering.py): plausible, well-formed for the tool, wrong;
+  provenance `sim`.
 
 A perturbed answer is never a replay source, a learned-router label or a world-model
 example: those read only answers of provenance `real` (or `sim`, for labels), and a
@@ -32,18 +35,19 @@ from typing import TYPE_CHECKING
 import anyio
 
 from backends.world_model.steering import mislead
+from calls import ANSWER_KINDS, Call, Observation, Perturbation, Route, Session, Steer
 from policies.perturbation import PerturbationsConfig, PerturbationState, Plan, compile_plan
+from records.shared_state.session_state import SessionState, count_locally
+from records.store.protocol import StoreError
 from router.addons.perturbation.fault_shapes import fault_observation, shaped_observation
+from router.addons.perturbation.mutation import mutated
 from router.addons.perturbation.pages import cursor_for, cursor_in, listing_of, pages_of
 from router.engine.addons import CallAddon
-from router.engine.session_state import SessionState, count_locally
-from router.types import ANSWER_KINDS, Call, Observation, Perturbation, Route, Session, Steer
-from shadow.store.protocol import StoreError
 
 if TYPE_CHECKING:
+    from records.redaction import Redactor
     from router.engine.parts import EngineParts
     from router.engine.pending import Pending
-    from shadow.redaction import Redactor
 
 log = logging.getLogger("simroute.engine")
 
@@ -80,7 +84,9 @@ class Perturber(CallAddon):
             return observation
         engine = self.engine  # a mislead's truth is redacted first
         sim = engine.simulate if engine.simulator is not None else None
-        observation, perturbed = await self.after_route(pending, observation, state=engine.session_state, sim=sim, redactor=engine.redactor)
+        observation, perturbed = await self.after_route(
+            pending, observation, state=engine.session_state, sim=sim, redactor=engine.redactor
+        )
         pending.route_note = "; ".join(n for n in (pending.route_note, perturbed) if n)
         return observation
 
@@ -116,10 +122,14 @@ class Perturber(CallAddon):
         try:
             numbers = await state.claim(session, PerturbationState, counters)
         except StoreError as exc:  # shared state unreachable: this replica counts alone until it returns
-            log.warning("shared perturbation counters unavailable (%s); counting session %s locally", exc, session.id[:8])
+            log.warning(
+                "shared perturbation counters unavailable (%s); counting session %s locally", exc, session.id[:8]
+            )
             numbers = count_locally(session.slice(PerturbationState), counters)
         seed, key = plan.key(session.id, session.seed)
-        return plan.decide([(rule, n) for (rule, _), n in zip(matched, numbers, strict=True)], seed=seed, key=key, step=pending.step)
+        return plan.decide(
+            [(rule, n) for (rule, _), n in zip(matched, numbers, strict=True)], seed=seed, key=key, step=pending.step
+        )
 
     @staticmethod
     async def before_route(pending: Pending) -> Observation | None:
@@ -144,15 +154,26 @@ class Perturber(CallAddon):
         if perturbation is None or perturbation.kind != "paginate" or pending.page is not None:
             return None
         call, size = pending.stored_call, perturbation.page_size
-        # Told mildly: asked for "every item, more than a page", the bundled model repeated items until its tokens ran out.
+        # Told mildly: asked for "every item, more than a page", the bundled model repeated
+        # items until its tokens ran out.
         instruction = (
             f"## Perturbation for this action: paginate\nThe agent is given this listing in pages of {size} items: "
             "answer with the whole listing, as the server returns it."
         )
-        return Steer("paginate", instruction, check=lambda o: None if listing_of(call, o) is not None else "not a listing to paginate")
+        return Steer(
+            "paginate",
+            instruction,
+            check=lambda o: None if listing_of(call, o) is not None else "not a listing to paginate",
+        )
 
     async def after_route(
-        self, pending: Pending, observation: Observation, *, state: SessionState, sim: SimRoute | None, redactor: Redactor | None = None
+        self,
+        pending: Pending,
+        observation: Observation,
+        *,
+        state: SessionState,
+        sim: SimRoute | None,
+        redactor: Redactor | None = None,
     ) -> tuple[Observation, str]:
         """(what the agent gets, the record's remark on the perturbation); the route's own
         answer, when a perturbation changed it, is kept as `pending.unperturbed`. `sim`:
@@ -161,10 +182,13 @@ class Perturber(CallAddon):
         perturbation = pending.perturbation
         assert perturbation is not None
         changed: Observation | None = None
-        if pending.unperturbed is not None:  # the front door changed it already (a streamed HTTP body, cut as it passed)
+        # The front door changed it already (a streamed HTTP body, cut as it passed)
+        if pending.unperturbed is not None:
             return observation, self.note(pending, str(pending.decision.route))
         if perturbation.kind in ANSWER_KINDS and not observation.is_error and pending.page is None:
-            if perturbation.kind == "mislead":
+            if perturbation.kind == "mislead" and not perturbation.by_world_model:
+                changed = mutated(observation, perturbation, pending.session.history)
+            elif perturbation.kind == "mislead":
                 changed = await self._mislead(pending, observation, sim, redactor)
             elif perturbation.kind == "paginate":
                 changed = await self._paginate(pending, perturbation, observation, state)
@@ -175,7 +199,9 @@ class Perturber(CallAddon):
         return changed or observation, self.note(pending, str(pending.decision.route))
 
     @staticmethod
-    async def _mislead(pending: Pending, truth: Observation, sim: SimRoute | None, redactor: Redactor | None) -> Observation:
+    async def _mislead(
+        pending: Pending, truth: Observation, sim: SimRoute | None, redactor: Redactor | None
+    ) -> Observation:
         if sim is None:
             return Observation.error(_NO_WORLD_MODEL)
         if redactor is not None:
@@ -183,7 +209,9 @@ class Perturber(CallAddon):
         return await sim(pending.stored_call, pending.session, pending.decision.deadline_s, mislead(truth))
 
     @staticmethod
-    async def _paginate(pending: Pending, perturbation: Perturbation, observation: Observation, state: SessionState) -> Observation | None:
+    async def _paginate(
+        pending: Pending, perturbation: Perturbation, observation: Observation, state: SessionState
+    ) -> Observation | None:
         """The first page (None: the answer is not a listing of more than a page); the
         others kept in session state by their cursors."""
         session = pending.session
@@ -214,21 +242,30 @@ class Perturber(CallAddon):
     def note(pending: Pending, route: str) -> str:
         """The record's remark on a perturbed call ("" when it says nothing new)."""
         perturbation = pending.perturbation
-        if perturbation is None or (perturbation.kind in ANSWER_KINDS and pending.unperturbed is None and pending.page is None):
+        if perturbation is None or (
+            perturbation.kind in ANSWER_KINDS and pending.unperturbed is None and pending.page is None
+        ):
             return ""
         what = f"perturbation {perturbation.kind} ({perturbation.rule}, call {perturbation.n})"
         if perturbation.is_fault:
             return f"{what}: answered by simroute; the call was not sent to the {route} side"
         if pending.page is not None:
-            return f"{what}: page {perturbation.page} of a listing, from session state; the call was not sent to the {route} side"
+            return (
+                f"{what}: page {perturbation.page} of a listing, from "
+                f"session state; the call was not sent to the {route} side"
+            )
         if perturbation.kind == "paginate":
-            return f"{what}: the {route} answer was cut into pages, this the first (the record keeps it as `unperturbed`)"
+            return (
+                f"{what}: the {route} answer was cut into pages, this the first (the record keeps it as `unperturbed`)"
+            )
         if perturbation.kind in ANSWER_KINDS:
             return f"{what}: the {route} answer was changed (the record keeps it as `unperturbed`)"
         return f"{what}: delayed {perturbation.delay_s:.3f}s"
 
 
-_NO_WORLD_MODEL = "simroute: the mislead perturbation needs a world model, and none is configured (see the world_model section)"
+_NO_WORLD_MODEL = (
+    "simroute: the mislead perturbation needs a world model, and none is configured (see the world_model section)"
+)
 
 
 def own_plan(session: Session) -> Plan | None:

@@ -14,16 +14,20 @@ from typing import Any
 from backends.browser.page_state import PageState
 from backends.http.messages import encode_body, observation_of, render_response, response_record
 from backends.shell.screen import ShellResult, last_cwd
-from router.types import Call, Observation, Perturbation, Provenance, Turn
+from calls import Call, Observation, Perturbation, Provenance, Turn
 
 
-def fault_observation(call: Call, perturbation: Perturbation, history: Sequence[Turn], *, latency_s: float = 0.0) -> Observation:
+def fault_observation(
+    call: Call, perturbation: Perturbation, history: Sequence[Turn], *, latency_s: float = 0.0
+) -> Observation:
     """What the agent gets for a faulted call on its channel (provenance `none`)."""
     if call.channel == "http":
         return observation_of(_http_fault(perturbation), Provenance.NONE, latency_s=latency_s)
     if call.channel == "shell":
         result = _shell_fault(call, perturbation, last_cwd(history))
-        return Observation([{"type": "text", "text": result.text()}], Provenance.NONE, result.is_error, result.structured(), latency_s)
+        return Observation(
+            [{"type": "text", "text": result.text()}], Provenance.NONE, result.is_error, result.structured(), latency_s
+        )
     if call.channel == "browser":
         state = PageState(url=None, title=None, snapshot=None, error=_browser_error(call, perturbation))
         return Observation([{"type": "text", "text": state.text()}], Provenance.NONE, True, None, latency_s)
@@ -73,7 +77,9 @@ def _shell_fault(call: Call, perturbation: Perturbation, cwd: str | None) -> She
     words = str(call.arguments.get("command") or "").split()
     program = words[0] if words else "bash"  # the command's own program says it failed, as a shell shows it
     if perturbation.kind == "rate_limit":
-        message = perturbation.message or f"{program}: rate limit exceeded; try again in {_retry_after(perturbation)} seconds"
+        message = (
+            perturbation.message or f"{program}: rate limit exceeded; try again in {_retry_after(perturbation)} seconds"
+        )
     else:
         message = perturbation.message or f"{program}: Resource temporarily unavailable"
     return ShellResult(output=message + "\n", exit_code=perturbation.exit_code, cwd=cwd)
@@ -96,7 +102,9 @@ def _mcp_message(call: Call, perturbation: Perturbation) -> str:
     if perturbation.kind == "timeout":
         return f"Request timed out: {call.server} did not answer {call.tool}"
     if perturbation.kind == "rate_limit":
-        return f"Rate limit exceeded for {call.tool}: too many requests; retry after {_retry_after(perturbation)} seconds"
+        return (
+            f"Rate limit exceeded for {call.tool}: too many requests; retry after {_retry_after(perturbation)} seconds"
+        )
     status = _status(perturbation)
     return f"Error executing tool {call.tool}: {status} {_phrase(status)}"
 
@@ -114,20 +122,40 @@ def shaped_observation(call: Call, perturbation: Perturbation, observation: Obse
         data = body.encode()
         cut = {**structured, "body": body, "body_encoding": "text", "body_size": len(data), "truncated": False}
         cut.pop("body_sha256", None)
-        return replace(observation, content=[{"type": "text", "text": render_response(cut)}], structured=cut, provenance=Provenance.NONE)
-    if call.channel == "shell" and isinstance(structured, dict) and "output" in structured:
-        result = ShellResult.from_structured({**structured, "output": _cut_text(str(structured.get("output") or ""), keep)})
         return replace(
-            observation, content=[{"type": "text", "text": result.text()}], structured=result.structured(), provenance=Provenance.NONE
+            observation,
+            content=[{"type": "text", "text": render_response(cut)}],
+            structured=cut,
+            provenance=Provenance.NONE,
+        )
+    if call.channel == "shell" and isinstance(structured, dict) and "output" in structured:
+        result = ShellResult.from_structured(
+            {**structured, "output": _cut_text(str(structured.get("output") or ""), keep)}
+        )
+        return replace(
+            observation,
+            content=[{"type": "text", "text": result.text()}],
+            structured=result.structured(),
+            provenance=Provenance.NONE,
         )
     if call.channel == "browser" and isinstance(structured, dict) and "snapshot" in structured:
-        state = PageState.from_structured({**structured, "snapshot": _cut_lines(str(structured.get("snapshot") or ""), keep)})
-        return replace(
-            observation, content=[{"type": "text", "text": state.text()}], structured=state.structured(), provenance=Provenance.NONE
+        state = PageState.from_structured(
+            {**structured, "snapshot": _cut_lines(str(structured.get("snapshot") or ""), keep)}
         )
-    content = [{**block, "text": _cut_text(block["text"], keep)} if block.get("type") == "text" else block for block in observation.content]
+        return replace(
+            observation,
+            content=[{"type": "text", "text": state.text()}],
+            structured=state.structured(),
+            provenance=Provenance.NONE,
+        )
+    content = [
+        {**block, "text": _cut_text(block["text"], keep)} if block.get("type") == "text" else block
+        for block in observation.content
+    ]
     if keep == 0.0:
-        content = [block for block in content if block.get("type") != "text" or block["text"]] or [{"type": "text", "text": ""}]
+        content = [block for block in content if block.get("type") != "text" or block["text"]] or [
+            {"type": "text", "text": ""}
+        ]
     return replace(
         observation,
         content=content,

@@ -1,6 +1,6 @@
 """Paginated listings (the `paginate` perturbation): a route's listing split into
 pages, each but the last with a cursor to the next. Pure functions; the engine keeps
-the pages still to be served in session state (router/engine/session_state.py), so a
+the pages still to be served in session state (records/shared_state/session_state.py), so a
 follow-up call with a cursor gets the same next page on any replica.
 
 Where the cursor goes, in the answer's own shape:
@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from backends.http.messages import render_response
-from router.types import Call, Observation, Perturbation, Provenance
+from calls import Call, Observation, Perturbation, Provenance
 from shadow.compare.http_canonical import query_dict, query_pairs
 
 CURSOR_PREFIX = "cur_"
@@ -64,7 +64,11 @@ def listing_of(call: Call, observation: Observation, *, argument: str = "cursor"
         return None
     structured = observation.structured
     if call.channel == "http":
-        return _http_listing(call, observation, argument) if isinstance(structured, dict) and "status" in structured else None
+        return (
+            _http_listing(call, observation, argument)
+            if isinstance(structured, dict) and "status" in structured
+            else None
+        )
     if isinstance(structured, dict) and _list_key(structured) is not None:
         return _mapping_listing(observation, structured)
     text = observation.text.strip()
@@ -72,7 +76,9 @@ def listing_of(call: Call, observation: Observation, *, argument: str = "cursor"
     if isinstance(value, dict) and _list_key(value) is not None:
         return _mapping_listing(observation, value, structured=False)
     if isinstance(value, list):
-        return value, lambda items, cursor: _text_page(observation, json.dumps(items, indent=2, ensure_ascii=False), cursor)
+        return value, lambda items, cursor: _text_page(
+            observation, json.dumps(items, indent=2, ensure_ascii=False), cursor
+        )
     lines = text.splitlines()
     if len(lines) > 1:
         return lines, lambda items, cursor: _text_page(observation, "\n".join(items), cursor)
@@ -132,7 +138,9 @@ def _list_key(value: dict[str, Any]) -> str | None:
     return next((key for key, item in value.items() if isinstance(item, list)), None)
 
 
-def _mapping_listing(observation: Observation, value: dict[str, Any], *, structured: bool = True) -> tuple[list[Any], Rebuild]:
+def _mapping_listing(
+    observation: Observation, value: dict[str, Any], *, structured: bool = True
+) -> tuple[list[Any], Rebuild]:
     key = _list_key(value)
     assert key is not None
 
@@ -141,7 +149,11 @@ def _mapping_listing(observation: Observation, value: dict[str, Any], *, structu
         if cursor is not None:
             page[CURSOR_FIELD] = cursor
         text = json.dumps(page, indent=2, ensure_ascii=False)
-        return replace(observation, content=[{"type": "text", "text": text}], structured=page if structured else observation.structured)
+        return replace(
+            observation,
+            content=[{"type": "text", "text": text}],
+            structured=page if structured else observation.structured,
+        )
 
     return value[key], rebuild
 
@@ -163,7 +175,9 @@ def _http_listing(call: Call, observation: Observation, argument: str) -> tuple[
     items = body if isinstance(body, list) else body[key]  # type: ignore[index]
 
     def rebuild(chunk: list[Any], cursor: str | None) -> Observation:
-        headers = [list(pair) for pair in structured.get("headers") or [] if pair[0].lower() not in ("link", "content-length")]
+        headers = [
+            list(pair) for pair in structured.get("headers") or [] if pair[0].lower() not in ("link", "content-length")
+        ]
         if isinstance(body, dict):
             page: Any = {name: chunk if name == key else item for name, item in body.items() if name != CURSOR_FIELD}
             if cursor is not None:
@@ -171,9 +185,18 @@ def _http_listing(call: Call, observation: Observation, argument: str) -> tuple[
         else:
             page = chunk
             if cursor is not None:
-                headers.append(["Link", f'<{_with_cursor(str(call.arguments.get("url") or ""), argument, cursor)}>; rel="next"'])
+                headers.append(
+                    ["Link", f'<{_with_cursor(str(call.arguments.get("url") or ""), argument, cursor)}>; rel="next"']
+                )
         text = json.dumps(page, ensure_ascii=False)
-        cut = {**structured, "headers": headers, "body": text, "body_encoding": "text", "body_size": len(text.encode()), "truncated": False}
+        cut = {
+            **structured,
+            "headers": headers,
+            "body": text,
+            "body_encoding": "text",
+            "body_size": len(text.encode()),
+            "truncated": False,
+        }
         cut.pop("body_sha256", None)
         return replace(observation, content=[{"type": "text", "text": render_response(cut)}], structured=cut)
 

@@ -2,7 +2,7 @@
 real backend is called (after the route is decided: policies stay pure), the same on
 every channel: per upstream (an MCP server, an HTTP host, the shell sandbox pool, the
 browser) a concurrency cap, a call budget per token and window, and a circuit breaker
-(state.py has the rules, redis_state.py shares them across replicas).
+(the rules and their state, local or shared through Redis: records/shared_state/guard_slots.py).
 
 A refused call never reaches the real side: the agent gets simroute's own answer
 (provenance `none`) in its channel's shape (shapes.py), and the record's note
@@ -27,12 +27,13 @@ from collections.abc import Callable
 import anyio
 
 from backends.replay import namespace_of
+from calls import Call, Observation
+from records.shared_state.guard_slots import CLOSED, GuardState, Limits, LocalGuardState, Refusal, Verdict
+from records.store.protocol import StoreError
 from router.addons.upstream_guard.shapes import refusal_observation
-from router.addons.upstream_guard.state import CLOSED, GuardState, Limits, LocalGuardState, Outcome, Refusal, Refused, Ticket, Verdict
+from router.addons.upstream_guard.state import Outcome, Refused, Ticket
 from router.engine.addons import CallAddon
 from router.engine.pending import Pending
-from router.types import Call, Observation
-from shadow.store.protocol import StoreError
 
 log = logging.getLogger("simroute.guard")
 
@@ -81,7 +82,12 @@ class UpstreamGuard(CallAddon):
         slot = uuid.uuid4().hex
         try:
             verdict = await self.state.acquire(
-                upstream, token_of(call.session_id), limits, slot=slot, lease_s=deadline_s + LEASE_MARGIN_S, now=self.clock()
+                upstream,
+                token_of(call.session_id),
+                limits,
+                slot=slot,
+                lease_s=deadline_s + LEASE_MARGIN_S,
+                now=self.clock(),
             )
         except StoreError as exc:
             self.unavailable += 1
@@ -114,7 +120,13 @@ class UpstreamGuard(CallAddon):
 
     async def before_real(self, pending: Pending, deadline_s: float) -> Observation | None:
         ticket = await self.admit(pending.call, deadline_s=deadline_s)
-        note = ticket.note if isinstance(ticket, Refused) else "upstream guard unavailable: sent unguarded" if ticket is None else ""
+        note = (
+            ticket.note
+            if isinstance(ticket, Refused)
+            else "upstream guard unavailable: sent unguarded"
+            if ticket is None
+            else ""
+        )
         if note:  # the record says why the call was refused, or went unguarded
             pending.route_note = "; ".join(n for n in (pending.route_note, note) if n)
         if isinstance(ticket, Refused):
@@ -132,9 +144,12 @@ class UpstreamGuard(CallAddon):
 def _message(call: Call, upstream: str, limits: Limits, verdict: Verdict) -> str:
     retry = f"retry after {max(1, round(verdict.retry_after_s))}s"
     why = {
-        Refusal.BREAKER_OPEN: f"its circuit breaker is open after {limits.breaker_failures} consecutive failures of the real side",
+        Refusal.BREAKER_OPEN: f"its circuit breaker is open after {limits.breaker_failures} consecutive failures of "
+        "the real side",
         Refusal.BREAKER_TRIAL: "its circuit breaker is half-open and its one trial call is in flight",
-        Refusal.CONCURRENCY: f"{limits.max_concurrent} call(s) to it are already in flight (upstream_guard max_concurrent)",
-        Refusal.BUDGET: f"this token's budget of {limits.budget} calls per {limits.budget_window_s:g}s is spent (upstream_guard budget)",
+        Refusal.CONCURRENCY: f"{limits.max_concurrent} call(s) to it are already in flight (upstream_guard "
+        "max_concurrent)",
+        Refusal.BUDGET: f"this token's budget of {limits.budget} calls per {limits.budget_window_s:g}s is spent "
+        "(upstream_guard budget)",
     }[verdict.refusal or Refusal.BREAKER_OPEN]
     return f"simroute: {call.tool!r} was not sent to upstream {upstream!r}: {why}; {retry}"

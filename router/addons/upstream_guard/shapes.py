@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from backends.browser.page_state import PageState
 from backends.http.messages import encode_body, observation_of, response_record
 from backends.shell.screen import ShellResult, last_cwd
-from router.addons.upstream_guard.state import Refusal, Refused
-from router.types import Call, Observation, Provenance, Turn
+from calls import Call, Observation, Provenance, Turn
+from records.shared_state.guard_slots import Refusal
+from router.addons.upstream_guard.state import Refused
 
 REFUSED_EXIT_CODE = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure, try again later
 
@@ -42,9 +43,13 @@ def refusal_observation(call: Call, refused: Refused, history: Sequence[Turn] = 
             ensure_ascii=False,
         ).encode()
         headers = [("Content-Type", "application/json"), ("Retry-After", retry_after(refused))]
-        return observation_of(response_record(status, "", headers, encode_body(body, limit=len(body)), decoded=False), Provenance.NONE)
+        return observation_of(
+            response_record(status, "", headers, encode_body(body, limit=len(body)), decoded=False), Provenance.NONE
+        )
     if call.channel == "shell":
-        result = ShellResult(output=refused.message + "\n", exit_code=REFUSED_EXIT_CODE, cwd=last_cwd(history), error="not run")
+        result = ShellResult(
+            output=refused.message + "\n", exit_code=REFUSED_EXIT_CODE, cwd=last_cwd(history), error="not run"
+        )
         return Observation([{"type": "text", "text": result.text()}], Provenance.NONE, True, result.structured())
     if call.channel == "browser":
         state = PageState(url=None, title=None, snapshot=None, error=refused.message, refused=True)

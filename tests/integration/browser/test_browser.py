@@ -11,8 +11,10 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -103,9 +105,9 @@ async def test_offered_with_playwright_mcp_shapes_and_no_upstreams(make_config):
         tools = {t.name: t for t in await client.list_tools()}
     assert TOOLS <= set(tools)
     assert tools["browser_navigate"].input_schema["required"] == ["url"]
-    assert set(tools["browser_click"].input_schema["properties"]) == {"ref", "element"} and tools["browser_click"].input_schema[
-        "required"
-    ] == ["ref"]
+    assert set(tools["browser_click"].input_schema["properties"]) == {"ref", "element"} and tools[
+        "browser_click"
+    ].input_schema["required"] == ["ref"]
     assert (
         set(tools["browser_type"].input_schema["required"]) == {"ref", "text"}
         and "submit" in tools["browser_type"].input_schema["properties"]
@@ -115,7 +117,11 @@ async def test_offered_with_playwright_mcp_shapes_and_no_upstreams(make_config):
 
     disabled = make_config(browser={"enabled": False}, mcpServers={})
     proc = subprocess.run(
-        [simroute_executable(), "mcp", "--config", str(disabled)], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+        [simroute_executable(), "mcp", "--config", str(disabled)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2 and "nothing to serve" in proc.stderr
 
@@ -158,7 +164,11 @@ async def test_links_form_and_a_multi_page_flow(make_config, site, marker, isola
         result, text, page = await call_tool(
             client, "browser_type", ref=ref_of(page["snapshot"], 'textbox "Your name"'), text="Ada", submit=True
         )
-        assert not result.is_error and page["url"] == site.url("/greet?name=Ada") and 'heading "Hello, Ada!"' in page["snapshot"]
+        assert (
+            not result.is_error
+            and page["url"] == site.url("/greet?name=Ada")
+            and 'heading "Hello, Ada!"' in page["snapshot"]
+        )
 
         # Keys, snapshot, close.
         await call_tool(client, "browser_navigate", url=site.url("/keys"))
@@ -179,7 +189,9 @@ async def test_links_form_and_a_multi_page_flow(make_config, site, marker, isola
     assert tools[0]["tool"] == "browser_navigate" and tools[0]["observation"]["structured"]["title"] == "Home"
     # Every request the pages made is an HTTP call of the same agent session, through simroute's proxy.
     pages = [row for row in rows if row["channel"] == "http"]
-    assert {row["channel"] for row in rows} == {"browser", "http"} and {row["session"] for row in pages} == {tools[0]["session"]}
+    assert {row["channel"] for row in rows} == {"browser", "http"} and {row["session"] for row in pages} == {
+        tools[0]["session"]
+    }
     assert {row["arguments"]["path"] for row in pages} >= {"/", "/flow/1", "/form", "/greet", "/about"}
 
 
@@ -193,7 +205,10 @@ async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(m
         assert result.is_error and "browser_navigate" in text
         _, _, page = await call_tool(client, "browser_navigate", url=site.url("/"))
         result, text, structured = await call_tool(client, "browser_click", ref="e999")
-        assert result.is_error and text == "### Error\nRef e999 not found in the current page snapshot. Try capturing new snapshot."
+        assert (
+            result.is_error
+            and text == "### Error\nRef e999 not found in the current page snapshot. Try capturing new snapshot."
+        )
         assert structured == {}
         # Invalid arguments are refused before routing.
         result, text, _ = await call_tool(client, "browser_click", element="no ref")
@@ -201,7 +216,12 @@ async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(m
 
         # An unreachable URL.
         result, text, page = await call_tool(client, "browser_navigate", url=f"http://127.0.0.1:{closed_port}/")
-        assert result.is_error and "failed (502)" in text and "Connect call failed" in text and text.startswith("### Error\nNavigation to")
+        assert (
+            result.is_error
+            and "failed (502)" in text
+            and "Connect call failed" in text
+            and text.startswith("### Error\nNavigation to")
+        )
 
         # A page that never finishes loading: the deadline answers with the page so far.
         started = time.monotonic()
@@ -227,8 +247,14 @@ async def test_bad_input_gives_clear_observations_and_the_session_stays_usable(m
 
         # A link opening a new tab: the new tab becomes the current page.
         _, _, page = await call_tool(client, "browser_navigate", url=site.url("/popup"))
-        _, text, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Open about in a new tab"'))
-        assert "new tab opened" in text and "replaced the current page, which was closed" in text and page["title"] == "About"
+        _, text, page = await call_tool(
+            client, "browser_click", ref=ref_of(page["snapshot"], 'link "Open about in a new tab"')
+        )
+        assert (
+            "new tab opened" in text
+            and "replaced the current page, which was closed" in text
+            and page["title"] == "About"
+        )
 
         # Still usable after all of it.
         result, _, page = await call_tool(client, "browser_navigate", url=site.url("/about"))
@@ -240,13 +266,18 @@ async def test_allowlist_blocks_other_hosts_and_their_subrequests(make_config, s
     async with stdio_client(config) as client:
         result, _, page = await call_tool(client, "browser_navigate", url=site.url("/about"))
         assert not result.is_error and page["title"] == "About"
-        result, text, _ = await call_tool(client, "browser_navigate", url=f"http://localhost:{site.server.server_address[1]}/")
+        result, text, _ = await call_tool(
+            client, "browser_navigate", url=f"http://localhost:{site.server.server_address[1]}/"
+        )
         assert result.is_error and "blocked" in text and "allowed_domains" in text
         assert meta_of(result)["provenance"] == "none"  # simroute's refusal: never replayed or learned as the web's
         # A page's own requests and links to other hosts are blocked too.
         _, _, page = await call_tool(client, "browser_navigate", url=site.url("/outside"))
         _, text, page = await call_tool(client, "browser_click", ref=ref_of(page["snapshot"], 'link "Elsewhere"'))
-        assert "Access to http://localhost:" in text and page["url"] != f"http://localhost:{site.server.server_address[1]}/about"
+        assert (
+            "Access to http://localhost:" in text
+            and page["url"] != f"http://localhost:{site.server.server_address[1]}/about"
+        )
     assert "/" not in site.requests and "/pixel" not in site.requests  # never requested
     assert site.requests.count("/about") == 1
 
@@ -314,9 +345,12 @@ async def test_each_http_agent_session_has_its_own_browser(make_config, site, ma
         result, text, _ = await call_tool(b, "browser_snapshot")
         assert page_a["title"] == "About" and result.is_error and "browser_navigate" in text
         await asyncio.gather(
-            call_tool(a, "browser_navigate", url=site.url("/flow/1")), call_tool(b, "browser_navigate", url=site.url("/form"))
+            call_tool(a, "browser_navigate", url=site.url("/flow/1")),
+            call_tool(b, "browser_navigate", url=site.url("/form")),
         )
-        (_, _, page_a), (_, _, page_b) = await asyncio.gather(call_tool(a, "browser_snapshot"), call_tool(b, "browser_snapshot"))
+        (_, _, page_a), (_, _, page_b) = await asyncio.gather(
+            call_tool(a, "browser_snapshot"), call_tool(b, "browser_snapshot")
+        )
         assert 'heading "Step one"' in page_a["snapshot"] and 'heading "Contact"' in page_b["snapshot"]
     server.process.terminate()
     assert server.process.wait(20) == 0
@@ -375,7 +409,7 @@ async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_pa
     assert not chromium_processes(marker)
 
 
-def test_no_chromium_left_when_the_router_is_killed(tmp_path, marker, isolation):
+def test_no_chromium_left_when_the_router_is_killed(tmp_path, marker, isolation, request):
     # SIGKILL gives simroute no chance to close anything: Playwright's driver sees its
     # pipe close and takes Chromium down with it (contained: `docker run` goes, the
     # container's stdin closes, Chromium exits on its closed pipe, the container is removed).
@@ -387,13 +421,23 @@ def test_no_chromium_left_when_the_router_is_killed(tmp_path, marker, isolation)
         "async def main():\n"
         f"    pool = BrowserPool(BrowserConfig(args=[{marker!r}], isolation={isolation!r}))\n"
         "    page = await pool.act('a', 'navigate', url='data:text/html,<title>up</title>')\n"
-        "    from shadow.owners import this_process_owner\n"
+        "    from records.owners import this_process_owner\n"
         "    print(page.title, this_process_owner(), flush=True)\n"
         "    os.kill(os.getpid(), 9)\n"
         "asyncio.run(main())\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(Path(__file__).resolve().parents[3]))}
+    # A temporary folder of this test's own: a router started by a parallel test reaps
+    # the killed router's folder from the shared one before this test can look.
+    # Short: a Unix socket's path has at most 107 bytes (Chromium's singleton socket lives here).
+    private_tmp = Path(tempfile.mkdtemp(prefix="sr-"))
+    request.addfinalizer(lambda: shutil.rmtree(private_tmp, ignore_errors=True))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.environ.get("PYTHONPATH", str(Path(__file__).resolve().parents[3])),
+        "TMPDIR": str(private_tmp),
+    }
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert len(out.stdout.split()) == 2, out.stderr[-3000:]
     title, owner = out.stdout.split()
     assert out.returncode == -9 and title == "up", out.stderr
     # The `marker` fixture asserts that no process of this browser is left; no container either.
@@ -403,29 +447,40 @@ def test_no_chromium_left_when_the_router_is_killed(tmp_path, marker, isolation)
     assert not browser_containers(marker)
     if isolation == "container":
         # The killed router's folder (launcher) is left; the next router's start removes it.
-        assert owner in workdir_owners()
-        from backends.browser.pool import BrowserPool
-        from router.config import BrowserConfig
+        assert owner in workdir_owners(private_tmp)
+        next_start = tmp_path / "next_start.py"
+        next_start.write_text(
+            "import asyncio\n"
+            "from router.config import BrowserConfig\n"
+            "from backends.browser.pool import BrowserPool\n"
+            "async def main():\n"
+            "    pool = BrowserPool(BrowserConfig(isolation='container'))\n"
+            "    assert await pool.prepare() == 'container'\n"
+            "    await pool.aclose()\n"
+            "asyncio.run(main())\n"
+        )
+        started = subprocess.run([sys.executable, str(next_start)], capture_output=True, text=True, timeout=60, env=env)
+        assert started.returncode == 0, started.stderr
+        assert owner not in workdir_owners(private_tmp)
 
-        async def next_start() -> None:
-            pool = BrowserPool(BrowserConfig(isolation="container"))
-            assert await pool.prepare() == "container"
-            await pool.aclose()
 
-        asyncio.run(next_start())
-        assert owner not in workdir_owners()
-
-
-def workdir_owners() -> set[str]:
-    import tempfile
-
-    return {p.read_text() for p in Path(tempfile.gettempdir()).glob("simroute-browser-*/owner")}
+def workdir_owners(folder: Path) -> set[str]:
+    return {p.read_text() for p in folder.glob("simroute-browser-*/owner")}
 
 
 def browser_containers(marker: str) -> list[str]:
     """simroute's browser containers (any state) whose Chromium was given `marker`."""
     listed = subprocess.run(
-        ["docker", "ps", "--all", "--no-trunc", "--filter", "label=org.simroute.role=browser", "--format", "{{.Names}} {{.Command}}"],
+        [
+            "docker",
+            "ps",
+            "--all",
+            "--no-trunc",
+            "--filter",
+            "label=org.simroute.role=browser",
+            "--format",
+            "{{.Names}} {{.Command}}",
+        ],
         capture_output=True,
         text=True,
         timeout=30,

@@ -33,7 +33,9 @@ def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def containers_of(owner: str) -> list[str]:
-    listed = docker("ps", "--all", "--filter", ROLE_FILTER, "--filter", f"label={OWNER_LABEL}={owner}", "--format", "{{.Names}}").stdout
+    listed = docker(
+        "ps", "--all", "--filter", ROLE_FILTER, "--filter", f"label={OWNER_LABEL}={owner}", "--format", "{{.Names}}"
+    ).stdout
     return listed.split()
 
 
@@ -96,8 +98,8 @@ async def fetched(runtime, session: str, page_url: str) -> str:
 
 
 async def test_the_container_is_hardened_and_its_only_way_out_is_simroutes_proxy(tmp_path):
+    from records.owners import this_process_owner
     from router.runtime.runtime import Runtime
-    from shadow.owners import this_process_owner
 
     service = HostService()
     with WebPages() as site:
@@ -105,7 +107,9 @@ async def test_the_container_is_hardened_and_its_only_way_out_is_simroutes_proxy
         # The test's pages are allowed; the host's other loopback services are not.
         runtime = await Runtime(runtime_config(tmp_path, allowed_origins=[f"http://127.0.0.1:{site_port}"])).start()
         try:
-            assert await runtime.browser.prepare() == "container" and containers_of(this_process_owner()) == []  # started on first use
+            assert (
+                await runtime.browser.prepare() == "container" and containers_of(this_process_owner()) == []
+            )  # started on first use
             page = await runtime.browser.act("agent", "navigate", url=site.url("/about"))
             assert page.title == "About", page.text()
             name = runtime.browser.container_name
@@ -131,7 +135,9 @@ async def test_the_container_is_hardened_and_its_only_way_out_is_simroutes_proxy
 
             # From inside the page: the host's other loopback service and a metadata address are refused.
             to_host = await fetched(runtime, "agent", site.url(f"/fetch?to=http://127.0.0.1:{service.port}/secret"))
-            to_metadata = await fetched(runtime, "agent", site.url("/fetch?to=http://169.254.169.254/latest/meta-data/"))
+            to_metadata = await fetched(
+                runtime, "agent", site.url("/fetch?to=http://169.254.169.254/latest/meta-data/")
+            )
             to_own_site = await fetched(runtime, "agent", site.url("/fetch?to=/open"))
             assert "secret of the host" not in to_host and "secret of the host" not in to_metadata
             assert "answered 200: secret of the host" in to_own_site  # the same page reaches an allowed origin
@@ -172,7 +178,11 @@ async def test_a_dead_browser_gives_a_clear_error_then_a_fresh_one(tmp_path):
                 await asyncio.sleep(0.1)
             assert not runtime.browser.running
             page = await runtime.browser.act("a", "snapshot")
-            assert page.is_error and "The browser stopped" in page.error and "next call opens a fresh browser" in page.error
+            assert (
+                page.is_error
+                and "The browser stopped" in page.error
+                and "next call opens a fresh browser" in page.error
+            )
             page = await runtime.browser.act("a", "navigate", url=site.url("/form"))
             assert not page.is_error and page.title == "Contact"
             assert runtime.browser.container_name not in (None, first)
@@ -183,7 +193,7 @@ async def test_a_dead_browser_gives_a_clear_error_then_a_fresh_one(tmp_path):
 def test_leftovers_of_a_killed_router_are_reaped_at_the_next_start(tmp_path):
     # A router killed between `docker create` and the attach leaves a container no
     # process holds; the next start removes it (never a live router's).
-    from shadow.owners import process_identity
+    from records.owners import process_identity
 
     probe = subprocess.Popen(["sleep", "30"])
     owner = process_identity(probe.pid)
@@ -191,10 +201,17 @@ def test_leftovers_of_a_killed_router_are_reaped_at_the_next_start(tmp_path):
     probe.wait()
     leftover = f"simroute-browser-leftover-{uuid.uuid4().hex[:8]}"
     docker(
-        "create", "--name", leftover, "--label", f"{OWNER_LABEL}={owner}", "--label", "org.simroute.role=browser", "simroute-browser:latest"
+        "create",
+        "--name",
+        leftover,
+        "--label",
+        f"{OWNER_LABEL}={owner}",
+        "--label",
+        "org.simroute.role=browser",
+        "simroute-browser:latest",
     )
     live = f"simroute-browser-live-{uuid.uuid4().hex[:8]}"
-    from shadow.owners import this_process_owner
+    from records.owners import this_process_owner
 
     docker(
         "create",

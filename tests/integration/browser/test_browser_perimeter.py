@@ -67,10 +67,13 @@ async def test_metadata_and_unlisted_private_addresses_are_refused_and_a_pages_f
 
         # A page's own fetch to a loopback origin not in the allowlist: refused by the proxy, recorded.
         script = (
-            f"fetch('{other_site.url('/secret')}').then(r => document.title = 'status ' + r.status).catch(() => document.title = 'failed')"
+            f"fetch('{other_site.url('/secret')}')"
+            ".then(r => document.title = 'status ' + r.status).catch(() => document.title = 'failed')"
         )
         result, _, page = await call_tool(
-            client, "browser_navigate", url="data:text/html," + urllib.parse.quote(f"<title>start</title><script>{script}</script>")
+            client,
+            "browser_navigate",
+            url="data:text/html," + urllib.parse.quote(f"<title>start</title><script>{script}</script>"),
         )
         deadline = time.monotonic() + 10
         while page.get("title") == "start" and time.monotonic() < deadline:
@@ -80,7 +83,9 @@ async def test_metadata_and_unlisted_private_addresses_are_refused_and_a_pages_f
     assert [r["provenance"] for r in navigations[:3]] == ["none", "none", "real"]
     refused = [r for r in records_of(config) if r["channel"] == "http" and r["policy"] == "browser-address"]
     assert [r["arguments"]["path"] for r in refused] == ["/secret"] and refused[0]["route"] == "deny"
-    assert refused[0]["session"] == records_of(config)[0]["session"]  # the agent's session, through its context's credential
+    assert (
+        refused[0]["session"] == records_of(config)[0]["session"]
+    )  # the agent's session, through its context's credential
 
 
 async def test_https_pages_load_through_simroutes_proxy_without_ignoring_certificate_errors(make_config, tmp_path):

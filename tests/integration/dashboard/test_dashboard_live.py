@@ -82,8 +82,12 @@ def test_dashboard_without_a_port_listens_on_8766(tmp_path: Path):
         assert process.poll() is None, log.read_text()  # ours listens there, not something that came meanwhile
         page = httpx.get(f"http://127.0.0.1:{DEFAULT_PORT}/dashboard", timeout=10)
         assert page.status_code == 200 and "simroute dashboard" in page.text
-        overview = httpx.get(f"http://127.0.0.1:{DEFAULT_PORT}/dashboard/api/overview", params={"since": "0"}, timeout=10).json()
-        assert sum(row["calls"] for row in overview["rows"]) == 52  # this store's records: the 50 generated, the known and the diverted one
+        overview = httpx.get(
+            f"http://127.0.0.1:{DEFAULT_PORT}/dashboard/api/overview", params={"since": "0"}, timeout=10
+        ).json()
+        assert (
+            sum(row["calls"] for row in overview["rows"]) == 52
+        )  # this store's records: the 50 generated, the known and the diverted one
         with browsing(f"http://127.0.0.1:{DEFAULT_PORT}/dashboard?view=overview") as browser_page:
             ready(browser_page)
             assert browser_page.inner_text("#total-calls") == "52 calls"
@@ -113,14 +117,18 @@ async def test_metrics_show_the_spool_while_the_store_is_locked_and_empty_once_f
     spool = tmp_path / "records.spool.jsonl"  # beside the SQLite file (Config.spool_path)
     with serving(config, tmp_path / "serve.log") as port:
         await echo(port, "warm")  # the store exists and is open
-        holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db"), "4"], stdout=subprocess.PIPE, text=True)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db"), "4"], stdout=subprocess.PIPE, text=True
+        )
         assert holder.stdout.readline().strip() == "locked"
         await echo(port, "spooled 1", "spooled 2")
         async with httpx.AsyncClient(timeout=10) as http:
             locked = parsed((await http.get(f"http://127.0.0.1:{port}/metrics")).text)
         spool_size = spool.stat().st_size
         assert holder.wait(10) == 0
-        assert locked[("simroute_spooled_records_total", ())] >= 2  # each record of both calls (a call may write more than one)
+        assert (
+            locked[("simroute_spooled_records_total", ())] >= 2
+        )  # each record of both calls (a call may write more than one)
         assert locked[("simroute_spool_bytes", ())] == spool_size > 0
         async with httpx.AsyncClient(timeout=10) as http:
             deadline = time.monotonic() + 15
@@ -130,7 +138,9 @@ async def test_metrics_show_the_spool_while_the_store_is_locked_and_empty_once_f
                     break
                 await asyncio.sleep(0.2)
         assert flushed[("simroute_spool_bytes", ())] == 0 == spool.stat().st_size
-        assert flushed[("simroute_spooled_records_total", ())] == locked[("simroute_spooled_records_total", ())]  # a count, kept
+        assert (
+            flushed[("simroute_spooled_records_total", ())] == locked[("simroute_spooled_records_total", ())]
+        )  # a count, kept
     assert [r["arguments"]["text"] for r in records_of(config)] == ["warm", "spooled 1", "spooled 2"]
 
 
@@ -168,7 +178,11 @@ def test_overview_shows_the_shadow_queue_and_skips_that_metrics_and_the_store_re
     shown_queue = int(re.search(r"shadow queue: (\d+)", stats).group(1))
     shown_skipped = int(re.search(r"shadow skipped: (\d+)", stats).group(1))
     assert statuses == ["pending", "pending", "skipped", "skipped"], statuses
-    assert metrics[("simroute_shadow_queue_depth", ())] == 2 == after[("simroute_shadow_queue_depth", ())]  # one running, one waiting
+    assert (
+        metrics[("simroute_shadow_queue_depth", ())] == 2 == after[("simroute_shadow_queue_depth", ())]
+    )  # one running, one waiting
     assert metrics[("simroute_shadow_skipped_total", ())] == 2 == after[("simroute_shadow_skipped_total", ())]
-    assert (shown_queue, shown_skipped) == (2, 2), stats  # what the page shows: the metrics' figures, the store's skipped records
+    assert (shown_queue, shown_skipped) == (2, 2), (
+        stats
+    )  # what the page shows: the metrics' figures, the store's skipped records
     assert "4 calls" in stats

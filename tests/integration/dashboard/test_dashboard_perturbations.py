@@ -24,13 +24,17 @@ PLAN = {"seed": 2, "rules": [{"name": "flaky-echo", "kind": "error", "every": 2,
 
 async def calls(port: int) -> list[bool]:
     async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=60) as client:
-        return [(await client.call_tool("echo", {"text": f"hello {n}"}, raise_on_error=False)).is_error for n in range(4)]
+        return [
+            (await client.call_tool("echo", {"text": f"hello {n}"}, raise_on_error=False)).is_error for n in range(4)
+        ]
 
 
 def test_perturbed_calls_are_marked_in_the_records_counted_in_the_overview_and_in_metrics(tmp_path: Path):
     from playwright.sync_api import sync_playwright
 
-    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, perturbations={"apply": "p", "plans": {"p": PLAN}})
+    config = write_config(
+        tmp_path, mcpServers={"toolbox": toolbox_server()}, perturbations={"apply": "p", "plans": {"p": PLAN}}
+    )
     with serving(config, tmp_path / "serve.log") as port:
         assert asyncio.run(calls(port)) == [False, True, False, True]
         base = f"http://127.0.0.1:{port}"
@@ -51,7 +55,9 @@ def test_perturbed_calls_are_marked_in_the_records_counted_in_the_overview_and_i
                 browser.close()
     assert samples[("simroute_perturbations_total", (("channel", "mcp"), ("kind", "error")))] == 2.0
     perturbed = [row["perturbation"] for row in rows if row.get("perturbation")]
-    assert len(rows) == 4 and perturbed == [{"kind": "error", "rule": "p:flaky-echo", "seed": 2, "n": n} for n in (4, 2)]  # newest first
+    assert len(rows) == 4 and perturbed == [
+        {"kind": "error", "rule": "p:flaky-echo", "seed": 2, "n": n} for n in (4, 2)
+    ]  # newest first
     assert overview["perturbations"] == {"error": 2}
     assert marked == ["error (p:flaky-echo, call 4)", "error (p:flaky-echo, call 2)"]
     assert counted == "perturbed: 2 (error 2)"

@@ -87,7 +87,11 @@ def test_fidelity_table_shows_the_trained_routers_decisions(learned, served, pag
 
 
 def test_record_view_highlights_a_real_divergent_path(learned, served, page):
-    record = next(r for r in learned["records"] if r["tool"] == "get_visits" and r["route"] == "shadow" and (r["divergence"] or 0) > 0)
+    record = next(
+        r
+        for r in learned["records"]
+        if r["tool"] == "get_visits" and r["route"] == "shadow" and (r["divergence"] or 0) > 0
+    )
     paths = [d["path"] for d in record["divergence_evidence"]["divergent"]]
     page.goto(f"{served}/dashboard?view=record&id={record['id']}")
     ready(page)
@@ -120,7 +124,9 @@ def test_session_timeline_and_router_view_of_the_run(learned, served, page):
 def test_router_view_draws_the_share_vs_fidelity_curve_and_shows_the_cards_figures(learned, served, page):
     import json
 
-    card = json.loads((Path(learned["folder"]) / ".simroute" / "router.card.json").read_text())  # written by `simroute train`
+    card = json.loads(
+        (Path(learned["folder"]) / ".simroute" / "router.card.json").read_text()
+    )  # written by `simroute train`
     trained = {route: report for route, report in card["routes"].items() if report["trained"]}
     assert "replay" in trained and trained["replay"]["curve"] and trained["replay"]["calibration"]
     page.goto(f"{served}/dashboard?view=router")
@@ -157,7 +163,9 @@ def test_router_view_draws_the_share_vs_fidelity_curve_and_shows_the_cards_figur
             [td.inner_text() for td in r.query_selector_all("td")]
             for r in page.query_selector_all(f"table.calibration[data-route='{route}'] tbody tr")
         ]
-        assert bins == [[f"{b['predicted']:.3f}", f"{b['acceptable']:.3f}", str(b["count"])] for b in report["calibration"]]
+        assert bins == [
+            [f"{b['predicted']:.3f}", f"{b['acceptable']:.3f}", str(b["count"])] for b in report["calibration"]
+        ]
     # The promise: what the router would deliver over the stored calls, and why the rest stay real.
     promised = {
         r.get_attribute("data-figure"): r.query_selector("td").inner_text()

@@ -16,10 +16,10 @@ from kit.dashboard import KNOWN_PATH, fill
 from kit.launch import simroute_executable, write_config
 from kit.redis import RedisServer
 
+from records.store.protocol import RecordFilter
+from records.store.redis.store import RedisStore
+from records.store.sqlite.store import SQLiteStore
 from router.cli.launch import free_port, stop, wait_for_port
-from shadow.store.protocol import RecordFilter
-from shadow.store.redis.store import RedisStore
-from shadow.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 
@@ -41,14 +41,23 @@ async def test_redis_aggregates_match_sqlite_on_the_same_records(tmp_path: Path,
             await store.upsert([{**row, "status": "complete"}])
         # Minutes are the Redis overview's grain: a range starting mid-minute reads the whole minute.
         start, end = (NOW - 3 * 3600) // 600 * 600, (NOW - 3600) // 600 * 600
-        for where in (RecordFilter(since=NOW - 86400), RecordFilter(since=start, until=end, channel="mcp", route="shadow")):
-            assert rounded(await redis.overview(where, bucket_s=600.0)) == rounded(await sqlite.overview(where, bucket_s=600.0))
+        for where in (
+            RecordFilter(since=NOW - 86400),
+            RecordFilter(since=start, until=end, channel="mcp", route="shadow"),
+        ):
+            assert rounded(await redis.overview(where, bucket_s=600.0)) == rounded(
+                await sqlite.overview(where, bucket_s=600.0)
+            )
         # Hours are the Redis fidelity table's grain: compare from an hour boundary.
         hour = (NOW - 3 * 3600) // 3600 * 3600
         for where in (RecordFilter(since=hour), RecordFilter(since=hour, tool="forecast")):
             assert rounded(await redis.fidelity(where)) == rounded(await sqlite.fidelity(where))
         # Per sub-provenance of the simulated side too (kit.dashboard's shadow sides: state, model, none).
-        assert {sub for row in await redis.fidelity(RecordFilter(since=hour)) for sub in row["subs"]} == {"state", "model", "none"}
+        assert {sub for row in await redis.fidelity(RecordFilter(since=hour)) for sub in row["subs"]} == {
+            "state",
+            "model",
+            "none",
+        }
         for where in (
             RecordFilter(since=NOW - 86400),
             RecordFilter(since=NOW - 86400, tool="echo", divergent=True),
@@ -57,7 +66,9 @@ async def test_redis_aggregates_match_sqlite_on_the_same_records(tmp_path: Path,
             first = await sqlite.page(where, limit=30)
             assert [r["id"] for r in await redis.page(where, limit=30)] == [r["id"] for r in first]
             older = await sqlite.page(where, before=first[-1]["id"], limit=30)
-            assert [r["id"] for r in await redis.page(where, before=first[-1]["id"], limit=30)] == [r["id"] for r in older]
+            assert [r["id"] for r in await redis.page(where, before=first[-1]["id"], limit=30)] == [
+                r["id"] for r in older
+            ]
             assert [r["id"] for r in await redis.page(where, after=first[3]["id"])] == [r["id"] for r in first[:3]]
         assert (await redis.record(filled["known_id"]))["divergence_evidence"]["divergent"][0]["path"] == KNOWN_PATH
     finally:
@@ -65,7 +76,9 @@ async def test_redis_aggregates_match_sqlite_on_the_same_records(tmp_path: Path,
         await redis.aclose()
 
 
-async def test_prune_takes_pruned_records_out_of_the_aggregates_of_both_stores(tmp_path: Path, redis_server: RedisServer):
+async def test_prune_takes_pruned_records_out_of_the_aggregates_of_both_stores(
+    tmp_path: Path, redis_server: RedisServer
+):
     sqlite = await SQLiteStore(tmp_path / "records.db").open()
     redis = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
     hour = (NOW - 3 * 3600) // 3600 * 3600
@@ -85,14 +98,18 @@ async def test_prune_takes_pruned_records_out_of_the_aggregates_of_both_stores(t
         assert rounded(await redis.overview(RecordFilter(since=0), bucket_s=600.0)) == rounded(
             await sqlite.overview(RecordFilter(since=0), bucket_s=600.0)
         )
-        assert rounded(await redis.fidelity(RecordFilter(since=0))) == rounded(await sqlite.fidelity(RecordFilter(since=0)))
+        assert rounded(await redis.fidelity(RecordFilter(since=0))) == rounded(
+            await sqlite.fidelity(RecordFilter(since=0))
+        )
     finally:
         await sqlite.aclose()
         await redis.aclose()
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-async def test_simroute_prune_leaves_the_dashboard_counting_what_remains(tmp_path: Path, redis_server: RedisServer, kind: str):
+async def test_simroute_prune_leaves_the_dashboard_counting_what_remains(
+    tmp_path: Path, redis_server: RedisServer, kind: str
+):
     store_section = {"path": str(tmp_path / "records.db")} if kind == "sqlite" else {"url": redis_server.url}
     store = await (SQLiteStore(store_section["path"]) if kind == "sqlite" else RedisStore(redis_server.url)).open()
     try:
@@ -100,7 +117,9 @@ async def test_simroute_prune_leaves_the_dashboard_counting_what_remains(tmp_pat
     finally:
         await store.aclose()
     config = write_config(tmp_path, store={**store_section, "max_records": 100})
-    pruned = subprocess.run([simroute_executable(), "prune", "--config", str(config)], capture_output=True, text=True, timeout=120)
+    pruned = subprocess.run(
+        [simroute_executable(), "prune", "--config", str(config)], capture_output=True, text=True, timeout=120
+    )
     assert pruned.returncode == 0 and "pruned 202 record(s)" in pruned.stdout, pruned.stdout + pruned.stderr
     store = await (SQLiteStore(store_section["path"]) if kind == "sqlite" else RedisStore(redis_server.url)).open()
     try:

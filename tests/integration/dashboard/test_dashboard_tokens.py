@@ -55,10 +55,14 @@ async def test_a_tokens_dashboard_and_metrics_show_its_own_namespace_and_the_sha
         alices = [row["id"] for row in rows if row["session"].startswith("alice/")]
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
             bob_records = (await http.get("/dashboard/api/records", headers=bearer("bob"))).json()["rows"]
-            bob_alices_record = (await http.get("/dashboard/api/record", params={"id": alices[0]}, headers=bearer("bob"))).json()
+            bob_alices_record = (
+                await http.get("/dashboard/api/record", params={"id": alices[0]}, headers=bearer("bob"))
+            ).json()
             bob_fidelity = (await http.get("/dashboard/api/fidelity", headers=bearer("bob"))).json()["rows"]
             bob_overview = (await http.get("/dashboard/api/overview", headers=bearer("bob"))).json()["rows"]
-            alice_record = (await http.get("/dashboard/api/record", params={"id": alices[0]}, headers=bearer("alice"))).json()
+            alice_record = (
+                await http.get("/dashboard/api/record", params={"id": alices[0]}, headers=bearer("alice"))
+            ).json()
             bob_metrics = (await http.get("/metrics", headers=bearer("bob"))).text
             ops_records = (await http.get("/dashboard/api/records", headers=bearer("ops"))).json()["rows"]
             ops_metrics = (await http.get("/metrics", headers=bearer("ops"))).text

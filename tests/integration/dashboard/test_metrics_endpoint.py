@@ -49,11 +49,16 @@ async def test_with_a_token_serve_asks_for_it_on_the_dashboard_and_metrics_too(t
             assert (await http.get("/metrics", headers={"Authorization": f"Bearer {token}"})).status_code == 200
             traded = await http.get("/dashboard", params={"token": token, "view": "fidelity"})
             assert traded.status_code == 303 and traded.headers["location"] == "/dashboard?view=fidelity"
-            assert "httponly" in traded.headers["set-cookie"].lower() and "samesite=strict" in traded.headers["set-cookie"].lower()
+            assert (
+                "httponly" in traded.headers["set-cookie"].lower()
+                and "samesite=strict" in traded.headers["set-cookie"].lower()
+            )
             assert (await http.get("/dashboard/api/records")).status_code == 200  # the cookie, kept by the client
             # The MCP endpoint still wants its bearer token: the dashboard's cookie is not one.
             mcp = await http.post(
-                "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"accept": "application/json, text/event-stream"}
+                "/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"accept": "application/json, text/event-stream"},
             )
             assert mcp.status_code == 401
 
@@ -61,7 +66,12 @@ async def test_with_a_token_serve_asks_for_it_on_the_dashboard_and_metrics_too(t
 async def test_metrics_count_the_world_models_tokens_and_generation_time(tmp_path: Path):
     """A simulated call through `simroute serve` with the bundled GGUF model: its
     prompt and generated tokens and its generation time, by engine and domain."""
-    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="sim", world_model={"max_tokens": 64, "deadline_s": 120})
+    config = write_config(
+        tmp_path,
+        mcpServers={"toolbox": toolbox_server()},
+        mode="sim",
+        world_model={"max_tokens": 64, "deadline_s": 120},
+    )
     log = tmp_path / "serve.log"
     with serving(config, log) as port:
         before, result, text = await scrape_around_a_call(port)
@@ -70,7 +80,9 @@ async def test_metrics_count_the_world_models_tokens_and_generation_time(tmp_pat
     samples = parsed(text)
     completions = samples[("simroute_world_model_generation_seconds_count", MCP_LLAMA)]
     assert 1 <= completions <= 2  # one answer, or one more after a malformed one
-    assert samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)] > 50 * completions  # the prompt holds the tool list
+    assert (
+        samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)] > 50 * completions
+    )  # the prompt holds the tool list
     assert 0 < samples[("simroute_world_model_completion_tokens_total", MCP_LLAMA)] <= 64 * completions
     assert (
         0
@@ -78,10 +90,16 @@ async def test_metrics_count_the_world_models_tokens_and_generation_time(tmp_pat
         <= samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)]
     )
     assert samples[("simroute_world_model_generation_seconds_sum", MCP_LLAMA)] > 0
-    sim_calls = [value for (name, labels), value in samples.items() if name == "simroute_calls_total" and ("provenance", "sim") in labels]
+    sim_calls = [
+        value
+        for (name, labels), value in samples.items()
+        if name == "simroute_calls_total" and ("provenance", "sim") in labels
+    ]
     assert sim_calls == [1.0]
     # The model's answer names its source, counted apart; an error made in its place names none.
-    sourced = samples.get(("simroute_call_sources_total", (("channel", "mcp"), ("provenance", "sim"), ("sub", "model"))))
+    sourced = samples.get(
+        ("simroute_call_sources_total", (("channel", "mcp"), ("provenance", "sim"), ("sub", "model")))
+    )
     assert sourced == (None if result.is_error else 1.0)
 
 
@@ -90,7 +108,12 @@ async def test_a_known_servers_system_prompt_is_read_before_the_first_call(tmp_p
     its system prompt (task + tool list) when it loads: the process's first simulated
     call evaluates only what follows it (without the read-ahead it evaluates the
     whole prompt)."""
-    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="sim", world_model={"max_tokens": 64, "deadline_s": 120})
+    config = write_config(
+        tmp_path,
+        mcpServers={"toolbox": toolbox_server()},
+        mode="sim",
+        world_model={"max_tokens": 64, "deadline_s": 120},
+    )
     with serving(config, tmp_path / "first.log") as port:
         async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp")) as client:
             assert await client.list_tools()  # the store keeps the server's tools
@@ -102,10 +125,15 @@ async def test_a_known_servers_system_prompt_is_read_before_the_first_call(tmp_p
             time.sleep(0.2)
         _, result, text = await scrape_around_a_call(port)
     assert result.meta["simroute"]["provenance"] == "sim" and not result.is_error, log.read_text()
-    assert result.meta["simroute"]["source"] == {"sub": "model", "model": Path(DEFAULT_MODEL_PATH).name}  # the GGUF file's name
+    assert result.meta["simroute"]["source"] == {
+        "sub": "model",
+        "model": Path(DEFAULT_MODEL_PATH).name,
+    }  # the GGUF file's name
     samples = parsed(text)
     completions = samples[("simroute_world_model_generation_seconds_count", MCP_LLAMA)]
-    prompt = samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)] / completions  # each attempt has the same prompt
+    prompt = (
+        samples[("simroute_world_model_prompt_tokens_total", MCP_LLAMA)] / completions
+    )  # each attempt has the same prompt
     evaluated = samples[("simroute_world_model_evaluated_tokens_total", MCP_LLAMA)]
     assert prompt > 100
     assert evaluated < prompt - 32, (evaluated, prompt)  # the system prompt (>= 32 tokens) was not read again

@@ -69,7 +69,15 @@ def stack() -> Iterator[ComposeStack]:
 def sandboxes_of(routers: list[str]) -> list[str]:
     """Sandbox containers on the host's engine owned by these router containers (an
     owner is host:pid:start, the host a container's short id)."""
-    listing = ["docker", "ps", "-a", "--filter", f"label={OWNER_LABEL}", "--format", f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}']
+    listing = [
+        "docker",
+        "ps",
+        "-a",
+        "--filter",
+        f"label={OWNER_LABEL}",
+        "--format",
+        f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}',
+    ]
     rows = subprocess.run(listing, capture_output=True, text=True, timeout=30, check=True).stdout.split("\n")
     hosts = {router[:12] for router in routers}
     return [row.split()[0] for row in rows if row.strip() and row.split()[1].split(":")[0] in hosts]
@@ -93,7 +101,11 @@ def stop_all(load: list[Agent]) -> list:
 
 def wait_for_a_started_sleep(stack: ComposeStack) -> None:
     """Until the store shows a `sleep` call running (its record written `started`)."""
-    wait_for(lambda: any(r["tool"] == "sleep" and r["status"] == "started" for r in store_rows(stack)), 60, "the sleep call to start")
+    wait_for(
+        lambda: any(r["tool"] == "sleep" and r["status"] == "started" for r in store_rows(stack)),
+        60,
+        "the sleep call to start",
+    )
 
 
 def kill_processes(container: str, needle: str) -> int:
@@ -144,7 +156,9 @@ def test_a_killed_replica_loses_no_record_and_its_sessions_go_on(stack):
     assert moved and {a.replica for a in moved} == {r for r in replicas if r != home}
     # The survivor reaps the dead replica's call once its lease runs out: marked interrupted.
     rows = wait_for(
-        lambda: (rows := store_rows(stack)) and not any(r["status"] == "started" for r in rows) and rows, 6 * LEASE_S, "the reaper"
+        lambda: (rows := store_rows(stack)) and not any(r["status"] == "started" for r in rows) and rows,
+        6 * LEASE_S,
+        "the reaper",
     )
     [interrupted] = [r for r in rows if r["tool"] == "sleep"]
     assert interrupted["status"] == "interrupted"
@@ -167,7 +181,9 @@ def test_a_killed_world_model_fails_simulated_calls_clearly_and_shadow_work_wait
         echo = tool_named(http, simulated, "echo")
         docker("kill", world_model)
         asked = time.monotonic()
-        body, _ = step(http, simulated, {"type": "call_tool", "tool_name": echo, "arguments": {"text": "while the model is down"}})
+        body, _ = step(
+            http, simulated, {"type": "call_tool", "tool_name": echo, "arguments": {"text": "while the model is down"}}
+        )
         took = time.monotonic() - asked
         text = text_of(body["observation"]["result"])
         assert body["info"]["infra_error"] is True and text.startswith("simroute: world model failed"), body
@@ -175,8 +191,12 @@ def test_a_killed_world_model_fails_simulated_calls_clearly_and_shadow_work_wait
         # Shadowed calls are answered by the real side; their simulated side waits for the model.
         pending = []
         for n in range(3):
-            body, _ = step(http, shadowed, {"type": "call_tool", "tool_name": echo, "arguments": {"text": f"shadowed-{n}"}})
-            assert text_of(body["observation"]["result"]) == f"shadowed-{n}" and body["info"]["provenance"] == "real", body
+            body, _ = step(
+                http, shadowed, {"type": "call_tool", "tool_name": echo, "arguments": {"text": f"shadowed-{n}"}}
+            )
+            assert text_of(body["observation"]["result"]) == f"shadowed-{n}" and body["info"]["provenance"] == "real", (
+                body
+            )
             pending.append(body["info"]["record_id"])
         time.sleep(8)  # past the worker's retry (every 5 s): still waiting, not completed with the failure
         rows = {row["id"]: row for row in store_rows(stack)}
@@ -184,7 +204,9 @@ def test_a_killed_world_model_fails_simulated_calls_clearly_and_shadow_work_wait
         docker("start", world_model)
         done = wait_for(
             lambda: (
-                (rows := {row["id"]: row for row in store_rows(stack)}) and all(rows[i]["status"] == "complete" for i in pending) and rows
+                (rows := {row["id"]: row for row in store_rows(stack)})
+                and all(rows[i]["status"] == "complete" for i in pending)
+                and rows
             ),
             300,
             "the held shadow work to complete once the model is back",
@@ -193,7 +215,9 @@ def test_a_killed_world_model_fails_simulated_calls_clearly_and_shadow_work_wait
         assert all(done[i]["shadow"]["provenance"] == "sim" and not done[i]["shadow"]["is_error"] for i in pending)
         answered = []
         for _ in range(3):  # the model answers again (a malformed answer may take another try)
-            body, _ = step(http, simulated, {"type": "call_tool", "tool_name": echo, "arguments": {"text": "the model is back"}})
+            body, _ = step(
+                http, simulated, {"type": "call_tool", "tool_name": echo, "arguments": {"text": "the model is back"}}
+            )
             answered.append(body)
             if not body["info"]["infra_error"]:
                 break
@@ -213,8 +237,12 @@ def test_an_upstream_server_killed_mid_call_is_a_clear_error_and_the_next_call_w
         body, _ = caller.result(120)
         result = body["observation"]["result"]
         assert result.get("isError") and "toolbox" in text_of(result) and time.monotonic() - caller.sent_at < 45, body
-        after, _ = step(http, episode, {"type": "call_tool", "tool_name": echo, "arguments": {"text": "after the crash"}})
-        assert text_of(after["observation"]["result"]) == "after the crash" and not after["observation"]["result"].get("isError"), after
+        after, _ = step(
+            http, episode, {"type": "call_tool", "tool_name": echo, "arguments": {"text": "after the crash"}}
+        )
+        assert text_of(after["observation"]["result"]) == "after the crash" and not after["observation"]["result"].get(
+            "isError"
+        ), after
     audit(stack, stop_all(load))
 
 
@@ -224,14 +252,17 @@ def test_a_sandbox_killed_mid_call_is_a_clear_error_and_the_next_call_works(stac
     with client(stack) as http:
         episode, home = reset(http, {"route": "real", "channels": ["shell"]})
         shell = tool_named(http, episode, "shell_exec")
-        ready, _ = step(http, episode, {"type": "call_tool", "tool_name": shell, "arguments": {"command": "echo ready"}})
+        ready, _ = step(
+            http, episode, {"type": "call_tool", "tool_name": shell, "arguments": {"command": "echo ready"}}
+        )
         assert "ready" in text_of(ready["observation"]["result"]), ready
         command = {"type": "call_tool", "tool_name": shell, "arguments": {"command": "sleep 97", "timeout_s": 120}}
         caller = InBackground(http, episode, command)
 
         def running_it() -> list[str]:
             tops = {
-                c: subprocess.run(["docker", "top", c], capture_output=True, text=True, timeout=30) for c in sandboxes_of([replicas[home]])
+                c: subprocess.run(["docker", "top", c], capture_output=True, text=True, timeout=30)
+                for c in sandboxes_of([replicas[home]])
             }
             return [c for c, top in tops.items() if "sleep 97" in top.stdout]
 
@@ -240,8 +271,12 @@ def test_a_sandbox_killed_mid_call_is_a_clear_error_and_the_next_call_works(stac
         body, _ = caller.result(150)
         result = body["observation"]["result"]
         assert result.get("isError") and time.monotonic() - caller.sent_at < 60, body
-        after, _ = step(http, episode, {"type": "call_tool", "tool_name": shell, "arguments": {"command": "echo after"}})
-        assert "after" in text_of(after["observation"]["result"]) and not after["observation"]["result"].get("isError"), after
+        after, _ = step(
+            http, episode, {"type": "call_tool", "tool_name": shell, "arguments": {"command": "echo after"}}
+        )
+        assert "after" in text_of(after["observation"]["result"]) and not after["observation"]["result"].get(
+            "isError"
+        ), after
     audit(stack, stop_all(load))
 
 

@@ -56,14 +56,18 @@ async def test_fifty_concurrent_episodes_each_simulate_a_call_and_list_their_too
                 result = called.observation["result"]
                 assert result["structuredContent"] == {"result": SIMULATED} and not result["isError"]
                 assert result["_meta"]["simroute"]["provenance"] == "sim"
-                assert called.info["episode_id"] == episode.id and called.info["provenance"] == "sim" and called.info["step"] == 1
+                assert (
+                    called.info["episode_id"] == episode.id
+                    and called.info["provenance"] == "sim"
+                    and called.info["step"] == 1
+                )
                 assert called.reward is None and called.done is False and called.info["infra_error"] is False
                 assert {"echo", "sleep"} <= {tool["name"] for tool in tools}
             assert len(world_model.bodies) - asked >= 50  # every episode's call was simulated
             prompts = json.dumps(world_model.bodies[asked:])
             assert all(f"hello from {episode.id}" in prompts for episode in opened)
             states = await asyncio.gather(*(episode.state() for episode in opened))
-            assert all(state["step_count"] == 2 and state["route"] == "sim" and not state["done"] for state in states)
+            assert all(state["step_count"] == 1 and state["route"] == "sim" and not state["done"] for state in states)
             await asyncio.gather(*(episode.close() for episode in opened))
             with pytest.raises(simroute.EpisodeNotFoundError) as gone:
                 await opened[0].state()
@@ -94,7 +98,7 @@ async def test_refusals_raise_their_classes_with_the_servers_message(tmp_path, w
             assert taken.value.status == 409
             with pytest.raises(simroute.InvalidRequestError, match="'nowhere' is not a configured MCP server"):
                 await episodes.reset(options={"servers": ["nowhere"]})
-            with pytest.raises(simroute.InvalidRequestError, match="type"):  # the REST face's own validation
+            with pytest.raises(simroute.InvalidRequestError, match="type"):  # the REST front door's own validation
                 await episode.step({"type": "dance"})
             with pytest.raises(simroute.InvalidRequestError, match="no verifier"):
                 await episode.verify()
@@ -109,7 +113,10 @@ async def test_in_process_episodes_share_one_runtime_and_raise_the_same_classes(
         first, second = [await episodes.reset(seed=i, options={"route": "sim"}) for i in range(2)]
         assert first.mcp_url is None  # no server in this process
         called = await first.call_tool("echo", text="in process")
-        assert called.observation["result"]["structuredContent"] == {"result": SIMULATED} and called.info["provenance"] == "sim"
+        assert (
+            called.observation["result"]["structuredContent"] == {"result": SIMULATED}
+            and called.info["provenance"] == "sim"
+        )
         with pytest.raises(simroute.CapacityError) as refused:
             await episodes.reset()
         assert refused.value.status == 429

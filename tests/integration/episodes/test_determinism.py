@@ -1,7 +1,7 @@
 """An episode's seed fixes what the world model answers: two simulated episodes with
 the same seed and the same 20 actions observe the same 20 answers, sampled at a
 temperature where the sampling seed decides them; another seed observes others. The
-bundled GGUF model, in-process (the same EpisodeHost every face drives)."""
+bundled GGUF model, in-process (the same EpisodeHost every front door drives)."""
 
 from __future__ import annotations
 
@@ -56,10 +56,10 @@ def actions() -> list[dict[str, Any]]:
 async def episode_host(directory: Path) -> AsyncIterator[EpisodeHost]:
     config = load_config(write_config(directory, mcpServers={"toolbox": toolbox_server()}, world_model=WORLD_MODEL))
     runtime = Runtime(config)
-    server = build_server(runtime)
+    server = build_server(runtime.mcp_parts)
     await runtime.start()
     try:
-        yield EpisodeHost(runtime, server)
+        yield EpisodeHost(runtime.episode_parts, server)
     finally:
         await runtime.aclose()
 

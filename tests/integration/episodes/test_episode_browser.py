@@ -31,13 +31,14 @@ async def test_a_reaped_episode_frees_its_browser_context(tmp_path, isolation):
         )
     )
     runtime = Runtime(config)
-    host = EpisodeHost(runtime, build_server(runtime))
+    host = EpisodeHost(runtime.episode_parts, build_server(runtime.mcp_parts))
     await runtime.start()
     try:
         with WebPages() as site:
             episode = await host.reset(seed=3, options={"route": "real", "channels": ["browser"], "ttl_s": 1})
             step = await host.step(
-                episode, {"type": "call_tool", "tool_name": "browser_navigate", "arguments": {"url": site.url("/about")}}
+                episode,
+                {"type": "call_tool", "tool_name": "browser_navigate", "arguments": {"url": site.url("/about")}},
             )
             assert step["info"]["provenance"] == "real" and "We make widgets" in json.dumps(step["observation"])
             assert len(runtime.browser) == 1  # the episode's context

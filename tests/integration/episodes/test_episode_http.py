@@ -25,8 +25,12 @@ def test_an_episodes_http_requests_are_routed_and_recorded_in_its_session(tmp_pa
         assert [tool["name"] for tool in tools] == ["http_request"]  # the episode's channels only
         answer = served.call(episode, "http_request", method="GET", url=f"{upstream}/json")
         result = answer["observation"]["result"]
-        assert result["structuredContent"]["status"] == 200 and '"items": [1, 2, 3]' in result["structuredContent"]["body"]
-        assert answer["info"]["provenance"] == "real" and answer["info"]["route"] == "real" and answer["info"]["record_id"]
+        assert (
+            result["structuredContent"]["status"] == 200 and '"items": [1, 2, 3]' in result["structuredContent"]["body"]
+        )
+        assert (
+            answer["info"]["provenance"] == "real" and answer["info"]["route"] == "real" and answer["info"]["record_id"]
+        )
 
         denied = served.open(options={"route": "deny", "channels": ["http"]})
         refused = served.call(denied, "http_request", method="GET", url=f"{upstream}/json")
@@ -38,7 +42,7 @@ def test_an_episodes_http_requests_are_routed_and_recorded_in_its_session(tmp_pa
         assert bad["observation"]["result"]["isError"] is True and "absolute http(s) 'url'" in text_of(bad)
 
         unauthenticated = httpx.post(f"{served.url}/episodes", json={}, timeout=10, trust_env=False)
-        assert unauthenticated.status_code == 401  # the episodes' faces share the endpoint's tokens
+        assert unauthenticated.status_code == 401  # the episodes' front doors share the endpoint's tokens
 
     rows = records_of(config, "--channel", "http")
     assert [(r["session"], r["route"]) for r in rows] == [

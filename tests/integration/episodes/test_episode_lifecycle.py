@@ -38,6 +38,7 @@ def test_bad_reset_options_are_a_clear_422_and_nothing_opens(tmp_path):
             ({"servers": ["nope"]}, "'nope' is not a configured MCP server"),
             ({"route": "simulate"}, "route"),
             ({"verifier": "judge"}, "'judge' is not one of episodes.verifiers"),
+            ({"fork": "nope"}, "'nope' is not one of fork.workspaces"),
         ]:
             response = served.reset(options=options)
             assert response.status_code == 422 and says in response.text, (options, response.text)
@@ -47,7 +48,10 @@ def test_bad_reset_options_are_a_clear_422_and_nothing_opens(tmp_path):
 
 def test_an_abandoned_episode_is_reaped_after_its_ttl_and_leaves_nothing_running(tmp_path):
     config = write_config(
-        tmp_path, mcpServers={"toolbox": toolbox_server()}, shell={"enabled": True, "pool_size": 0}, episodes={"idle_ttl_s": 600}
+        tmp_path,
+        mcpServers={"toolbox": toolbox_server()},
+        shell={"enabled": True, "pool_size": 0},
+        episodes={"idle_ttl_s": 600},
     )
     with serving_episodes(config) as served:
         episode = served.open(seed=1, options={"route": "real", "ttl_s": 3})
@@ -81,6 +85,31 @@ def test_an_abandoned_episode_is_reaped_after_its_ttl_and_leaves_nothing_running
     assert {r["provenance"] for r in rows if r["channel"] == "episode"} == {"none"}
 
 
+def test_an_episode_starts_from_a_fork_of_a_workspace_folder_which_stays_untouched(tmp_path):
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "data" / "a.txt").write_text("hello from the host\n")
+    (project / "notes.md").write_text("# notes\n")
+    config = write_config(
+        tmp_path,
+        mcpServers={"toolbox": toolbox_server()},
+        shell={"enabled": True, "pool_size": 0},
+        fork={"workspaces": {"project": str(project)}},
+    )
+    with serving_episodes(config) as served:
+        episode = served.open(seed=1, options={"route": "real", "fork": "project", "files": {"notes.md": "overlaid"}})
+        step = served.call(episode, "shell_exec", command="cat data/a.txt notes.md && rm -rf data")
+        text = text_of(step)
+        assert "hello from the host" in text and "overlaid" in text and step["info"]["provenance"] == "real"
+        assert (
+            text_of(served.call(episode, "shell_exec", command="ls -A")).split("\n")[0] == "notes.md"
+        )  # data/ removed, in the copy
+        assert served.state(episode)["infra_error"] is False
+        served.http.delete(f"{served.url}/episodes/{episode}")
+    assert (project / "data" / "a.txt").read_text() == "hello from the host\n"  # the folder was only read
+    assert (project / "notes.md").read_text() == "# notes\n"
+
+
 def test_a_backend_that_dies_mid_episode_is_an_infra_error_not_a_crash(tmp_path):
     config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()})
     with serving_episodes(config) as served:
@@ -110,8 +139,12 @@ def test_a_simulated_episode_starts_nothing_real(tmp_path):
             world_model={"engine": "openai", "url": stub.url, "model": "stub"},
         )
         with serving_episodes(config) as served:
-            lister = served.open(options={"route": "real", "channels": ["mcp"]})  # a real listing leaves the tools' snapshot
-            assert "echo" in {tool["name"] for tool in served.step(lister, {"type": "list_tools"})["observation"]["tools"]}
+            lister = served.open(
+                options={"route": "real", "channels": ["mcp"]}
+            )  # a real listing leaves the tools' snapshot
+            assert "echo" in {
+                tool["name"] for tool in served.step(lister, {"type": "list_tools"})["observation"]["tools"]
+            }
             served.http.delete(f"{served.url}/episodes/{lister}")
             deadline = time.monotonic() + 10
             while any("toolbox.py" in command for command in served.children()) and time.monotonic() < deadline:
@@ -146,7 +179,9 @@ async def test_simulated_episodes_reset_together_on_a_fresh_store_start_one_upst
 
 
 def test_a_server_that_cannot_list_its_tools_is_an_infra_error_not_an_unknown_tool(tmp_path):
-    config = write_config(tmp_path, mcpServers={"hung": {"command": "/bin/sleep", "args": ["600"]}}, startup_timeout_s=1, list_timeout_s=2)
+    config = write_config(
+        tmp_path, mcpServers={"hung": {"command": "/bin/sleep", "args": ["600"]}}, startup_timeout_s=1, list_timeout_s=2
+    )
     with serving_episodes(config) as served:
         episode = served.open(options={"route": "sim"})
         step = served.call(episode, "anything", text="x")

@@ -32,12 +32,16 @@ async def test_two_episodes_over_mcp_keep_their_sandboxes_apart(tmp_path):
             assert names == {"shell_exec"}  # the episode's channels only: no toolbox tools
             wrote = await one.call_tool("shell_exec", {"command": "echo one > mine.txt && ls"})
             assert "mine.txt" in _text(wrote)
-            looked = await two.call_tool("shell_exec", {"command": "ls -a; test -e mine.txt && echo FOUND || echo ABSENT"})
+            looked = await two.call_tool(
+                "shell_exec", {"command": "ls -a; test -e mine.txt && echo FOUND || echo ABSENT"}
+            )
             assert "ABSENT" in _text(looked) and "FOUND" not in _text(looked)
             assert (wrote.meta or {})["simroute"]["provenance"] == "real"
             outside = await one.call_tool("echo", {"text": "x"})  # a tool outside the episode's channels
             assert outside.is_error and "Unknown tool" in _text(outside)
-        assert served.state(reset["episode_id"])["step_count"] == 0  # MCP calls are the agent's, not REST steps
+        assert (
+            served.state(reset["episode_id"])["step_count"] == 2
+        )  # its MCP tool calls are its steps (a listing is not)
         missing = served.http.post(f"{served.url}/mcp/e/not-an-episode", json={})
         assert missing.status_code == 404
 
@@ -65,7 +69,11 @@ def test_a_retried_tools_call_with_the_same_request_id_is_answered_once(tmp_path
             "jsonrpc": "2.0",
             "id": 0,
             "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "retry-test", "version": "1"}},
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "retry-test", "version": "1"},
+            },
         }
         response, _ = _rpc(served.http, url, init)
         session = response.headers["mcp-session-id"]
@@ -89,7 +97,9 @@ VERIFIER = textwrap.dedent(
     """
     def echoes(episode):
         # the reward: how many echo calls the agent made, read from the episode's records
-        return sum(1 for record in episode.records if record["tool"] == "echo" and not record["observation"]["is_error"])
+        return sum(
+            1 for record in episode.records if record["tool"] == "echo" and not record["observation"]["is_error"]
+        )
     """
 )
 
@@ -122,11 +132,15 @@ def test_an_entry_point_and_a_sandbox_command_verifier_each_return_the_reward(tm
         assert served.state(graded)["reward"] == 0.75
 
         exit_coded = served.open(options={"route": "real", "verifier": "solved"})
-        assert served.http.post(f"{served.url}/episodes/{exit_coded}/verify").json()["reward"] == 0.0  # no file yet: exit 1
+        assert (
+            served.http.post(f"{served.url}/episodes/{exit_coded}/verify").json()["reward"] == 0.0
+        )  # no file yet: exit 1
         served.call(exit_coded, "shell_exec", command="touch solved")
         assert served.http.post(f"{served.url}/episodes/{exit_coded}/verify").json()["reward"] == 1.0
 
-        dreamed = served.open(options={"route": "sim", "verifier": "solved", "files": {"solved": ""}})  # a simulated shell
+        dreamed = served.open(
+            options={"route": "sim", "verifier": "solved", "files": {"solved": ""}}
+        )  # a simulated shell
         refused = served.http.post(f"{served.url}/episodes/{dreamed}/verify")
         assert refused.status_code == 422 and "simulated" in refused.json()["error"]
 

@@ -25,13 +25,18 @@ WORDS = ["alder", "birch", "cedar", "daphne", "elm", "fir", "ginkgo", "hazel"]
 
 def faults_of(steps: list[dict]) -> list[int | None]:
     """Per step, the perturbation rule's call number when the step was perturbed."""
-    return [(s["observation"]["result"].get("_meta", {}).get("simroute", {}).get("perturbation") or {}).get("n") for s in steps]
+    return [
+        (s["observation"]["result"].get("_meta", {}).get("simroute", {}).get("perturbation") or {}).get("n")
+        for s in steps
+    ]
 
 
 def test_a_simulated_episode_goes_on_on_another_replica_after_its_own_is_killed(tmp_path, redis_server):
     with ModelStub('{"result": "simulated"}') as stub:
         world_model = {"engine": "openai", "url": stub.url, "model": "stub"}
-        with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model) as (a, b):
+        with two_replicas(
+            tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model
+        ) as (a, b):
             lister = a.open(options={"route": "real"})  # a real listing leaves the tools' snapshot for both
             a.step(lister, {"type": "list_tools"})
             a.http.delete(f"{a.url}/episodes/{lister}")
@@ -87,14 +92,18 @@ def test_an_episode_whose_sandbox_died_with_its_replica_gets_a_clear_infra_error
 def test_a_retried_step_with_the_same_idempotency_key_is_answered_once_across_replicas(tmp_path, redis_server):
     with ModelStub('{"result": "simulated"}') as stub:
         world_model = {"engine": "openai", "url": stub.url, "model": "stub"}
-        with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model) as (a, b):
+        with two_replicas(
+            tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model
+        ) as (a, b):
             lister = a.open(options={"route": "real"})
             a.step(lister, {"type": "list_tools"})
             episode = a.open(seed=2, episode_id="once", options={"route": "sim"})
             action = {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "only once"}}
 
             def step(replica, key: str, body: dict = action):
-                return replica.http.post(f"{replica.url}/episodes/{episode}/step", json=body, headers={"Idempotency-Key": key})
+                return replica.http.post(
+                    f"{replica.url}/episodes/{episode}/step", json=body, headers={"Idempotency-Key": key}
+                )
 
             first = step(a, "key-1")
             assert first.status_code == 200, first.text
@@ -106,7 +115,11 @@ def test_a_retried_step_with_the_same_idempotency_key_is_answered_once_across_re
             assert other.status_code == 422 and "another action" in other.text
             fresh = step(b, "key-2")
             assert fresh.status_code == 200 and fresh.json()["info"]["step"] == 2 and len(stub.bodies) == simulated + 1
-            echoes = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", f"episode-{episode}") if r["tool"] == "echo"]
+            echoes = [
+                r
+                for r in records_of(b.log.parent / "simroute.yaml", "--session", f"episode-{episode}")
+                if r["tool"] == "echo"
+            ]
             assert len(echoes) == 2  # one record per step that ran
 
 

@@ -24,7 +24,9 @@ def test_episodes_ride_out_their_redis_store_going_away(tmp_path):
             assert text_of(a.call(episode, "echo", text="before")) == "before"
             server.kill()
             action = {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "during"}}
-            during = a.http.post(f"{a.url}/episodes/{episode}/step", json=action, headers={"Idempotency-Key": "while-away"})
+            during = a.http.post(
+                f"{a.url}/episodes/{episode}/step", json=action, headers={"Idempotency-Key": "while-away"}
+            )
             assert during.status_code == 200 and text_of(during.json()) == "during", during.text
             refused = a.reset(options={"route": "real"})
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1", refused.text

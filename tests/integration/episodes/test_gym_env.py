@@ -41,7 +41,10 @@ def config(tmp_path: Path, world_model: ModelStub) -> Path:
         tmp_path,
         mcpServers={"toolbox": toolbox_server()},
         world_model={"engine": "openai", "url": world_model.url, "model": "stub"},
-        episodes={"verifiers": {"called_echo": {"entry_point": f"{__name__}:called_echo"}}, "default_verifier": "called_echo"},
+        episodes={
+            "verifiers": {"called_echo": {"entry_point": f"{__name__}:called_echo"}},
+            "default_verifier": "called_echo",
+        },
     )
 
 
@@ -97,7 +100,9 @@ def test_a_real_step_answers_the_toolboxs_echo(env):
 def test_a_simulated_step_answers_the_world_models_observation(env, world_model):
     asked = len(world_model.bodies)
     env.reset(seed=2, options={"route": "sim"})
-    obs, reward, terminated, truncated, info = env.step({"type": "call_tool", "tool_name": "echo", "arguments": {"text": "hi"}})
+    obs, reward, terminated, truncated, info = env.step(
+        {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "hi"}}
+    )
     result = json.loads(obs)["result"]
     assert result["structuredContent"] == {"result": SIMULATED} and not result["isError"]
     assert result["_meta"]["simroute"]["provenance"] == "sim" and info["provenance"] == "sim" and info["route"] == "sim"
@@ -131,7 +136,7 @@ def test_invalid_actions_answer_an_error_observation_not_an_exception(env):
         assert why in json.loads(obs)["error"] and info["invalid_action"] is True, (action, obs)
         assert (reward, terminated, truncated) == (0.0, False, False)
     _, _, _, _, info = env.step(echo("after"))
-    assert info["step"] == 2 and info["provenance"] == "real"  # the listing, then this: bad actions took no step
+    assert info["step"] == 1 and info["provenance"] == "real"  # a listing is no step, and bad actions took none
 
 
 def test_verify_scores_the_episode_and_terminates_it(env):
@@ -140,6 +145,9 @@ def test_verify_scores_the_episode_and_terminates_it(env):
     obs, reward, terminated, truncated, info = env.step('{"type": "verify"}')
     assert (reward, terminated, truncated) == (1.0, True, False) and json.loads(obs) == {"reward": 1.0}
     assert info["episode_id"] == env.episode.id and info["reward"] == 1.0 and info["infra_error"] is False
+    assert (info["done"], info["ended"]) == (True, "terminated")  # the server ended it with its score
+    with pytest.raises(gym.error.ResetNeeded):  # as gymnasium expects after terminated
+        env.step(echo("late"))
     env.reset(seed=4, options={"route": "real"})
     _, reward, terminated, _, _ = env.step({"type": "verify"})
     assert (reward, terminated) == (0.0, True)  # no echo this time
@@ -149,6 +157,8 @@ def test_max_steps_leaves_the_agent_that_many_actions(env):
     env.reset(seed=6, options={"route": "real", "max_steps": 2})
     assert env.step(echo("one"))[3] is False
     assert env.step(echo("two"))[3] is True
+    with pytest.raises(gym.error.ResetNeeded):  # as gymnasium expects after truncated
+        env.step(echo("three"))
 
 
 def test_close_leaves_no_session_and_no_toolbox_process(config):
@@ -170,9 +180,14 @@ def test_remote_env_on_simroute_serve(config, world_model, tmp_path):
         try:
             assert checker_warnings(env) == []
             first, info = env.reset(seed=8)
-            assert env.reset(seed=8)[0] == first and env.episode.mcp_url == f"http://127.0.0.1:{port}/mcp/e/{env.episode.id}"
+            assert (
+                env.reset(seed=8)[0] == first
+                and env.episode.mcp_url == f"http://127.0.0.1:{port}/mcp/e/{env.episode.id}"
+            )
             obs, reward, terminated, truncated, info = env.step(echo("remote"))
-            assert json.loads(obs)["result"]["structuredContent"] == {"result": SIMULATED} and info["provenance"] == "sim"
+            assert (
+                json.loads(obs)["result"]["structuredContent"] == {"result": SIMULATED} and info["provenance"] == "sim"
+            )
             assert env.step("nonsense")[4]["invalid_action"] is True
             with pytest.raises(simroute.InvalidRequestError, match="'nowhere' is not a configured MCP server"):
                 env.reset(options={"servers": ["nowhere"]})

@@ -1,4 +1,4 @@
-"""The OpenEnv face of episodes: `simroute serve` launched as a user launches it,
+"""The OpenEnv front door of episodes: `simroute serve` launched as a user launches it,
 driven by openenv-core's own clients (GenericEnvClient, MCPToolClient) and checked
 by openenv-core's own runtime validation. Episodes are real, replayed and
 simulated (the bundled GGUF model); every step is in the record store."""
@@ -44,7 +44,9 @@ def episode_records(config: Path, episode_id: str) -> list[dict]:
 async def test_episodes_over_openenv_clients_are_real_replayed_and_simulated_and_recorded(tmp_path: Path):
     # next_ticket counts in this file: only a real call moves it.
     tickets = tmp_path / "tickets"
-    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server(TOOLBOX_TICKETS=str(tickets))}, world_model=WORLD_MODEL)
+    config = write_config(
+        tmp_path, mcpServers={"toolbox": toolbox_server(TOOLBOX_TICKETS=str(tickets))}, world_model=WORLD_MODEL
+    )
     with serving(config, tmp_path / "serve.log") as port:
         url = f"http://127.0.0.1:{port}"
 
@@ -53,40 +55,58 @@ async def test_episodes_over_openenv_clients_are_real_replayed_and_simulated_and
             reset = await env.reset(seed=7, episode_id="real-1", options={"route": "real"})
             assert reset.observation["episode_id"] == "real-1" and not reset.done
             listed = await env.step(ListToolsAction())
+            assert reset.observation["tools"] == listed.observation["tools"]  # the reset carries the episode's tools
             tools = {tool["name"]: tool for tool in listed.observation["tools"]}
             assert {"echo", "next_ticket"} <= set(tools) and "text" in tools["echo"]["inputSchema"]["properties"]
             echoed = await env.step(CallToolAction(tool_name="echo", arguments={"text": "hello openenv"}))
             ticket = await env.step(CallToolAction(tool_name="next_ticket", arguments={}))
             state = await env.state()
-        assert texts(echoed.observation["result"]) == ["hello openenv"] and texts(ticket.observation["result"]) == ["ticket 1"]
+        assert texts(echoed.observation["result"]) == ["hello openenv"] and texts(ticket.observation["result"]) == [
+            "ticket 1"
+        ]
         for observation in (echoed.observation, ticket.observation):
             assert simroute_meta(observation["result"])["provenance"] == "real" and not observation["result"]["isError"]
             info = observation["info"]
-            assert (info["episode_id"], info["route"], info["provenance"], info["infra_error"]) == ("real-1", "real", "real", False)
+            assert (info["episode_id"], info["route"], info["provenance"], info["infra_error"]) == (
+                "real-1",
+                "real",
+                "real",
+                False,
+            )
             assert info["record_id"] == simroute_meta(observation["result"])["record_id"]
-        assert [echoed.observation["info"]["step"], ticket.observation["info"]["step"]] == [2, 3]  # list_tools was step 1
-        assert (state["episode_id"], state["step_count"], state["seed"], state["route"]) == ("real-1", 3, 7, "real")
+        assert [echoed.observation["info"]["step"], ticket.observation["info"]["step"]] == [
+            1,
+            2,
+        ]  # list_tools is no step
+        assert (state["episode_id"], state["step_count"], state["seed"], state["route"]) == ("real-1", 2, 7, "real")
         assert tickets.read_text() == "1"
 
         # Replay: the real episode's answer, through the MCP client; the server is not called.
         async with MCPToolClient(base_url=url, message_timeout_s=WAIT_S) as env:
-            await env.reset(seed=7, episode_id="replay-1", options={"route": "replay", "max_steps": 2})
+            await env.reset(seed=7, episode_id="replay-1", options={"route": "replay", "max_steps": 1})
             assert "next_ticket" in {tool.name for tool in await env.list_tools()}
             replayed = await env.step(CallToolAction(tool_name="next_ticket", arguments={}))
             replay_state = await env.state()
         assert isinstance(replayed.observation, CallToolObservation) and replayed.observation.error is None
         replayed_result = replayed.observation.result
         assert texts(replayed_result) == ["ticket 1"]
-        assert simroute_meta(replayed_result)["provenance"] == "replay" and simroute_meta(replayed_result)["route"] == "replay"
-        assert replayed.done  # max_steps 2: list_tools and the call
-        assert isinstance(replay_state, State) and (replay_state.episode_id, replay_state.step_count) == ("replay-1", 2)
+        assert (
+            simroute_meta(replayed_result)["provenance"] == "replay"
+            and simroute_meta(replayed_result)["route"] == "replay"
+        )
+        assert replayed.done  # max_steps 1: the call (list_tools is no step)
+        assert isinstance(replay_state, State) and (replay_state.episode_id, replay_state.step_count) == ("replay-1", 1)
         assert tickets.read_text() == "1"
 
         # Simulated: the GGUF model answers, in each tool's output schema; the server is not called.
         # A world of its own: the model writes the answers (a recorded real session is aligned
         # only with the real world's, see backends/world_state/simulation.py).
         async with GenericEnvClient(base_url=url, message_timeout_s=WAIT_S) as env:
-            await env.reset(seed=7, episode_id="sim-1", options={"route": "sim", "world": "A toolbox that echoes and numbers tickets."})
+            await env.reset(
+                seed=7,
+                episode_id="sim-1",
+                options={"route": "sim", "world": "A toolbox that echoes and numbers tickets."},
+            )
             simulated = [
                 await env.step({"type": "call_tool", "tool_name": tool, "arguments": arguments})
                 for tool, arguments in (("echo", {"text": "hello openenv"}), ("next_ticket", {}))
@@ -98,7 +118,9 @@ async def test_episodes_over_openenv_clients_are_real_replayed_and_simulated_and
             assert simroute_meta(result)["provenance"] == "sim" and observation["info"]["provenance"] == "sim"
             assert not observation["info"]["infra_error"], texts(result)
             if not result["isError"]:  # the model may predict a tool error; a success has the output schema's shape
-                assert set(result["structuredContent"]) == {"result"} and isinstance(result["structuredContent"]["result"], str)
+                assert set(result["structuredContent"]) == {"result"} and isinstance(
+                    result["structuredContent"]["result"], str
+                )
                 assert json.loads(texts(result)[0]) == result["structuredContent"]
         assert (sim_state["episode_id"], sim_state["step_count"], sim_state["seed"]) == ("sim-1", 2, 7)
         assert tickets.read_text() == "1"
@@ -110,14 +132,21 @@ async def test_episodes_over_openenv_clients_are_real_replayed_and_simulated_and
         ("reset", "deny", "none"),
         ("echo", "real", "real"),
         ("next_ticket", "real", "real"),
-        ("close", "deny", "none"),
+        ("close", "close", "none"),
     ]
     assert real_records[0]["arguments"] == {"episode_id": "real-1", "seed": 7, "options": {"route": "real"}}
-    assert [r["id"] for r in real_records[1:3]] == [echoed.observation["info"]["record_id"], ticket.observation["info"]["record_id"]]
+    assert [r["id"] for r in real_records[1:3]] == [
+        echoed.observation["info"]["record_id"],
+        ticket.observation["info"]["record_id"],
+    ]
     assert real_records[2]["observation"]["content"] == ticket.observation["result"]["content"]
 
     replay_records = episode_records(config, "replay-1")
-    assert [(r["tool"], r["provenance"]) for r in replay_records] == [("reset", "none"), ("next_ticket", "replay"), ("close", "none")]
+    assert [(r["tool"], r["provenance"]) for r in replay_records] == [
+        ("reset", "none"),
+        ("next_ticket", "replay"),
+        ("close", "none"),
+    ]
     assert replay_records[1]["id"] == simroute_meta(replayed_result)["record_id"]
 
     sim_records = episode_records(config, "sim-1")
@@ -128,7 +157,9 @@ async def test_episodes_over_openenv_clients_are_real_replayed_and_simulated_and
         ("close", "none"),
     ]
     assert [r["id"] for r in sim_records[1:3]] == [stepped.observation["info"]["record_id"] for stepped in simulated]
-    assert [r["observation"]["content"] for r in sim_records[1:3]] == [stepped.observation["result"]["content"] for stepped in simulated]
+    assert [r["observation"]["content"] for r in sim_records[1:3]] == [
+        stepped.observation["result"]["content"] for stepped in simulated
+    ]
 
 
 async def test_schema_health_and_metadata_answer_as_openenv_expects(tmp_path: Path):
@@ -167,7 +198,13 @@ async def test_schema_health_and_metadata_answer_as_openenv_expects(tmp_path: Pa
         # JSON-RPC, so its `{}` probe gets 400.
         report = validate_running_environment(url, timeout_s=30)
         criteria = {criterion["id"]: criterion for criterion in report["criteria"]}
-        for name in ("openapi_version_available", "health_endpoint", "metadata_endpoint", "schema_endpoint", "mode_endpoint_consistency"):
+        for name in (
+            "openapi_version_available",
+            "health_endpoint",
+            "metadata_endpoint",
+            "schema_endpoint",
+            "mode_endpoint_consistency",
+        ):
             assert criteria[name]["passed"], criteria[name]
         # No stateless /reset, /step, /state: episodes live on /ws (OpenEnv's production mode).
         assert report["mode"] == "production"
@@ -186,6 +223,9 @@ async def test_a_reset_past_the_cap_is_capacity_reached_until_a_connection_close
             await first.close()  # returns once the server has closed the connection, and with it the episode
             reset = await third.reset(episode_id="cap-3")  # the refused connection stays usable
             assert reset.observation["episode_id"] == "cap-3"
+            # Its tools come with the reset, no step taken (cap-1's reset started the upstream that listed them).
+            assert {"echo", "next_ticket"} <= {tool["name"] for tool in reset.observation["tools"]}
+            assert (await third.state())["step_count"] == 0
             stepped = await third.step({"type": "call_tool", "tool_name": "echo", "arguments": {"text": "in"}})
             assert texts(stepped.observation["result"]) == ["in"]
             assert (await second.state())["episode_id"] == "cap-2"  # untouched by the refusal

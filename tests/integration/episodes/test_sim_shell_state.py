@@ -25,14 +25,23 @@ STEPS = [
 
 
 def test_a_simulated_shell_episode_answers_ordinary_steps_as_the_sandbox_does(tmp_path):
-    config = write_config(tmp_path, mode="sim", shell={"enabled": True, "pool_size": 0}, world_model={"model_path": str(model_path())})
-    with serving(config, tmp_path / "serve.log") as port, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
-        reset = http.post("/episodes", json={"options": {"route": "sim", "channels": ["shell"], "files": {"notes.txt": "alpha\nbeta\n"}}})
+    config = write_config(
+        tmp_path, mode="sim", shell={"enabled": True, "pool_size": 0}, world_model={"model_path": str(model_path())}
+    )
+    with (
+        serving(config, tmp_path / "serve.log") as port,
+        httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http,
+    ):
+        reset = http.post(
+            "/episodes",
+            json={"options": {"route": "sim", "channels": ["shell"], "files": {"notes.txt": "alpha\nbeta\n"}}},
+        )
         reset.raise_for_status()
         episode = reset.json()["episode_id"]
         for command, output, exit_code in STEPS:
             step = http.post(
-                f"/episodes/{episode}/step", json={"type": "call_tool", "tool_name": "shell_exec", "arguments": {"command": command}}
+                f"/episodes/{episode}/step",
+                json={"type": "call_tool", "tool_name": "shell_exec", "arguments": {"command": command}},
             ).json()
             result = step["observation"]["result"]
             served = result["structuredContent"]

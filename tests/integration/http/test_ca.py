@@ -15,7 +15,9 @@ pytestmark = pytest.mark.integration
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([simroute_executable(), *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [simroute_executable(), *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
 
 
 def test_a_corrupt_ca_is_a_one_line_error_and_regenerate_makes_a_new_one(tmp_path):

@@ -26,7 +26,9 @@ PROBES = {"noise_probe_rate": 1.0, "noise_probe_delay_s": 0.2}
 
 
 def noise_table(config: Path) -> list[dict]:
-    out = subprocess.run([simroute_executable(), "noise", "--config", str(config), "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [simroute_executable(), "noise", "--config", str(config), "--json"], capture_output=True, text=True, check=True
+    )
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
@@ -78,7 +80,9 @@ def test_a_probe_reaches_the_checked_address_under_the_name(proxy, tmp_path):
             p = proxy(env=scripted_dns({"probed.test": ["127.0.0.1", "127.0.0.2"]}), shadow=PROBES)
             with httpx.Client(proxy=p.url, verify=ssl.create_default_context(cafile=p.ca_cert), timeout=20) as client:
                 answer = client.get(f"https://probed.test:{port}/echo?x=1")
-                assert answer.status_code == 200 and answer.json()["headers"]["host"] == f"probed.test:{port}", answer.text
+                assert answer.status_code == 200 and answer.json()["headers"]["host"] == f"probed.test:{port}", (
+                    answer.text
+                )
                 rows = learned(p.config, f"probed.test:{port}.GET", pairs=1)
         finally:
             trap.close()
@@ -92,7 +96,11 @@ def test_a_reverse_mode_probe_keeps_the_host_header_of_the_agents_request(proxy,
     """In reverse mode mitmproxy's replay would name the pinned address in the Host
     header; the probe sends the agent's, so the echoed headers agree in each pair."""
     port = int(upstream.rsplit(":", 1)[1])
-    p = proxy(env=scripted_dns({"front.test": ["127.0.0.1"]}), shadow=PROBES, http={"mode": f"reverse:http://front.test:{port}"})
+    p = proxy(
+        env=scripted_dns({"front.test": ["127.0.0.1"]}),
+        shadow=PROBES,
+        http={"mode": f"reverse:http://front.test:{port}"},
+    )
     before = Handler.served
     with httpx.Client(timeout=20) as client:
         for x in (1, 2):

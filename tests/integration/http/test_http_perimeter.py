@@ -85,7 +85,11 @@ def test_raw_tcp_after_connect_is_refused_before_a_byte_reaches_the_target_and_r
 def test_a_rule_lets_one_tunnel_through_recorded_with_byte_counts(proxy):
     target = Listener()
     try:
-        rule = {"name": "db-tunnel", "match": {"channel": "http", "tool": "TCP", "server": f"127.0.0.1:{target.port}"}, "route": "real"}
+        rule = {
+            "name": "db-tunnel",
+            "match": {"channel": "http", "tool": "TCP", "server": f"127.0.0.1:{target.port}"},
+            "route": "real",
+        }
         p = proxy(rules=[rule], http={"tunnel_first_bytes_s": 0.3})
         sock, _ = connect_tunnel(p.port, f"127.0.0.1:{target.port}")
         sock.sendall(b"\x00PING\n")
@@ -96,8 +100,16 @@ def test_a_rule_lets_one_tunnel_through_recorded_with_byte_counts(proxy):
         assert sock.recv(100) == b"\x00PONG\n"
         sock.close()
         [row] = p.records_when_written()
-        assert (row["tool"], row["route"], row["policy"], row["provenance"]) == ("TCP", "real", "rules:db-tunnel", "real")
-        assert row["observation"]["structured"]["bytes_from_client"] == 12 and row["observation"]["structured"]["bytes_from_server"] == 12
+        assert (row["tool"], row["route"], row["policy"], row["provenance"]) == (
+            "TCP",
+            "real",
+            "rules:db-tunnel",
+            "real",
+        )
+        assert (
+            row["observation"]["structured"]["bytes_from_client"] == 12
+            and row["observation"]["structured"]["bytes_from_server"] == 12
+        )
         assert "Traceback" not in p.log.read_text()  # the expired wait disturbed nothing
     finally:
         target.close()
@@ -147,7 +159,11 @@ def test_a_silent_client_tunnel_is_raw_tcp_refused_without_touching_the_target_a
 def test_a_rule_lets_a_server_speaks_first_tunnel_through_recorded_with_byte_counts(proxy):
     target = Greeter()
     try:
-        rule = {"name": "smtp", "match": {"channel": "http", "tool": "TCP", "server": f"127.0.0.1:{target.port}"}, "route": "real"}
+        rule = {
+            "name": "smtp",
+            "match": {"channel": "http", "tool": "TCP", "server": f"127.0.0.1:{target.port}"},
+            "route": "real",
+        }
         p = proxy(rules=[rule], http={"tunnel_first_bytes_s": 0.5})
         sock, _ = connect_tunnel(p.port, f"127.0.0.1:{target.port}")
         sock.settimeout(10)
@@ -252,7 +268,9 @@ def test_body_limits_413_before_routing_and_a_gzip_bomb_is_decoded_boundedly(pro
         assert len(bomb) < 4 * 1024 * 1024
         before = rss_kib(p.process.pid)
         answer = client.post(
-            f"{upstream}/echo", content=bomb, headers={"Content-Encoding": "gzip", "Content-Type": "application/octet-stream"}
+            f"{upstream}/echo",
+            content=bomb,
+            headers={"Content-Encoding": "gzip", "Content-Type": "application/octet-stream"},
         )
         after = rss_kib(p.process.pid)
     assert answer.status_code == 200  # forwarded as sent: the upstream decides what to do with it
@@ -309,7 +327,9 @@ def test_cloud_metadata_and_link_local_addresses_are_refused_and_recorded(proxy)
             answer = client.get(url)
             error = answer.json()["error"]
             assert answer.status_code == 403 and ("metadata" in error or "link-local" in error), url
-    raw = _raw_request(p.port, "GET http://[fd00:ec2::254]/latest/ HTTP/1.1\r\nHost: [fd00:ec2::254]\r\nConnection: close\r\n\r\n")
+    raw = _raw_request(
+        p.port, "GET http://[fd00:ec2::254]/latest/ HTTP/1.1\r\nHost: [fd00:ec2::254]\r\nConnection: close\r\n\r\n"
+    )
     assert raw.startswith(b"HTTP/1.1 403") and b"metadata address" in raw
     assert [r["policy"] for r in p.records()] == ["http-address"] * 4
 
@@ -325,7 +345,10 @@ def test_a_name_is_checked_on_its_addresses_and_connected_to_the_address_checked
         traps = [Listener("127.0.0.2", port), Listener("127.0.0.2", tls_port), Listener("127.0.0.2", echo.port)]
         try:
             rebinding = ["127.0.0.1", "127.0.0.2"]
-            tunnel = {"match": {"channel": "http", "tool": "TCP", "server": f"tcp-rebind.test:{echo.port}"}, "route": "real"}
+            tunnel = {
+                "match": {"channel": "http", "tool": "TCP", "server": f"tcp-rebind.test:{echo.port}"},
+                "route": "real",
+            }
             p = proxy(
                 env=scripted_dns(
                     {
@@ -342,7 +365,9 @@ def test_a_name_is_checked_on_its_addresses_and_connected_to_the_address_checked
                 assert refused.status_code == 403 and "link-local" in refused.json()["error"]
                 plain = client.get(f"http://rebind.test:{port}/echo")
                 assert plain.status_code == 200, plain.text
-                assert plain.json()["headers"]["host"] == f"rebind.test:{port}"  # the name still, only the address pinned
+                assert (
+                    plain.json()["headers"]["host"] == f"rebind.test:{port}"
+                )  # the name still, only the address pinned
                 secure = client.get(f"https://tls-rebind.test:{tls_port}/json")
                 assert secure.status_code == 200 and secure.json()["ok"] is True, secure.text
             sock, _ = connect_tunnel(p.port, f"tcp-rebind.test:{echo.port}")
@@ -356,7 +381,9 @@ def test_a_name_is_checked_on_its_addresses_and_connected_to_the_address_checked
     assert [trap.connections for trap in traps] == [0, 0, 0]
     assert names == ["tls-rebind.test"]  # TLS asked for the name, not the pinned address
     rows = p.records()
-    assert [(r["server"], r["policy"], r["route"]) for r in rows[:1]] == [(f"inner.test:{port}", "http-address", "deny")]
+    assert [(r["server"], r["policy"], r["route"]) for r in rows[:1]] == [
+        (f"inner.test:{port}", "http-address", "deny")
+    ]
     assert [r["observation"]["structured"]["status"] for r in rows[1:3]] == [200, 200]
 
 
@@ -381,6 +408,9 @@ def test_with_a_token_the_proxy_needs_session_and_token_and_namespaces_sessions(
     open_dir.mkdir()
     config = http_config(open_dir, http={"listen_host": "0.0.0.0"})
     out = subprocess.run(
-        [simroute_executable(), "http-proxy", "--config", str(config), "--port", "0"], capture_output=True, text=True, timeout=60
+        [simroute_executable(), "http-proxy", "--config", str(config), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 2 and "SIMROUTE_TOKEN" in out.stderr and "0.0.0.0" in out.stderr

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.integration
 
 
 def curl(proxy, *args) -> tuple[dict[str, str], str, int]:
-    out = subprocess.run(["curl", "-s", "-i", "--max-time", "20", "-x", proxy.url, *args], capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["curl", "-s", "-i", "--max-time", "20", "-x", proxy.url, *args], capture_output=True, text=True, timeout=30
+    )
     head, _, body = out.stdout.replace("\r\n", "\n").partition("\n\n")
     while head.startswith("HTTP/1.1 200 Connection established"):  # the CONNECT answer of HTTPS
         head, _, body = body.partition("\n\n")
@@ -149,7 +151,9 @@ def test_sse_and_chunked_pass_through_unbroken_and_are_recorded_when_complete(pr
     sse_row, chunked_row = p.records()
     assert sse_row["note"] == "streamed" and sse_row["observation"]["structured"]["body"].count("event: tick") == 6
     assert chunked_row["observation"]["structured"]["body"] == chunked.text
-    assert not any(name.lower() == "transfer-encoding" for name, _ in chunked_row["observation"]["structured"]["headers"])
+    assert not any(
+        name.lower() == "transfer-encoding" for name, _ in chunked_row["observation"]["structured"]["headers"]
+    )
 
 
 def test_body_limits_truncate_text_with_a_marker_and_keep_binary_intact_or_by_hash(proxy, upstream):
@@ -161,14 +165,25 @@ def test_body_limits_truncate_text_with_a_marker_and_keep_binary_intact_or_by_ha
         zipped = client.get(f"{upstream}/gzip")
     assert len(big.content) == 50000 and len(big_binary.content) == 5000  # the agent gets everything
     assert zipped.json() == {"zipped": True}
-    rows = {r["arguments"]["path"] + str(r["arguments"]["query"].get("n", "")): r["observation"]["structured"] for r in p.records()}
+    rows = {
+        r["arguments"]["path"] + str(r["arguments"]["query"].get("n", "")): r["observation"]["structured"]
+        for r in p.records()
+    }
     text = rows["/big50000"]
-    assert text["truncated"] and text["body_size"] == 50000 and "[simroute: body truncated, 1000 of 50000 bytes recorded]" in text["body"]
+    assert (
+        text["truncated"]
+        and text["body_size"] == 50000
+        and "[simroute: body truncated, 1000 of 50000 bytes recorded]" in text["body"]
+    )
     assert base64.b64decode(rows["/binary600"]["body"]) == small_binary.content
     assert (
-        rows["/binary5000"]["body"] is None and rows["/binary5000"]["body_size"] == 5000 and len(rows["/binary5000"]["body_sha256"]) == 64
+        rows["/binary5000"]["body"] is None
+        and rows["/binary5000"]["body_size"] == 5000
+        and len(rows["/binary5000"]["body_sha256"]) == 64
     )
-    assert rows["/gzip"]["body"] == '{"zipped": true}' and not any(n.lower() == "content-encoding" for n, _ in rows["/gzip"]["headers"])
+    assert rows["/gzip"]["body"] == '{"zipped": true}' and not any(
+        n.lower() == "content-encoding" for n, _ in rows["/gzip"]["headers"]
+    )
 
 
 def test_https_tunnels_take_the_session_of_their_connect(proxy, tls_upstream):
@@ -213,17 +228,25 @@ def test_bad_input_down_and_slow_upstreams_get_clear_answers_and_the_proxy_stays
         stalled = client.get(f"{upstream}/stall?s=3")  # the headers came, the body stopped
         waited_stalled = time.monotonic() - started
         fine = client.get(f"{upstream}/json")
-    assert down.status_code == 502 and down.headers["x-simroute-provenance"] == "none" and "failed" in down.json()["error"]
+    assert (
+        down.status_code == 502 and down.headers["x-simroute-provenance"] == "none" and "failed" in down.json()["error"]
+    )
     assert slow.status_code == 504 and "1s deadline" in slow.json()["error"] and waited < 2.5
     assert stalled.status_code == 504 and waited_stalled < 2.5
     assert fine.status_code == 200
     unparsed, *rows = p.records()  # records are complete: the malformed request too
-    assert unparsed["id"] == malformed_record.group(1) and (unparsed["tool"], unparsed["route"], unparsed["policy"]) == (
+    assert unparsed["id"] == malformed_record.group(1) and (
+        unparsed["tool"],
+        unparsed["route"],
+        unparsed["policy"],
+    ) == (
         "INVALID",
         "deny",
         "http-parser",
     )
-    assert "malformed request" in unparsed["observation"]["content"][0]["text"] and unparsed["session"] == "http-unparsed"
+    assert (
+        "malformed request" in unparsed["observation"]["content"][0]["text"] and unparsed["session"] == "http-unparsed"
+    )
     assert [r["observation"]["structured"]["status"] for r in rows] == [502, 504, 504, 200]
     assert rows[1]["note"] == rows[2]["note"] == "timed out" and rows[1]["latency_ms"] >= 1000
 
@@ -238,10 +261,16 @@ def test_reverse_mode_fronts_one_upstream(proxy, upstream):
 
 def test_simroute_ca_creates_one_ca_per_user_and_says_how_to_trust_it(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path)}
-    first = subprocess.run([simroute_executable(), "ca"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    first = subprocess.run(
+        [simroute_executable(), "ca"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
     cert = tmp_path / ".simroute" / "mitmproxy-ca-cert.pem"
     assert first.returncode == 0 and cert.is_file() and str(cert) in first.stdout
-    assert "--cacert" in first.stdout and "NODE_EXTRA_CA_CERTS" in first.stdout and "update-ca-certificates" in first.stdout
+    assert (
+        "--cacert" in first.stdout
+        and "NODE_EXTRA_CA_CERTS" in first.stdout
+        and "update-ca-certificates" in first.stdout
+    )
     before = cert.read_bytes()
     subprocess.run([simroute_executable(), "ca"], capture_output=True, env=env, cwd=tmp_path, check=True, timeout=60)
     assert cert.read_bytes() == before  # created once, kept
@@ -254,14 +283,19 @@ def test_a_taken_port_is_a_clear_error(tmp_path, upstream):
         port = sock.getsockname()[1]
         config = http_config(tmp_path)
         out = subprocess.run(
-            [simroute_executable(), "http-proxy", "--config", str(config), "--port", str(port)], capture_output=True, text=True, timeout=60
+            [simroute_executable(), "http-proxy", "--config", str(config), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     assert out.returncode == 1 and "cannot listen" in out.stderr and str(port) in out.stderr
 
 
 def test_a_disabled_channel_does_not_start(tmp_path):
     config = http_config(tmp_path, http={"enabled": False})
-    out = subprocess.run([simroute_executable(), "http-proxy", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [simroute_executable(), "http-proxy", "--config", str(config)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2 and "http.enabled is false" in out.stderr
 
 
@@ -280,9 +314,13 @@ def test_gigantic_bodies_pass_whole_and_are_recorded_truncated(proxy, upstream):
     assert sent.status_code == 200 and len(sent.json()["body"]) == len(upload)  # the upstream got all of it
     assert len(fetched.content) == 20_000_000
     up, down = p.records()
-    assert up["arguments"]["body"]["size"] == len(upload) and up["arguments"]["body"]["text"].startswith("0123456789" * 409)
+    assert up["arguments"]["body"]["size"] == len(upload) and up["arguments"]["body"]["text"].startswith(
+        "0123456789" * 409
+    )
     assert up["arguments"]["body"]["text"].endswith("[simroute: body truncated, 4096 of 20000000 bytes recorded]")
-    assert down["observation"]["structured"]["body_size"] == 20_000_000 and down["observation"]["structured"]["truncated"]
+    assert (
+        down["observation"]["structured"]["body_size"] == 20_000_000 and down["observation"]["structured"]["truncated"]
+    )
 
 
 def test_upstream_tls_failures_are_a_502_with_the_reason(proxy, tls_upstream):

@@ -36,7 +36,12 @@ def test_streamed_bodies_are_cut_as_they_pass_and_the_record_keeps_the_real_one(
     rows = {row["arguments"]["path"]: row for row in records_of(p.config)}
     cut = rows["/big"]
     assert cut["perturbation"]["kind"] == "truncate" and cut["provenance"] == "none"
-    assert cut["observation"]["structured"]["body_size"] == 2500 and cut["unperturbed"]["structured"]["body_size"] == 5000
+    assert (
+        cut["observation"]["structured"]["body_size"] == 2500 and cut["unperturbed"]["structured"]["body_size"] == 5000
+    )
     assert cut["unperturbed"]["provenance"] == "real" and "the real answer was changed" in cut["note"]
-    assert rows["/sse"]["observation"]["structured"]["body_size"] == 0 and rows["/sse"]["unperturbed"]["structured"]["body_size"] > 0
+    assert (
+        rows["/sse"]["observation"]["structured"]["body_size"] == 0
+        and rows["/sse"]["unperturbed"]["structured"]["body_size"] > 0
+    )
     assert "perturbation" not in rows["/chunked"] and "not applied: the body streamed" in rows["/chunked"]["note"]

@@ -13,11 +13,11 @@ import pytest
 from mitmproxy import http
 from mitmproxy.test import tflow
 
+from calls import Observation, Provenance, Route
 from policies.chain import default_policies
 from router.config import parse_config
 from router.http.addon import HttpRouting
 from router.runtime.runtime import Runtime
-from router.types import Observation, Provenance, Route
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,9 @@ async def send(addon: HttpRouting, method: str, url: str, body=None, *, session:
     if flow.response is None:
         request = flow.request
         async with httpx.AsyncClient(trust_env=False) as client:
-            real = await client.request(request.method, request.url, content=request.raw_content, headers=dict(request.headers))
+            real = await client.request(
+                request.method, request.url, content=request.raw_content, headers=dict(request.headers)
+            )
         flow.response = http.Response.make(real.status_code, real.content, dict(real.headers))
         addon.responseheaders(flow)
         await addon.response(flow)
@@ -51,7 +53,9 @@ async def send(addon: HttpRouting, method: str, url: str, body=None, *, session:
 
 
 async def test_a_simulated_json_api_creates_reads_changes_lists_and_deletes_from_state(tmp_path, upstream):
-    config = parse_config(f"store: {{path: {tmp_path}/r.db}}\nshell: {{enabled: false}}\nbrowser: {{enabled: false}}\n", base_dir=tmp_path)
+    config = parse_config(
+        f"store: {{path: {tmp_path}/r.db}}\nshell: {{enabled: false}}\nbrowser: {{enabled: false}}\n", base_dir=tmp_path
+    )
     runtime = Runtime(config, http_channel_port=0)
     await runtime.open_store()
     runtime.simulator.inner = NoModel()
@@ -65,7 +69,10 @@ async def test_a_simulated_json_api_creates_reads_changes_lists_and_deletes_from
         runtime.engine.policies = default_policies(rules=[], mode=Route.SIM)
         created = await send(addon, "POST", f"{upstream}/items", {"name": "eggs"}, session="agent")
         assert (created.status_code, created.json()) == (201, {"id": 2, "name": "eggs", "done": False})
-        assert created.headers["X-Simroute-Provenance"] == "sim" and json.loads(created.headers["X-Simroute-Source"])["sub"] == "state"
+        assert (
+            created.headers["X-Simroute-Provenance"] == "sim"
+            and json.loads(created.headers["X-Simroute-Source"])["sub"] == "state"
+        )
         read = await send(addon, "GET", f"{upstream}/items/2", session="agent")
         assert (read.status_code, read.json()) == (200, {"id": 2, "name": "eggs", "done": False})
         changed = await send(addon, "PATCH", f"{upstream}/items/2", {"done": True}, session="agent")

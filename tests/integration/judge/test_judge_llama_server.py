@@ -13,10 +13,10 @@ from kit.judge import judged_rows, llama_cpp_server
 from kit.launch import model_path, write_config
 from typer.testing import CliRunner
 
+from records.judge.prompt import DIMENSIONS
+from records.store.protocol import RecordFilter
+from records.store.sqlite.store import SQLiteStore
 from router.cli.main import app
-from shadow.judge.prompt import DIMENSIONS
-from shadow.store.protocol import RecordFilter
-from shadow.store.sqlite.store import SQLiteStore
 
 # The bundled GGUF model runs here, against deadlines: one test at a time (`serial`).
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
@@ -40,7 +40,19 @@ def test_judge_with_the_bundled_model_behind_llama_cpp_server(tmp_path):
 
     asyncio.run(fill())
     with llama_cpp_server(model_path()) as url:
-        args = ["judge", "--config", str(config), "--endpoint", url, "--model", "smollm2", "--limit", "3", "--controls", "2"]
+        args = [
+            "judge",
+            "--config",
+            str(config),
+            "--endpoint",
+            url,
+            "--model",
+            "smollm2",
+            "--limit",
+            "3",
+            "--controls",
+            "2",
+        ]
         result = CliRunner().invoke(app, [*args, "--deadline", "120", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)

@@ -19,11 +19,11 @@ from kit.launch import simroute_executable, write_config
 from kit.redis import RedisServer
 from typer.testing import CliRunner
 
+from records.store.protocol import RecordFilter
+from records.store.redis.store import RedisStore
+from records.store.sqlite.store import SQLiteStore
 from router.cli.launch import free_port, stop, wait_for_port
 from router.cli.main import app
-from shadow.store.protocol import RecordFilter
-from shadow.store.redis.store import RedisStore
-from shadow.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,9 @@ async def _fill(store) -> list[dict]:
 
 
 def _judge(config: Path, url: str, *args: str) -> dict:
-    result = CliRunner().invoke(app, ["judge", "--config", str(config), "--endpoint", url, "--model", "stub-judge", "--json", *args])
+    result = CliRunner().invoke(
+        app, ["judge", "--config", str(config), "--endpoint", url, "--model", "stub-judge", "--json", *args]
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -47,7 +49,9 @@ def _judge(config: Path, url: str, *args: str) -> dict:
 def _check_report(report: dict, stub) -> None:
     simulated, control = report["simulated"], report["control"]
     # Six shadow pairs: four read at once, one read on the retry, one unreadable twice.
-    assert simulated["pairs"] == 6 and simulated["scored"] == 5 and simulated["failed"] == 1 and simulated["retried"] == 2
+    assert (
+        simulated["pairs"] == 6 and simulated["scored"] == 5 and simulated["failed"] == 1 and simulated["retried"] == 2
+    )
     assert simulated["dimensions"]["format"] == pytest.approx((5 + 4 + 3 + 1 + 5) / 5)
     assert simulated["score_100"] == pytest.approx(((5 + 4 + 3 + 1 + 5) / 5 - 1) / 4 * 100, abs=0.01)
     # Three calls answered for real in two sessions: identical answers, the judge's "indistinguishable".
@@ -78,7 +82,9 @@ def _in_chromium(url: str, record_id: str) -> tuple[list[str], str, list[str]]:
             page.goto(f"{url}/dashboard?view=fidelity")
             page.wait_for_selector("#main[data-ready='1']", timeout=15_000)
             header = [th.inner_text() for th in page.query_selector_all("#fidelity thead th")]
-            row = next(r.inner_text() for r in page.query_selector_all("#fidelity tbody tr") if "forecast" in r.inner_text())
+            row = next(
+                r.inner_text() for r in page.query_selector_all("#fidelity tbody tr") if "forecast" in r.inner_text()
+            )
             page.goto(f"{url}/dashboard?view=record&id={record_id}")
             page.wait_for_selector("#main[data-ready='1']", timeout=15_000)
             judged = [r.inner_text() for r in page.query_selector_all("#judge tbody tr")]
@@ -174,5 +180,7 @@ def test_no_store_leaves_no_scores_and_a_down_judge_is_a_clear_error(tmp_path: P
     (control,) = [line for line in lines if "real vs real (control)" in line]
     assert "100.0" in control and any("Spearman" in line and "1.000" in line for line in lines)
     assert any("forecast" in line and "65.0 (5)" in line and "100.0 (3)" in line for line in lines)
-    down = CliRunner().invoke(app, ["judge", "--config", str(config), "--endpoint", f"http://127.0.0.1:{free_port()}/v1"])
+    down = CliRunner().invoke(
+        app, ["judge", "--config", str(config), "--endpoint", f"http://127.0.0.1:{free_port()}/v1"]
+    )
     assert down.exit_code == 1 and "unreachable" in down.output

@@ -17,16 +17,16 @@ from kit.launch import _child_environment, simroute_executable, write_config
 from kit.learned import generate, train_and_save
 from typer.testing import CliRunner
 
+from calls import Call, Mode, Route, Session
 from policies.chain import default_policies
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder
 from policies.marks import SideEffects
 from policies.safety import SafetyClassifier
+from records.shared_state.session_state_redis import RedisSessionState
+from records.store.redis.store import RedisStore
 from router.cli.main import app
 from router.runtime.addon_chain import shared_slices
 from router.runtime.learned_service import LearnedService
-from router.types import Call, Mode, Route, Session
-from shadow.store.redis.session_state import RedisSessionState
-from shadow.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,9 @@ async def test_learning_rows_and_a_published_model_on_redis(tmp_path, redis_serv
     model = tmp_path / ".simroute" / "router.skops"
     train_and_save(model, generate(300))
     policy = LearnedPolicy(LearnedSettings(explore_rate=0.0))
-    service = LearnedService(policy, store, model_path=tmp_path / "elsewhere.skops", max_divergence=0.2, prior_strength=4.0, watch_s=0.05)
+    service = LearnedService(
+        policy, store, model_path=tmp_path / "elsewhere.skops", max_divergence=0.2, prior_strength=4.0, watch_s=0.05
+    )
     await service.start()
     assert service.policy.model is None and service.policy.state.labels > 120  # sim and replay labels of 120 records
     follower = asyncio.create_task(service.follow_published())
@@ -53,7 +55,11 @@ async def test_learning_rows_and_a_published_model_on_redis(tmp_path, redis_serv
             break
         await asyncio.sleep(0.05)
     follower.cancel()
-    assert service.loads == 1 and service.policy.model.source.startswith("redis") and set(service.policy.model.routes) == {"sim", "replay"}
+    assert (
+        service.loads == 1
+        and service.policy.model.source.startswith("redis")
+        and set(service.policy.model.routes) == {"sim", "replay"}
+    )
     await store.aclose()
 
 
@@ -120,7 +126,9 @@ async def test_a_side_effect_on_one_replica_stops_replay_on_another(tmp_path, re
         engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
         engine.simulator = FakeSimulator()
         policy = LearnedPolicy(
-            LearnedSettings(explore_rate=0.0), replay_key_of=lambda call, e=engine: e.replay.keys(call).replay, state=state
+            LearnedSettings(explore_rate=0.0),
+            replay_key_of=lambda call, e=engine: e.replay.keys(call).replay,
+            state=state,
         )
         engine.policies = default_policies(rules=[], mode=Mode.LEARNED, classifier=SafetyClassifier(), learned=policy)
 

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.integration
 
 async def test_shadow_records_train_a_model(learned):
     shadowed = [r for r in learned["records"] if r["route"] == "shadow"]
-    assert len(shadowed) == 2 * ROUNDS * SESSIONS and all(r["status"] == "complete" and r["divergence"] is not None for r in shadowed)
+    assert len(shadowed) == 2 * ROUNDS * SESSIONS and all(
+        r["status"] == "complete" and r["divergence"] is not None for r in shadowed
+    )
     # Replay labels score what replay would have served: the previous session's n-th answer.
     assert "replay: 8 labels (4 acceptable)" in learned["train"] and "saved" in learned["train"]
     card = json.loads((learned["folder"] / ".simroute" / "router.card.json").read_text())
@@ -30,10 +32,20 @@ async def test_learned_mode_replays_the_constant_tool_and_keeps_the_counter_real
     motto, visits = learned["served"]["get_motto"], learned["served"]["get_visits"]
     assert meta_of(motto)["policy"] == "learned" and meta_of(motto)["route"] in ("replay", "sim")
     assert motto.content[0].text == "Festina lente: make haste slowly."
-    assert meta_of(visits)["policy"] == "learned" and meta_of(visits)["route"] == "real" and meta_of(visits)["provenance"] == "real"
+    assert (
+        meta_of(visits)["policy"] == "learned"
+        and meta_of(visits)["route"] == "real"
+        and meta_of(visits)["provenance"] == "real"
+    )
     session = [r for r in learned["records"] if r["policy"] == "learned"]
-    assert [(r["tool"], r["route"]) for r in session] == [("get_motto", meta_of(motto)["route"]), ("get_visits", "real")]
-    assert "P(ok)=" in session[1]["reason"] and "replay: answers agreed in 3 sessions and never differed" in session[0]["reason"]
+    assert [(r["tool"], r["route"]) for r in session] == [
+        ("get_motto", meta_of(motto)["route"]),
+        ("get_visits", "real"),
+    ]
+    assert (
+        "P(ok)=" in session[1]["reason"]
+        and "replay: answers agreed in 3 sessions and never differed" in session[0]["reason"]
+    )
 
 
 async def test_explain_shows_the_probabilities_behind_it(learned):

@@ -17,8 +17,8 @@ from fastmcp.client.transports import StdioTransport
 from kit.engine import make_engine
 
 from backends.alignment import AlignedReplay
+from calls import Call, Observation, Provenance, Route, Session
 from policies.chain import default_policies
-from router.types import Call, Observation, Provenance, Route, Session
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,11 @@ _VOLATILE = re.compile(r"\b[0-9a-f]{7,40}\b|\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[
 
 def repository(path: Path, untracked: str) -> Path:
     path.mkdir(parents=True)
-    for argv in (["init", "-q", "-b", "main"], ["config", "user.name", "Test"], ["config", "user.email", "test@example.com"]):
+    for argv in (
+        ["init", "-q", "-b", "main"],
+        ["config", "user.name", "Test"],
+        ["config", "user.email", "test@example.com"],
+    ):
         subprocess.run(["git", *argv], cwd=path, check=True)
     (path / "README.md").write_text("# project\n")
     subprocess.run(["git", "add", "."], cwd=path, check=True)
@@ -88,7 +92,10 @@ async def test_a_renamed_repository_is_served_the_warm_up_answers_with_its_own_v
     engine.policies, engine.simulator = default_policies(rules=[], mode=Route.SIM), simulator
     calls = workload(b, "todo.txt", "Add the todo list")
     now = Session("now")
-    served = [(await engine.handle(Call("mcp", "git", tool, arguments, now.id), now, real)).observation for tool, arguments in calls]
+    served = [
+        (await engine.handle(Call("mcp", "git", tool, arguments, now.id), now, real)).observation
+        for tool, arguments in calls
+    ]
     async with git_server() as client:  # B's real answers, after the simulated session (which never touched B)
         truth = [observed(await client.call_tool(tool, arguments, raise_on_error=False)) for tool, arguments in calls]
 

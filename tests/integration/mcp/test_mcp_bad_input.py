@@ -25,7 +25,12 @@ async def test_unknown_tool_and_invalid_arguments(make_config):
     assert meta_of(missing)["policy"] == "input-schema" and meta_of(missing)["route"] == "deny"
     assert wrong_type.is_error and "timezone: 42 is not of type 'string'" in wrong_type.content[0].text
     assert meta_of(fine)["provenance"] == "real"
-    assert [r["policy"] for r in records_of(config)] == ["unknown-tool", "input-schema", "input-schema", "mode"]  # every call on record
+    assert [r["policy"] for r in records_of(config)] == [
+        "unknown-tool",
+        "input-schema",
+        "input-schema",
+        "mode",
+    ]  # every call on record
 
 
 async def test_upstream_tool_error_passes_through_tagged_real(make_config):
@@ -74,7 +79,9 @@ async def test_call_deadline_then_next_call_works(make_config):
         elapsed = time.monotonic() - started
         after = await client.call_tool("echo", {"text": "still here"})
     assert slow.is_error and "within its 1s deadline" in slow.content[0].text
-    assert meta_of(slow)["provenance"] == "none" and meta_of(slow)["route"] == "real"  # simroute's answer, not the upstream's
+    assert (
+        meta_of(slow)["provenance"] == "none" and meta_of(slow)["route"] == "real"
+    )  # simroute's answer, not the upstream's
     assert elapsed < 3
     assert after.content[0].text == "still here"
     assert [r["observation"]["is_error"] for r in records_of(config)] == [False, True, False]
@@ -95,7 +102,9 @@ async def test_upstream_crash_mid_session_then_a_new_upstream(make_config, tmp_p
 def test_malformed_config_names_file_line_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("mode: real\nmcpServers:\n  time:\n    comand: mcp-server-time\n")
-    out = subprocess.run([simroute_executable(), "mcp", "--config", str(bad)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [simroute_executable(), "mcp", "--config", str(bad)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2
     assert f"{bad}:4: mcpServers.time.comand: unknown key" in out.stderr
     assert out.stdout == ""
@@ -103,6 +112,9 @@ def test_malformed_config_names_file_line_and_key(tmp_path):
 
 def test_missing_config_file_is_a_clear_error(tmp_path):
     out = subprocess.run(
-        [simroute_executable(), "records", "--config", str(tmp_path / "nope.yaml")], capture_output=True, text=True, timeout=60
+        [simroute_executable(), "records", "--config", str(tmp_path / "nope.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 2 and "nope.yaml: cannot read config file" in out.stderr

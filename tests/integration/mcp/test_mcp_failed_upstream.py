@@ -20,7 +20,9 @@ async def test_a_failed_upstream_is_listed_from_its_snapshot_or_named_and_health
     async with stdio_client(write_config(tmp_path, mcpServers={"box": everything_server()})) as client:
         listed = {tool.name for tool in await client.list_tools()}  # pinned and snapshotted
 
-    config = write_config(tmp_path, mcpServers={"box": {"command": "/nonexistent/box-server"}, "gone": {"command": "/nonexistent/gone"}})
+    config = write_config(
+        tmp_path, mcpServers={"box": {"command": "/nonexistent/box-server"}, "gone": {"command": "/nonexistent/gone"}}
+    )
     notes: list = []
 
     async def note(message):
@@ -44,7 +46,9 @@ async def test_a_failed_upstream_is_listed_from_its_snapshot_or_named_and_health
     assert {name: state["ok"] for name, state in health["upstreams"].items()} == {"box": False, "gone": False}
     assert "failed to start" in health["upstreams"]["gone"]["error"]
 
-    checked = subprocess.run([simroute_executable(), "check-config", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    checked = subprocess.run(
+        [simroute_executable(), "check-config", "--config", str(config)], capture_output=True, text=True, timeout=60
+    )
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "server 'box' cannot start: command '/nonexistent/box-server' not found" in checked.stderr
     assert "server 'gone' cannot start" in checked.stderr

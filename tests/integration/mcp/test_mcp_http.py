@@ -19,7 +19,10 @@ TOKYO = {"timezone": "Asia/Tokyo"}
 
 
 async def test_http_lists_routes_and_replays(make_config, simroute_http):
-    config = make_config(mcpServers={"time": time_server()}, rules=[{"match": {"arguments": {"timezone": "Europe/*"}}, "route": "replay"}])
+    config = make_config(
+        mcpServers={"time": time_server()},
+        rules=[{"match": {"arguments": {"timezone": "Europe/*"}}, "route": "replay"}],
+    )
     server = simroute_http(config)
     async with Client(server.url) as first:
         names = {t.name for t in await first.list_tools()}
@@ -58,7 +61,9 @@ async def test_explicit_session_header_joins_one_agent_session(make_config, simr
     assert starts.read_text().splitlines() == ["started"]
 
 
-def test_a_request_id_sent_again_while_in_flight_gets_its_own_answer_from_a_remote_upstream(make_config, simroute_http, tmp_path):
+def test_a_request_id_sent_again_while_in_flight_gets_its_own_answer_from_a_remote_upstream(
+    make_config, simroute_http, tmp_path
+):
     """A client retrying a call still running sends its id again. The transport keeps one
     answer stream per id, so the first POST used to wait forever (keep-alive pings, no
     answer); now the second waits its turn. The upstream is remote (streamable HTTP)."""
@@ -71,7 +76,8 @@ def test_a_request_id_sent_again_while_in_flight_gets_its_own_answer_from_a_remo
             pool = ThreadPoolExecutor(2)  # not waited for at the end: a hung POST fails the test, not hangs it
             try:
                 posts = [
-                    pool.submit(session.post, rpc("tools/call", {"name": tool, "arguments": arguments}, 1)) for tool, arguments in calls
+                    pool.submit(session.post, rpc("tools/call", {"name": tool, "arguments": arguments}, 1))
+                    for tool, arguments in calls
                 ]
                 answers = [post.result(timeout=60) for post in posts]
             finally:

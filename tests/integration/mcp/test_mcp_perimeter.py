@@ -28,11 +28,17 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 def test_dns_rebinding_host_and_foreign_origins_are_refused(make_config, simroute_http):
     server = simroute_http(make_config(mcpServers={"time": time_server()}))
     port = server.url.split(":")[2].split("/")[0]
-    rebinding = httpx.post(server.url, json=INITIALIZE, headers={**MCP_HEADERS, "Host": f"evil.example:{port}"}, timeout=20)
+    rebinding = httpx.post(
+        server.url, json=INITIALIZE, headers={**MCP_HEADERS, "Host": f"evil.example:{port}"}, timeout=20
+    )
     assert rebinding.status_code == 421
-    foreign = httpx.post(server.url, json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "http://evil.example"}, timeout=20)
+    foreign = httpx.post(
+        server.url, json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "http://evil.example"}, timeout=20
+    )
     assert foreign.status_code == 403
-    own = httpx.post(server.url, json=INITIALIZE, headers={**MCP_HEADERS, "Origin": f"http://127.0.0.1:{port}"}, timeout=20)
+    own = httpx.post(
+        server.url, json=INITIALIZE, headers={**MCP_HEADERS, "Origin": f"http://127.0.0.1:{port}"}, timeout=20
+    )
     assert own.status_code == 200
 
 
@@ -58,7 +64,9 @@ async def test_tokens_are_required_and_checked(make_config, simroute_http):
     server = simroute_http(config)
     missing = httpx.post(server.url, json=INITIALIZE, headers=MCP_HEADERS, timeout=20)
     assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
-    wrong = httpx.post(server.url, json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {BOB}"}, timeout=20)
+    wrong = httpx.post(
+        server.url, json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {BOB}"}, timeout=20
+    )
     assert wrong.status_code == 401
     async with Client(StreamableHttpTransport(server.url, headers={"Authorization": f"Bearer {ALICE}"})) as client:
         assert "get_current_time" in {t.name for t in await client.list_tools()}
@@ -68,23 +76,39 @@ async def test_tokens_are_required_and_checked(make_config, simroute_http):
 def test_a_bind_beyond_loopback_needs_a_token(make_config):
     config = make_config(mcpServers={"time": time_server()})
     out = subprocess.run(
-        [simroute_executable(), "mcp", "--config", str(config), "--http", "0.0.0.0:0"], capture_output=True, text=True, timeout=60
+        [simroute_executable(), "mcp", "--config", str(config), "--http", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 2 and "SIMROUTE_TOKEN" in out.stderr
 
 
-async def test_another_token_naming_the_same_session_gets_its_own_sandbox(make_config, simroute_http, no_sandbox_left_behind):
+async def test_another_token_naming_the_same_session_gets_its_own_sandbox(
+    make_config, simroute_http, no_sandbox_left_behind
+):
     config = make_config(shell={"pool_size": 0}, service={"tokens": {"alice": ALICE, "bob": BOB}})
     server = simroute_http(config)
 
     def client(token: str) -> Client:
-        return Client(StreamableHttpTransport(server.url, headers={"Authorization": f"Bearer {token}", "X-Simroute-Session": "shared"}))
+        return Client(
+            StreamableHttpTransport(
+                server.url, headers={"Authorization": f"Bearer {token}", "X-Simroute-Session": "shared"}
+            )
+        )
 
     async with client(ALICE) as alice, client(BOB) as bob:
-        wrote = await alice.call_tool("shell_exec", {"command": "echo top-secret > /workspace/note.txt && cat /workspace/note.txt"})
+        wrote = await alice.call_tool(
+            "shell_exec", {"command": "echo top-secret > /workspace/note.txt && cat /workspace/note.txt"}
+        )
         assert wrote.structured_content["output"].strip() == "top-secret"
-        read = await bob.call_tool("shell_exec", {"command": "cat /workspace/note.txt; ls /workspace"}, raise_on_error=False)
-        assert "top-secret" not in read.structured_content["output"] and "No such file" in read.structured_content["output"]
+        read = await bob.call_tool(
+            "shell_exec", {"command": "cat /workspace/note.txt; ls /workspace"}, raise_on_error=False
+        )
+        assert (
+            "top-secret" not in read.structured_content["output"]
+            and "No such file" in read.structured_content["output"]
+        )
     server.process.terminate()
     assert server.process.wait(30) == 0
     assert [r["session"] for r in records_of(config)] == ["alice/shared", "bob/shared"]

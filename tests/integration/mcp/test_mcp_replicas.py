@@ -60,7 +60,9 @@ async def call_all(urls: list[str], calls: list[tuple[str, dict]], *, after_each
 async def test_the_sdk_client_resumes_its_agent_session_on_another_replica_after_a_kill(tmp_path, redis_server):
     with ModelStub('{"result": "simulated"}') as stub:
         world_model = {"engine": "openai", "url": stub.url, "model": "stub"}
-        with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model, mode="sim") as (
+        with two_replicas(
+            tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model, mode="sim"
+        ) as (
             a,
             b,
         ):
@@ -72,7 +74,9 @@ async def test_the_sdk_client_resumes_its_agent_session_on_another_replica_after
             assert reconnects == 1 and [r.is_error for r in results] == [False] * 4
             assert all(word in json.dumps(stub.bodies[-1]["messages"]) for word in words[:3])  # A's turns, told on B
 
-            records = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", AGENT_SESSION) if r["tool"] == "echo"]
+            records = [
+                r for r in records_of(b.log.parent / "simroute.yaml", "--session", AGENT_SESSION) if r["tool"] == "echo"
+            ]
             assert [r["arguments"]["text"] for r in records] == ["quartz", "basalt", "gneiss", "marble"]
             assert [r["step"] for r in records] == [0, 1, 2, 3]  # counted on across the replicas
             assert {r["provenance"] for r in records} == {"sim"}
@@ -81,7 +85,9 @@ async def test_the_sdk_client_resumes_its_agent_session_on_another_replica_after
 async def test_an_episodes_mcp_url_resumes_on_another_replica_after_a_kill(tmp_path, redis_server):
     with ModelStub('{"result": "simulated"}') as stub:
         world_model = {"engine": "openai", "url": stub.url, "model": "stub"}
-        with two_replicas(tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model) as (a, b):
+        with two_replicas(
+            tmp_path, redis_server.url, mcpServers={"toolbox": toolbox_server()}, world_model=world_model
+        ) as (a, b):
             lister = a.open(options={"route": "real"})
             a.step(lister, {"type": "list_tools"})
             episode = a.open(seed=9, episode_id="by-url", options={"route": "sim"})
@@ -93,12 +99,18 @@ async def test_an_episodes_mcp_url_resumes_on_another_replica_after_a_kill(tmp_p
             )
             assert reconnects == 1 and [r.is_error for r in results] == [False] * 4
             assert all(word in json.dumps(stub.bodies[-1]["messages"]) for word in words[:3])
-            records = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", f"episode-{episode}") if r["tool"] == "echo"]
+            records = [
+                r
+                for r in records_of(b.log.parent / "simroute.yaml", "--session", f"episode-{episode}")
+                if r["tool"] == "echo"
+            ]
             assert [r["arguments"]["text"] for r in records] == words
             assert b.state(episode)["seed"] == 9  # the episode, taken over by B
 
 
-async def test_a_stateful_upstream_that_lived_on_a_killed_replica_is_named_lost_not_started_empty(tmp_path, redis_server):
+async def test_a_stateful_upstream_that_lived_on_a_killed_replica_is_named_lost_not_started_empty(
+    tmp_path, redis_server
+):
     notes = {**notes_server(), "stateful": True}
     with two_replicas(tmp_path, redis_server.url, mcpServers={"notes": notes}) as (a, b):
         async with agent_session(f"{a.url}/mcp") as session:
@@ -109,9 +121,17 @@ async def test_a_stateful_upstream_that_lived_on_a_killed_replica_is_named_lost_
         async with agent_session(f"{b.url}/mcp") as session:
             lost = await session.call_tool("list_notes", {})
         text = lost.content[0].text
-        assert lost.is_error is True and "upstream MCP session of 'notes' was lost with replica" in text and a_owner in text, text
+        assert (
+            lost.is_error is True
+            and "upstream MCP session of 'notes' was lost with replica" in text
+            and a_owner in text
+        ), text
         assert not any("notes_store" in command for command in b.children())  # no empty notes store started on B
-        [record] = [r for r in records_of(b.log.parent / "simroute.yaml", "--session", AGENT_SESSION) if r["tool"] == "list_notes"]
+        [record] = [
+            r
+            for r in records_of(b.log.parent / "simroute.yaml", "--session", AGENT_SESSION)
+            if r["tool"] == "list_notes"
+        ]
         assert record["provenance"] == "none"
 
 
@@ -136,10 +156,14 @@ async def test_a_tools_call_with_an_idempotency_key_runs_once_across_replicas(tm
         async with agent_session(f"{a.url}/mcp") as on_a:
             import asyncio
 
-            running = asyncio.create_task(on_a.call_tool("sleep", {"seconds": 60}, meta={"simroute/idempotency-key": "slow-1"}))
+            running = asyncio.create_task(
+                on_a.call_tool("sleep", {"seconds": 60}, meta={"simroute/idempotency-key": "slow-1"})
+            )
             for _ in range(100):  # its record written: the call is running on A
                 await asyncio.sleep(0.1)
-                if any(r["tool"] == "sleep" for r in records_of(a.log.parent / "simroute.yaml", "--session", AGENT_SESSION)):
+                if any(
+                    r["tool"] == "sleep" for r in records_of(a.log.parent / "simroute.yaml", "--session", AGENT_SESSION)
+                ):
                     break
             kill(a)
             with pytest.raises(BaseException):  # noqa: B017  (the SDK's transport fails in its own way)

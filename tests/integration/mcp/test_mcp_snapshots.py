@@ -13,12 +13,16 @@ async def test_offline_upstream_is_listed_from_snapshot_and_replayed(make_config
     async with stdio_client(make_config(mcpServers={"time": time_server()})) as client:
         recorded = await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"})
 
-    offline = make_config(mcpServers={"time": {"command": "/nonexistent/mcp-server-time"}}, mode="replay", startup_timeout_s=5)
+    offline = make_config(
+        mcpServers={"time": {"command": "/nonexistent/mcp-server-time"}}, mode="replay", startup_timeout_s=5
+    )
     async with stdio_client(offline) as client:
         tools = {t.name: t for t in await client.list_tools()}
         replayed = await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"})
         real_miss = await client.call_tool(
-            "convert_time", {"source_timezone": "UTC", "time": "10:00", "target_timezone": "Asia/Tokyo"}, raise_on_error=False
+            "convert_time",
+            {"source_timezone": "UTC", "time": "10:00", "target_timezone": "Asia/Tokyo"},
+            raise_on_error=False,
         )
     assert set(tools) == {"get_current_time", "convert_time"}
     assert tools["get_current_time"].output_schema is not None

@@ -98,7 +98,9 @@ async def test_rules_route_by_tool_and_argument_patterns(make_config):
         denied = await client.call_tool("get_current_time", TOKYO, raise_on_error=False)
         allowed = await client.call_tool("get_current_time", {"timezone": "Europe/Paris"})
         simulated = await client.call_tool(
-            "convert_time", {"source_timezone": "UTC", "time": "10:00", "target_timezone": "Asia/Tokyo"}, raise_on_error=False
+            "convert_time",
+            {"source_timezone": "UTC", "time": "10:00", "target_timezone": "Asia/Tokyo"},
+            raise_on_error=False,
         )
     assert denied.is_error and meta_of(denied) | {"record_id": None} == {
         "provenance": "none",

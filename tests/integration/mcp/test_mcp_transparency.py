@@ -56,7 +56,9 @@ async def routed(request, tmp_path_factory):
                     yield side
         return
     servers = (
-        {"a": everything_server(), "b": everything_server()} if request.param == "two-upstreams" else {"everything": everything_server()}
+        {"a": everything_server(), "b": everything_server()}
+        if request.param == "two-upstreams"
+        else {"everything": everything_server()}
     )
     with simroute_http(write_config(folder, mcpServers=servers), log) as url:
         async with connected(lambda **kwargs: Client(url, **kwargs)) as side:
@@ -131,11 +133,16 @@ async def test_calls_answer_as_the_upstream(routed, direct):
 async def test_completions_are_the_upstreams(routed, direct):
     asks = [
         (mcp_types.PromptReference(type="ref/prompt", name="review"), {"name": "language", "value": "p"}),
-        (mcp_types.ResourceTemplateReference(type="ref/resource", uri="color://{shade}"), {"name": "shade", "value": "r"}),
+        (
+            mcp_types.ResourceTemplateReference(type="ref/resource", uri="color://{shade}"),
+            {"name": "shade", "value": "r"},
+        ),
     ]
     for ref, argument in asks:
         expected = wire(await direct.session.complete(ref, argument))
-        routed_ref = ref.model_copy(update={"name": name(routed, ref.name)} if ref.type == "ref/prompt" else {"uri": uri(routed, ref.uri)})
+        routed_ref = ref.model_copy(
+            update={"name": name(routed, ref.name)} if ref.type == "ref/prompt" else {"uri": uri(routed, ref.uri)}
+        )
         assert wire(await routed.session.complete(routed_ref, argument)) == expected
         assert expected["completion"]["values"]
 
@@ -143,7 +150,10 @@ async def test_completions_are_the_upstreams(routed, direct):
 @EVERY_CONFIG
 async def test_a_subscription_delivers_the_upstreams_updates(routed, direct):
     updated = "notifications/resources/updated"
-    for side, resource, touch in [(direct, "note://alpha", "touch"), (routed, uri(routed, "note://alpha"), name(routed, "touch"))]:
+    for side, resource, touch in [
+        (direct, "note://alpha", "touch"),
+        (routed, uri(routed, "note://alpha"), name(routed, "touch")),
+    ]:
         assert wire(await side.session.subscribe_resource(resource)) == {}
         await side.session.call_tool(touch, {"uri": "note://alpha"})
         assert await side.settle(updated, 1) == [{"uri": resource}]
@@ -189,7 +199,11 @@ async def test_a_level_set_before_the_upstream_opened_is_sent_when_it_opens(rout
         await late.session.set_logging_level("critical")
         result = await late.session.call_tool("log_levels", {})
         assert result.content[0].text == "logged from critical"
-        assert [note["level"] for note in await late.settle("notifications/message", 3)] == ["critical", "alert", "emergency"]
+        assert [note["level"] for note in await late.settle("notifications/message", 3)] == [
+            "critical",
+            "alert",
+            "emergency",
+        ]
 
 
 @FULL
@@ -204,12 +218,18 @@ async def test_progress_only_when_the_client_asked_for_it(routed, direct):
             into.append((progress, total, message))
 
         await side.session.call_tool("count", {"n": 3}, progress_callback=on_progress)
-    assert reported["routed"] == reported["direct"] == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+    assert (
+        reported["routed"] == reported["direct"] == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+    )
 
 
 @FULL
 async def test_list_changes_and_meta_pass_both_ways(routed, direct):
-    changed = ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"]
+    changed = [
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed",
+    ]
     for side in (direct, routed):
         await side.session.call_tool("change_lists", {})
         for method in changed:
@@ -218,7 +238,9 @@ async def test_list_changes_and_meta_pass_both_ways(routed, direct):
     meta = {"example.com/trace": "t-1"}
     expected = wire(await direct.session.call_tool("request_meta", {}, meta=meta))
     assert (
-        wire(await routed.session.call_tool("request_meta", {}, meta=meta)) == expected == {**expected, "structuredContent": {"meta": meta}}
+        wire(await routed.session.call_tool("request_meta", {}, meta=meta))
+        == expected
+        == {**expected, "structuredContent": {"meta": meta}}
     )
 
 
@@ -237,7 +259,9 @@ def test_a_cancellation_reaches_the_upstream_with_its_reason(routed):
     """The agent's own reason (or none), not one of simroute's."""
 
     def call(session, tool, request_id):
-        return messages_of(session.post(rpc("tools/call", {"name": tool, "arguments": {}}, request_id)))[-1]["result"]["content"][0]["text"]
+        return messages_of(session.post(rpc("tools/call", {"name": tool, "arguments": {}}, request_id)))[-1]["result"][
+            "content"
+        ][0]["text"]
 
     with httpx.Client(timeout=30, trust_env=False) as http:
         session = WireSession(http, routed.url)
@@ -247,9 +271,17 @@ def test_a_cancellation_reaches_the_upstream_with_its_reason(routed):
             for request_id, reason in ((41, "the user pressed stop"), (42, None)):
                 pool.submit(session.post, rpc("tools/call", {"name": "wait", "arguments": {}}, request_id))
                 time.sleep(0.5)  # the call has reached the upstream
-                session.post(rpc("notifications/cancelled", {"requestId": request_id} | ({"reason": reason} if reason else {}), None))
+                session.post(
+                    rpc(
+                        "notifications/cancelled",
+                        {"requestId": request_id} | ({"reason": reason} if reason else {}),
+                        None,
+                    )
+                )
                 deadline = time.monotonic() + 10
-                while (seen := call(session, "last_cancel", request_id + 100)) != (reason or "(no reason)") and time.monotonic() < deadline:
+                while (seen := call(session, "last_cancel", request_id + 100)) != (
+                    reason or "(no reason)"
+                ) and time.monotonic() < deadline:
                     time.sleep(0.1)
                 assert seen == (reason or "(no reason)")
         finally:
@@ -260,6 +292,8 @@ async def test_off_the_real_route_completions_are_empty_and_subscriptions_send_n
     config = write_config(tmp_path, mcpServers={"everything": everything_server()}, mode="replay")
     async with connected(lambda **kwargs: stdio_client(config, **kwargs)) as replayed:
         ref = mcp_types.PromptReference(type="ref/prompt", name="review")
-        assert wire(await replayed.session.complete(ref, {"name": "language", "value": "p"}))["completion"]["values"] == []
+        assert (
+            wire(await replayed.session.complete(ref, {"name": "language", "value": "p"}))["completion"]["values"] == []
+        )
         assert wire(await replayed.session.subscribe_resource("note://alpha")) == {}
         assert replayed.seen("notifications/resources/updated") == []

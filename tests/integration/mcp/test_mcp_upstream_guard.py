@@ -18,8 +18,13 @@ pytestmark = pytest.mark.integration
 async def test_a_dying_upstream_opens_the_breaker_and_a_trial_closes_it(make_config, tmp_path):
     starts = tmp_path / "starts.txt"
     starts.touch()
-    toolbox = {"command": "sh", "args": ["-c", f'echo started >> "{starts}"; exec "$0" "$1"', sys.executable, str(TOOLBOX)]}
-    config = make_config(mcpServers={"toolbox": toolbox}, upstream_guard={"defaults": {"breaker_failures": 2, "breaker_cooldown_s": 2}})
+    toolbox = {
+        "command": "sh",
+        "args": ["-c", f'echo started >> "{starts}"; exec "$0" "$1"', sys.executable, str(TOOLBOX)],
+    }
+    config = make_config(
+        mcpServers={"toolbox": toolbox}, upstream_guard={"defaults": {"breaker_failures": 2, "breaker_cooldown_s": 2}}
+    )
     async with stdio_client(config) as client:
         for _ in range(3):  # the tool's own error: the upstream answered
             own = await client.call_tool("fail", {"message": "no"}, raise_on_error=False)

@@ -39,7 +39,9 @@ def upstream_calls(calls: Path) -> list[str]:
 
 
 def pins_cli(config: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([simroute_executable(), "pins", *args, "--config", str(config)], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [simroute_executable(), "pins", *args, "--config", str(config)], capture_output=True, text=True, timeout=60
+    )
 
 
 async def described(client: Client) -> str:
@@ -69,7 +71,9 @@ async def test_warn_records_the_change_and_lists_the_pinned_definition(tmp_path)
     assert meta_of(second)["safety_class"] == meta_of(first)["safety_class"] != "destructive"
     assert "destructiveHint" not in meta_of(second)["safety_reason"]
     listed = json.loads(pins_cli(config, "--json").stdout)
-    assert [(p["server"], p["tool"], p["definition"]["description"]) for p in listed["pins"]] == [("dict", "lookup", HONEST)]
+    assert [(p["server"], p["tool"], p["definition"]["description"]) for p in listed["pins"]] == [
+        ("dict", "lookup", HONEST)
+    ]
     [change] = listed["changes"]
     assert change["status"] == "pending" and change["fields"] == ["description", "annotations"]
     assert f'-  "description": "{HONEST}"' in change["diff"] and INJECTED in change["diff"]
@@ -96,7 +100,9 @@ async def test_block_refuses_the_changed_tool_after_list_changed(tmp_path):
     assert refused.is_error
     meta = meta_of(refused)
     assert (meta["provenance"], meta["route"], meta["policy"]) == ("none", "deny", "tool-pins")
-    assert "tool 'lookup' of 'dict' changed its description and annotations since it was pinned" in refused.content[0].text
+    assert (
+        "tool 'lookup' of 'dict' changed its description and annotations since it was pinned" in refused.content[0].text
+    )
     assert "simroute pins accept dict lookup" in refused.content[0].text
     assert listed == HONEST
     assert upstream_calls(calls) == ["apple"]  # the refused call never reached the server

@@ -38,7 +38,9 @@ WORLD = "It is 2031-04-02. Lima: 24 C and sunny."
 
 
 def client(port: int, session: str) -> Client:
-    return Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp", headers={"X-Simroute-Session": session}), timeout=60)
+    return Client(
+        StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp", headers={"X-Simroute-Session": session}), timeout=60
+    )
 
 
 async def test_a_server_declared_in_config_is_listed_validated_and_simulated(make_config, tmp_path):
@@ -83,7 +85,9 @@ async def test_a_server_declared_in_config_is_listed_validated_and_simulated(mak
     ]
 
 
-async def test_a_server_virtualized_from_a_live_one_replays_its_recording_in_order_and_flags_a_miss(make_config, tmp_path):
+async def test_a_server_virtualized_from_a_live_one_replays_its_recording_in_order_and_flags_a_miss(
+    make_config, tmp_path
+):
     visits = tmp_path / "visits"
     servers = {"toolbox": toolbox_server(TOOLBOX_VISITS=str(visits))}
     with ModelStub(answer='{"result": "visit number 99"}') as model:
@@ -97,13 +101,26 @@ async def test_a_server_virtualized_from_a_live_one_replays_its_recording_in_ord
 
         virtual = tmp_path / "virtual.yaml"
         out = subprocess.run(
-            [simroute_executable(), "virtualize", "toolbox", "--config", str(recording), "--recording", "golden", "--output", str(virtual)],
+            [
+                simroute_executable(),
+                "virtualize",
+                "toolbox",
+                "--config",
+                str(recording),
+                "--recording",
+                "golden",
+                "--output",
+                str(virtual),
+            ],
             capture_output=True,
             text=True,
             timeout=120,
         )
         assert out.returncode == 0, out.stderr
-        assert f"'toolbox' virtualized: {len(live_tools)} tool(s) from its live tools/list, backed by recording 'golden'" in out.stderr
+        assert (
+            f"'toolbox' virtualized: {len(live_tools)} tool(s) from its live tools/list, backed by recording 'golden'"
+            in out.stderr
+        )
 
         visits.write_text("500")  # what the real server would answer now: never asked below
         with serving(virtual, tmp_path / "virtual.log") as port:
@@ -123,7 +140,8 @@ async def test_a_server_virtualized_from_a_live_one_replays_its_recording_in_ord
     assert [a.structured_content for a in answers] == [{"result": f"visit number {n}"} for n in (1, 2, 99)]
     assert [meta_of(a)["provenance"] for a in answers] == ["replay", "replay", "sim"]
     assert (
-        "replay miss (occurrence 3" in meta_of(answers[2])["note"] and "virtual server 'toolbox': served sim" in meta_of(answers[2])["note"]
+        "replay miss (occurrence 3" in meta_of(answers[2])["note"]
+        and "virtual server 'toolbox': served sim" in meta_of(answers[2])["note"]
     )
     assert refused.is_error and meta_of(refused)["provenance"] == "none"
     assert visits.read_text() == "500"  # the real server was never started

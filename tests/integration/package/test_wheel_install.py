@@ -36,7 +36,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Built from a copy: a setuptools build writes build/ and *.egg-info beside its sources.
     source = work / "source"
     shutil.copytree(
-        REPO, source, ignore=shutil.ignore_patterns(".*", "build", "site", "*.egg-info", "__pycache__", "tests", "benchmarks", "docs")
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".*", "build", "site", "*.egg-info", "__pycache__", "tests", "benchmarks", "docs"
+        ),
     )
     _run(uv, "build", "--python", sys.executable, "--wheel", "--out-dir", work / "dist", source, cwd=work)
     [wheel] = (work / "dist").glob("simroute-*.whl")
@@ -44,13 +48,28 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = work / "venv" / "bin" / "python"
     # The locked runtime set (requirements.lock), llama-cpp-python from the wheel the set-up built.
     links = [arg for path in WHEELHOUSE.glob("llama-cpp-python-*") for arg in ("--find-links", str(path))]
-    _run(uv, "pip", "install", "--python", python, *links, "--only-binary", "llama-cpp-python", "-r", REPO / "requirements.lock", cwd=work)
+    _run(
+        uv,
+        "pip",
+        "install",
+        "--python",
+        python,
+        *links,
+        "--only-binary",
+        "llama-cpp-python",
+        "-r",
+        REPO / "requirements.lock",
+        cwd=work,
+    )
     _run(uv, "pip", "install", "--python", python, "--no-deps", wheel, cwd=work)
     return work / "venv" / "bin"
 
 
 def test_the_wheel_imports_from_its_own_install_and_ships_the_dashboard(installed: Path, tmp_path: Path) -> None:
-    probe = "import router, simroute, importlib.resources as r; print(router.__file__); print(r.files('router.dashboard').joinpath('page.html').is_file())"
+    probe = (
+        "import router, simroute, importlib.resources as r; print(router.__file__); "
+        "print(r.files('router.dashboard').joinpath('page.html').is_file())"
+    )
     where, assets = _run(installed / "python", "-c", probe, cwd=tmp_path).stdout.split()
     assert Path(where).is_relative_to(installed.parent), f"imported from {where}, not the clean install"
     assert assets == "True"
@@ -61,7 +80,9 @@ def test_help_and_check_config_from_the_wheel(installed: Path, tmp_path: Path) -
     config = _config(tmp_path)
     _run(installed / "simroute", "check-config", "--config", config, cwd=tmp_path)
     config.write_text(json.dumps({"mode": "nonsense"}))
-    refused = subprocess.run([installed / "simroute", "check-config", "--config", config], cwd=tmp_path, capture_output=True, text=True)
+    refused = subprocess.run(
+        [installed / "simroute", "check-config", "--config", config], cwd=tmp_path, capture_output=True, text=True
+    )
     assert refused.returncode != 0 and "mode" in refused.stdout + refused.stderr
 
 

@@ -23,7 +23,12 @@ def test_episodes_with_one_seed_see_the_same_faults_and_another_seed_others(tmp_
                 answer = served.call(episode, "echo", text=f"word {step}")
                 meta = answer["observation"]["result"]["_meta"]["simroute"]
                 if "perturbation" in meta:
-                    assert meta["perturbation"] == {"kind": "error", "rule": "episode:flaky-echo", "seed": seed, "n": step + 1}
+                    assert meta["perturbation"] == {
+                        "kind": "error",
+                        "rule": "episode:flaky-echo",
+                        "seed": seed,
+                        "n": step + 1,
+                    }
                     assert answer["observation"]["result"]["isError"] and meta["provenance"] == "none"
                     failed.append(step)
                 else:

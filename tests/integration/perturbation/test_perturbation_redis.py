@@ -9,12 +9,12 @@ import uuid
 import pytest
 from kit.engine import FakeReal, c, make_engine
 
+from calls import Session
 from policies.perturbation import PlanConfig, compile_plan
+from records.shared_state.session_state_redis import RedisSessionState
+from records.store.redis.store import RedisStore
 from router.addons.perturbation.addon import Perturber
 from router.runtime.addon_chain import shared_slices
-from router.types import Session
-from shadow.store.redis.session_state import RedisSessionState
-from shadow.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,9 @@ async def test_two_replicas_sharing_redis_perturb_200_calls_as_one_router_does(t
     await store.aclose()
 
 
-def test_two_serve_processes_sharing_redis_answer_an_http_session_with_the_plans_own_sequence(tmp_path, redis_server, upstream):
+def test_two_serve_processes_sharing_redis_answer_an_http_session_with_the_plans_own_sequence(
+    tmp_path, redis_server, upstream
+):
     """200 requests of one agent session (`X-Simroute-Session`) spread over two
     `simroute serve` processes with one Redis store: the faults are the sequence the
     plan decides alone, call number by call number; a second session sees it again."""
@@ -84,13 +86,21 @@ def test_two_serve_processes_sharing_redis_answer_an_http_session_with_the_plans
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
     configs = [
-        write_config(tmp_path / name, store={"url": redis_server.url}, perturbations={"apply": "chaos", "plans": {"chaos": plan}})
+        write_config(
+            tmp_path / name, store={"url": redis_server.url}, perturbations={"apply": "chaos", "plans": {"chaos": plan}}
+        )
         for name in ("one", "two")
     ]
-    with serving(configs[0], tmp_path / "one.log", http_port=ports[0]), serving(configs[1], tmp_path / "two.log", http_port=ports[1]):
+    with (
+        serving(configs[0], tmp_path / "one.log", http_port=ports[0]),
+        serving(configs[1], tmp_path / "two.log", http_port=ports[1]),
+    ):
         clients = [httpx.Client(proxy=f"http://127.0.0.1:{port}", timeout=30) for port in ports]
         for session in ("agent-1", "agent-2"):
-            seen = [clients[i % 2].get(f"{upstream}/json", headers={"X-Simroute-Session": session}).status_code for i in range(200)]
+            seen = [
+                clients[i % 2].get(f"{upstream}/json", headers={"X-Simroute-Session": session}).status_code
+                for i in range(200)
+            ]
             assert seen == expected, session
         for client in clients:
             client.close()
@@ -99,8 +109,8 @@ def test_two_serve_processes_sharing_redis_answer_an_http_session_with_the_plans
 async def test_a_listing_paginated_on_one_replica_is_followed_on_the_other(tmp_path, redis_server):
     import json
 
+    from calls import Observation, Provenance
     from router.addons.perturbation.pages import next_cursor
-    from router.types import Observation, Provenance
 
     store = RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}")
     a, _ = await make_engine(tmp_path / "a", store=store)
@@ -117,7 +127,9 @@ async def test_a_listing_paginated_on_one_replica_is_followed_on_the_other(tmp_p
         return Observation([{"type": "text", "text": json.dumps(value)}], Provenance.REAL, structured=value)
 
     first = await a.handle(c("agent"), Session("agent"), listing)
-    second = await b.handle(c("agent", cursor=next_cursor(first.observation)), Session("agent"), listing)  # b never saw page 1
+    second = await b.handle(
+        c("agent", cursor=next_cursor(first.observation)), Session("agent"), listing
+    )  # b never saw page 1
     third = await a.handle(c("agent", cursor=next_cursor(second.observation)), Session("agent"), listing)
     assert [o.observation.structured["items"] for o in (first, second, third)] == [[0, 1], [2, 3], [4]]
     assert next_cursor(third.observation) is None and len(asked) == 1

@@ -24,8 +24,20 @@ PLAN = {
         {"name": "writes-down", "kind": "error", "match": {"channel": "mcp", "tool": "add_funds"}},
         {"name": "first-echo-empty", "kind": "empty", "at_steps": [0], "match": {"channel": "mcp", "tool": "echo"}},
         {"name": "echo-limit", "kind": "rate_limit", "limit": 2, "match": {"channel": "mcp", "tool": "echo"}},
-        {"name": "posts-down", "kind": "error", "status": 503, "retry_after_s": 7, "match": {"channel": "http", "method": "POST"}},
-        {"name": "json-limit", "kind": "rate_limit", "limit": 1, "retry_after_s": 2, "match": {"channel": "http", "path": "/json"}},
+        {
+            "name": "posts-down",
+            "kind": "error",
+            "status": 503,
+            "retry_after_s": 7,
+            "match": {"channel": "http", "method": "POST"},
+        },
+        {
+            "name": "json-limit",
+            "kind": "rate_limit",
+            "limit": 1,
+            "retry_after_s": 2,
+            "match": {"channel": "http", "path": "/json"},
+        },
         {"name": "json-cut", "kind": "truncate", "keep": 0.5, "match": {"channel": "http", "path": "/json"}},
         {"name": "no-touch", "kind": "error", "exit_code": 2, "match": {"channel": "shell", "command": "touch *"}},
     ],
@@ -36,7 +48,9 @@ def mcp_client(port: int) -> Client:
     return Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=180)
 
 
-async def test_mcp_faults_are_is_error_results_a_faulted_write_never_reaches_the_upstream_and_is_not_replayed(make_config, tmp_path):
+async def test_mcp_faults_are_is_error_results_a_faulted_write_never_reaches_the_upstream_and_is_not_replayed(
+    make_config, tmp_path
+):
     balance = tmp_path / "balance"
     balance.write_text("10")
     # mode replay, record_mode new_episodes: a call with no recording goes real and is recorded.
@@ -59,22 +73,39 @@ async def test_mcp_faults_are_is_error_results_a_faulted_write_never_reaches_the
             second, text, _ = await call_tool(client, "echo", text="again")
             assert not second.is_error and text == "again"
             limited, text, _ = await call_tool(client, "echo", text="third")
-            assert limited.is_error and text.startswith("Rate limit exceeded for echo") and meta_of(limited)["perturbation"]["n"] == 3
-        async with mcp_client(port) as client:  # a new session: its echo at step 1 is not perturbed, and replays nothing perturbed
+            assert (
+                limited.is_error
+                and text.startswith("Rate limit exceeded for echo")
+                and meta_of(limited)["perturbation"]["n"] == 3
+            )
+        async with mcp_client(
+            port
+        ) as client:  # a new session: its echo at step 1 is not perturbed, and replays nothing perturbed
             await call_tool(client, "get_balance")
             replayed, text, _ = await call_tool(client, "echo", text="hello")
-            assert text == "hello" and meta_of(replayed)["provenance"] == "real" and "perturbation" not in meta_of(replayed)
+            assert (
+                text == "hello"
+                and meta_of(replayed)["provenance"] == "real"
+                and "perturbation" not in meta_of(replayed)
+            )
             assert "answered by none" in meta_of(replayed)["note"]
     rows = {(row["tool"], row["step"], row["session"]): row for row in records_of(config)}
     first_echo = next(row for (tool, step, _), row in rows.items() if tool == "echo" and step == 0)
-    assert first_echo["unperturbed"]["content"][0]["text"] == "hello" and first_echo["observation"]["content"][0]["text"] == ""
+    assert (
+        first_echo["unperturbed"]["content"][0]["text"] == "hello"
+        and first_echo["observation"]["content"][0]["text"] == ""
+    )
     add = next(row for (tool, _, _), row in rows.items() if tool == "add_funds")
     assert add["provenance"] == "none" and "not sent to the replay side" in add["note"]
-    listing = subprocess.run([simroute_executable(), "records", "--config", str(config)], capture_output=True, text=True, check=True)
+    listing = subprocess.run(
+        [simroute_executable(), "records", "--config", str(config)], capture_output=True, text=True, check=True
+    )
     assert "perturbed error (chaos:writes-down, call 1)" in listing.stdout
 
 
-async def test_http_faults_carry_the_status_and_retry_after_and_a_faulted_post_never_reaches_the_upstream(make_config, tmp_path, upstream):
+async def test_http_faults_carry_the_status_and_retry_after_and_a_faulted_post_never_reaches_the_upstream(
+    make_config, tmp_path, upstream
+):
     config = make_config(perturbations={"apply": "chaos", "plans": {"chaos": PLAN}})
     proxy = free_port()
     with serving(config, tmp_path / "serve.log", http_port=proxy):
@@ -91,12 +122,18 @@ async def test_http_faults_carry_the_status_and_retry_after_and_a_faulted_post_n
             assert cut.status_code == 200 and cut.json() == {"ok": True, "items": [1]}
             assert json.loads(cut.headers["X-Simroute-Perturbation"])["kind"] == "truncate"
             limited = http.get(f"{upstream}/json")
-            assert limited.status_code == 429 and limited.headers["Retry-After"] == "2" and limited.headers["X-RateLimit-Remaining"] == "0"
+            assert (
+                limited.status_code == 429
+                and limited.headers["Retry-After"] == "2"
+                and limited.headers["X-RateLimit-Remaining"] == "0"
+            )
             assert limited.headers["X-Simroute-Provenance"] == "none"
 
 
 async def test_a_faulted_shell_command_exits_non_zero_and_never_runs_in_the_sandbox(make_config, tmp_path):
-    config = make_config(shell={"enabled": True, "pool_size": 0}, perturbations={"apply": "chaos", "plans": {"chaos": PLAN}})
+    config = make_config(
+        shell={"enabled": True, "pool_size": 0}, perturbations={"apply": "chaos", "plans": {"chaos": PLAN}}
+    )
     with serving(config, tmp_path / "serve.log") as port:
         async with mcp_client(port) as client:
             _, _, made = await call_tool(client, "shell_exec", command="cd /workspace && echo hi")

@@ -19,7 +19,7 @@ from kit.model_stub import ModelStub
 from servers.http_upstream import serve_upstream
 from servers.web_pages import WebPages
 
-from shadow.export.options import SessionSplit
+from records.export.options import SessionSplit
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +81,10 @@ def filled(tmp_path_factory) -> dict:
         asyncio.run(session(shell, [("shell_exec", {"command": "echo hello from the sandbox"})]))
         with WebPages() as site:
             browser = config_for(
-                folder, model, mode="shadow", browser={"enabled": True, "isolation": "host", "allowed_origins": ["http://127.0.0.1:*"]}
+                folder,
+                model,
+                mode="shadow",
+                browser={"enabled": True, "isolation": "host", "allowed_origins": ["http://127.0.0.1:*"]},
             )
             [page] = asyncio.run(session(browser, [("browser_navigate", {"url": site.url("/login")})]))
             assert not page.is_error
@@ -101,8 +104,17 @@ def filled(tmp_path_factory) -> dict:
 def dataset(filled, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("dataset")
     card = export_dataset(filled["config"], out, "--test-fraction", "0.5", "--seed", "7")
-    files = {name: {side: lines(out / name / f"{side}.jsonl") for side in ("train", "test")} for name in FORMATS}
+    files = {name: {side: written_lines(out, card, name, side) for side in ("train", "test")} for name in FORMATS}
     return {"out": out, "card": card, "files": files}
+
+
+def written_lines(out: Path, card: dict, name: str, side: str) -> list[dict]:
+    """A split's lines; a split without lines has no file, and the card names none."""
+    path = card["files"][name][side]
+    if path is None:
+        assert not (out / name / f"{side}.jsonl").exists() and card["counts"]["lines"][name][side] == 0
+        return []
+    return lines(out / path)
 
 
 def every_line(dataset, name: str) -> list[dict]:
@@ -124,7 +136,9 @@ def test_every_channel_is_exported_and_the_card_counts_the_lines(filled, dataset
     assert card["source"] == {"store": "sqlite", "path": str(filled["folder"] / "records.db")}
     assert card["simroute_version"] and card["split"]["seed"] == 7 and card["filters"]["tokens"] == []
     terminal = next(line for line in examples if line["domain"] == "Terminal")
-    assert "hello from the sandbox" in terminal["answer"] and "$" in terminal["answer"]  # the screen, with its prompt line
+    assert (
+        "hello from the sandbox" in terminal["answer"] and "$" in terminal["answer"]
+    )  # the screen, with its prompt line
     web = next(line for line in examples if line["domain"] == "Web")
     assert "/login" in web["answer"] and 'textbox "Password"' in web["answer"]  # the page: its address and snapshot
 
@@ -135,14 +149,25 @@ def comparable(line: dict) -> dict:
 
 def test_agentworldbench_lines_match_the_golden_file_and_load(filled, dataset):
     ours = sorted(
-        (line for line in every_line(dataset, "agentworldbench") if line["meta"]["session"] == filled["golden_session"]),
+        (
+            line
+            for line in every_line(dataset, "agentworldbench")
+            if line["meta"]["session"] == filled["golden_session"]
+        ),
         key=lambda line: line["meta"]["step"],
     )
     if os.environ.get("SIMROUTE_WRITE_GOLDEN"):  # a session whose first example is no other session's duplicate
         assert len(ours) == len(GOLDEN_CALLS)
-        GOLDEN.write_text("".join(json.dumps(comparable(line), ensure_ascii=False) + "\n" for line in ours), encoding="utf-8")
+        GOLDEN.write_text(
+            "".join(json.dumps(comparable(line), ensure_ascii=False) + "\n" for line in ours), encoding="utf-8"
+        )
     golden = lines(GOLDEN)
-    assert [line["answer"] for line in golden] == ["alpha", "ticket 1", "Error: Error calling tool 'fail': disk full", "alpha"]
+    assert [line["answer"] for line in golden] == [
+        "alpha",
+        "ticket 1",
+        "Error: Error calling tool 'fail': disk full",
+        "alpha",
+    ]
     exported = [comparable(line) for line in every_line(dataset, "agentworldbench")]
     # Each golden line exported once: by the golden session, or (its first call, made
     # again by another session) by whichever of the two sessions the export read first.
@@ -153,13 +178,19 @@ def test_agentworldbench_lines_match_the_golden_file_and_load(filled, dataset):
 
 
 def load_agentworldbench_both(dataset) -> list[dict]:
-    return [sample for side in ("train", "test") for sample in load_agentworldbench(dataset["out"] / "agentworldbench" / f"{side}.jsonl")]
+    return [
+        sample
+        for side in ("train", "test")
+        for sample in load_agentworldbench(dataset["out"] / "agentworldbench" / f"{side}.jsonl")
+    ]
 
 
 def test_prompt_turns_equal_the_prompts_the_live_world_model_was_sent(filled, dataset):
     sent = [body["messages"] for body in filled["bodies"]]
     for line in lines(GOLDEN):  # every call of the fixed session was simulated (shadowed) with exactly this prompt
-        prompt = [{"role": "system", "content": line["system"]}] + [{"role": t["role"], "content": t["content"]} for t in line["turns"]]
+        prompt = [{"role": "system", "content": line["system"]}] + [
+            {"role": t["role"], "content": t["content"]} for t in line["turns"]
+        ]
         assert prompt in sent, prompt[-1]["content"]
     last = lines(GOLDEN)[-1]["turns"]
     assert "(A real result of this server in another session" in last[-3]["content"]  # its own earlier answer, shown
@@ -191,7 +222,8 @@ def test_only_real_observations_are_targets(dataset):
 def test_a_secret_redacted_in_the_store_is_absent_from_every_file(filled, dataset):
     assert any(SECRET not in json.dumps(row) and "[redacted:" in json.dumps(row) for row in filled["rows"])
     files = [path for path in dataset["out"].rglob("*") if path.is_file()]
-    assert len(files) == 1 + 2 * len(FORMATS)
+    written = [path for sides in dataset["card"]["files"].values() for path in sides.values() if path is not None]
+    assert len(files) == 1 + len(written)  # the card, and each split that had lines (no empty file)
     assert [path.name for path in files if SECRET.encode() in path.read_bytes()] == []
     assert any("[redacted:" in path.read_text() for path in files)  # the call is there, its secret is not
 
@@ -206,14 +238,21 @@ def test_the_split_never_puts_a_session_on_both_sides_and_duplicates_collapse(da
     examples = every_line(dataset, "agentworldbench")
     identities = [json.dumps([line["system"], line["turns"], line["answer"]]) for line in examples]
     assert len(identities) == len(set(identities))
-    assert dataset["card"]["counts"]["duplicates_collapsed"] >= 1  # the third session repeated the golden one's first call
+    assert (
+        dataset["card"]["counts"]["duplicates_collapsed"] >= 1
+    )  # the third session repeated the golden one's first call
 
 
 def test_filters_pick_targets_and_token_namespaces_pick_sessions(filled, tmp_path):
     card = export_dataset(filled["config"], tmp_path / "shell", "--channel", "shell", "--format", "messages")
-    assert card["counts"]["lines"]["messages"] == {"train": 1, "test": 0} or card["counts"]["lines"]["messages"] == {"train": 0, "test": 1}
+    assert card["counts"]["lines"]["messages"] == {"train": 1, "test": 0} or card["counts"]["lines"]["messages"] == {
+        "train": 0,
+        "test": 1,
+    }
     card = export_dataset(filled["config"], tmp_path / "hard", "--min-divergence", "0.01", "--tool", "toolbox.echo")
-    hard = lines(tmp_path / "hard" / "agentworldbench" / "train.jsonl") + lines(tmp_path / "hard" / "agentworldbench" / "test.jsonl")
+    hard = written_lines(tmp_path / "hard", card, "agentworldbench", "train") + written_lines(
+        tmp_path / "hard", card, "agentworldbench", "test"
+    )
     assert hard and all(line["meta"]["tool"] == "echo" and line["meta"]["divergence"] >= 0.01 for line in hard)
     card = export_dataset(filled["config"], tmp_path / "token", "--token", "nobody")
     assert card["counts"]["records_read"] == 0  # no session lives in that namespace

@@ -20,7 +20,11 @@ from kit.serve import serving
 
 pytestmark = pytest.mark.integration
 
-TOKENS = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef00", "ci": "ci-token-0123456789abcdef00000"}
+TOKENS = {
+    "alice": "alice-token-0123456789abcdef",
+    "bob": "bob-token-0123456789abcdef00",
+    "ci": "ci-token-0123456789abcdef00000",
+}
 
 
 async def balance(port: int, token: str, session: str):
@@ -32,7 +36,10 @@ async def balance(port: int, token: str, session: str):
 def recordings(config: Path, *tokens: str) -> list[dict]:
     args = [arg for token in tokens for arg in ("--token", token)]
     done = subprocess.run(
-        [simroute_executable(), "recordings", "--json", "--config", str(config), *args], capture_output=True, text=True, check=True
+        [simroute_executable(), "recordings", "--json", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -64,12 +71,16 @@ async def test_export_by_token_holds_only_the_namespaces_asked_for(make_config, 
     assert "balance 1111" not in text
 
     account.write_text("9999")
-    replaying = make_config(mcpServers=servers, service={"tokens": TOKENS}, mode="replay", replay={"from": "golden", "on_miss": "error"})
+    replaying = make_config(
+        mcpServers=servers, service={"tokens": TOKENS}, mode="replay", replay={"from": "golden", "on_miss": "error"}
+    )
     with serving(replaying, tmp_path / "replay.log") as port:
         bobs = await balance(port, "bob", "s2")
     assert meta_of(bobs)["provenance"] == "replay" and bobs.content[0].text == "balance 3333"  # his own, not alice's
     config_only_alice = {"tokens": {"alice": TOKENS["alice"], "dave": "dave-token-0123456789abcdef0"}}
-    replaying = make_config(mcpServers=servers, service=config_only_alice, mode="replay", replay={"from": "golden", "on_miss": "error"})
+    replaying = make_config(
+        mcpServers=servers, service=config_only_alice, mode="replay", replay={"from": "golden", "on_miss": "error"}
+    )
     with serving(replaying, tmp_path / "dave.log") as port:
         headers = {"Authorization": "Bearer dave-token-0123456789abcdef0", "X-Simroute-Session": "s1"}
         async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp", headers=headers)) as client:

@@ -1,4 +1,4 @@
-"""An export streams: its resident memory is flat from 20,000 to 200,000 records,
+"""An export streams: its resident memory is flat from 10,000 to 100,000 records,
 on SQLite and on a real redis-server (`simroute export` measured in its own process;
 benchmarks/export_scaling.py prints the same figures and runs to a million)."""
 
@@ -9,14 +9,17 @@ from kit.export import export_at_sizes
 
 pytestmark = [pytest.mark.integration, pytest.mark.serial]  # a memory and time measurement: alone
 
-SIZES = [20_000, 200_000]
+SIZES = [10_000, 100_000]
 FLAT_MB = 25  # ten times the records may cost this much more resident memory, no more
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-async def test_resident_memory_is_flat_from_20k_to_200k_records(kind, tmp_path, redis_server):
+async def test_resident_memory_is_flat_from_10k_to_100k_records(kind, tmp_path, redis_server):
     small, large = await export_at_sizes(kind, tmp_path / kind, SIZES, redis_url=redis_server.url)
-    print(f"{kind}: {small['peak_mb']:.0f} MB at {small['records']:,} records, {large['peak_mb']:.0f} MB at {large['records']:,}")
+    print(
+        f"{kind}: {small['peak_mb']:.0f} MB at {small['records']:,} records, "
+        f"{large['peak_mb']:.0f} MB at {large['records']:,}"
+    )
     assert large["peak_mb"] - small["peak_mb"] < FLAT_MB
     lines = large["card"]["counts"]["lines"]["messages"]
     assert lines["train"] + lines["test"] > 0.8 * SIZES[-1]  # the whole store was exported, not a part of it

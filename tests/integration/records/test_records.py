@@ -38,7 +38,12 @@ async def test_replay_after_a_mixed_session_gives_back_what_each_occurrence_obse
     third = await session_of(make_config(mcpServers=servers, mode="replay", replay={"record_mode": "none"}), four)
     assert third == [(f"ticket {n}", "replay") for n in (1, 2, 3, 4)]
     assert tickets.read_text() == "4"  # the real ticket system was called four times in all
-    assert [r["occurrence"] for r in records_of(replaying) if r["session"] == records_of(replaying)[-1]["session"]] == [1, 2, 3, 4]
+    assert [r["occurrence"] for r in records_of(replaying) if r["session"] == records_of(replaying)[-1]["session"]] == [
+        1,
+        2,
+        3,
+        4,
+    ]
 
 
 async def test_refusals_resources_and_prompts_are_recorded_calls(make_config):
@@ -135,7 +140,9 @@ async def test_a_locked_store_never_stalls_calls_and_loses_no_record(make_config
     config = make_config(mcpServers={"toolbox": toolbox_server()})
     async with stdio_client(config) as client:
         await client.call_tool("echo", {"text": "warm"})  # the store exists and is open
-        holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db"), "3"], stdout=subprocess.PIPE, text=True)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db"), "3"], stdout=subprocess.PIPE, text=True
+        )
         assert holder.stdout.readline().strip() == "locked"
         started = time.monotonic()
         latencies = []
@@ -159,7 +166,9 @@ async def test_a_spooled_record_is_redacted_like_a_stored_one(make_config, tmp_p
     config = make_config(mcpServers={"toolbox": toolbox_server()})
     async with stdio_client(config) as client:
         await client.call_tool("echo", {"text": "warm"})
-        holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db"), "3"], stdout=subprocess.PIPE, text=True)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db"), "3"], stdout=subprocess.PIPE, text=True
+        )
         assert holder.stdout.readline().strip() == "locked"
         await client.call_tool("echo", {"text": f"password={secret}"})
         [spool] = tmp_path.rglob("*.spool.jsonl")
@@ -186,7 +195,9 @@ async def test_a_hung_listing_blocks_no_call_that_needs_no_upstream(make_config)
     servers = {"toolbox": toolbox_server()}
     await session_of(make_config(mcpServers=servers), [("echo", {"text": "snapshot"})])  # tools known from now on
     hung = {"toolbox": toolbox_server(TOOLBOX_HANG_LISTINGS="1")}
-    config = make_config(mcpServers=hung, mode="deny", list_timeout_s=3, rules=[{"match": {"tool": "echo"}, "route": "replay"}])
+    config = make_config(
+        mcpServers=hung, mode="deny", list_timeout_s=3, rules=[{"match": {"tool": "echo"}, "route": "replay"}]
+    )
     async with stdio_client(config) as client:
         await client.list_tools()  # the agent's own listing: answered from the snapshot after its 3 s deadline
         timed = []
@@ -216,7 +227,9 @@ async def test_simroute_recordings_lists_the_named_recordings(make_config):
     await session_of(nightly, [("echo", {"text": "a"}), ("echo", {"text": "b"})])
     await session_of(nightly, [("echo", {"text": "c"})])
     await session_of(make_config(mcpServers=servers, replay={"recording": "smoke"}), [("get_motto", {})])
-    listed = subprocess.run([simroute_executable(), "recordings", "--config", str(nightly)], capture_output=True, text=True, check=True)
+    listed = subprocess.run(
+        [simroute_executable(), "recordings", "--config", str(nightly)], capture_output=True, text=True, check=True
+    )
     lines = {line.split()[0]: line.split() for line in listed.stdout.splitlines() if line.strip()}
     assert set(lines) == {"nightly", "smoke"}  # the untagged session is no recording
     assert lines["nightly"][1:5] == ["2", "session(s)", "3", "record(s)"]

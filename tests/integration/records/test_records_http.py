@@ -73,7 +73,11 @@ def test_a_post_is_on_record_as_started_before_it_is_forwarded_and_a_get_is_not(
     get_id, post_id = got.headers["X-Simroute-Record"], posted.headers["X-Simroute-Record"]
     assert get_id not in {row["id"] for row in got.json()}  # a GET reads only: not written ahead
     seen_by_upstream = {row["id"]: row for row in posted.json()}
-    assert seen_by_upstream[post_id] == {"id": post_id, "status": "started", "tool": "POST"}  # on record before it was forwarded
+    assert seen_by_upstream[post_id] == {
+        "id": post_id,
+        "status": "started",
+        "tool": "POST",
+    }  # on record before it was forwarded
     assert seen_by_upstream[get_id]["status"] == "complete"
     assert [(r["id"], r["tool"], r["status"], r["provenance"]) for r in rows] == [
         (get_id, "GET", "complete", "real"),
@@ -98,11 +102,20 @@ def test_the_credential_headers_of_the_replay_key_are_configurable(tmp_path):
             other_tenant = fetch(proxy, upstream, "other-tenant", "globex", "t-1")
             rows = proxy.records()
         with proxy_of(tmp_path / "default", rules=[replay_rule], replay={"on_miss": "real"}) as proxy:
-            unlisted = [fetch(proxy, upstream, s, tenant, "t-1") for s, tenant in (("recording", "acme"), ("other-tenant", "globex"))]
+            unlisted = [
+                fetch(proxy, upstream, s, tenant, "t-1")
+                for s, tenant in (("recording", "acme"), ("other-tenant", "globex"))
+            ]
     assert recorded[0] == "real"
     assert same_tenant == ("replay", recorded[1])  # X-Trace is not in the list: no part of the key
     assert other_tenant[0] == "real" and other_tenant[1] != recorded[1]  # X-Tenant is: another tenant's call is a miss
     assert "replay miss" in rows[2]["note"]
-    assert rows[0]["arguments"]["credentials"] == rows[1]["arguments"]["credentials"] != rows[2]["arguments"]["credentials"]
-    assert all("acme" not in json.dumps(row["arguments"]) and "globex" not in json.dumps(row["arguments"]) for row in rows)
+    assert (
+        rows[0]["arguments"]["credentials"]
+        == rows[1]["arguments"]["credentials"]
+        != rows[2]["arguments"]["credentials"]
+    )
+    assert all(
+        "acme" not in json.dumps(row["arguments"]) and "globex" not in json.dumps(row["arguments"]) for row in rows
+    )
     assert [provenance for provenance, _ in unlisted] == ["real", "replay"]  # not listed by default: the same key

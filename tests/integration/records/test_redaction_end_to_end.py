@@ -51,7 +51,10 @@ async def test_secrets_of_every_kind_are_redacted_before_storage(tmp_path, simro
     assert [row["tool"] for row in rows] == ["echo", "POST"]
     assert "[redacted:" in rows[0]["arguments"]["text"] and "redacted" in rows[1]["arguments"]["url"]
     leaks = [
-        (path.name, name) for path in written_files(tmp_path) for name, secret in SECRETS.items() if secret.encode() in path.read_bytes()
+        (path.name, name)
+        for path in written_files(tmp_path)
+        for name, secret in SECRETS.items()
+        if secret.encode() in path.read_bytes()
     ]
     assert leaks == []  # store, WAL, spool and the logs of both processes
 

@@ -51,7 +51,9 @@ async def test_a_simulation_prompt_sees_the_redaction_marker_not_the_secret(make
             world_model={"engine": "openai", "url": model.url, "max_tokens": 64, "deadline_s": 30},
         )
         async with stdio_client(config) as client:
-            served = await client.call_tool("report", {"name": "q3", "api_key": API_KEY, "note": f"Authorization: Bearer {BEARER}"})
+            served = await client.call_tool(
+                "report", {"name": "q3", "api_key": API_KEY, "note": f"Authorization: Bearer {BEARER}"}
+            )
         assert meta_of(served)["provenance"] == "sim" and served.content[0].text == "report simulated"
     assert model.bodies, "the world model was never asked"
     prompt = json.dumps(model.bodies)
@@ -64,10 +66,15 @@ async def test_a_simulation_prompt_sees_the_redaction_marker_not_the_secret(make
 
 
 async def test_a_field_added_to_redaction_fields_is_redacted_and_keys_replay(make_config, tmp_path):
-    from shadow.secret_patterns import CREDENTIAL_FIELDS
+    from records.secret_patterns import CREDENTIAL_FIELDS
 
-    assert "license_code" not in CREDENTIAL_FIELDS and not any(name in "license_code" for name in CREDENTIAL_FIELDS if len(name) > 3)
-    sections = {"mcpServers": {"reports": reports_server(tmp_path)}, "redaction": {"fields": [*CREDENTIAL_FIELDS, "license_code"]}}
+    assert "license_code" not in CREDENTIAL_FIELDS and not any(
+        name in "license_code" for name in CREDENTIAL_FIELDS if len(name) > 3
+    )
+    sections = {
+        "mcpServers": {"reports": reports_server(tmp_path)},
+        "redaction": {"fields": [*CREDENTIAL_FIELDS, "license_code"]},
+    }
     config = make_config(**sections)
     async with stdio_client(config) as client:
         first = await client.call_tool("report", {"name": "q3", "license_code": "LICENSE-A-0123456789"})
@@ -80,7 +87,9 @@ async def test_a_field_added_to_redaction_fields_is_redacted_and_keys_replay(mak
     config = make_config(**sections, mode="replay", replay={"on_miss": "error"})
     async with stdio_client(config) as client:
         same = await client.call_tool("report", {"name": "q3", "license_code": "LICENSE-A-0123456789"})
-        other = await client.call_tool("report", {"name": "q3", "license_code": "LICENSE-B-0123456789"}, raise_on_error=False)
+        other = await client.call_tool(
+            "report", {"name": "q3", "license_code": "LICENSE-B-0123456789"}, raise_on_error=False
+        )
     assert meta_of(same)["provenance"] == "replay" and same.content[0].text == real_a  # the same credential replays
     # A different credential in that field is a different replay key: never served another caller's answer.
     assert other.is_error and real_a not in other.content[0].text and "replay miss" in other.content[0].text

@@ -20,7 +20,9 @@ TOKENS = {"alice": ALICE, "bob": BOB}
 
 
 def client(url: str, token: str, session: str) -> Client:
-    return Client(StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}", "X-Simroute-Session": session}))
+    return Client(
+        StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}", "X-Simroute-Session": session})
+    )
 
 
 async def test_a_recording_made_under_one_token_is_never_served_to_another(make_config, simroute_http):
@@ -37,7 +39,11 @@ async def test_a_recording_made_under_one_token_is_never_served_to_another(make_
         refused = await bob.call_tool("get_motto", {}, raise_on_error=False)
     async with client(replaying.url, ALICE, "third") as alice:
         replayed = await alice.call_tool("get_motto", {})
-    assert refused.is_error and meta_of(refused)["provenance"] == "none" and real.content[0].text not in str(refused.content)
+    assert (
+        refused.is_error
+        and meta_of(refused)["provenance"] == "none"
+        and real.content[0].text not in str(refused.content)
+    )
     assert "no call like this" in refused.content[0].text
     assert meta_of(replayed)["provenance"] == "replay" and replayed.content[0].text == real.content[0].text
     sessions = [(r["session"], r["provenance"]) for r in records_of(config)]
@@ -91,7 +97,11 @@ async def test_on_serve_a_token_gets_its_own_recordings_and_the_shared_namespace
         assert meta_of(aligned)["source"]["sub"] == "replay-aligned" and aligned.content[0].text == "balance 2222"
         assert not model.bodies
         simulating = make_config(
-            mcpServers=servers, service=service, mode="sim", world_model=world_model, world_state={"mcp_alignment": False}
+            mcpServers=servers,
+            service=service,
+            mode="sim",
+            world_model=world_model,
+            world_state={"mcp_alignment": False},
         )
         with serving(simulating, tmp_path / "sim.log") as port:
             simulated = await balance(port, BOB, "fourth")

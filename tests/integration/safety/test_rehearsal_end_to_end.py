@@ -33,16 +33,31 @@ async def test_destructive_shell_commands_never_reach_the_sandbox(make_config, n
         result, out = await shell(client, "mkdir -p /workspace/data && echo precious > /workspace/data/keep.txt")
         assert out["exit_code"] == 0 and meta_of(result)["provenance"] == "real"
         assert meta_of(result)["safety_class"] == "side_effect"  # the shell diverts only destructive commands
-        for command in ("cd /workspace && bash -c 'rm -rf data'", "x=rm; $x -rf /workspace/data", "find /workspace -delete"):
+        for command in (
+            "cd /workspace && bash -c 'rm -rf data'",
+            "x=rm; $x -rf /workspace/data",
+            "find /workspace -delete",
+        ):
             result, _ = await shell(client, command)
             meta = meta_of(result)
-            assert result.is_error and (meta["route"], meta["policy"], meta["safety_class"]) == ("deny", "rehearsal", "destructive"), meta
+            assert result.is_error and (meta["route"], meta["policy"], meta["safety_class"]) == (
+                "deny",
+                "rehearsal",
+                "destructive",
+            ), meta
         result, _ = await shell(client, 'rm -rf /workspace/data "unterminated')  # the parser fails: fail closed
         assert meta_of(result)["route"] == "deny" and "could not fully analyse" in meta_of(result)["reason"]
         result, out = await shell(client, "cat /workspace/data/keep.txt")  # a real read of the sandbox
         assert meta_of(result)["provenance"] == "real" and out["output"].strip() == "precious"
     rows = records_of(config)
-    assert [row["safety_class"] for row in rows] == ["side_effect", "destructive", "destructive", "destructive", "destructive", "safe"]
+    assert [row["safety_class"] for row in rows] == [
+        "side_effect",
+        "destructive",
+        "destructive",
+        "destructive",
+        "destructive",
+        "safe",
+    ]
 
 
 async def test_a_destructive_tool_of_a_real_server_is_simulated(make_config, tmp_path):
@@ -52,14 +67,24 @@ async def test_a_destructive_tool_of_a_real_server_is_simulated(make_config, tmp
         mcpServers={"toolbox": toolbox_server()},
         mode="rehearsal",
         world_model=WORLD_MODEL,
-        safety={"tools": {"toolbox": {"echo": "safe"}}},  # an override: echo has no annotations, and its name says nothing
+        safety={
+            "tools": {"toolbox": {"echo": "safe"}}
+        },  # an override: echo has no annotations, and its name says nothing
     )
     async with stdio_client(config) as client:
         echoed = await client.call_tool("echo", {"text": "hi"})
         tidied = await client.call_tool("tidy_note", {"path": str(note)}, raise_on_error=False)
-    assert meta_of(echoed)["provenance"] == "real" and meta_of(echoed)["safety_reason"] == "safety.tools sets toolbox.echo to safe"
+    assert (
+        meta_of(echoed)["provenance"] == "real"
+        and meta_of(echoed)["safety_reason"] == "safety.tools sets toolbox.echo to safe"
+    )
     meta = meta_of(tidied)
-    assert (meta["provenance"], meta["route"], meta["policy"], meta["safety_class"]) == ("sim", "sim", "rehearsal", "destructive")
+    assert (meta["provenance"], meta["route"], meta["policy"], meta["safety_class"]) == (
+        "sim",
+        "sim",
+        "rehearsal",
+        "destructive",
+    )
     assert "destructiveHint" in meta["safety_reason"]  # read from the server's own tool listing
     assert note.read_text() == "keep me"  # the server's state is unchanged
     row = records_of(config)[-1]
@@ -82,8 +107,14 @@ async def test_after_a_diverted_delete_the_servers_reads_are_simulated(make_conf
         listed = await client.call_tool("list_notes", {})
         deleted = await client.call_tool("delete_note", {"note_id": 1}, raise_on_error=False)
         again = await client.call_tool("list_notes", {}, raise_on_error=False)
-    assert [meta_of(r)["provenance"] for r in (created, listed)] == ["real", "real"] and listed.content[0].text == "1. groceries"
-    assert (meta_of(deleted)["route"], meta_of(deleted)["policy"], meta_of(deleted)["safety_class"]) == ("sim", "rehearsal", "destructive")
+    assert [meta_of(r)["provenance"] for r in (created, listed)] == ["real", "real"] and listed.content[
+        0
+    ].text == "1. groceries"
+    assert (meta_of(deleted)["route"], meta_of(deleted)["policy"], meta_of(deleted)["safety_class"]) == (
+        "sim",
+        "rehearsal",
+        "destructive",
+    )
     meta = meta_of(again)
     assert (meta["route"], meta["policy"], meta["safety_class"]) == ("sim", "rehearsal", "safe"), meta
     assert meta["provenance"] in ("sim", "none")  # the model's answer, or its error: never real
@@ -99,7 +130,9 @@ async def test_after_a_diverted_delete_the_servers_reads_are_simulated(make_conf
 
 
 def curl(proxy_url: str, *args: str) -> tuple[dict[str, str], str]:
-    out = subprocess.run(["curl", "-s", "-i", "--max-time", "150", "-x", proxy_url, *args], capture_output=True, text=True, timeout=180)
+    out = subprocess.run(
+        ["curl", "-s", "-i", "--max-time", "150", "-x", proxy_url, *args], capture_output=True, text=True, timeout=180
+    )
     head, _, body = out.stdout.replace("\r\n", "\n").partition("\n\n")
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head.split("\n")[1:])}
     return headers, body
@@ -136,12 +169,16 @@ def test_a_payment_post_through_the_proxy_never_reaches_the_upstream(tmp_path, u
 async def test_a_delete_account_click_is_simulated(make_config):
     with WebPages() as site:
         # The test site is on loopback: the browser opens it only when allowed.
-        config = make_config(mode="rehearsal", world_model=WORLD_MODEL, browser={"allowed_origins": ["http://127.0.0.1:*"]})
+        config = make_config(
+            mode="rehearsal", world_model=WORLD_MODEL, browser={"allowed_origins": ["http://127.0.0.1:*"]}
+        )
         async with stdio_client(config) as client:
             page = await client.call_tool("browser_navigate", {"url": site.url("/account")})
             assert meta_of(page)["provenance"] == "real" and meta_of(page)["safety_class"] == "safe"
             ref = re.search(r'button "Delete account" \[ref=([^\]]+)\]', page.structured_content["snapshot"]).group(1)
-            click = await client.call_tool("browser_click", {"ref": ref}, raise_on_error=False)  # no element text: named from the page
+            click = await client.call_tool(
+                "browser_click", {"ref": ref}, raise_on_error=False
+            )  # no element text: named from the page
         meta = meta_of(click)
         assert (meta["route"], meta["policy"], meta["safety_class"]) == ("sim", "rehearsal", "side_effect")
         assert "delete" in meta["safety_reason"].lower()

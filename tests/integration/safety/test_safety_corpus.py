@@ -19,15 +19,29 @@ CORPUS = Path(__file__).resolve().parents[2] / "safety" / "corpus.yaml"
 # Tool definitions as an MCP listing leaves them in the store: annotations are read from here.
 SNAPSHOTS = {
     "untrusted": [
-        {"name": "get_weather", "description": "Weather for a city", "annotations": {"readOnlyHint": False, "destructiveHint": True}},
+        {
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "annotations": {"readOnlyHint": False, "destructiveHint": True},
+        },
         {"name": "helper", "description": "Does things", "annotations": {"readOnlyHint": False}},
     ],
     "files": [
         {"name": "read_file", "description": "Read a file", "annotations": {"readOnlyHint": True}},
-        {"name": "delete_file", "description": "Delete a file", "annotations": {"readOnlyHint": False, "destructiveHint": True}},
+        {
+            "name": "delete_file",
+            "description": "Delete a file",
+            "annotations": {"readOnlyHint": False, "destructiveHint": True},
+        },
         {"name": "list_directory", "annotations": {"readOnlyHint": True}},
     ],
-    "time": [{"name": "get_current_time", "description": "Get current time in a specific timezone", "annotations": {"readOnlyHint": True}}],
+    "time": [
+        {
+            "name": "get_current_time",
+            "description": "Get current time in a specific timezone",
+            "annotations": {"readOnlyHint": True},
+        }
+    ],
 }
 
 
@@ -59,7 +73,10 @@ def explain(tmp_path: Path, config_text: str, calls: list[dict]) -> list[dict]:
     lines = tmp_path / "calls.jsonl"
     lines.write_text("".join(json.dumps(c) + "\n" for c in calls), encoding="utf-8")
     out = subprocess.run(
-        [simroute_executable(), "explain", "--config", str(config), "--calls", str(lines)], capture_output=True, text=True, timeout=120
+        [simroute_executable(), "explain", "--config", str(config), "--calls", str(lines)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     results = [json.loads(line) for line in out.stdout.splitlines()]
@@ -79,9 +96,13 @@ def test_the_corpus_is_big_enough():
 def test_destructive_calls_are_never_safe_and_never_real_in_rehearsal(tmp_path: Path):
     destructive, _ = corpus_calls()
     results = explain(tmp_path, "mode: rehearsal\nsafety:\n  trusted_servers: [files]\n", destructive)
-    classed_safe = [(c, r["safety_reason"]) for c, r in zip(destructive, results, strict=False) if r["safety_class"] == "safe"]
+    classed_safe = [
+        (c, r["safety_reason"]) for c, r in zip(destructive, results, strict=False) if r["safety_class"] == "safe"
+    ]
     assert not classed_safe, classed_safe
-    went_real = [(c, r) for c, r in zip(destructive, results, strict=False) if r["route"] in ("real", "shadow", "replay")]
+    went_real = [
+        (c, r) for c, r in zip(destructive, results, strict=False) if r["route"] in ("real", "shadow", "replay")
+    ]
     assert not went_real, went_real
     assert all(r["policy"] == "rehearsal" for r in results)
     # most are destructive, not merely side effects (the browser's clicks are side effects off sensitive domains)
@@ -89,10 +110,26 @@ def test_destructive_calls_are_never_safe_and_never_real_in_rehearsal(tmp_path: 
     assert sum(r["safety_class"] == "destructive" for r in shell) / len(shell) >= 0.95
 
 
+def test_destructive_calls_diverted_to_a_fork_stay_off_real(tmp_path: Path):
+    destructive, _ = corpus_calls()
+    results = explain(
+        tmp_path, "mode: rehearsal\nrehearsal:\n  on_divert: fork\nsafety:\n  trusted_servers: [files]\n", destructive
+    )
+    went_real = [
+        (c, r) for c, r in zip(destructive, results, strict=False) if r["route"] in ("real", "shadow", "replay")
+    ]
+    assert not went_real, went_real
+    # The shell forks (a throwaway copy of the sandbox); the channels that cannot fork are simulated.
+    assert {r["route"] for c, r in zip(destructive, results, strict=False) if c["channel"] == "shell"} == {"fork"}
+    assert {r["route"] for c, r in zip(destructive, results, strict=False) if c["channel"] != "shell"} == {"sim"}
+
+
 def test_benign_calls_are_rarely_classed_destructive(tmp_path: Path):
     _, benign = corpus_calls()
     results = explain(tmp_path, "mode: real\nsafety:\n  trusted_servers: [files]\n", benign)
-    destructive = [(c, r["safety_reason"]) for c, r in zip(benign, results, strict=False) if r["safety_class"] == "destructive"]
+    destructive = [
+        (c, r["safety_reason"]) for c, r in zip(benign, results, strict=False) if r["safety_class"] == "destructive"
+    ]
     assert len(destructive) / len(benign) <= 0.05, destructive
     # outside rehearsal, the class does not change the route
     assert all(r["route"] == "real" and r["policy"] == "mode" for r in results)
@@ -130,7 +167,11 @@ rules:
         {"channel": "http", "name": "GET https://api.stripe.com:443/v1/charges"},
     ]
     allowed, diverted, ruled = explain(tmp_path, config, calls)
-    assert (allowed["route"], allowed["policy"], allowed["safety_class"]) == ("real", "rehearsal.allow:build-dir", "destructive")
+    assert (allowed["route"], allowed["policy"], allowed["safety_class"]) == (
+        "real",
+        "rehearsal.allow:build-dir",
+        "destructive",
+    )
     assert allowed["rules_tried"] == [{"rule": "rehearsal.allow:build-dir", "route": "real", "matched": True}]
     assert (diverted["route"], diverted["policy"]) == (on_divert, "rehearsal")
     assert "destructive" in diverted["reason"] and "recursive delete" in diverted["reason"]
@@ -143,7 +184,10 @@ def test_explain_reports_bad_calls_and_bad_configs(tmp_path: Path):
     config = tmp_path / "simroute.yaml"
     config.write_text("rules:\n  - match: {command: 're:('}\n    route: sim\n", encoding="utf-8")
     out = subprocess.run(
-        [simroute_executable(), "explain", "--config", str(config), "--call", "{}"], capture_output=True, text=True, timeout=60
+        [simroute_executable(), "explain", "--config", str(config), "--call", "{}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 2 and "simroute.yaml:2: rules[0].match.command: invalid regular expression" in out.stderr
     config.write_text("mode: real\n", encoding="utf-8")

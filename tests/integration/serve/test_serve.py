@@ -24,7 +24,16 @@ pytestmark = pytest.mark.integration
 def start_serve(config, mcp_port: int, proxy_port: int) -> subprocess.Popen:
     log = config.parent / f"serve-{mcp_port}.log"
     process = subprocess.Popen(
-        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{mcp_port}", "--http-proxy", str(proxy_port)],
+        [
+            simroute_executable(),
+            "serve",
+            "--config",
+            str(config),
+            "--mcp",
+            f"127.0.0.1:{mcp_port}",
+            "--http-proxy",
+            str(proxy_port),
+        ],
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -70,7 +79,16 @@ def test_a_taken_proxy_port_is_a_clear_error(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         out = subprocess.run(
-            [simroute_executable(), "serve", "--config", str(config), "--mcp", f"127.0.0.1:{free_port()}", "--http-proxy", str(port)],
+            [
+                simroute_executable(),
+                "serve",
+                "--config",
+                str(config),
+                "--mcp",
+                f"127.0.0.1:{free_port()}",
+                "--http-proxy",
+                str(port),
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -80,7 +98,10 @@ def test_a_taken_proxy_port_is_a_clear_error(tmp_path):
     assert f"simroute: the HTTP proxy cannot listen on 127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr
 
 
-SHORT_TOKEN_ERROR = "simroute: config error: SIMROUTE_TOKEN is shorter than 16 characters: use a random one (e.g. `openssl rand -hex 24`)"
+SHORT_TOKEN_ERROR = (
+    "simroute: config error: SIMROUTE_TOKEN is shorter than 16 characters: "
+    "use a random one (e.g. `openssl rand -hex 24`)"
+)
 
 
 @pytest.mark.parametrize("bind", ["127.0.0.1", "0.0.0.0"])
@@ -89,7 +110,16 @@ def test_a_short_simroute_token_is_refused_first_with_exit_status_2(tmp_path, bi
     # before any of them starts and says anything, as for any config error.
     config = http_config(tmp_path, mcpServers={"time": time_server()})
     out = subprocess.run(
-        [simroute_executable(), "serve", "--config", str(config), "--mcp", f"{bind}:{free_port()}", "--http-proxy", str(free_port())],
+        [
+            simroute_executable(),
+            "serve",
+            "--config",
+            str(config),
+            "--mcp",
+            f"{bind}:{free_port()}",
+            "--http-proxy",
+            str(free_port()),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -104,7 +134,11 @@ def test_a_short_simroute_token_is_refused_first_with_exit_status_2(tmp_path, bi
 def test_check_config_refuses_a_short_simroute_token_as_serve_would(tmp_path):
     config = http_config(tmp_path, mcpServers={"time": time_server()})
     command = [simroute_executable(), "check-config", "--config", str(config)]
-    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env={**os.environ, "SIMROUTE_TOKEN": "too-short"})
+    refused = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env={**os.environ, "SIMROUTE_TOKEN": "too-short"}
+    )
     assert refused.returncode == 2 and refused.stderr.splitlines() == [SHORT_TOKEN_ERROR] and refused.stdout == ""
-    accepted = subprocess.run(command, capture_output=True, text=True, timeout=60, env={**os.environ, "SIMROUTE_TOKEN": "x" * 16})
+    accepted = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env={**os.environ, "SIMROUTE_TOKEN": "x" * 16}
+    )
     assert accepted.returncode == 0 and ": ok" in accepted.stdout

@@ -76,8 +76,12 @@ async def test_mcp_call_continues_the_agents_trace_to_the_upstream_and_exports_i
     with OtlpReceiver() as receiver, serving(config, tmp_path / "serve.log", **tracing_env(receiver)) as port:
         result = await call_with_trace(port, "show_meta", header)
         denied = await call_with_trace(port, "delete_everything", denied_header)
-        routed = receiver.wait_for(lambda s: s.attributes.get("gen_ai.operation.name") == "execute_tool" and s.trace_id == trace_id)
-        refused = receiver.wait_for(lambda s: s.attributes.get("gen_ai.operation.name") == "execute_tool" and s.trace_id == denied_trace)
+        routed = receiver.wait_for(
+            lambda s: s.attributes.get("gen_ai.operation.name") == "execute_tool" and s.trace_id == trace_id
+        )
+        refused = receiver.wait_for(
+            lambda s: s.attributes.get("gen_ai.operation.name") == "execute_tool" and s.trace_id == denied_trace
+        )
         server_spans = receiver.wait_for(lambda s: s.trace_id == trace_id and s.parent_span_id == agent_span)
 
     # The upstream received the agent's trace, its parent now a span of simroute's.
@@ -91,13 +95,21 @@ async def test_mcp_call_continues_the_agents_trace_to_the_upstream_and_exports_i
     attributes = span.attributes
     assert attributes["gen_ai.tool.name"] == "show_meta" and attributes["mcp.method.name"] == "tools/call"
     assert attributes["simroute.route"] == "real" and attributes["simroute.provenance"] == "real"
-    assert attributes["simroute.policy"] == meta_of(result)["policy"] and attributes["simroute.record_id"] == meta_of(result)["record_id"]
+    assert (
+        attributes["simroute.policy"] == meta_of(result)["policy"]
+        and attributes["simroute.record_id"] == meta_of(result)["record_id"]
+    )
     assert attributes["mcp.session.id"] and "error.type" not in attributes
 
     # The chain: agent -> the MCP front door's server span -> the call's span -> ... -> the upstream.
     [front] = server_spans
-    assert front.kind == 2 and front.name == "tools/call show_meta" and front.attributes["mcp.method.name"] == "tools/call"
-    assert front.attributes["gen_ai.tool.name"] == "show_meta" and front.attributes["mcp.session.id"] == attributes["mcp.session.id"]
+    assert (
+        front.kind == 2 and front.name == "tools/call show_meta" and front.attributes["mcp.method.name"] == "tools/call"
+    )
+    assert (
+        front.attributes["gen_ai.tool.name"] == "show_meta"
+        and front.attributes["mcp.session.id"] == attributes["mcp.session.id"]
+    )
     assert front.attributes["simroute.route"] == "real" and front.attributes["simroute.provenance"] == "real"
     assert span.parent_span_id == front.span_id
     by_id = {s.span_id: s for s in receiver.spans if s.trace_id == trace_id}
@@ -126,7 +138,10 @@ def test_http_request_continues_its_trace_to_the_real_upstream(tmp_path, upstrea
     config = write_config(tmp_path)
     header, trace_id, agent_span = traceparent()
     http_port = free_port()
-    with OtlpReceiver() as receiver, serving(config, tmp_path / "serve.log", http_port=http_port, **tracing_env(receiver)):
+    with (
+        OtlpReceiver() as receiver,
+        serving(config, tmp_path / "serve.log", http_port=http_port, **tracing_env(receiver)),
+    ):
         with httpx.Client(proxy=f"http://127.0.0.1:{http_port}", timeout=30) as client:
             answer = client.get(f"{upstream}/echo", headers={"traceparent": header, "X-Simroute-Session": "traced"})
         spans = receiver.wait_for(lambda s: s.trace_id == trace_id and s.attributes.get("simroute.channel") == "http")
@@ -139,4 +154,7 @@ def test_http_request_continues_its_trace_to_the_real_upstream(tmp_path, upstrea
     attributes = span.attributes
     assert attributes["http.request.method"] == "GET" and attributes["http.response.status_code"] == 200
     assert attributes["simroute.route"] == "real" and attributes["simroute.provenance"] == "real"
-    assert attributes["gen_ai.operation.name"] == "execute_tool" and attributes["simroute.record_id"] == answer.headers["x-simroute-record"]
+    assert (
+        attributes["gen_ai.operation.name"] == "execute_tool"
+        and attributes["simroute.record_id"] == answer.headers["x-simroute-record"]
+    )

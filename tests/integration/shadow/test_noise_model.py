@@ -12,9 +12,9 @@ import subprocess
 import pytest
 from kit.launch import notes_server, records_of, simroute_executable, stdio_client, time_server, toolbox_server
 
-from router.types import Observation, Provenance
+from calls import Observation, Provenance
+from records.store.sqlite.store import SQLiteStore
 from shadow.compare.divergence import Noise, compare
-from shadow.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,9 @@ def simulated(datetime_text: str, day_of_week: str) -> Observation:
 
 
 def noise_table(config) -> list[dict]:
-    out = subprocess.run([simroute_executable(), "noise", "--config", str(config), "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [simroute_executable(), "noise", "--config", str(config), "--json"], capture_output=True, text=True, check=True
+    )
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
@@ -78,7 +80,9 @@ async def test_noise_learned_from_real_time_server_calls_masks_the_instant_not_t
             "noisy": True,
         }
     ]
-    check_instant_masked_offset_not(Observation.from_json(rows[-1]["observation"]), learned_noise(table, "time.get_current_time"))
+    check_instant_masked_offset_not(
+        Observation.from_json(rows[-1]["observation"]), learned_noise(table, "time.get_current_time")
+    )
 
 
 async def test_stateful_values_are_not_learned_as_noise(make_config):
@@ -101,31 +105,45 @@ async def test_stateful_values_are_not_learned_as_noise(make_config):
     assert {row["tool"]: row["safety_class"] for row in rows}["get_visits"] == "safe"
 
     table = noise_table(config)
-    assert [(row["tool"], row["path"], row["noisy"]) for row in table] == [("time.get_current_time", "$.result.datetime#instant", True)]
+    assert [(row["tool"], row["path"], row["noisy"]) for row in table] == [
+        ("time.get_current_time", "$.result.datetime#instant", True)
+    ]
     pairs = await stored_pairs(config)
-    assert pairs["time.get_current_time"] == 3 and pairs["toolbox.get_visits"] == 3  # compared, and nothing in them was noise
-    assert "notes.list_notes" not in pairs and "notes.create_note" not in pairs  # never evidence: a write came between / it writes
+    assert (
+        pairs["time.get_current_time"] == 3 and pairs["toolbox.get_visits"] == 3
+    )  # compared, and nothing in them was noise
+    assert (
+        "notes.list_notes" not in pairs and "notes.create_note" not in pairs
+    )  # never evidence: a write came between / it writes
 
     # A simulation that gets the counter wrong still diverges; the time's instant is masked.
     visits = next(Observation.from_json(row["observation"]) for row in reversed(rows) if row["tool"] == "get_visits")
-    wrong = Observation([{"type": "text", "text": "visit number 9"}], Provenance.SIM, structured={"result": "visit number 9"})
+    wrong = Observation(
+        [{"type": "text", "text": "visit number 9"}], Provenance.SIM, structured={"result": "visit number 9"}
+    )
     result = compare(visits, wrong, channel="mcp", noise=learned_noise(table, "toolbox.get_visits"))
     assert result.kind == "content" and result.score > 0 and result.evidence["masked"] == []
     time_row = next(row for row in reversed(rows) if row["tool"] == "get_current_time")
-    check_instant_masked_offset_not(Observation.from_json(time_row["observation"]), learned_noise(table, "time.get_current_time"))
+    check_instant_masked_offset_not(
+        Observation.from_json(time_row["observation"]), learned_noise(table, "time.get_current_time")
+    )
 
 
 async def test_noise_probes_teach_the_table_without_repeated_agent_calls(make_config):
     """`shadow.noise_probe_rate: 1`: every call of the read-only time tool is made once
     more off the agent's path; three calls with different arguments (no passive pair)
     teach the table the instant."""
-    config = make_config(mcpServers={"time": time_server()}, shadow={"noise_probe_rate": 1.0, "noise_probe_delay_s": 1.05})
+    config = make_config(
+        mcpServers={"time": time_server()}, shadow={"noise_probe_rate": 1.0, "noise_probe_delay_s": 1.05}
+    )
     async with stdio_client(config) as client:
         for zone in ("Asia/Tokyo", "Europe/Paris", "America/New_York"):
             await client.call_tool("get_current_time", {"timezone": zone})
         await asyncio.sleep(2.0)  # the last probe answers before the client hangs up
     rows = records_of(config)
-    assert len(rows) == 3 and len({row["call_key"] for row in rows}) == 3  # the agent's calls only: probes are not records
+    assert (
+        len(rows) == 3 and len({row["call_key"] for row in rows}) == 3
+    )  # the agent's calls only: probes are not records
     assert noise_table(config) == [
         {
             "tool": "time.get_current_time",
@@ -145,7 +163,9 @@ async def test_metrics_count_what_the_noise_learner_did(make_config, tmp_path):
     from fastmcp.client.transports import StreamableHttpTransport
     from kit.serve import parsed, serving
 
-    config = make_config(mcpServers={"time": time_server()}, shadow={"noise_probe_rate": 1.0, "noise_probe_delay_s": 1.05})
+    config = make_config(
+        mcpServers={"time": time_server()}, shadow={"noise_probe_rate": 1.0, "noise_probe_delay_s": 1.05}
+    )
     with serving(config, tmp_path / "serve.log") as port:
         async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp")) as client:
             for zone in ("Asia/Tokyo", "Europe/Paris"):

@@ -14,7 +14,7 @@ import pytest
 from fastmcp import Client
 from kit.launch import notes_server, toolbox_server
 
-from shadow.store.redis.store import RedisStore
+from records.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,9 @@ async def test_a_value_another_replica_changed_between_two_reads_is_not_learned_
     assert table[VERSION] == (3, {})  # another server's pairs are learned as before
 
 
-async def test_the_same_reads_without_a_write_by_another_replica_teach_the_table(make_config, simroute_http, redis_server, tmp_path):
+async def test_the_same_reads_without_a_write_by_another_replica_teach_the_table(
+    make_config, simroute_http, redis_server, tmp_path
+):
     """The same answers, changed by hand outside simroute (no router records a write), while
     replica B only reads the same server: the pairs are learned and the path is noise.
     (A change no router made is invisible to every router: see the README.)"""
@@ -87,4 +89,6 @@ async def test_the_same_reads_without_a_write_by_another_replica_teach_the_table
     assert seen == ["balance 0", "balance 10", "balance 20", "balance 30"]
     table = await learned(redis_server.url)
     pairs, disagreements = table[BALANCE]
-    assert pairs >= 3 and list(disagreements.values()) == [pairs], table  # B's reads pair up too; every pair disagreed at one path
+    assert pairs >= 3 and list(disagreements.values()) == [pairs], (
+        table
+    )  # B's reads pair up too; every pair disagreed at one path

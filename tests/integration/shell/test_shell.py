@@ -133,7 +133,9 @@ async def test_hardening_each_property_resists_a_command_that_tries_to_break_it(
         status = dict(line.split(":\t") for line in out["output"].splitlines())
         assert int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0 and status["NoNewPrivs"] == "1"
         _, out = await run(
-            client, "touch /etc/owned; touch /usr/bin/owned; echo ok > /workspace/mine && cat /workspace/mine && echo tmp > /tmp/t"
+            client,
+            "touch /etc/owned; touch /usr/bin/owned; "
+            "echo ok > /workspace/mine && cat /workspace/mine && echo tmp > /tmp/t",
         )
         assert out["output"].count("Read-only file system") == 2 and "ok" in out["output"] and out["exit_code"] == 0
         _, out = await run(client, "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\"")
@@ -142,7 +144,8 @@ async def test_hardening_each_property_resists_a_command_that_tries_to_break_it(
         assert out["exit_code"] in (1, 137)  # MemoryError or the OOM killer: the 512m limit holds
         _, out = await run(
             client,
-            "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max",
+            "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/pids/pids.max 2>/dev/null "
+            "|| cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max",
         )
         assert "100000" in out["output"] and "256" in out["output"]  # 1 CPU, 256 pids
         # A fork bomb: contained by the pids limit, noticed by the process count (not by
@@ -232,7 +235,9 @@ async def test_without_docker_the_real_route_says_what_is_missing(make_config):
     from fastmcp.client.transports import StdioTransport
 
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
-    transport = StdioTransport(simroute_executable(), ["mcp", "--config", str(shell_config(make_config))], env=env, keep_alive=False)
+    transport = StdioTransport(
+        simroute_executable(), ["mcp", "--config", str(shell_config(make_config))], env=env, keep_alive=False
+    )
     async with Client(transport) as client:
         result, _ = await run(client, "echo hi")
     assert result.is_error and meta_of(result)["provenance"] == "none"

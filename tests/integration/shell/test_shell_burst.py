@@ -36,7 +36,9 @@ async def test_a_burst_of_shell_calls_on_a_fresh_session_all_run_in_its_one_sand
         async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=300) as client:
             results = await asyncio.gather(
                 *(
-                    client.call_tool("shell_exec", {"command": f"echo call-$((40 + {i})) $HOSTNAME"}, raise_on_error=False)
+                    client.call_tool(
+                        "shell_exec", {"command": f"echo call-$((40 + {i})) $HOSTNAME"}, raise_on_error=False
+                    )
                     for i in range(BURST)
                 )
             )
@@ -48,4 +50,8 @@ async def test_a_burst_of_shell_calls_on_a_fresh_session_all_run_in_its_one_sand
     text = log.read_text()
     assert "Traceback" not in text and "while its sandbox was starting" not in text, text[-3000:]
     rows = records_of(config, "--channel", "shell")
-    assert len(rows) == BURST and {row["provenance"] for row in rows} == {"real"} and len({row["session"] for row in rows}) == 1
+    assert (
+        len(rows) == BURST
+        and {row["provenance"] for row in rows} == {"real"}
+        and len({row["session"] for row in rows}) == 1
+    )

@@ -54,7 +54,9 @@ async def test_the_official_sdk_client_ending_its_session_leaves_no_sandbox(tmp_
     from mcp.client.stdio import stdio_client as sdk_stdio_client
 
     config = write_config(tmp_path, shell={"pool_size": 2})
-    parameters = StdioServerParameters(command=simroute_executable(), args=["mcp", "--config", str(config)], env=_child_environment())
+    parameters = StdioServerParameters(
+        command=simroute_executable(), args=["mcp", "--config", str(config)], env=_child_environment()
+    )
     async with sdk_stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         wait_for_count(routers.owners, 2)  # the pool is full
@@ -80,7 +82,10 @@ async def test_fastmcp_client_ending_its_session_leaves_no_sandbox(make_config, 
 def router(config) -> Iterator[subprocess.Popen]:
     """`simroute mcp` on stdio with no client speaking yet; killed at the end if still running."""
     process = subprocess.Popen(
-        [simroute_executable(), "mcp", "--config", str(config)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [simroute_executable(), "mcp", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     try:
         yield process
@@ -157,11 +162,13 @@ async def test_a_session_closed_while_its_sandbox_starts_leaves_none(tmp_path):
         )
     )
     runtime = Runtime(config)
-    host = EpisodeHost(runtime, build_server(runtime))
+    host = EpisodeHost(runtime.episode_parts, build_server(runtime.mcp_parts))
     await runtime.start()
     try:
         episode = await host.reset(options={"route": "real"})
-        step = asyncio.create_task(host.step(episode, {"type": "call_tool", "tool_name": "shell_exec", "arguments": {"command": "ls"}}))
+        step = asyncio.create_task(
+            host.step(episode, {"type": "call_tool", "tool_name": "shell_exec", "arguments": {"command": "ls"}})
+        )
         owners = {owner_of(os.getpid())}
         deadline = time.monotonic() + 30
         while not sandboxes(owners) and time.monotonic() < deadline:  # its container runs; the 64 MB copy goes on
@@ -186,7 +193,9 @@ def test_the_reaper_removes_only_simroute_sandboxes_of_gone_owners(make_config):
     try:
 
         def container(labels):
-            started.append(engine.containers.run(IMAGE, ["sleep", "120"], detach=True, network_mode="none", labels=labels))
+            started.append(
+                engine.containers.run(IMAGE, ["sleep", "120"], detach=True, network_mode="none", labels=labels)
+            )
             return started[-1]
 
         orphan = container({OWNER_LABEL: gone_owner})
@@ -225,6 +234,10 @@ async def test_a_sandbox_that_cannot_be_had_is_said_without_a_traceback_in_the_l
         async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=120) as client:
             results = [await client.call_tool("shell_exec", {"command": "ls"}, raise_on_error=False) for _ in range(3)]
     for result in results:
-        assert result.is_error and meta_of(result)["provenance"] == "none" and "could not be prepared" in result.content[0].text
+        assert (
+            result.is_error
+            and meta_of(result)["provenance"] == "none"
+            and "could not be prepared" in result.content[0].text
+        )
     assert "Traceback" not in log.read_text() and not routers.sandboxes()
     assert [(r["provenance"], r["observation"]["is_error"]) for r in records_of(config)] == [("none", True)] * 3

@@ -14,7 +14,11 @@ from kit.launch import meta_of, records_of, simroute_executable, stdio_client
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_sandbox_left_behind")]
 
 WORLD_MODEL = {"max_tokens": 64, "deadline_s": 120}
-READ_ONLY = {"name": "read-only", "match": {"channel": "shell", "arguments": {"command": r"re:^(ls|cat|pwd|git status)\b"}}, "route": "sim"}
+READ_ONLY = {
+    "name": "read-only",
+    "match": {"channel": "shell", "arguments": {"command": r"re:^(ls|cat|pwd|git status)\b"}},
+    "route": "sim",
+}
 SHAPE = {"output", "exit_code", "cwd", "timed_out", "truncated"}
 
 
@@ -43,14 +47,19 @@ async def test_read_only_commands_simulated_others_real_and_the_session_stays_re
 
 async def test_shadowed_commands_are_compared_with_the_terminal_model(make_config):
     config = make_config(
-        shell={"pool_size": 0}, world_model=WORLD_MODEL, mode="shadow", shadow={"drain_on_start": False, "stop_grace_s": 0}
+        shell={"pool_size": 0},
+        world_model=WORLD_MODEL,
+        mode="shadow",
+        shadow={"drain_on_start": False, "stop_grace_s": 0},
     )
     async with stdio_client(config) as client:
         # A program the world state does not run (`pwd` it answers itself): the shadow side is the model's.
         result, meta = await run(client, "readlink -f .")
     assert meta["provenance"] == "real" and result.structured_content["output"].strip() == "/workspace"
     assert records_of(config)[-1]["status"] == "pending"  # the stop left the shadow side to drain
-    subprocess.run([simroute_executable(), "drain", "--config", str(config)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [simroute_executable(), "drain", "--config", str(config)], check=True, capture_output=True, timeout=300
+    )
     row = records_of(config)[-1]
     assert row["status"] == "complete" and row["shadow"]["provenance"] == "sim"
     assert SHAPE <= set(row["shadow"]["structured"]) and row["divergence"] is not None

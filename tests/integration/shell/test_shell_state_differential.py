@@ -16,12 +16,29 @@ import pytest
 
 from backends.shell.screen import ShellResult
 from backends.world_state.shell import new_world, observe, run, seed_files
-from router.types import Provenance
+from calls import Provenance
 
 pytestmark = pytest.mark.integration
 
 FILES = {"a.txt": "alpha\nbeta\ngamma\n", "b.md": "Beta one\n", "d/x.txt": "x1\nx2\n", "e/f/g.log": "", "nonl": "last"}
-NAMES = ["a.txt", "b.md", "d", "d/x.txt", "e", "e/f", "e/f/g.log", "nonl", "new.txt", "nd", "nope", "d/", "*.txt", "d/*", "..", "."]
+NAMES = [
+    "a.txt",
+    "b.md",
+    "d",
+    "d/x.txt",
+    "e",
+    "e/f",
+    "e/f/g.log",
+    "nonl",
+    "new.txt",
+    "nd",
+    "nope",
+    "d/",
+    "*.txt",
+    "d/*",
+    "..",
+    ".",
+]
 _LS_DATE = re.compile(r"(?m)^([-d][-rwxsStT]{9}\s+\d+\s+\S+\s+\S+\s+\d+) [A-Z][a-z]{2} [ \d]\d (?:\d\d:\d\d| \d{4}) ")
 
 
@@ -53,7 +70,16 @@ def command(rng: random.Random) -> str:
     if program == "cd":
         return f"cd {rng.choice(['', '-', 'd', 'e/f', '..', 'nope', 'a.txt', '/tmp', '~'])}"
     if program in ("test", "["):
-        test = rng.choice([f"-e {rng.choice(NAMES)}", f"-f {rng.choice(NAMES)}", f"-d {rng.choice(NAMES)}", "-z ''", "a = b", "1 -lt 2"])
+        test = rng.choice(
+            [
+                f"-e {rng.choice(NAMES)}",
+                f"-f {rng.choice(NAMES)}",
+                f"-d {rng.choice(NAMES)}",
+                "-z ''",
+                "a = b",
+                "1 -lt 2",
+            ]
+        )
         return f"test {test}" if program == "test" else f"[ {test} ]"
     if program == "grep":
         pattern = rng.choice(["a", "'^B'", "'a$'", "'e.a'", "'[0-9]'", "'be|ga'"])
@@ -79,7 +105,7 @@ async def test_every_answer_the_state_gives_is_the_sandboxs(seed: int) -> None:
     from backends.shell.docker_shell import DockerShell
     from backends.shell.options import ShellConfig
     from backends.shell.owned import OwnedContainers
-    from shadow.owners import this_process_owner
+    from records.owners import this_process_owner
 
     rng = random.Random(seed)
     lines = [line(rng) for _ in range(60)]

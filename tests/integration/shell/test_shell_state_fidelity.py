@@ -82,7 +82,7 @@ async def sandbox_answers() -> list[tuple[str, int | None]]:
     from backends.shell.docker_shell import DockerShell
     from backends.shell.options import ShellConfig
     from backends.shell.owned import OwnedContainers
-    from shadow.owners import this_process_owner
+    from records.owners import this_process_owner
 
     shell = await DockerShell(OwnedContainers(docker.from_env()), ShellConfig(), owner=this_process_owner()).start()
     try:

@@ -13,9 +13,9 @@ from kit.export import export_dataset, lines, synthetic_rows
 from kit.launch import write_config
 from kit.redis import RedisServer
 
-from shadow.export.options import SessionSplit
-from shadow.store.redis.store import RedisStore
-from shadow.store.sqlite.store import SQLiteStore
+from records.export.options import SessionSplit
+from records.store.redis.store import RedisStore
+from records.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,11 @@ async def test_each_file_is_ordered_hardest_first_on_both_stores_within_its_sess
     for kind, config in (await configs(tmp_path, redis_server)).items():
         card = export_dataset(config, tmp_path / f"hard-{kind}", "--hardest-first", *split)
         plain = export_dataset(config, tmp_path / f"plain-{kind}", *split)
-        assert card["source"]["store"] == kind and card["order"]["by"] == "divergence" and plain["order"]["by"] == "session"
+        assert (
+            card["source"]["store"] == kind
+            and card["order"]["by"] == "divergence"
+            and plain["order"]["by"] == "session"
+        )
         assert card["counts"] == plain["counts"]
         for relative in FILES:
             hard, unordered = tmp_path / f"hard-{kind}" / relative, tmp_path / f"plain-{kind}" / relative
@@ -67,7 +71,9 @@ async def test_each_file_is_ordered_hardest_first_on_both_stores_within_its_sess
             assert {SPLIT.side(line["meta"]["session"]) for line in lines(hard)} == {side}
             assert sorted(hard.read_text().splitlines()) == sorted(unordered.read_text().splitlines())
             orders[kind, relative] = found
-        assert len({value for value in orders[kind, "messages/train.jsonl"] if value is not None}) > 5  # a real order to keep
+        assert (
+            len({value for value in orders[kind, "messages/train.jsonl"] if value is not None}) > 5
+        )  # a real order to keep
     for relative in FILES:
         # Ties are in session order, which Redis lists in no particular order: the divergences
         # are in the same order from both stores, the tied lines maybe not.
@@ -83,7 +89,15 @@ async def test_filters_still_apply_when_ordered_on_both_stores(tmp_path, redis_s
     for kind, config in (await configs(tmp_path, redis_server)).items():
         out = tmp_path / f"out-{kind}"
         card = export_dataset(
-            config, out, "--hardest-first", "--min-divergence", "0.5", "--tool", "weather.forecast", "--test-fraction", "0"
+            config,
+            out,
+            "--hardest-first",
+            "--min-divergence",
+            "0.5",
+            "--tool",
+            "weather.forecast",
+            "--test-fraction",
+            "0",
         )
         assert card["filters"]["min_divergence"] == 0.5 and card["filters"]["tool"] == "forecast"
         exported = [line["meta"] for line in lines(out / "messages" / "train.jsonl")]

@@ -12,8 +12,8 @@ from kit.export import export_dataset, synthetic_rows
 from kit.launch import write_config
 from kit.redis import RedisServer
 
-from shadow.store.redis.store import RedisStore
-from shadow.store.sqlite.store import SQLiteStore
+from records.store.redis.store import RedisStore
+from records.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,9 @@ async def test_sessions_and_their_records_stream_in_order_on_both_stores(tmp_pat
             assert [s async for s in store.session_ids(prefix="al*ce/")] == ["al*ce/a"]  # a glob character means itself
             for session in ("alice/a", "s00000005"):
                 streamed = [row async for row in store.session_rows(session, page=2)]
-                wanted = sorted((row for row in rows() if row["session"] == session), key=lambda row: (row["step"], row["id"]))
+                wanted = sorted(
+                    (row for row in rows() if row["session"] == session), key=lambda row: (row["step"], row["id"])
+                )
                 assert [row["id"] for row in streamed] == [row["id"] for row in wanted]
         finally:
             await store.aclose()
@@ -60,10 +62,19 @@ async def test_the_same_records_export_the_same_dataset_from_sqlite_and_redis(tm
         assert card["source"]["store"] == kind
         files = sorted(p for p in (tmp_path / f"out-{kind}").rglob("*.jsonl"))
         # Redis lists sessions in no particular order: the same lines, maybe in another order.
-        datasets[kind] = ({p.relative_to(tmp_path / f"out-{kind}"): sorted(p.read_text().splitlines()) for p in files}, card["counts"])
+        datasets[kind] = (
+            {p.relative_to(tmp_path / f"out-{kind}"): sorted(p.read_text().splitlines()) for p in files},
+            card["counts"],
+        )
     assert datasets["sqlite"] == datasets["redis"]
     lines = datasets["sqlite"][0]
     assert all(lines.values()) and sum(len(text) for text in lines.values()) > 95  # every format and side had lines
-    card = export_dataset(write_config(tmp_path / "redis", store={"url": redis_server.url}), tmp_path / "alice", "--token", "alice")
-    sessions = {json.loads(line)["meta"]["session"] for p in (tmp_path / "alice").rglob("*.jsonl") for line in p.read_text().splitlines()}
+    card = export_dataset(
+        write_config(tmp_path / "redis", store={"url": redis_server.url}), tmp_path / "alice", "--token", "alice"
+    )
+    sessions = {
+        json.loads(line)["meta"]["session"]
+        for p in (tmp_path / "alice").rglob("*.jsonl")
+        for line in p.read_text().splitlines()
+    }
     assert sessions == {"alice/a", "alice/b"} and card["counts"]["records_read"] == 3

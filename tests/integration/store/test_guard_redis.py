@@ -8,8 +8,8 @@ import uuid
 import pytest
 from kit.guard import SCENARIOS
 
-from router.addons.upstream_guard.redis_state import RedisGuardState
-from shadow.store.redis.store import RedisStore
+from records.shared_state.guard_slots_redis import RedisGuardState
+from records.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,8 @@ async def test_two_replicas_see_one_breaker_and_one_set_of_slots(redis_server):
     breaker; a slot taken through one counts against the other's cap."""
     from kit.guard import BREAKER, T0, call
 
-    from router.addons.upstream_guard.state import Limits, Outcome, Refusal
+    from records.shared_state.guard_slots import Limits, Refusal
+    from router.addons.upstream_guard.state import Outcome
 
     store = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
     a, b = RedisGuardState(store), RedisGuardState(store)

@@ -12,18 +12,20 @@ from pathlib import Path
 import pytest
 from kit.redis import RedisServer
 
-from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.records import Record
-from shadow.store.protocol import RecordFilter
-from shadow.store.redis.store import RedisStore
-from shadow.store.sqlite.store import SQLiteStore
+from calls import Call, Decision, Observation, Provenance, Route
+from records.record import Record
+from records.store.protocol import RecordFilter
+from records.store.redis.store import RedisStore
+from records.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 
 NOW = time.time()
 
 
-def record(session: str, ts: float, text: str, *, divergence: float | None = None, recording: str | None = None) -> dict:
+def record(
+    session: str, ts: float, text: str, *, divergence: float | None = None, recording: str | None = None
+) -> dict:
     made = Record(
         Call("mcp", "srv", "get_balance", {}, session),
         Decision(Route.REAL, "mode", ""),
@@ -41,7 +43,9 @@ def record(session: str, ts: float, text: str, *, divergence: float | None = Non
 async def filled(store):
     """ci's one golden record first, then 40 of alice's (newer), then one of bob's."""
     await store.upsert([record("ci/golden", NOW - 100, "balance 2222", recording="golden")])
-    await store.upsert([record(f"alice/s{n:02}", NOW - 90 + n, "balance 1111", divergence=0.5, recording="mine") for n in range(40)])
+    await store.upsert(
+        [record(f"alice/s{n:02}", NOW - 90 + n, "balance 1111", divergence=0.5, recording="mine") for n in range(40)]
+    )
     await store.upsert([record("bob/old", NOW - 40, "balance 3333")])
     return store
 
@@ -63,9 +67,14 @@ async def test_examples_take_the_namespace_limit_in_the_query(store):
     unlimited = await store.examples("mcp", "srv", "get_balance", exclude_session="bob/new", call_key=None, limit=32)
     assert {row["session"].split("/")[0] for row in unlimited} == {"alice", "bob"}  # alice's newer rows fill the limit
     assert "ci/golden" not in [row["session"] for row in unlimited]
-    bobs = await store.examples("mcp", "srv", "get_balance", exclude_session="bob/new", call_key="k", limit=32, namespaces=("bob/", "ci/"))
+    bobs = await store.examples(
+        "mcp", "srv", "get_balance", exclude_session="bob/new", call_key="k", limit=32, namespaces=("bob/", "ci/")
+    )
     assert [row["session"] for row in bobs] == ["bob/old", "ci/golden"]
-    assert await store.examples("mcp", "srv", "get_balance", exclude_session="x", call_key=None, limit=32, namespaces=()) == []
+    assert (
+        await store.examples("mcp", "srv", "get_balance", exclude_session="x", call_key=None, limit=32, namespaces=())
+        == []
+    )
 
 
 async def test_a_tokens_dashboard_views_count_only_its_namespaces(store):
@@ -82,7 +91,7 @@ async def test_a_tokens_dashboard_views_count_only_its_namespaces(store):
 
 
 def judge_score(session: str, score: float) -> dict:
-    """A stored judge score (shadow/judge/run.py `score_row`) of a simulated pair of `session`'s record."""
+    """A stored judge score (records/judge/run.py `score_row`) of a simulated pair of `session`'s record."""
     return {
         "record_id": f"rec-{session}",
         "judge": "judge-model",
@@ -100,7 +109,9 @@ def judge_score(session: str, score: float) -> dict:
 
 
 async def test_a_tokens_judge_scores_are_only_its_namespaces(store):
-    await store.save_judge_scores([judge_score("alice/s01", 10.0), judge_score("alice/s02", 20.0), judge_score("bob/old", 90.0)])
+    await store.save_judge_scores(
+        [judge_score("alice/s01", 10.0), judge_score("alice/s02", 20.0), judge_score("bob/old", 90.0)]
+    )
     [everyone] = await store.judge_summary(RecordFilter(since=NOW - 3600))
     assert everyone["simulated"] == {"pairs": 3, "score": 40.0}
     [bobs] = await store.judge_summary(RecordFilter(since=NOW - 3600, namespaces=("bob/", "ci/")))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from shadow.compare.canonical import tool_key
-from shadow.store.protocol import ReplaySource
-from shadow.store.redis.store import RedisStore
+from calls import tool_key
+from records.store.protocol import ReplaySource
+from records.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 

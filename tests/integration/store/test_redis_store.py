@@ -11,10 +11,10 @@ from kit.launch import records_of, stdio_client, toolbox_server
 from kit.redis import RedisServer
 
 from backends.world_model.facts import StatedFacts
+from calls import Route, Session
 from policies.chain import default_policies
 from policies.marks import Diversions
-from router.types import Route, Session
-from shadow.store.redis.store import RedisStore
+from records.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 
@@ -34,8 +34,8 @@ async def test_replay_maps_occurrences_after_mixed_sessions_on_redis(tmp_path, r
 async def test_examples_pending_sessions_recordings_and_orphans_on_redis(tmp_path, redis_server):
     import socket
 
+    from records.owners import owner_is_alive
     from router.engine.replay_modes import ReplayModes
-    from shadow.owners import owner_is_alive
 
     engine, store = await make_engine(tmp_path, store=redis_store(redis_server), recording="golden")
     real = FakeReal()
@@ -43,7 +43,9 @@ async def test_examples_pending_sessions_recordings_and_orphans_on_redis(tmp_pat
     for n in range(5):
         await engine.handle(c("a", n=n), session, real)
     engine.replay_modes = ReplayModes()
-    examples = await store.examples("mcp", "srv", "tool", exclude_session="other", call_key=engine.replay.keys(c("a", n=3)).exact, limit=3)
+    examples = await store.examples(
+        "mcp", "srv", "tool", exclude_session="other", call_key=engine.replay.keys(c("a", n=3)).exact, limit=3
+    )
     assert [e["arguments"] for e in examples] == [{"n": 3}, {"n": 4}, {"n": 2}]  # the same call first, then the newest
     assert await store.examples("mcp", "srv", "tool", exclude_session="a", call_key=None, limit=3) == []
     history = await store.session_records("a", before_step=3, limit=2)
@@ -96,9 +98,9 @@ async def test_two_replicas_share_a_sessions_occurrences_history_and_pins(tmp_pa
     object for the same agent session: occurrences and history carry across."""
     from kit.engine import FakeSimulator
 
+    from records.shared_state.session_state_redis import RedisSessionState
     from router.runtime.addon_chain import shared_slices
-    from router.runtime.world import HistoryReadBack
-    from shadow.store.redis.session_state import RedisSessionState
+    from router.runtime.simulated_side import HistoryReadBack
 
     store = redis_store(redis_server)
     a, _ = await make_engine(tmp_path / "a", store=store)
@@ -125,7 +127,7 @@ async def test_two_replicas_share_a_sessions_occurrences_history_and_pins(tmp_pa
     assert simulator.seen_history[-1] == [{"op": "next"}] * 3  # A's turns, as the agent saw them
     assert [r["step"] for r in await store.recent(session="agent")] == [0, 1, 2, 3]
 
-    from router.types import Call
+    from calls import Call
 
     shell = Call("shell", "shell", "shell_exec", {"command": "ls"}, "agent")
     a.simulator = FakeSimulator()
@@ -143,11 +145,11 @@ async def test_a_diversion_on_one_replica_keeps_the_servers_reads_simulated_on_a
     session object), is simulated too: the agent sees the world it changed."""
     from kit.engine import FakeSimulator
 
+    from calls import Call
+    from records.shared_state.session_state_redis import RedisSessionState
     from router.config import parse_config
     from router.runtime.addon_chain import shared_slices
     from router.runtime.policy_chain import build_policies
-    from router.types import Call
-    from shadow.store.redis.session_state import RedisSessionState
 
     store = redis_store(redis_server)
     a, _ = await make_engine(tmp_path / "a", store=store)
@@ -207,7 +209,9 @@ async def test_sources_round_trip_through_redis_and_an_old_record_reads_back_unc
         await store.aclose()
 
 
-async def test_two_router_processes_share_an_agent_sessions_occurrences(make_config, simroute_http, redis_server, tmp_path):
+async def test_two_router_processes_share_an_agent_sessions_occurrences(
+    make_config, simroute_http, redis_server, tmp_path
+):
     """Two `simroute mcp --http` processes on one Redis: an agent session that moves
     between them keeps its replay occurrences (tickets 1, 2, 3 in order)."""
     from fastmcp import Client
@@ -220,7 +224,9 @@ async def test_two_router_processes_share_an_agent_sessions_occurrences(make_con
     async with Client(recording.url) as client:
         for _ in range(3):
             await client.call_tool("next_ticket", {})
-    replaying = make_config(mcpServers=servers, store={"url": redis_server.url}, mode="replay", replay={"record_mode": "none"})
+    replaying = make_config(
+        mcpServers=servers, store={"url": redis_server.url}, mode="replay", replay={"record_mode": "none"}
+    )
     a, b = simroute_http(replaying), simroute_http(replaying)
 
     def agent(server):
@@ -277,7 +283,9 @@ async def test_two_router_processes_share_an_agent_sessions_history(make_config,
         {"role": "user", "content": render_action({"name": "add_funds", "arguments": {"amount": 2045}}, 2)},
         {"role": "assistant", "content": render_observation(second.content[0].text)},
     ]
-    assert render_action({"name": "get_balance", "arguments": {}}, 3) in messages[-1]["content"]  # the call itself is turn 3
+    assert (
+        render_action({"name": "get_balance", "arguments": {}}, 3) in messages[-1]["content"]
+    )  # the call itself is turn 3
     mine = [r for r in records_of(config) if r["session"] == "agent-9"]
     assert [(r["step"], r["tool"], r["provenance"], r["policy"]) for r in mine] == [
         (0, "add_funds", "real", "mode"),
@@ -296,18 +304,29 @@ async def test_a_sessions_token_owns_it_on_every_replica(make_config, simroute_h
 
     alice, bob = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef01"
     config = make_config(
-        mcpServers={"toolbox": toolbox_server()}, store={"url": redis_server.url}, service={"tokens": {"alice": alice, "bob": bob}}
+        mcpServers={"toolbox": toolbox_server()},
+        store={"url": redis_server.url},
+        service={"tokens": {"alice": alice, "bob": bob}},
     )
     a, b = simroute_http(config), simroute_http(config)
 
     def agent(server, token: str) -> Client:
-        return Client(StreamableHttpTransport(server.url, headers={"Authorization": f"Bearer {token}", "X-Simroute-Session": "shared"}))
+        return Client(
+            StreamableHttpTransport(
+                server.url, headers={"Authorization": f"Bearer {token}", "X-Simroute-Session": "shared"}
+            )
+        )
 
     async with agent(a, alice) as alice_on_a, agent(b, alice) as alice_on_b, agent(b, bob) as bob_on_b:
         for client, text in ((alice_on_a, "a1"), (bob_on_b, "b1"), (alice_on_b, "a2"), (alice_on_a, "a3")):
             await client.call_tool("echo", {"text": text})
     steps = {(r["session"], r["arguments"]["text"]): r["step"] for r in records_of(config)}
-    assert steps == {("alice/shared", "a1"): 0, ("bob/shared", "b1"): 0, ("alice/shared", "a2"): 1, ("alice/shared", "a3"): 2}
+    assert steps == {
+        ("alice/shared", "a1"): 0,
+        ("bob/shared", "b1"): 0,
+        ("alice/shared", "a2"): 1,
+        ("alice/shared", "a3"): 2,
+    }
 
 
 async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
@@ -319,10 +338,9 @@ async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
 
     from kit.launch import simroute_executable, write_config
 
-    from router.types import Call, Decision, Observation, Provenance
-    from shadow.compare.canonical import call_key
+    from calls import Call, Decision, Observation, Provenance, call_key
+    from records.record import Record
     from shadow.compare.divergence import compare
-    from shadow.records import Record
 
     def answer(offset: str, provenance: Provenance) -> Observation:
         body = {"timezone": "Asia/Tokyo", "datetime": f"2026-11-23T19:19:49{offset}"}
@@ -339,12 +357,18 @@ async def test_diff_reads_a_shadowed_record_from_redis(tmp_path, redis_server):
     )
     shadowed.shadow = answer("+08:00", Provenance.SIM)
     result = compare(shadowed.served, shadowed.shadow, channel="mcp")
-    shadowed.divergence, shadowed.divergence_kind, shadowed.divergence_evidence = result.score, result.kind, result.evidence
+    shadowed.divergence, shadowed.divergence_kind, shadowed.divergence_evidence = (
+        result.score,
+        result.kind,
+        result.evidence,
+    )
     store = await RedisStore(redis_server.url).open()  # the prefix the config's routers use
     await store.upsert(
         [
             shadowed.to_json(),
-            Record(call, Decision(Route.REAL, "mode", "test"), answer("+09:00", Provenance.REAL), step=1, call_key="k").to_json(),
+            Record(
+                call, Decision(Route.REAL, "mode", "test"), answer("+09:00", Provenance.REAL), step=1, call_key="k"
+            ).to_json(),
         ]
     )
     await store.aclose()
@@ -372,9 +396,9 @@ async def test_facts_stated_on_one_replica_are_told_on_another_within_the_limit(
     not kept (the oldest stay), and a fact stated again is updated."""
     from kit.engine import FakeSimulator
 
+    from records.shared_state.session_state_redis import RedisSessionState
     from router.addons.stated_facts import FactKeeper
     from router.runtime.addon_chain import shared_slices
-    from shadow.store.redis.session_state import RedisSessionState
 
     store = redis_store(redis_server)
     a, _ = await make_engine(tmp_path / "a", store=store, mode=Route.SIM)
@@ -387,7 +411,10 @@ async def test_facts_stated_on_one_replica_are_told_on_another_within_the_limit(
     await a.handle(c("agent", op="list"), on_a, FakeReal())
     b.simulator = FakeSimulator('{"id": 3, "name": "Cy"}')
     await b.handle(c("agent", op="get"), on_b, FakeReal())
-    assert on_b.slice(StatedFacts).facts == {"srv id=1": (0, "name=Ada"), "srv id=2": (0, "name=Bo")}  # A's facts; Cy: full
+    assert on_b.slice(StatedFacts).facts == {
+        "srv id=1": (0, "name=Ada"),
+        "srv id=2": (0, "name=Bo"),
+    }  # A's facts; Cy: full
     a.simulator = FakeSimulator('{"id": 2, "name": "Bo Lind"}')
     await a.handle(c("agent", op="rename"), on_a, FakeReal())
     await b.handle(c("agent", op="get"), on_b, FakeReal())

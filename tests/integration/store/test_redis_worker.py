@@ -23,7 +23,9 @@ WORLD_MODEL = {"max_tokens": 96, "deadline_s": 120}
 
 
 def start_worker(config, log):
-    return subprocess.Popen([simroute_executable(), "worker", "--config", str(config)], stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [simroute_executable(), "worker", "--config", str(config)], stdout=log.open("w"), stderr=subprocess.STDOUT
+    )
 
 
 def wait_until(predicate, timeout_s: float, what: str) -> None:
@@ -56,7 +58,11 @@ async def test_workers_complete_shadow_work_and_claim_a_dead_workers_job(make_co
 
     first = start_worker(config, tmp_path / "worker-1.log")
     try:  # the first worker takes the job, then dies holding it
-        wait_until(lambda: queue.xpending("simroute:shadow", "shadow-workers")["pending"] == 1, 60, "the first worker to take the job")
+        wait_until(
+            lambda: queue.xpending("simroute:shadow", "shadow-workers")["pending"] == 1,
+            60,
+            "the first worker to take the job",
+        )
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
     finally:
@@ -65,7 +71,11 @@ async def test_workers_complete_shadow_work_and_claim_a_dead_workers_job(make_co
 
     second = start_worker(config, tmp_path / "worker-2.log")
     try:
-        wait_until(lambda: records_of(config)[0]["status"] == "complete", 180, "the second worker to claim and complete the job")
+        wait_until(
+            lambda: records_of(config)[0]["status"] == "complete",
+            180,
+            "the second worker to claim and complete the job",
+        )
     finally:
         second.send_signal(signal.SIGTERM)
         assert second.wait(30) == 0
@@ -74,7 +84,9 @@ async def test_workers_complete_shadow_work_and_claim_a_dead_workers_job(make_co
     assert queue.xlen("simroute:shadow") == 0  # acknowledged and removed
 
 
-async def test_shadow_work_waits_while_the_world_model_is_down_and_completes_once_it_is_up(make_config, redis_server, tmp_path):
+async def test_shadow_work_waits_while_the_world_model_is_down_and_completes_once_it_is_up(
+    make_config, redis_server, tmp_path
+):
     """A model server that is down is not the model's answer: the worker holds the job,
     the record stays pending, and once the server answers the work completes."""
     port = free_port()
@@ -96,7 +108,11 @@ async def test_shadow_work_waits_while_the_world_model_is_down_and_completes_onc
         assert held["status"] == "pending" and held["shadow"] is None, held
         assert queue.xpending("simroute:shadow", "shadow-workers")["pending"] == 1
         with llama_cpp_server(model_path(), n_ctx=2048, port=port):
-            wait_until(lambda: records_of(config)[0]["status"] == "complete", 180, "the held work to complete once the model is up")
+            wait_until(
+                lambda: records_of(config)[0]["status"] == "complete",
+                180,
+                "the held work to complete once the model is up",
+            )
     finally:
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(30) == 0
@@ -111,7 +127,9 @@ async def test_the_worker_waits_out_redis_going_away_and_goes_on(make_config, tm
     """Redis killed and restarted under a running worker: the worker neither exits nor
     stops consuming; work queued after the restart completes."""
     server = RedisServer(tmp_path, persistent=True).start()
-    config = make_config(mcpServers={"time": time_server()}, mode="shadow", world_model=WORLD_MODEL, store={"url": server.url})
+    config = make_config(
+        mcpServers={"time": time_server()}, mode="shadow", world_model=WORLD_MODEL, store={"url": server.url}
+    )
     log = tmp_path / "worker.log"
     worker = start_worker(config, log)
     try:
@@ -121,8 +139,14 @@ async def test_the_worker_waits_out_redis_going_away_and_goes_on(make_config, tm
         assert worker.poll() is None
         server.start()
         async with stdio_client(config) as client:
-            assert meta_of(await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"}))["provenance"] == "real"
-        wait_until(lambda: records_of(config)[0]["status"] == "complete", 180, "the worker to complete work queued after the restart")
+            assert (
+                meta_of(await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"}))["provenance"] == "real"
+            )
+        wait_until(
+            lambda: records_of(config)[0]["status"] == "complete",
+            180,
+            "the worker to complete work queued after the restart",
+        )
         assert "Redis answers again" in log.read_text()
     finally:
         worker.send_signal(signal.SIGTERM)

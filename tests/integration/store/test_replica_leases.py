@@ -13,10 +13,10 @@ import uuid
 import pytest
 from kit.engine import c, make_engine
 
+from calls import Session
+from records.shared_state.replicas_redis import RedisBackendClaims, RedisReplicaLeases
+from records.store.redis.store import RedisStore
 from router.runtime.replica import ReplicaPresence
-from router.types import Session
-from shadow.store.redis.replicas import RedisBackendClaims, RedisReplicaLeases
-from shadow.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,9 @@ async def test_a_live_replica_interrupts_only_the_calls_of_replicas_whose_lease_
     assert EXPIRING not in await leases.live() and LIVE in await leases.live()
     assert await presence.reap() == (1, [])
     assert [r["status"] for r in await store.recent(session="expiring")] == ["interrupted"]
-    assert [r["status"] for r in await store.recent(session="live")] == ["started"]  # a live replica's call is never touched
+    assert [r["status"] for r in await store.recent(session="live")] == [
+        "started"
+    ]  # a live replica's call is never touched
     await store.aclose()
 
 
@@ -104,8 +106,8 @@ async def test_containers_of_a_replica_on_another_host_are_removed_once_its_leas
 
 
 async def test_a_retry_whose_first_request_died_with_its_replica_is_told_so_and_not_run_again(redis_server):
-    from router.mcp.idempotency import AnsweredOnce, IdempotencyLost, digest_of
-    from shadow.store.redis.answers import RedisAnswers
+    from records.shared_state.answers_redis import RedisAnswers
+    from router.mcp.idempotency_keys import AnsweredOnce, IdempotencyLost, digest_of
 
     store = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
     answers = RedisAnswers(store, ttl_s=60)

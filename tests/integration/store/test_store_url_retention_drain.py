@@ -31,7 +31,9 @@ async def test_a_relative_sqlite_url_writes_the_records_beside_the_config(tmp_pa
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    absolute = write_config(elsewhere, mcpServers={"toolbox": toolbox_server()}, store={"url": f"sqlite:///{tmp_path}/abs.db"})
+    absolute = write_config(
+        elsewhere, mcpServers={"toolbox": toolbox_server()}, store={"url": f"sqlite:///{tmp_path}/abs.db"}
+    )
     assert f"sqlite:///{tmp_path}".startswith("sqlite:////")  # four slashes: an absolute path
     await echo(absolute, "there")
     assert (tmp_path / "abs.db").is_file() and not (elsewhere / "data").exists()
@@ -41,7 +43,11 @@ async def test_a_relative_sqlite_url_writes_the_records_beside_the_config(tmp_pa
 @pytest.mark.serial
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_simroute_prune_drops_records_past_max_age_but_never_a_named_recording(tmp_path, request, kind):
-    store = {"url": request.getfixturevalue("redis_server").url} if kind == "redis" else {"path": str(tmp_path / "records.db")}
+    store = (
+        {"url": request.getfixturevalue("redis_server").url}
+        if kind == "redis"
+        else {"path": str(tmp_path / "records.db")}
+    )
     upstream = {"toolbox": toolbox_server()}
     await echo(write_config(tmp_path, mcpServers=upstream, store=store, replay={"recording": "golden"}), "named")
     await echo(write_config(tmp_path, mcpServers=upstream, store=store), "old")
@@ -55,7 +61,9 @@ async def test_simroute_prune_drops_records_past_max_age_but_never_a_named_recor
     # slow the machine was: aim 2 s into it, leaving 5 s for `simroute prune` to start.
     max_age_s = int(time.time() - (gap_opened + 2))
     config = write_config(tmp_path, mcpServers=upstream, store={**store, "max_age": f"{max_age_s}s"})
-    pruned = subprocess.run([simroute_executable(), "prune", "--config", str(config)], capture_output=True, text=True, timeout=120)
+    pruned = subprocess.run(
+        [simroute_executable(), "prune", "--config", str(config)], capture_output=True, text=True, timeout=120
+    )
     assert pruned.returncode == 0 and "pruned 1 record(s)" in pruned.stdout, pruned.stdout + pruned.stderr
     # "old" went; the named recording is older still and stays; "fresh" is within max_age.
     assert sorted(r["arguments"]["text"] for r in records_of(config)) == ["fresh", "named"]
@@ -93,7 +101,9 @@ async def test_simroute_drain_completes_pending_shadow_work_in_a_redis_store(mak
     queue = redis.Redis(host="127.0.0.1", port=redis_server.port)
     assert queue.xlen("simroute:shadow") == 1
 
-    out = subprocess.run([simroute_executable(), "drain", "--config", str(config)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [simroute_executable(), "drain", "--config", str(config)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0 and "completed 1 pending shadow record(s)" in out.stdout, out.stdout + out.stderr
     [done] = records_of(config)
     assert done["status"] == "complete" and done["id"] == pending["id"]

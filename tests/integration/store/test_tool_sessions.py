@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from kit.redis import RedisServer
 
-from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.records import Record
-from shadow.store.redis.store import RedisStore
-from shadow.store.sqlite.store import SQLiteStore
+from calls import Call, Decision, Observation, Provenance, Route
+from records.record import Record
+from records.store.redis.store import RedisStore
+from records.store.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.integration
 
@@ -51,11 +51,18 @@ async def test_the_sessions_of_a_tool_newest_first(store):
     await store.upsert([record("alice/old", NOW - 50), record("alice/old", NOW - 49)])
     await store.upsert([record("ci/golden", NOW - 40), record("bob/b", NOW - 30), record("alice/new", NOW - 20)])
     await store.upsert([record("alice/old", NOW - 10)])  # alice/old's newest record is now the newest of all
-    await store.upsert([record("alice/sim", NOW - 5, provenance=Provenance.SIM), record("alice/log", NOW - 1, tool="git_log")])
+    await store.upsert(
+        [record("alice/sim", NOW - 5, provenance=Provenance.SIM), record("alice/log", NOW - 1, tool="git_log")]
+    )
     found = await store.tool_sessions("mcp", "git", "git_status", exclude_session="alice/now", limit=8)
     assert found == ["alice/old", "alice/new", "bob/b", "ci/golden"]
-    assert await store.tool_sessions("mcp", "git", "git_status", exclude_session="alice/old", limit=2) == ["alice/new", "bob/b"]
-    scoped = await store.tool_sessions("mcp", "git", "git_status", exclude_session="alice/now", limit=8, namespaces=("alice/", "ci/"))
+    assert await store.tool_sessions("mcp", "git", "git_status", exclude_session="alice/old", limit=2) == [
+        "alice/new",
+        "bob/b",
+    ]
+    scoped = await store.tool_sessions(
+        "mcp", "git", "git_status", exclude_session="alice/now", limit=8, namespaces=("alice/", "ci/")
+    )
     assert scoped == ["alice/old", "alice/new", "ci/golden"]
     assert await store.tool_sessions("mcp", "git", "git_status", exclude_session="x", limit=8, namespaces=()) == []
     assert await store.tool_sessions("mcp", "git", "git_diff", exclude_session="x", limit=8) == []

@@ -13,13 +13,13 @@ from kit.shell_world import StandInSandbox
 
 from backends.shell.screen import ShellResult
 from backends.world_state.simulation import StatefulSimulator
+from calls import Call, Observation, Provenance, Route, Session
 from policies.chain import default_policies
 from policies.rules import parse_rule
+from records.shared_state.session_state_redis import RedisSessionState
+from records.store.redis.store import RedisStore
 from router.addons.world_state import WorldStateKeeper
 from router.runtime.addon_chain import shared_slices
-from router.types import Call, Observation, Provenance, Route, Session
-from shadow.store.redis.session_state import RedisSessionState
-from shadow.store.redis.store import RedisStore
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,14 @@ def shell(command: str) -> Call:
 
 
 def request(method: str, path: str, body=None) -> Call:
-    arguments = {"method": method, "url": f"https://api.test{path}", "path": path, "query": {}, "headers": {}, "body": body}
+    arguments = {
+        "method": method,
+        "url": f"https://api.test{path}",
+        "path": path,
+        "query": {},
+        "headers": {},
+        "body": body,
+    }
     return Call("http", "api.test", method, arguments, "agent")
 
 
@@ -39,7 +46,10 @@ async def created(call: Call) -> Observation:
 
     body = json.dumps({"id": 7, **call.arguments["body"]}).encode()
     return observation_of(
-        response_record(201, "", [("Content-Type", "application/json")], encode_body(body, limit=len(body)), decoded=False), Provenance.REAL
+        response_record(
+            201, "", [("Content-Type", "application/json")], encode_body(body, limit=len(body)), decoded=False
+        ),
+        Provenance.REAL,
     )
 
 
@@ -76,4 +86,40 @@ async def test_two_replicas_continue_one_sessions_world_state(tmp_path, redis_se
     read = (await b.handle(request("GET", "/items/7"), on_b, created)).observation  # simulated on B, from A's state
     assert json.loads(read.structured["body"]) == {"id": 7, "name": "kept"} and read.source.sub == "state"
     assert NoModel.calls == 0
+    await store.aclose()
+
+
+async def test_a_replica_reads_the_shared_world_only_when_another_one_saved_it(tmp_path, redis_server: RedisServer):
+    """The world (up to 256 KB) is not read from Redis on every call: only when the
+    session's last save came from another replica (the version loaded with the claim)."""
+    from kit.engine import make_engine
+
+    store = RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}")
+    replicas, reads = [], {"a": 0, "b": 0}
+    for name in ("a", "b"):
+        engine, _ = await make_engine(tmp_path / name, store=store)
+        state = engine.session_state = RedisSessionState(store, ttl_s=600, loaded=shared_slices())
+        engine.policies = default_policies(rules=[], mode=Route.SIM)
+        engine.simulator = StatefulSimulator(NoModel())
+        engine.addons.add(WorldStateKeeper())
+
+        def counting(read, name=name):
+            async def counted(*args, **kwargs):
+                reads[name] += 1
+                return await read(*args, **kwargs)
+
+            return counted
+
+        state.read = counting(state.read)  # type: ignore[method-assign]
+        replicas.append(engine)
+    a, b = replicas
+    on_a, on_b, sandbox = Session("agent"), Session("agent"), StandInSandbox()
+    for command in ("echo one > f", "echo two >> f", "cat f"):
+        await a.handle(shell(command), on_a, sandbox)
+    assert reads == {"a": 0, "b": 0}  # one replica alone: its own copy is the newest
+    answer = (await b.handle(shell("cat f"), on_b, sandbox)).observation
+    assert ShellResult.from_structured(answer.structured).output == "one\ntwo\n" and reads == {"a": 0, "b": 1}
+    await b.handle(shell("echo three >> f"), on_b, sandbox)
+    answer = (await a.handle(shell("cat f"), on_a, sandbox)).observation
+    assert ShellResult.from_structured(answer.structured).output == "one\ntwo\nthree\n" and reads == {"a": 1, "b": 1}
     await store.aclose()

@@ -38,7 +38,9 @@ async def test_simulated_browser_without_chromium_answers_like_the_real_one(make
         assert meta["provenance"] == "real" and real_page["title"] == "About"
 
         # Same record store, simulated, and no Chromium at all.
-        sim_config = make_config(mode="sim", world_model=world_model(), browser={"executable_path": "/nonexistent/chromium"})
+        sim_config = make_config(
+            mode="sim", world_model=world_model(), browser={"executable_path": "/nonexistent/chromium"}
+        )
         async with stdio_client(sim_config) as client:
             # Refused without the model, as the real browser refuses: no page yet.
             result, text, _, meta = await call(client, "browser_snapshot")
@@ -51,7 +53,9 @@ async def test_simulated_browser_without_chromium_answers_like_the_real_one(make
             assert text.startswith("- Page URL: ") and "- Page Snapshot:\n```yaml\n" in text
             assert {"url", "title", "snapshot", "truncated"} <= set(page)
             assert isinstance(page["snapshot"], str) and page["snapshot"].strip()
-            assert page["url"] == real_page["url"] == site.url("/about")  # where the agent navigated, as the real browser says
+            assert (
+                page["url"] == real_page["url"] == site.url("/about")
+            )  # where the agent navigated, as the real browser says
 
             # An element the simulated page did not show: an error naming the ref, no model call.
             result, text, _, meta = await call(client, "browser_click", ref="e999")
@@ -62,14 +66,18 @@ async def test_simulated_browser_without_chromium_answers_like_the_real_one(make
             if refs:  # a ref the simulated page did show is simulated, not refused
                 result, text, _, meta = await call(client, "browser_click", ref=refs[-1])
                 assert meta["provenance"] == "sim" and "not found in the current page snapshot" not in text
-        assert "/about" in site.requests and site.requests.count("/about") == 1  # the simulated session never hit the site
+        assert (
+            "/about" in site.requests and site.requests.count("/about") == 1
+        )  # the simulated session never hit the site
 
 
 async def test_a_rule_overrides_the_sessions_pinned_route(make_config):
     with WebPages() as site:
         config = make_config(
             world_model=world_model(),
-            rules=[{"name": "sim-snapshots", "match": {"channel": "browser", "tool": "browser_snapshot"}, "route": "sim"}],
+            rules=[
+                {"name": "sim-snapshots", "match": {"channel": "browser", "tool": "browser_snapshot"}, "route": "sim"}
+            ],
         )
         async with stdio_client(config) as client:
             _, _, page, first = await call(client, "browser_navigate", url=site.url("/"))

@@ -1,5 +1,5 @@
 """`simroute compare-models` as a user runs it, on a store filled by real runs of the
-test toolbox (a stateful account: text tools, no output schema, so both engines get
+test toolbox (a stateful account: text tools, no output schema, so both model runners get
 the same GBNF grammar): the bundled GGUF in-process against the same file served by
 llama-cpp-python's server, both at temperature 0. A handful of calls: the machine is shared."""
 
@@ -39,7 +39,7 @@ def recorded(tmp_path_factory) -> dict:
     config = write_config(
         folder,
         mcpServers={"toolbox": toolbox_server(TOOLBOX_BALANCE=str(folder / "balance"))},
-        # The same prompt for both engines: no prefilled marker (a server gets plain
+        # The same prompt for both model runners: no prefilled marker (a server gets plain
         # messages), signatures as the tool list, one generation budget.
         world_model={
             "model_path": str(model_path()),
@@ -77,7 +77,10 @@ def compared(recorded, llama_server) -> dict:
         timeout=900,
     )
     assert done.returncode == 0, done.stderr
-    return {"document": json.loads(done.stdout), "prompts": [json.loads(line) for line in prompts.read_text().splitlines()]}
+    return {
+        "document": json.loads(done.stdout),
+        "prompts": [json.loads(line) for line in prompts.read_text().splitlines()],
+    }
 
 
 def answer(row: dict) -> str:
@@ -116,7 +119,9 @@ def test_no_held_out_answer_reaches_a_prompt(recorded, compared):
     assert all("balance 5" in json.dumps(p["messages"]) for p in balance_prompts)
     for prompt in prompts:
         text = json.dumps(prompt["messages"], ensure_ascii=False)
-        seen_before = {answer(row) for row in rows if row["session"] == prompt["session"] and row["step"] < prompt["step"]}
+        seen_before = {
+            answer(row) for row in rows if row["session"] == prompt["session"] and row["step"] < prompt["step"]
+        }
         for row in rows:
             if row["session"] in recorded["held_out"] and answer(row) not in seen_before | train_answers:
                 assert json.dumps(answer(row))[1:-1] not in text, (prompt["session"], prompt["step"], answer(row))

@@ -13,7 +13,7 @@ from kit.real_answers import http_answers, mcp_answers, shell_answers
 
 from backends.world_model.gates import real_examples, repeatable, screen_answer
 from backends.world_model.gates.sources import answer_text, row_observation
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 pytestmark = pytest.mark.integration
 
@@ -58,12 +58,17 @@ async def test_another_entitys_real_answer_and_degenerate_text_are_refused(corpu
     a small model copies from an example), or degenerate text, is refused."""
     swapped = 0
     for row, _ in judged(corpus):
-        if row["tool"] not in ("get_current_time", "workspace_info", "echo", "get_price") or row_observation(row).is_error:
+        if (
+            row["tool"] not in ("get_current_time", "workspace_info", "echo", "get_price")
+            or row_observation(row).is_error
+        ):
             continue
         donor = next(
             other
             for other in corpus
-            if other["tool"] == row["tool"] and other["arguments"] != row["arguments"] and not row_observation(other).is_error
+            if other["tool"] == row["tool"]
+            and other["arguments"] != row["arguments"]
+            and not row_observation(other).is_error
         )
         if answer_text("mcp", row_observation(donor)) == answer_text("mcp", row_observation(row)):
             continue

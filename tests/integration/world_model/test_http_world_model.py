@@ -44,15 +44,21 @@ def test_simulated_requests_answer_as_http_with_the_recorded_example(tmp_path, u
 
 
 def test_shadowed_requests_serve_real_and_compare_with_the_model(tmp_path, upstream):
-    config = http_config(tmp_path, world_model=WORLD_MODEL, mode="shadow", shadow={"drain_on_start": False, "stop_grace_s": 0})
+    config = http_config(
+        tmp_path, world_model=WORLD_MODEL, mode="shadow", shadow={"drain_on_start": False, "stop_grace_s": 0}
+    )
     p = start_proxy(config)
     try:
-        response = httpx.Client(proxy=p.url, timeout=180).get(f"{upstream}/json", headers={"X-Simroute-Session": "agent"})
+        response = httpx.Client(proxy=p.url, timeout=180).get(
+            f"{upstream}/json", headers={"X-Simroute-Session": "agent"}
+        )
     finally:
         p.stop()
     assert response.headers["x-simroute-provenance"] == "real" and response.json()["ok"] is True
     assert p.records()[-1]["status"] == "pending"  # the stop left the shadow side to drain
-    subprocess.run([simroute_executable(), "drain", "--config", str(config)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [simroute_executable(), "drain", "--config", str(config)], check=True, capture_output=True, timeout=300
+    )
     row = p.records()[-1]
     assert row["status"] == "complete" and row["shadow"]["provenance"] == "sim"
     assert row["divergence"] is not None and 0 <= row["divergence"] <= 1
@@ -60,12 +66,25 @@ def test_shadowed_requests_serve_real_and_compare_with_the_model(tmp_path, upstr
 
 def test_an_api_that_does_not_exist_is_simulated_over_https(tmp_path):
     config = http_config(
-        tmp_path, world_model={**WORLD_MODEL, "initial_state": {"api.offline.test": "A JSON API of users; user 1 is Ada."}}, mode="sim"
+        tmp_path,
+        world_model={**WORLD_MODEL, "initial_state": {"api.offline.test": "A JSON API of users; user 1 is Ada."}},
+        mode="sim",
     )
     p = start_proxy(config)
     try:
         out = subprocess.run(
-            ["curl", "-s", "-i", "--max-time", "150", "-x", p.url, "--cacert", str(p.ca_cert), "https://api.offline.test/v1/users/1"],
+            [
+                "curl",
+                "-s",
+                "-i",
+                "--max-time",
+                "150",
+                "-x",
+                p.url,
+                "--cacert",
+                str(p.ca_cert),
+                "https://api.offline.test/v1/users/1",
+            ],
             capture_output=True,
             text=True,
             timeout=180,

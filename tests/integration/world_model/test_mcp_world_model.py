@@ -50,7 +50,9 @@ async def test_shadow_record_completed_by_drain_after_disconnect(make_config):
 
     [pending] = records_of(config)
     assert pending["status"] == "pending" and pending["shadow"] is None  # never silently one-sided
-    out = subprocess.run([simroute_executable(), "drain", "--config", str(config)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [simroute_executable(), "drain", "--config", str(config)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     [record] = records_of(config)
     assert record["status"] == "complete"

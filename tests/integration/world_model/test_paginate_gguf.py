@@ -12,7 +12,10 @@ from kit.mcp import call_tool
 # The bundled GGUF model runs in this test, against deadlines: one test at a time (`serial`).
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
-PAGES = {"seed": 1, "rules": [{"name": "pages", "kind": "paginate", "page_size": 2, "match": {"tool": "list_products"}}]}
+PAGES = {
+    "seed": 1,
+    "rules": [{"name": "pages", "kind": "paginate", "page_size": 2, "match": {"tool": "list_products"}}],
+}
 
 
 async def test_a_simulated_listing_is_served_in_pages_that_follow_each_other(make_config):
@@ -21,7 +24,10 @@ async def test_a_simulated_listing_is_served_in_pages_that_follow_each_other(mak
     async with stdio_client(recording, timeout=180) as client:  # a real listing: the model's example
         await call_tool(client, "list_products", category="lamps")
     simulated = make_config(
-        mcpServers={"catalog": catalog_server()}, world_model=world_model, mode="sim", perturbations={"apply": "p", "plans": {"p": PAGES}}
+        mcpServers={"catalog": catalog_server()},
+        world_model=world_model,
+        mode="sim",
+        perturbations={"apply": "p", "plans": {"p": PAGES}},
     )
     async with stdio_client(simulated, timeout=180) as client:
         first, _, page = await call_tool(client, "list_products", category="lamps")
@@ -33,8 +39,12 @@ async def test_a_simulated_listing_is_served_in_pages_that_follow_each_other(mak
             assert not result.is_error and meta_of(result)["perturbation"]["page"] == len(pages) + 1
             pages.append(page)
             cursor = page.get("next_cursor")
-    assert all(1 <= len(page["products"]) <= 2 and all(set(p) == {"name", "price"} for p in page["products"]) for page in pages)
+    assert all(
+        1 <= len(page["products"]) <= 2 and all(set(p) == {"name", "price"} for p in page["products"]) for page in pages
+    )
     assert all(page.get("next_cursor") for page in pages[:-1]) and not pages[-1].get("next_cursor")
     [listing] = [row["unperturbed"] for row in records_of(simulated) if row.get("perturbation", {}).get("page") == 1]
     assert listing["provenance"] == "sim"
-    assert [p for page in pages for p in page["products"]] == listing["structured"]["products"]  # consistent: no gap, no overlap
+    assert [p for page in pages for p in page["products"]] == listing["structured"][
+        "products"
+    ]  # consistent: no gap, no overlap

@@ -17,15 +17,15 @@ from backends.browser.page_state import PageState
 from backends.http.messages import HttpSettings, encode_body, make_call, observation_of, response_record
 from backends.shell.screen import ShellResult
 from backends.world_model.checks import check
-from backends.world_model.engine import ModelUnavailable
 from backends.world_model.http_domain import HttpDomain
-from backends.world_model.llama_engine import LlamaCppEngine
+from backends.world_model.llama_runner import LlamaCppRunner
 from backends.world_model.mcp_domain import McpDomain
-from backends.world_model.openai_engine import OpenAICompatibleEngine
+from backends.world_model.model_runner import ModelUnavailable
+from backends.world_model.openai_runner import OpenAICompatibleRunner
 from backends.world_model.simulator import WorldModelSimulator
 from backends.world_model.terminal_domain import TerminalDomain
 from backends.world_model.web_domain import WebDomain
-from router.types import Call, Observation, Provenance, Session
+from calls import Call, Observation, Provenance, Session
 from shadow.compare.divergence import divergence
 
 # The bundled GGUF model runs in these tests, against deadlines: one test at a time (`serial`).
@@ -38,7 +38,11 @@ NOTES_TOOLS = [
         "description": "Create a note; answers its id.",
         "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}, "body": {"type": "string"}}},
     },
-    {"name": "list_notes", "description": "List the notes, one per line.", "inputSchema": {"type": "object", "properties": {}}},
+    {
+        "name": "list_notes",
+        "description": "List the notes, one per line.",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
     {
         "name": "get_note",
         "description": "One note's title and body.",
@@ -48,11 +52,11 @@ NOTES_TOOLS = [
 
 
 @pytest.fixture(scope="module")
-async def engine():
-    engine = LlamaCppEngine(model_path(), n_ctx=4096, cached_sessions=2, prefill=PREFILL)
-    await engine.start()
-    yield engine
-    await engine.aclose()
+async def model_runner():
+    model_runner = LlamaCppRunner(model_path(), n_ctx=4096, cached_sessions=2, prefill=PREFILL)
+    await model_runner.start()
+    yield model_runner
+    await model_runner.aclose()
 
 
 # --- recorded rows, as the real backends record them ------------------------------
@@ -84,7 +88,11 @@ def shell_rows():
             Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured()),
         )
 
-    return [shell("ls", "notes\nreport.txt\n"), shell("wc -l report.txt", "3 report.txt\n"), shell("grep -c todo report.txt", "0\n", 1)]
+    return [
+        shell("ls", "notes\nreport.txt\n"),
+        shell("wc -l report.txt", "3 report.txt\n"),
+        shell("grep -c todo report.txt", "0\n", 1),
+    ]
 
 
 def http_call(path, session="s"):
@@ -114,7 +122,9 @@ def http_rows():
 
 def web_rows():
     page = PageState(
-        "http://shop.test/", "Shop", '- heading "Shop" [level=1] [ref=e2]\n- link "Items" [ref=e3]\n- button "Sign in" [ref=e4]'
+        "http://shop.test/",
+        "Shop",
+        '- heading "Shop" [level=1] [ref=e2]\n- link "Items" [ref=e3]\n- button "Sign in" [ref=e4]',
     )
     return [
         row(
@@ -127,12 +137,16 @@ def web_rows():
     ]
 
 
-def simulator(engine, rows=()):
+def simulator(model_runner, rows=()):
     records = list(rows)
     return WorldModelSimulator(
-        engine,
+        model_runner,
         domains={
-            "mcp": McpDomain(tools_for=lambda server: NOTES_TOOLS, output_schema_for=lambda s, t: None, records_for=lambda call: records),
+            "mcp": McpDomain(
+                tools_for=lambda server: NOTES_TOOLS,
+                output_schema_for=lambda s, t: None,
+                records_for=lambda call: records,
+            ),
             "shell": TerminalDomain(records_for=lambda call: records),
             "http": HttpDomain(records_for=lambda call: records),
             "browser": WebDomain(records_for=lambda call: records),
@@ -147,9 +161,15 @@ CALLS = {
         Call("mcp", "notes", "get_note", {"note_id": 1}, ""),
         Call("mcp", "notes", "create_note", {"title": "b", "body": "c"}, ""),
     ],
-    "shell": [Call("shell", "shell", "shell_exec", {"command": c}, "") for c in ("ls", "cat report.txt", "mkdir -p out && cd out")],
+    "shell": [
+        Call("shell", "shell", "shell_exec", {"command": c}, "")
+        for c in ("ls", "cat report.txt", "mkdir -p out && cd out")
+    ],
     "http": [http_call(p) for p in ("/items", "/items/1", "/items/2")],
-    "browser": [Call("browser", "browser", "browser_navigate", {"url": u}, "") for u in ("http://shop.test/", "http://shop.test/items")],
+    "browser": [
+        Call("browser", "browser", "browser_navigate", {"url": u}, "")
+        for u in ("http://shop.test/", "http://shop.test/items")
+    ],
 }
 ROWS = {
     "mcp": [
@@ -164,8 +184,8 @@ ROWS = {
 
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 @pytest.mark.parametrize("channel", ["mcp", "shell", "http", "browser"])
-async def test_every_answer_is_well_formed_for_its_channel(engine, channel, warm):
-    sim = simulator(engine, ROWS[channel] if warm else ())
+async def test_every_answer_is_well_formed_for_its_channel(model_runner, channel, warm):
+    sim = simulator(model_runner, ROWS[channel] if warm else ())
     json_route = warm and channel == "http"
     for i, template in enumerate(CALLS[channel]):
         call = Call(template.channel, template.server, template.tool, template.arguments, f"{channel}-{warm}-{i}")
@@ -179,19 +199,21 @@ async def test_every_answer_is_well_formed_for_its_channel(engine, channel, warm
             assert observation.structured["url"] == call.arguments["url"]
 
 
-async def test_the_system_prompt_is_read_once_for_every_new_session(engine):
-    sim = simulator(engine)
+async def test_the_system_prompt_is_read_once_for_every_new_session(model_runner):
+    sim = simulator(model_runner)
     call = CALLS["mcp"][0]
     first = sim.messages_for(call, Session("a"))
-    system_tokens = engine.count_tokens(first[0]["content"])
-    one = await engine.complete(first, session_id="sys-a", deadline_s=600, max_tokens=4)
+    system_tokens = model_runner.count_tokens(first[0]["content"])
+    one = await model_runner.complete(first, session_id="sys-a", deadline_s=600, max_tokens=4)
     # Another session (on another context of the pool) with the same system prompt.
     other = sim.messages_for(Call("mcp", "notes", "get_note", {"note_id": 7}, "b"), Session("b"))
-    two = await engine.complete(other, session_id="sys-b", deadline_s=600, max_tokens=4)
-    three = await engine.complete(other, session_id="sys-c", deadline_s=600, max_tokens=4)
+    two = await model_runner.complete(other, session_id="sys-b", deadline_s=600, max_tokens=4)
+    three = await model_runner.complete(other, session_id="sys-c", deadline_s=600, max_tokens=4)
     assert system_tokens > 200
     assert two.evaluated_tokens < 0.5 * system_tokens and three.evaluated_tokens < 0.5 * system_tokens
-    assert one.evaluated_tokens > system_tokens or one.evaluated_tokens < 0.5 * system_tokens  # first ever, or already shared
+    assert (
+        one.evaluated_tokens > system_tokens or one.evaluated_tokens < 0.5 * system_tokens
+    )  # first ever, or already shared
 
 
 async def test_a_gguf_without_a_chat_template_works_with_chat_format(tmp_path):
@@ -214,10 +236,10 @@ async def test_a_gguf_without_a_chat_template_works_with_chat_format(tmp_path):
         capture_output=True,
     )
     messages = [{"role": "system", "content": "You answer briefly."}, {"role": "user", "content": "Say hello."}]
-    without = LlamaCppEngine(bare, n_ctx=512, cached_sessions=1)
+    without = LlamaCppRunner(bare, n_ctx=512, cached_sessions=1)
     with pytest.raises(ModelUnavailable, match="chat_format"):
         await without.complete(messages, session_id="x", deadline_s=300, max_tokens=4)
-    with_format = LlamaCppEngine(bare, n_ctx=512, cached_sessions=1, chat_format="chatml")
+    with_format = LlamaCppRunner(bare, n_ctx=512, cached_sessions=1, chat_format="chatml")
     try:
         completion = await with_format.complete(messages, session_id="x", deadline_s=300, max_tokens=8)
     finally:
@@ -254,8 +276,8 @@ class _StubChat(BaseHTTPRequestHandler):
 async def test_an_endpoint_answering_malformed_text_is_asked_once_more_then_errs_clearly():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _StubChat)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    engine = OpenAICompatibleEngine(f"http://127.0.0.1:{server.server_address[1]}/v1")
-    sim = WorldModelSimulator(engine, domains={"shell": TerminalDomain()}, max_tokens=96, size_budgets=False)
+    model_runner = OpenAICompatibleRunner(f"http://127.0.0.1:{server.server_address[1]}/v1")
+    sim = WorldModelSimulator(model_runner, domains={"shell": TerminalDomain()}, max_tokens=96, size_budgets=False)
     call = Call("shell", "shell", "shell_exec", {"command": "ls"}, "s")
     try:
         _StubChat.answers[:] = ["I would run ls.", "ls\nREADME.md\n[0] agent@sandbox:/workspace$"]
@@ -263,7 +285,7 @@ async def test_an_endpoint_answering_malformed_text_is_asked_once_more_then_errs
         _StubChat.answers[:] = ["no prompt line here", "still none"]
         failed = await sim.simulate(call, Session("s"), deadline_s=30)
     finally:
-        await engine.aclose()
+        await model_runner.aclose()
         server.shutdown()
     assert not fixed.is_error and fixed.structured["exit_code"] == 0 and fixed.structured["output"] == "README.md"
     assert failed.is_error and failed.provenance is Provenance.SIM
@@ -291,6 +313,11 @@ async def test_a_constant_tool_is_simulated_identically_from_new_sessions(make_c
             answer = await client.call_tool("version", {}, raise_on_error=False)
         assert meta_of(answer)["provenance"] == "sim"
         scores.append(
-            divergence(reference, Observation([{"type": "text", "text": answer.content[0].text}], Provenance.SIM, is_error=answer.is_error))
+            divergence(
+                reference,
+                Observation(
+                    [{"type": "text", "text": answer.content[0].text}], Provenance.SIM, is_error=answer.is_error
+                ),
+            )
         )
     assert sum(score <= 0.1 for score in scores) >= 9, scores

@@ -58,7 +58,9 @@ async def test_one_world_document_is_told_to_an_mcp_server_and_the_http_channel(
         with serving(config, tmp_path / "serve.log", http_port=proxy) as port:
             async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=180) as client:
                 result, text, _ = await call_tool(client, "echo", text="what day is it")
-            with httpx.Client(proxy=f"http://127.0.0.1:{proxy}", timeout=60, headers={"X-Simroute-Session": "agent"}) as http:
+            with httpx.Client(
+                proxy=f"http://127.0.0.1:{proxy}", timeout=60, headers={"X-Simroute-Session": "agent"}
+            ) as http:
                 response = http.get("http://api.lumen.test/v1/today")
     assert meta_of(result)["provenance"] == "sim" and "today is 2031-04-02" in text
     assert response.headers["X-Simroute-Provenance"] == "sim" and response.json() == {"date": "2031-04-02"}
@@ -73,7 +75,9 @@ async def test_one_world_document_is_told_to_an_mcp_server_and_the_http_channel(
         assert "Current date: 2031-04-02\n- ceo: Ada Park\n- city: Lima\n" + WORLD_TEXT in prompt
 
 
-async def test_a_fact_stated_early_in_a_long_session_still_reaches_the_model_when_its_turn_no_longer_fits(make_config, tmp_path):
+async def test_a_fact_stated_early_in_a_long_session_still_reaches_the_model_when_its_turn_no_longer_fits(
+    make_config, tmp_path
+):
     with ModelStub(answer_in_world) as stub:
         config = world_config(make_config, tmp_path, stub, context_tokens=1600, max_tokens=64)
         with serving(config, tmp_path / "serve.log") as port:
@@ -95,7 +99,9 @@ def test_an_episode_world_extends_or_replaces_the_configured_one_on_every_channe
     with ModelStub(answer_in_world) as stub:
         config = world_config(make_config, tmp_path, stub)
         with serving_episodes(config) as served:
-            extended = served.open(options={"world": {"date": "2031-05-01", "facts": {"city": "Quito", "order 7": "late"}}})
+            extended = served.open(
+                options={"world": {"date": "2031-05-01", "facts": {"city": "Quito", "order 7": "late"}}}
+            )
             told = served.call(extended, "echo", text="what day is it")
             assert told["info"]["provenance"] == "sim" and "today is 2031-05-01" in text_of(told)
             mcp_prompt = prompt_of(stub.bodies[-1])
@@ -104,8 +110,13 @@ def test_an_episode_world_extends_or_replaces_the_configured_one_on_every_channe
             for step in (told, fetched):  # an episode's MCP and HTTP answers name their source alike
                 assert step["observation"]["result"]["_meta"]["simroute"]["source"] == {"sub": "model", "model": "stub"}
             http_prompt = prompt_of(stub.bodies[-1])
-            for prompt in (mcp_prompt, http_prompt):  # its date and facts win; the configured ones it does not override stay
-                assert "Current date: 2031-05-01\n- ceo: Ada Park\n- city: Quito\n- order 7: late\n" + WORLD_TEXT in prompt
+            for prompt in (
+                mcp_prompt,
+                http_prompt,
+            ):  # its date and facts win; the configured ones it does not override stay
+                assert (
+                    "Current date: 2031-05-01\n- ceo: Ada Park\n- city: Quito\n- order 7: late\n" + WORLD_TEXT in prompt
+                )
                 assert "2031-04-02" not in prompt.split("## Facts")[0]
             # The HTTP prompt's history is this host's only: the MCP answer's fact comes in the facts block.
             assert "today is 2031-05-01" in http_prompt.split("## Facts stated earlier in this session")[1]
@@ -113,11 +124,16 @@ def test_an_episode_world_extends_or_replaces_the_configured_one_on_every_channe
             replaced = served.open(options={"world": {"replace": True, "text": "An island with one lighthouse."}})
             served.call(replaced, "echo", text="where am I")
             prompt = prompt_of(stub.bodies[-1])
-            assert "An island with one lighthouse." in prompt and "Ada Park" not in prompt and "Current date" not in prompt
+            assert (
+                "An island with one lighthouse." in prompt and "Ada Park" not in prompt and "Current date" not in prompt
+            )
 
             plain = served.open(options={"world": "The warehouse flooded last night."})
             served.call(plain, "echo", text="status")
             prompt = prompt_of(stub.bodies[-1])
             assert (
-                "Current date: 2031-04-02\n- ceo: Ada Park\n- city: Lima\n" + WORLD_TEXT + "\n\nThe warehouse flooded last night." in prompt
+                "Current date: 2031-04-02\n- ceo: Ada Park\n- city: Lima\n"
+                + WORLD_TEXT
+                + "\n\nThe warehouse flooded last night."
+                in prompt
             )

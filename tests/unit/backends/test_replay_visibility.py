@@ -4,7 +4,7 @@ token's and the shared namespaces', never another token's."""
 from __future__ import annotations
 
 from backends.replay import ReplayBackend
-from router.types import Call
+from calls import Call
 
 
 def backend(**options) -> ReplayBackend:

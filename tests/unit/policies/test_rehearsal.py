@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 from kit.calls import make_call
 
+from calls import Call, Decision, Mode, Route, Session
 from policies.base import decide
 from policies.chain import default_policies
 from policies.marks import Diversions, RoutePins
@@ -17,7 +18,6 @@ from policies.safety import SafetyClassifier
 from policies.safety.verdict import SafetyClass
 from router.config import parse_config
 from router.runtime.policy_chain import build_policies
-from router.types import Call, Decision, Mode, Route, Session
 
 FALLBACK = Decision(Route.REAL, "default", "none")
 
@@ -130,12 +130,17 @@ def test_mode_rehearsal_is_shorthand_and_composes_with_the_section():
 
 def test_rehearsal_config_errors_name_file_line_and_key():
     with pytest.raises(ValueError, match=r"r.yaml:4: rehearsal.allow\[0\].match.comand: unknown match key"):
-        parse_config("mode: rehearsal\nrehearsal:\n  allow:\n    - match: {comand: x}\n      route: real\n", source="r.yaml")
-    with pytest.raises(ValueError, match=r"r.yaml:3: rehearsal.divert.shell\[0\]: Input should be 'safe', 'side_effect' or 'destructive'"):
+        parse_config(
+            "mode: rehearsal\nrehearsal:\n  allow:\n    - match: {comand: x}\n      route: real\n", source="r.yaml"
+        )
+    with pytest.raises(
+        ValueError,
+        match=r"r.yaml:3: rehearsal.divert.shell\[0\]: Input should be 'safe', 'side_effect' or 'destructive'",
+    ):
         parse_config("rehearsal:\n  divert:\n    shell: [harmful]\n", source="r.yaml")
 
 
-def test_the_gate_rejects_routes_other_than_sim_or_deny():
-    with pytest.raises(ValueError, match="on_divert must be sim or deny"):
+def test_the_gate_rejects_routes_other_than_sim_deny_or_fork():
+    with pytest.raises(ValueError, match="on_divert must be sim, deny or fork"):
         RehearsalGate(allow=RulesPolicy([]), on_divert=Route.REAL)
     assert RehearsalGate().diverted_classes("shell") == frozenset({SafetyClass.DESTRUCTIVE})

@@ -1,10 +1,10 @@
 import pytest
 from kit.calls import make_call
 
+from calls import Call, Decision, Route, Session
 from policies.base import decide
 from policies.chain import default_policies
 from policies.rules import parse_rule
-from router.types import Call, Decision, Route, Session
 
 
 def call(tool="get_current_time", server="time", **arguments):
@@ -16,7 +16,10 @@ FALLBACK = Decision(Route.REAL, "default", "none")
 
 def route_of(rules, c, mode=Route.REAL):
     return decide(
-        default_policies(rules=[parse_rule(r, index=i) for i, r in enumerate(rules)], mode=mode), c, Session("s1"), fallback=FALLBACK
+        default_policies(rules=[parse_rule(r, index=i) for i, r in enumerate(rules)], mode=mode),
+        c,
+        Session("s1"),
+        fallback=FALLBACK,
     )
 
 
@@ -27,11 +30,15 @@ def test_first_matching_rule_wins_then_mode():
     ]
     assert route_of(rules, call()) == Decision(Route.REPLAY, "rules:clock", "matched clock")
     assert route_of(rules, call("convert_time")).route is Route.DENY
-    assert route_of(rules, call(server="other", tool="x"), mode=Route.SIM) == Decision(Route.SIM, "mode", "default mode is sim")
+    assert route_of(rules, call(server="other", tool="x"), mode=Route.SIM) == Decision(
+        Route.SIM, "mode", "default mode is sim"
+    )
 
 
 def test_argument_paths_regex_glob_and_literals():
-    rule = parse_rule({"match": {"arguments": {"where.city": "re:^Os", "opts.0": "fast", "limit": 5, "dry": True}}, "route": "sim"})
+    rule = parse_rule(
+        {"match": {"arguments": {"where.city": "re:^Os", "opts.0": "fast", "limit": 5, "dry": True}}, "route": "sim"}
+    )
     assert rule.matches(call(where={"city": "Oslo"}, opts=["fast"], limit=5, dry=True))
     assert not rule.matches(call(where={"city": "Bergen"}, opts=["fast"], limit=5, dry=True))
     assert not rule.matches(call(where={"city": "Oslo"}, opts=["fast"], limit=6, dry=True))
@@ -58,12 +65,19 @@ def http_call(method="POST", url="https://api.example.com:8443/v1/charges?x=1", 
     from backends.http.messages import HttpSettings, make_call
 
     return make_call(
-        method=method, url=url, headers=[("Content-Type", "application/json")], body=body or b"", session_id="s1", settings=HttpSettings()
+        method=method,
+        url=url,
+        headers=[("Content-Type", "application/json")],
+        body=body or b"",
+        session_id="s1",
+        settings=HttpSettings(),
     )
 
 
 def test_http_keys_host_without_port_method_and_path():
-    rule = parse_rule({"match": {"host": "*.example.com", "method": "re:^(POST|PUT)$", "path": "/v1/charges"}, "route": "deny"})
+    rule = parse_rule(
+        {"match": {"host": "*.example.com", "method": "re:^(POST|PUT)$", "path": "/v1/charges"}, "route": "deny"}
+    )
     assert rule.matches(http_call())
     assert not rule.matches(http_call(method="GET"))
     assert not rule.matches(http_call(url="https://api.example.com/v1/refunds"))
@@ -79,7 +93,9 @@ def test_command_key_matches_any_unwrapped_simple_command():
     assert rule.matches(shell("cd app && sudo bash -c 'rm -rf build'"))
     assert not rule.matches(shell("rm -rf /"))
     assert not rule.matches(shell("echo 'rm -rf build'"))  # quoted text is not a command
-    assert parse_rule({"match": {"command": "re:^git push"}, "route": "sim"}).matches(shell("env GIT_TRACE=1 git push -f"))
+    assert parse_rule({"match": {"command": "re:^git push"}, "route": "sim"}).matches(
+        shell("env GIT_TRACE=1 git push -f")
+    )
 
 
 def test_json_path_argument_keys():
@@ -91,6 +107,13 @@ def test_json_path_argument_keys():
     assert body.matches(http_call(body=b'{"amount": 5}'))
 
 
+def test_session_key_routes_named_sessions_apart():
+    rehearsal = parse_rule({"match": {"session": "rehearsal-*", "channel": "http"}, "route": "sim"})
+    assert rehearsal.matches(Call("http", "http://api:8080", "POST", {"path": "/notes"}, "rehearsal-3"))
+    assert not rehearsal.matches(Call("http", "http://api:8080", "POST", {"path": "/notes"}, "recording-1"))
+    assert not rehearsal.matches(Call("mcp", "git", "git_status", {}, "rehearsal-3"))
+
+
 def test_safety_key_and_actions():
     from policies.safety import SafetyClassifier
 
@@ -98,7 +121,9 @@ def test_safety_key_and_actions():
         {"match": {"safety": ["destructive", "unknown"]}, "route": "deny", "name": "no-harm"},
         {"match": {"safety": "safe"}, "route": "real", "shadow_rate": 0.25, "deadline_s": 5, "name": "reads"},
     ]
-    chain = default_policies(rules=[parse_rule(r, index=i) for i, r in enumerate(rules)], mode=Route.SIM, classifier=SafetyClassifier())
+    chain = default_policies(
+        rules=[parse_rule(r, index=i) for i, r in enumerate(rules)], mode=Route.SIM, classifier=SafetyClassifier()
+    )
     harm = decide(chain, call("delete_repo", server="gh"), Session("s1"), fallback=FALLBACK)
     assert (harm.route, harm.policy, harm.safety) == (Route.DENY, "rules:no-harm", "destructive")
     read = decide(chain, call(), Session("s1"), fallback=FALLBACK)

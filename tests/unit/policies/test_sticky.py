@@ -2,12 +2,12 @@
 
 from kit.calls import make_call
 
+from calls import Decision, Route, Session
 from policies.base import decide
 from policies.chain import default_policies
 from policies.marks import RoutePins
 from policies.rules import parse_rule
 from policies.sticky import StickyPolicy
-from router.types import Decision, Route, Session
 
 FALLBACK = Decision(Route.REAL, "default", "none")
 

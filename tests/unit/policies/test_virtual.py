@@ -3,14 +3,16 @@
 import pytest
 from kit.calls import make_call
 
+from calls import Call, Decision, Route
 from policies.virtual import VirtualServers
-from router.types import Call, Decision, Route
 
 SERVERS = VirtualServers({"weather": None, "clock": "golden"})
 
 
 def routed(route: Route, server: str, channel: str = "mcp") -> Decision:
-    return SERVERS.route(make_call(server=server, channel=channel), Decision(route, "rules", "rule 0", safety="safe", deadline_s=3.0))
+    return SERVERS.route(
+        make_call(server=server, channel=channel), Decision(route, "rules", "rule 0", safety="safe", deadline_s=3.0)
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,11 @@ def basic(user: str, password: str) -> str:
 
 def test_tokens_from_config_and_environment():
     tokens = configured_tokens({"ci": "ci-token-0123456789"}, {"SIMROUTE_TOKEN": TOKEN})
-    assert tokens.name_of(TOKEN) == "default" and tokens.name_of("ci-token-0123456789") == "ci" and tokens.name_of("nope") is None
+    assert (
+        tokens.name_of(TOKEN) == "default"
+        and tokens.name_of("ci-token-0123456789") == "ci"
+        and tokens.name_of("nope") is None
+    )
     assert tokens.bearer(f"Bearer {TOKEN}") == "default" and tokens.bearer(f"Basic {TOKEN}") is None
     with pytest.raises(AuthConfigError, match="shorter"):
         configured_tokens({}, {"SIMROUTE_TOKEN": "short"})
@@ -58,7 +62,10 @@ def test_browser_gate_knows_contexts_by_credential():
     credentials = SessionCredentials()
     gate = ProxyGate(session_header="X-Simroute-Session", tokens=Tokens.of({}), browser=credentials)
     credential = credentials.issue("alice/s1")
-    assert gate.session_of("c1", {"Proxy-Authorization": basic(credential["username"], credential["password"])}) == "alice/s1"
+    assert (
+        gate.session_of("c1", {"Proxy-Authorization": basic(credential["username"], credential["password"])})
+        == "alice/s1"
+    )
     with pytest.raises(Refused) as handshake:
         gate.session_of("c2", {})
     assert not handshake.value.record  # the challenge Chromium answers, not a refusal

@@ -12,6 +12,7 @@ from gymnasium.utils.passive_env_checker import check_action_space, check_observ
 from simroute import AnyText, CapacityError, EpisodeError, InvalidRequestError
 from simroute.env import as_text, parse_action
 from simroute.errors import EpisodeConflictError, EpisodeNotFoundError, episode_error
+from simroute.spaces import UNBOUNDED
 
 ODD_TEXTS = [
     "",
@@ -37,7 +38,7 @@ def test_gymnasiums_own_text_space_refuses_what_anytext_admits():
 
 
 def test_a_large_observation_is_in_the_space_and_bounds_still_hold():
-    space = AnyText()
+    space = AnyText(UNBOUNDED)  # the default bound is 65,536 (shared memory's size): an unbounded space is asked for
     assert "x" * 5_000_000 in space
     bounded = AnyText(10, min_length=2)
     assert "ab" in bounded and "a" not in bounded and "a" * 11 not in bounded

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from backends.world_state.shell.commands.base import Context, options, quote_always, quote_if_needed, quote_locale, split_lines, usage_error
+from backends.world_state.shell.commands.base import (
+    Context,
+    options,
+    quote_always,
+    quote_if_needed,
+    quote_locale,
+    split_lines,
+    usage_error,
+)
 from backends.world_state.shell.errors import Unanswerable
 from backends.world_state.shell.filesystem import DIR, FILE, parent_of
 

@@ -101,7 +101,9 @@ def _move_one(ctx: Context, source: str, target: str) -> bool:
         if existing.kind is None:
             raise Unanswerable(f"whether {target} is a directory is not known")
         if node.kind == DIR and existing.kind != DIR:
-            ctx.err(f"mv: cannot overwrite non-directory {quote_always(target)} with directory {quote_always(source)}\n")
+            ctx.err(
+                f"mv: cannot overwrite non-directory {quote_always(target)} with directory {quote_always(source)}\n"
+            )
             return False
         if node.kind != DIR and existing.kind == DIR:
             ctx.err(f"mv: cannot overwrite directory {quote_always(target)} with non-directory\n")

@@ -90,7 +90,9 @@ def _integer(ctx: Context, value: str | None) -> tuple[int, bool]:
         ctx.bash_error(f"printf: {value}: invalid number")
         return 0, False
     sign, digits = match.groups()
-    number = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if digits.startswith("0") else int(digits)
+    number = (
+        int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if digits.startswith("0") else int(digits)
+    )
     return -number if sign == "-" else number, True
 
 

@@ -67,7 +67,12 @@ def wc(ctx: Context, args: list[str]) -> int:
 
 
 def _counts(text: str) -> dict[str, int]:
-    return {"l": text.count("\n"), "w": len(text.split()), "m": len(text), "c": len(text.encode("utf-8", "surrogateescape"))}
+    return {
+        "l": text.count("\n"),
+        "w": len(text.split()),
+        "m": len(text),
+        "c": len(text.encode("utf-8", "surrogateescape")),
+    }
 
 
 def _width(ctx: Context, inputs: list[_Input], columns: int) -> int:

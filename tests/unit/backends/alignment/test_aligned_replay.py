@@ -12,9 +12,9 @@ from kit.calls import make_call
 
 from backends.alignment import AlignedReplay
 from backends.replay import ReplayBackend
-from router.types import Call, Decision, Observation, Provenance, Route, Session, Turn
-from shadow.records import Record
-from shadow.store.sqlite.store import SQLiteStore
+from calls import Call, Decision, Observation, Provenance, Route, Session, Turn
+from records.record import Record
+from records.store.sqlite.store import SQLiteStore
 
 Step = tuple[str, dict[str, Any], str]  # tool, arguments, the answer's text
 
@@ -31,8 +31,16 @@ def warm_up(repo: str) -> list[Step]:
     return [
         ("git_status", {"repo_path": repo}, "On branch main\nUntracked files:\n\tnotes.txt"),
         ("git_add", {"repo_path": repo, "files": ["notes.txt"]}, "Files staged successfully"),
-        ("git_status", {"repo_path": repo}, f"On branch main\nChanges to be committed:\n\tnew file:   {repo}/notes.txt"),
-        ("git_commit", {"repo_path": repo, "message": "Add notes"}, "Changes committed successfully with hash 1a2b3c4d"),
+        (
+            "git_status",
+            {"repo_path": repo},
+            f"On branch main\nChanges to be committed:\n\tnew file:   {repo}/notes.txt",
+        ),
+        (
+            "git_commit",
+            {"repo_path": repo, "message": "Add notes"},
+            "Changes committed successfully with hash 1a2b3c4d",
+        ),
         ("git_log", {"repo_path": repo, "max_count": 1}, "Commit: 1a2b3c4d\nMessage: Add notes"),
     ]
 
@@ -68,15 +76,27 @@ async def record(
             structured={"truncated": True} if change.get("truncated") else None,
         )
         made = Record(
-            call, Decision(Route.REAL, "mode", ""), served, step, keys.exact, ts=ts + step, status=change.get("status", "complete")
+            call,
+            Decision(Route.REAL, "mode", ""),
+            served,
+            step,
+            keys.exact,
+            ts=ts + step,
+            status=change.get("status", "complete"),
         )
-        made.replay_key, made.occurrence, made.perturbation = keys.replay, occurrences[keys.replay], change.get("perturbation")
+        made.replay_key, made.occurrence, made.perturbation = (
+            keys.replay,
+            occurrences[keys.replay],
+            change.get("perturbation"),
+        )
         rows.append(made.to_json())
     await store.upsert(rows)
     return [row["id"] for row in rows]
 
 
-def now_session(steps: Sequence[Step], session: str = "now", *, forgotten: int = 0, servers: dict[int, str] | None = None) -> Session:
+def now_session(
+    steps: Sequence[Step], session: str = "now", *, forgotten: int = 0, servers: dict[int, str] | None = None
+) -> Session:
     """This session after `steps` (its answers simulated; `servers` as `record`'s), its next call claimed."""
     simulated = Observation([{"type": "text", "text": "?"}], Provenance.SIM)
     history = [
@@ -103,7 +123,8 @@ async def test_the_answer_at_the_aligned_position_with_this_sessions_values(stor
     commit = await aligned.answer(git("git_commit", B, message="Store notes"), now_session(now[:3]))
     assert commit is not None and commit.renaming == {A: B, "Add notes": "Store notes"}
     log = await aligned.answer(
-        git("git_log", B, max_count=1), now_session([*now[:3], ("git_commit", {"repo_path": B, "message": "Store notes"}, "")])
+        git("git_log", B, max_count=1),
+        now_session([*now[:3], ("git_commit", {"repo_path": B, "message": "Store notes"}, "")]),
     )
     assert log is not None and log.observation.text == "Commit: 1a2b3c4d\nMessage: Store notes"
 
@@ -161,18 +182,38 @@ async def test_a_session_whose_start_was_dropped_aligns_its_known_calls(store):
 
 async def test_another_tokens_recordings_are_never_read(store):
     await record(store, "alice/warm", warm_up(A))
-    await record(store, "ci/golden", [(tool, arguments, text.upper()) for tool, arguments, text in warm_up(A)], ts=time.time() - 100)
+    await record(
+        store,
+        "ci/golden",
+        [(tool, arguments, text.upper()) for tool, arguments, text in warm_up(A)],
+        ts=time.time() - 100,
+    )
     replay = ReplayBackend(store, namespaced=True, shared_namespaces=["ci"])
     aligned = AlignedReplay(store, replay)
-    own = await aligned.answer(git("git_add", B, session="alice/now", files=["notes.txt"]), now_session(warm_up(B)[:1], "alice/now"))
+    own = await aligned.answer(
+        git("git_add", B, session="alice/now", files=["notes.txt"]), now_session(warm_up(B)[:1], "alice/now")
+    )
     assert own is not None and own.source_session == "alice/warm"
-    shared = await aligned.answer(git("git_add", B, session="bob/now", files=["notes.txt"]), now_session(warm_up(B)[:1], "bob/now"))
-    assert shared is not None and (shared.source_session, shared.observation.text) == ("ci/golden", "FILES STAGED SUCCESSFULLY")
+    shared = await aligned.answer(
+        git("git_add", B, session="bob/now", files=["notes.txt"]), now_session(warm_up(B)[:1], "bob/now")
+    )
+    assert shared is not None and (shared.source_session, shared.observation.text) == (
+        "ci/golden",
+        "FILES STAGED SUCCESSFULLY",
+    )
     assert (
-        await aligned.answer(git("git_add", B, session="carol/x", files=["notes.txt"]), now_session(warm_up(B)[:1], "carol/x")) is not None
+        await aligned.answer(
+            git("git_add", B, session="carol/x", files=["notes.txt"]), now_session(warm_up(B)[:1], "carol/x")
+        )
+        is not None
     )
     solo = AlignedReplay(store, ReplayBackend(store, namespaced=True))
-    assert await solo.answer(git("git_add", B, session="bob/now", files=["notes.txt"]), now_session(warm_up(B)[:1], "bob/now")) is None
+    assert (
+        await solo.answer(
+            git("git_add", B, session="bob/now", files=["notes.txt"]), now_session(warm_up(B)[:1], "bob/now")
+        )
+        is None
+    )
 
 
 async def test_a_call_whose_key_has_only_identical_answers_is_answered_from_them(store):
@@ -182,9 +223,18 @@ async def test_a_call_whose_key_has_only_identical_answers_is_answered_from_them
     aligned = AlignedReplay(store, ReplayBackend(store))
     session = now_session([("git_status", {"repo_path": A}, "")])  # a prefix no recording made
     answer = await aligned.answer(git("git_log", A, max_count=1), session)
-    assert answer is not None and (answer.basis, answer.source_session, answer.observation.text) == ("identical", "two", "Commit: 1a2b3c4d")
+    assert answer is not None and (answer.basis, answer.source_session, answer.observation.text) == (
+        "identical",
+        "two",
+        "Commit: 1a2b3c4d",
+    )
     assert answer.observation.provenance is Provenance.SIM
-    assert await AlignedReplay(store, ReplayBackend(store), min_identical=3).answer(git("git_log", A, max_count=1), session) is None
+    assert (
+        await AlignedReplay(store, ReplayBackend(store), min_identical=3).answer(
+            git("git_log", A, max_count=1), session
+        )
+        is None
+    )
     await record(store, "three", [("git_log", {"repo_path": A, "max_count": 1}, "Commit: 9f9f9f9f")])
     assert await aligned.answer(git("git_log", A, max_count=1), session) is None  # the key's answers differ
 
@@ -217,7 +267,9 @@ class CountingStore:
 
 async def test_a_session_follows_its_recording_reading_only_the_calls_since(store):
     clock = ("get_current_time", {"timezone": "UTC"}, "12:00")
-    await record(store, "warm", [*warm_up(A), clock, clock, clock, *warm_up(A)], servers={5: "time", 6: "time", 7: "time"})
+    await record(
+        store, "warm", [*warm_up(A), clock, clock, clock, *warm_up(A)], servers={5: "time", 6: "time", 7: "time"}
+    )
     counting = CountingStore(store)
     aligned = AlignedReplay(counting, ReplayBackend(store), read_ahead=4)
     session, texts = Session("now"), []
@@ -237,7 +289,7 @@ async def test_a_session_follows_its_recording_reading_only_the_calls_since(stor
 
 
 async def test_a_store_that_cannot_be_read_is_a_miss_not_an_error(store, caplog):
-    from shadow.store.protocol import StoreError
+    from records.store.protocol import StoreError
 
     class Down(CountingStore):
         async def tool_sessions(self, *args: Any, **kwargs: Any) -> list[str]:

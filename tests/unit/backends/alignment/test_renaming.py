@@ -4,7 +4,7 @@ writing it into a recorded answer."""
 from __future__ import annotations
 
 from backends.alignment.renaming import Renaming, kind_of
-from router.types import Observation, Provenance
+from calls import Observation, Provenance
 
 
 def renamed(*pairs: tuple[object, object]) -> Renaming | None:
@@ -35,7 +35,8 @@ def test_a_path_under_a_renamed_prefix_renames_its_head():
 
 
 def test_a_conflict_breaks_the_renaming():
-    assert renamed(({"repo": "/tmp/a"}, {"repo": "/tmp/b"}), ({"repo": "/tmp/a"}, {"repo": "/tmp/c"})) is None  # one value, two images
+    # One value, two images.
+    assert renamed(({"repo": "/tmp/a"}, {"repo": "/tmp/b"}), ({"repo": "/tmp/a"}, {"repo": "/tmp/c"})) is None
     assert renamed(({"b": "main"}, {"b": "main"}), ({"b": "dev"}, {"b": "main"})) is None  # two values, one image
     assert renamed(({"n": 5}, {"n": 6})) is None  # numbers are equal or nothing
     assert renamed(({"flag": True}, {"flag": 1})) is None
@@ -56,15 +57,21 @@ def test_the_answer_gets_this_sessions_values_where_they_stand_whole():
         ({"message": "Add the app"}, {"message": "Add utilities"}),
     )
     assert renaming is not None
-    recorded = text("Path '/tmp/a/repo/app.py' staged; app.py.bak and myapp.py untouched; /tmp/a/repo-old too\nAdd the app")
+    recorded = text(
+        "Path '/tmp/a/repo/app.py' staged; app.py.bak and myapp.py untouched; /tmp/a/repo-old too\nAdd the app"
+    )
     served = renaming.apply(recorded).text
-    assert served == "Path '/tmp/b/work/util.py' staged; app.py.bak and myapp.py untouched; /tmp/a/repo-old too\nAdd utilities"
+    assert (
+        served
+        == "Path '/tmp/b/work/util.py' staged; app.py.bak and myapp.py untouched; /tmp/a/repo-old too\nAdd utilities"
+    )
 
 
 def test_renaming_is_one_pass_and_the_longest_value_first():
     renaming = renamed(({"a": "alpha", "b": "alphabet"}, {"a": "beta", "b": "alpha"}))
     assert renaming is not None
-    assert renaming.apply(text("alphabet then alpha")).text == "alpha then beta"  # what was written in is not renamed again
+    # What was written in is not renamed again.
+    assert renaming.apply(text("alphabet then alpha")).text == "alpha then beta"
 
 
 def test_short_values_align_but_are_not_written_and_structured_content_is_renamed():
@@ -76,7 +83,10 @@ def test_short_values_align_but_are_not_written_and_structured_content_is_rename
         structured={"/srv/one": {"branch": "v1", "files": ["/srv/one/x"]}},
     )
     served = renaming.apply(recorded)
-    assert served.content == [{"type": "text", "text": "v1 at /srv/two"}, {"type": "image", "data": "/srv/one", "mimeType": "image/png"}]
+    assert served.content == [
+        {"type": "text", "text": "v1 at /srv/two"},
+        {"type": "image", "data": "/srv/one", "mimeType": "image/png"},
+    ]
     assert served.structured == {"/srv/two": {"branch": "v1", "files": ["/srv/two/x"]}}
 
 

@@ -11,7 +11,12 @@ def git(tool: str, repo: str, **arguments) -> object:
     return make_call(tool, {"repo_path": repo, **arguments}, server="git")
 
 
-RECORDED = [git("git_status", "/a"), git("git_add", "/a", files=["x.py"]), git("git_status", "/a"), git("git_commit", "/a", message="m")]
+RECORDED = [
+    git("git_status", "/a"),
+    git("git_add", "/a", files=["x.py"]),
+    git("git_status", "/a"),
+    git("git_commit", "/a", message="m"),
+]
 
 
 def test_the_call_stands_after_the_calls_this_session_made():
@@ -33,4 +38,5 @@ def test_a_window_of_known_calls_aligns_at_its_earliest_place():
     known = [git("git_add", "/b", files=["y.py"])]  # this session's start is no longer known
     found = align(recorded, known, git("git_status", "/b"), anchored=False)
     assert found is not None and found.position == 3
-    assert align(recorded, known, git("git_status", "/b"), anchored=True) is None  # anchored, it would be the first call's successor
+    # Anchored, it would be the first call's successor.
+    assert align(recorded, known, git("git_status", "/b"), anchored=True) is None

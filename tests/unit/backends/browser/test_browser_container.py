@@ -39,7 +39,9 @@ def options_of(args: list[str]) -> dict[str, list[str]]:
 
 def test_the_container_is_hardened_and_labelled_with_its_owner():
     config = parse_config("browser:\n  limits: {memory: 3g, pids: 2000}\n").browser
-    options = options_of(run_arguments(config, owner="host:1:2", name="simroute-browser-1-abc", proxy_folder=Path("/tmp/x")))
+    options = options_of(
+        run_arguments(config, owner="host:1:2", name="simroute-browser-1-abc", proxy_folder=Path("/tmp/x"))
+    )
     assert {"--rm", "--interactive", "--read-only", "--init"} <= set(options)
     assert options["--user"] == ["1000:1000"] and options["--cap-drop"] == ["ALL"]
     assert options["--security-opt"] == ["no-new-privileges"]

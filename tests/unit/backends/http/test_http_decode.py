@@ -22,7 +22,11 @@ def test_small_bodies_decode_whole():
 
 def test_bombs_stop_at_the_ceiling_and_say_so():
     member = gzip.compress(bytes(8 << 20))
-    for data, encoding in ((member * 16, "gzip"), (brotli.compress(bytes(64 << 20)), "br"), (zstandard.compress(bytes(64 << 20)), "zstd")):
+    for data, encoding in (
+        (member * 16, "gzip"),
+        (brotli.compress(bytes(64 << 20)), "br"),
+        (zstandard.compress(bytes(64 << 20)), "zstd"),
+    ):
         decoded = decode_bounded(data, encoding, max_bytes=4 << 20)
         assert decoded.decoded and len(decoded.data) <= 4 << 20 and "stopped at" in decoded.note(), encoding
         assert len(decoded.data) <= max(len(data) * 100, 64 * 1024)

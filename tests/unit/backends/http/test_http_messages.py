@@ -17,8 +17,8 @@ from backends.http.messages import (
     response_parts,
     response_record,
 )
+from calls import Observation, Provenance
 from policies.rules import parse_rule
-from router.types import Observation, Provenance
 
 
 def call(
@@ -42,12 +42,17 @@ def test_a_request_becomes_a_call_with_selected_headers_and_a_json_body():
         "body": {"name": "x"},
     }
     assert "authorization" not in c.arguments["headers"]  # only record_headers go into a call
-    assert render_request(c).startswith("POST /v1/items?a=1&b=2 HTTP/1.1\nHost: api.example.com\nContent-Type: application/json\n\n{")
+    assert render_request(c).startswith(
+        "POST /v1/items?a=1&b=2 HTTP/1.1\nHost: api.example.com\nContent-Type: application/json\n\n{"
+    )
 
 
 def test_rules_match_http_calls_by_host_method_and_path():
     rule = parse_rule(
-        {"match": {"channel": "http", "server": "*.example.com", "tool": "POST", "arguments": {"path": "/v1/*"}}, "route": "sim"}
+        {
+            "match": {"channel": "http", "server": "*.example.com", "tool": "POST", "arguments": {"path": "/v1/*"}},
+            "route": "sim",
+        }
     )
     assert rule.matches(call())
     assert not rule.matches(call(method="GET", body=b""))
@@ -55,7 +60,9 @@ def test_rules_match_http_calls_by_host_method_and_path():
 
 
 def test_non_default_port_is_part_of_the_server_and_binary_request_bodies_are_base64():
-    c = call(url="http://127.0.0.1:8081/x", headers=(("Content-Type", "application/octet-stream"),), body=b"\xff\x00\xfe")
+    c = call(
+        url="http://127.0.0.1:8081/x", headers=(("Content-Type", "application/octet-stream"),), body=b"\xff\x00\xfe"
+    )
     assert c.server == "127.0.0.1:8081"
     assert c.arguments["body"] == {"base64": base64.b64encode(b"\xff\x00\xfe").decode()}
 
@@ -78,12 +85,19 @@ def test_long_request_bodies_are_kept_apart_by_their_digest():
 
 
 def test_bodies_text_binary_truncated_with_marker_or_by_digest():
-    assert encode_body(b"hello", limit=10) == {"body_size": 5, "truncated": False, "body": "hello", "body_encoding": "text"}
+    assert encode_body(b"hello", limit=10) == {
+        "body_size": 5,
+        "truncated": False,
+        "body": "hello",
+        "body_encoding": "text",
+    }
     binary = bytes(range(256))
     encoded = encode_body(binary, limit=1000)
     assert encoded["body_encoding"] == "base64" and base64.b64decode(encoded["body"]) == binary
     long_text = encode_body(b"a" * 100, limit=10)
-    assert long_text["truncated"] and long_text["body"].startswith("a" * 10 + "\n[simroute: body truncated, 10 of 100 bytes")
+    assert long_text["truncated"] and long_text["body"].startswith(
+        "a" * 10 + "\n[simroute: body truncated, 10 of 100 bytes"
+    )
     assert long_text["body_sha256"] == hashlib.sha256(b"a" * 100).hexdigest()
     big_binary = encode_body(binary * 4, limit=100)
     assert (
@@ -113,7 +127,12 @@ def test_responses_round_trip_and_hop_by_hop_headers_are_dropped():
     assert observation.text == 'HTTP/1.1 201 Created\nContent-Type: application/json\n\n{"id": 7}'
     assert parse_response(observation.text) == structured
     assert not observation.is_error and observation_of(error_structured(404, "no"), Provenance.REAL).is_error
-    assert response_parts(observation, fallback_status=502) == (201, "Created", [("Content-Type", "application/json")], b'{"id": 7}')
+    assert response_parts(observation, fallback_status=502) == (
+        201,
+        "Created",
+        [("Content-Type", "application/json")],
+        b'{"id": 7}',
+    )
 
 
 def test_observations_without_http_form_become_json_errors():

@@ -1,20 +1,29 @@
 """The private fastmcp and mcp names simroute reaches (backends/mcp/fastmcp_private.py),
 against the pinned fastmcp 4.1.2 and mcp 2.3.0.
 
-The source of every definition used is pinned by a hash: a release that changes one
-fails here, before the proxy silently stops doing its job. Each wrapper also runs on a
-tiny case."""
+The installed versions are the pinned ones, and the source of every definition used is
+pinned by a hash: a release that changes one fails here, before the proxy silently stops
+doing its job. Each wrapper also runs on a tiny case, and no product module outside
+fastmcp_private.py reaches one of these private names."""
 
 import ast
 import hashlib
 import importlib
+import importlib.metadata
 import inspect
+import re
+import tomllib
+from contextlib import asynccontextmanager
+from pathlib import Path
 from types import SimpleNamespace
 
 import anyio
+import httpx2
 import pytest
 from fastmcp import FastMCP
 from mcp.server.lowlevel.server import Server
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 from backends.mcp import fastmcp_private
 
@@ -29,7 +38,11 @@ PINNED = {  # (module, qualified name) -> sha256 of its source, first 16 hex dig
     ("mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher._cancel_outbound"): "eb2373c1e93501ee",
     ("mcp.server.session", "ServerSession.__init__"): "8faf2240a36dac7f",  # _request_outbound
     ("mcp.client.session", "ClientSession.__init__"): "ad4b50702b3c63b2",  # _dispatcher
-    ("fastmcp.server.server", "FastMCP.__init__"): "b285ec014c8da686",  # _mcp_server
+    # `_mcp_server` and `_additional_http_routes` (a list of starlette routes).
+    ("fastmcp.server.server", "FastMCP.__init__"): "b285ec014c8da686",
+    # The routes of that list are served beside /mcp; the lifespan is ref-counted and entered by each transport.
+    ("fastmcp.server.mixins.transport", "TransportMixin._get_additional_http_routes"): "368d417fdd693856",
+    ("fastmcp.server.mixins.lifespan", "LifespanMixin._lifespan_manager"): "33cc952bb330dbb2",
     # Subclassed (router/mcp/upstream_tool.py, router/mcp/provider.py): `_backend_name`,
     # `_get_client`, and the listing caches (`_tools_cache`, `_templates_cache`, `_cache_ttl`).
     ("fastmcp.server.providers.proxy", "ProxyTool"): "c122b69d7dc270a7",
@@ -37,18 +50,62 @@ PINNED = {  # (module, qualified name) -> sha256 of its source, first 16 hex dig
 }
 
 
+ROOT = Path(__file__).resolve().parents[4]
+PATCHES = ROOT / "backends" / "mcp" / "fastmcp_private.py"
+# Every private fastmcp or mcp name simroute reaches (PINNED's, and the attributes the
+# pinned code holds): only fastmcp_private.py may name them.
+PRIVATE = re.compile(
+    r"\b_(additional_http_routes|get_additional_http_routes|mcp_server|lifespan_manager|CacheEntry"
+    r"|forwardable_request_meta|session_request_meta|stash_proxy_request_context|await_with_session_monitoring"
+    r"|request_outbound|dispatcher|cancel_outbound)\b"
+)
+
+
 def source_hash(module: str, qualname: str) -> str:
     text = inspect.getsource(importlib.import_module(module))
     body, node = ast.parse(text).body, None
     for name in qualname.split("."):
-        node = next(n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name)
+        node = next(
+            n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name
+        )
         body = node.body
     return hashlib.sha256(ast.get_source_segment(text, node).encode()).hexdigest()[:16]
 
 
+@pytest.mark.parametrize("package", ["fastmcp", "mcp"])
+def test_the_installed_version_is_the_pinned_one(package):
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    pinned = next(d.split("==")[1] for d in dependencies if d.startswith(f"{package}=="))
+    installed = importlib.metadata.version(package)
+    assert installed == pinned, f"{package} {installed} is not the pinned {pinned}: review fastmcp_private.py"
+
+
+def test_no_product_module_but_the_patches_reaches_a_private_name():
+    reaches = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for top in ("calls", "router", "backends", "shadow", "records", "policies", "simroute")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if path != PATCHES
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if PRIVATE.search(line)
+    ]
+    assert reaches == [], "reach fastmcp's and mcp's private names through backends/mcp/fastmcp_private.py"
+
+
+def test_the_private_names_have_the_expected_shape():
+    server = FastMCP("x")
+    assert isinstance(server._mcp_server, Server)
+    assert server._additional_http_routes == []
+    assert inspect.isasyncgenfunction(inspect.unwrap(FastMCP._lifespan_manager))
+    assert fastmcp_private.CacheEntry.__slots__ == ("items", "timestamp")
+    assert list(inspect.signature(fastmcp_private.CacheEntry).parameters) == ["items", "timestamp"]
+
+
 @pytest.mark.parametrize(("module", "qualname"), list(PINNED))
 def test_the_private_code_reached_is_the_pinned_one(module, qualname):
-    assert source_hash(module, qualname) == PINNED[module, qualname], f"{module}.{qualname} changed: review fastmcp_private.py"
+    assert source_hash(module, qualname) == PINNED[module, qualname], (
+        f"{module}.{qualname} changed: review fastmcp_private.py"
+    )
 
 
 def test_the_dispatcher_cancels_an_abandoned_request_with_the_pinned_reason():
@@ -86,7 +143,10 @@ async def test_an_abandoned_request_is_cancelled_with_the_agents_reason(known, e
     courtesy = {"requestId": 7, "reason": fastmcp_private.CALLER_CANCELLED}
     await session._dispatcher.notify("notifications/cancelled", courtesy)
     await session._dispatcher.notify("notifications/progress", {"progressToken": 1, "progress": 1})
-    assert sent == [("notifications/cancelled", expected or courtesy), ("notifications/progress", {"progressToken": 1, "progress": 1})]
+    assert sent == [
+        ("notifications/cancelled", expected or courtesy),
+        ("notifications/progress", {"progressToken": 1, "progress": 1}),
+    ]
 
 
 def test_cancel_requested_reads_the_requests_dispatch_context():
@@ -101,3 +161,32 @@ def test_cancel_requested_reads_the_requests_dispatch_context():
 def test_low_level_is_the_sdk_server_under_fastmcp():
     assert isinstance(fastmcp_private.low_level(FastMCP("x")), Server)
     assert fastmcp_private.request_meta(None) is None
+
+
+async def test_lifespan_runs_the_servers_own_lifespan_once():
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(server):
+        events.append("up")
+        yield {}
+        events.append("down")
+
+    server = FastMCP("x", lifespan=lifespan)
+    # Entered twice, as two transports would: ref-counted, the server's lifespan runs once.
+    async with fastmcp_private.lifespan(server), fastmcp_private.lifespan(server):
+        assert events == ["up"]
+    assert events == ["up", "down"]
+
+
+async def test_added_http_routes_are_served_beside_mcp():
+    server = FastMCP("x")
+
+    async def hello(request):
+        return PlainTextResponse("hello")
+
+    fastmcp_private.add_http_routes(server, [Route("/hello", endpoint=hello)])
+    app = server.http_app()
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://test") as client:
+        answer = await client.get("/hello")
+    assert (answer.status_code, answer.text) == (200, "hello")

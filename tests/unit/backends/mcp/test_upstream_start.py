@@ -29,8 +29,12 @@ def test_a_command_not_on_the_path_it_runs_with_is_named():
     missing = command_problem(StdioServer(command="uvx-not-installed"), {"PATH": "/usr/bin:/bin"})
     assert missing is not None and "'uvx-not-installed' not found on PATH (/usr/bin:/bin)" in missing
     assert command_problem(StdioServer(command="sh"), {"PATH": "/usr/bin:/bin"}) is None
-    assert command_problem(StdioServer(command="sh", env={"PATH": "/nowhere"}), {"PATH": "/usr/bin:/bin"}) is not None  # its own PATH
-    assert command_problem(StdioServer(command=sys.executable, cwd="/no/such/folder")) == "cwd '/no/such/folder' is not a folder"
+    # Its own PATH.
+    assert command_problem(StdioServer(command="sh", env={"PATH": "/nowhere"}), {"PATH": "/usr/bin:/bin"}) is not None
+    assert (
+        command_problem(StdioServer(command=sys.executable, cwd="/no/such/folder"))
+        == "cwd '/no/such/folder' is not a folder"
+    )
     assert command_problem(RemoteServer(url="http://127.0.0.1:9/mcp")) is None  # known only once started
 
 

@@ -11,8 +11,8 @@ import subprocess
 from docker.errors import APIError
 
 from backends.shell.container import OWNER_LABEL, create_options, reap_orphans
+from records.owners import owner_is_alive, owner_judge, this_process_owner
 from router.config import ShellConfig
-from shadow.owners import owner_is_alive, owner_judge, this_process_owner
 
 
 class FakeContainer:
@@ -79,7 +79,9 @@ def test_reaper_removes_only_simroute_sandboxes_of_gone_owners():
 
 
 def test_a_removal_that_fails_is_reported_and_the_others_go_on():
-    stuck = FakeContainer("stuck", {OWNER_LABEL: gone_owner()}, fails=APIError("driver failed to remove root filesystem"))
+    stuck = FakeContainer(
+        "stuck", {OWNER_LABEL: gone_owner()}, fails=APIError("driver failed to remove root filesystem")
+    )
     others = [FakeContainer(f"orphan-{n}", {OWNER_LABEL: gone_owner()}) for n in range(3)]
     removed, failed = reap_orphans(FakeEngine([stuck, *others]))
     assert sorted(removed) == ["orphan-0", "orphan-1", "orphan-2"] and all(c.removed for c in others)

@@ -23,29 +23,32 @@ def test_a_format_with_a_system_role_is_used_as_it_is():
     assert prompt.startswith("<|im_start|>system\nYou are the MCP server notes.")
 
 
-async def test_chat_format_in_the_config_is_the_format_the_built_engine_prompts_with(tmp_path):
-    """Through the config and router/runtime/world.py's build_engine, on the bundled model: with
-    `chat_format: chatml` the engine formats with llama-cpp-python's chatml, not the
+async def test_chat_format_in_the_config_is_the_format_the_built_model_runner_prompts_with(tmp_path):
+    """Through the config and router/runtime/simulated_side.py's build_model_runner, on the bundled model: with
+    `chat_format: chatml` the model runner formats with llama-cpp-python's chatml, not the
     file's own template (SmolLM2's adds a default system message when there is none)."""
     import json
 
     from kit.launch import model_path
 
     from router.config import load_config
-    from router.runtime.world import build_engine
+    from router.runtime.simulated_side import build_model_runner
 
     messages = [{"role": "user", "content": "### Turn 1\n**Action:** version"}]
     prompts = {}
     for chat_format in ("chatml", None):
         config_file = tmp_path / f"{chat_format}.yaml"
         world_model = {"model_path": str(model_path()), "context_tokens": 512, "cached_sessions": 1}
-        config_file.write_text(json.dumps({"world_model": {**world_model, **({"chat_format": chat_format} if chat_format else {})}}))
-        engine = build_engine(load_config(config_file))
+        config_file.write_text(
+            json.dumps({"world_model": {**world_model, **({"chat_format": chat_format} if chat_format else {})}})
+        )
+        model_runner = build_model_runner(load_config(config_file))
         try:
-            await engine.start()
-            prompts[chat_format] = engine._pool.contexts[0].formatter(messages=messages).prompt
+            await model_runner.start()
+            prompts[chat_format] = model_runner._pool.contexts[0].formatter(messages=messages).prompt
         finally:
-            await engine.aclose()
+            await model_runner.aclose()
     assert prompts["chatml"] == registered_formatter("chatml")(messages=messages).prompt
-    assert prompts["chatml"].startswith("<|im_start|>system\n<|im_end|>\n<|im_start|>user\n### Turn 1")  # chatml's empty system turn
+    # Chatml's empty system turn.
+    assert prompts["chatml"].startswith("<|im_start|>system\n<|im_end|>\n<|im_start|>user\n### Turn 1")
     assert prompts[None] != prompts["chatml"]  # the file's template: the format did change what the model reads

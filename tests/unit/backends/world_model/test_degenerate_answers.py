@@ -14,7 +14,7 @@ from backends.world_model.echoed_inputs import contradicted_argument, echoed_fie
 from backends.world_model.grounding import Grounding
 from backends.world_model.http_domain import HttpDomain
 from backends.world_model.mcp_domain import McpDomain
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 
 def screen(output: str) -> Observation:
@@ -29,7 +29,8 @@ def screen(output: str) -> Observation:
         "```\n[0]\n[1]\n```\n",
         "```json\n```\n",
         "```\n",
-        '```\n```\n[0] 1.0\n[1] 1.0\n```\nThis is the expected output for the action "cat notes.txt".\nIt lists\nthe file\nline by line\n',
+        '```\n```\n[0] 1.0\n[1] 1.0\n```\nThis is the expected output for the action "cat notes.txt".\nIt '
+        "lists\nthe file\nline by line\n",
         '[{"keystrokes": "cat notes.txt\\n", "duration": 30}]\n',
     ],
 )
@@ -64,9 +65,17 @@ def test_the_mcp_domain_checks_json_text_answers_against_the_call():
     domain = McpDomain(tools_for=lambda server: [], output_schema_for=lambda s, t: None)
     call = Call("mcp", "time", "get_current_time", {"timezone": "America/Lima"}, "s")
     constraint = domain.constraint(call, Session("s"), Grounding(), max_tokens=64)
-    wrong = Observation([{"type": "text", "text": '{"timezone": "Europe/Paris", "datetime": "2026-01-01T10:00:00+01:00"}'}], Provenance.SIM)
-    right = Observation([{"type": "text", "text": '{"timezone": "America/Lima", "datetime": "2026-01-01T04:00:00-05:00"}'}], Provenance.SIM)
-    error = Observation([{"type": "text", "text": "Error: unknown timezone Europe/Paris"}], Provenance.SIM, is_error=True)
+    wrong = Observation(
+        [{"type": "text", "text": '{"timezone": "Europe/Paris", "datetime": "2026-01-01T10:00:00+01:00"}'}],
+        Provenance.SIM,
+    )
+    right = Observation(
+        [{"type": "text", "text": '{"timezone": "America/Lima", "datetime": "2026-01-01T04:00:00-05:00"}'}],
+        Provenance.SIM,
+    )
+    error = Observation(
+        [{"type": "text", "text": "Error: unknown timezone Europe/Paris"}], Provenance.SIM, is_error=True
+    )
     assert "Europe/Paris" in constraint.check(wrong)
     assert constraint.check(right) is None and constraint.check(error) is None
 
@@ -99,13 +108,22 @@ def test_the_http_domain_refuses_a_simulated_answer_for_another_city():
             "observation": observation_of(structured, Provenance.REAL).to_json(),
         }
 
-    rows = [exchange("/weather/paris", '{"city": "paris", "temp_c": 12}'), exchange("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}')]
+    rows = [
+        exchange("/weather/paris", '{"city": "paris", "temp_c": 12}'),
+        exchange("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}'),
+    ]
     call = Call("http", "api.test", "GET", {"method": "GET", "path": "/weather/lima"}, "s")
     constraint = HttpDomain().constraint(call, Session("s"), Grounding(rows=rows, answers=rows), max_tokens=128)
 
     def answer(body):
         return observation_of(
-            response_record(200, "OK", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False),
+            response_record(
+                200,
+                "OK",
+                [("Content-Type", "application/json")],
+                encode_body(body.encode(), limit=10_000),
+                decoded=False,
+            ),
             Provenance.SIM,
         )
 
@@ -124,19 +142,27 @@ def test_the_grammar_writes_the_entity_the_call_asked_for():
             "observation": observation_of(structured, Provenance.REAL).to_json(),
         }
 
-    rows = [exchange("/weather/paris", '{"city": "paris", "temp_c": 12}'), exchange("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}')]
+    rows = [
+        exchange("/weather/paris", '{"city": "paris", "temp_c": 12}'),
+        exchange("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}'),
+    ]
     call = Call("http", "api.test", "GET", {"method": "GET", "path": "/weather/lima"}, "s")
     grammar = HttpDomain().constraint(call, Session("s"), Grounding(rows=rows, answers=rows), max_tokens=128).grammar
     assert "lima" in grammar and "paris" not in grammar  # the city is a constant of this call's grammar
 
     def answered(zone):
         text = json.dumps({"timezone": zone, "datetime": "2026-01-01T10:00:00+01:00"})
-        return {"arguments": {"timezone": zone}, "observation": Observation([{"type": "text", "text": text}], Provenance.REAL).to_json()}
+        return {
+            "arguments": {"timezone": zone},
+            "observation": Observation([{"type": "text", "text": text}], Provenance.REAL).to_json(),
+        }
 
     domain = McpDomain(tools_for=lambda server: [], output_schema_for=lambda s, t: None)
     mcp_call = Call("mcp", "time", "get_current_time", {"timezone": "America/Lima"}, "s")
     recorded = [answered("Europe/Paris"), answered("Asia/Tokyo")]
-    grammar = domain.constraint(mcp_call, Session("s"), Grounding(rows=recorded, answers=recorded), max_tokens=128).grammar
+    grammar = domain.constraint(
+        mcp_call, Session("s"), Grounding(rows=recorded, answers=recorded), max_tokens=128
+    ).grammar
     assert "America/Lima" in grammar and "Europe/Paris" not in grammar
 
 
@@ -147,7 +173,10 @@ def test_the_sessions_own_earlier_exchanges_teach_the_echo_too():
         structured = response_record(
             200, "OK", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False
         )
-        return Turn(Call("http", "api.test", "GET", {"method": "GET", "path": path}, "s"), observation_of(structured, Provenance.REAL))
+        return Turn(
+            Call("http", "api.test", "GET", {"method": "GET", "path": path}, "s"),
+            observation_of(structured, Provenance.REAL),
+        )
 
     session = Session("s")
     session.add_turn(turn("/weather/paris", '{"city": "paris", "temp_c": 12}'))
@@ -155,6 +184,7 @@ def test_the_sessions_own_earlier_exchanges_teach_the_echo_too():
     call = Call("http", "api.test", "GET", {"method": "GET", "path": "/weather/lima"}, "s")
     constraint = HttpDomain().constraint(call, session, Grounding(), max_tokens=128)
     copied = observation_of(
-        response_record(200, "OK", [], encode_body(b'{"city": "tokyo", "temp_c": 20}', limit=10_000), decoded=False), Provenance.SIM
+        response_record(200, "OK", [], encode_body(b'{"city": "tokyo", "temp_c": 20}', limit=10_000), decoded=False),
+        Provenance.SIM,
     )
     assert "'tokyo'" in constraint.check(copied) and "lima" in constraint.grammar

@@ -7,13 +7,20 @@ import pytest
 
 from backends.http.messages import encode_body, observation_of, response_record
 from backends.shell.screen import ShellResult
-from backends.world_model.gates import degenerate, missing_entities, real_examples, repeatable, screen_answer, unfit_fields
+from backends.world_model.gates import (
+    degenerate,
+    missing_entities,
+    real_examples,
+    repeatable,
+    screen_answer,
+    unfit_fields,
+)
 from backends.world_model.gates.fields import field_kinds, kind
 from backends.world_model.http_domain import HttpDomain
 from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.terminal_domain import TerminalDomain
 from backends.world_model.web_domain import WebDomain
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 
 def text(value: str, *, is_error: bool = False, provenance: Provenance = Provenance.REAL) -> Observation:
@@ -21,11 +28,20 @@ def text(value: str, *, is_error: bool = False, provenance: Provenance = Provena
 
 
 def row(tool: str, arguments: dict, observation: Observation) -> dict:
-    return {"session": "old", "channel": "mcp", "server": "srv", "tool": tool, "arguments": arguments, "observation": observation.to_json()}
+    return {
+        "session": "old",
+        "channel": "mcp",
+        "server": "srv",
+        "tool": tool,
+        "arguments": arguments,
+        "observation": observation.to_json(),
+    }
 
 
 def http_observation(body: str, status: int = 200, provenance: Provenance = Provenance.REAL) -> Observation:
-    record = response_record(status, "", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False)
+    record = response_record(
+        status, "", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False
+    )
     return observation_of(record, provenance)
 
 
@@ -133,7 +149,13 @@ def test_a_package_token_is_refused_where_the_tools_answers_are_structured_or_pr
 def test_every_prompt_message_echoed_back_is_refused():
     """Whatever a domain's prompt says, written back as an answer, is caught."""
     session = Session("s")
-    tools = [{"name": "t", "description": "a tool", "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}}]
+    tools = [
+        {
+            "name": "t",
+            "description": "a tool",
+            "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}},
+        }
+    ]
     prompts = {
         "mcp": McpDomain(tools_for=lambda server: tools, output_schema_for=lambda s, t: None).messages(
             Call("mcp", "srv", "t", {"x": "a"}, "s"), session, budget_tokens=4000, count_tokens=len
@@ -142,7 +164,10 @@ def test_every_prompt_message_echoed_back_is_refused():
             Call("shell", "shell", "shell_exec", {"command": "ls"}, "s"), session, budget_tokens=4000, count_tokens=len
         ),
         "http": HttpDomain().messages(
-            Call("http", "api.test", "GET", {"method": "GET", "path": "/x"}, "s"), session, budget_tokens=4000, count_tokens=len
+            Call("http", "api.test", "GET", {"method": "GET", "path": "/x"}, "s"),
+            session,
+            budget_tokens=4000,
+            count_tokens=len,
         ),
         "browser": WebDomain().messages(
             Call("browser", "browser", "browser_snapshot", {}, "s"), session, budget_tokens=8000, count_tokens=len
@@ -183,7 +208,11 @@ def test_only_an_input_every_recording_names_over_two_values_is_held():
 
 def test_names_are_matched_as_words_across_separators_and_json_escapes():
     zones = [
-        row("get_current_time", {"timezone": zone}, text(json.dumps({"timezone": zone, "datetime": "2026-11-28T10:00:00+01:00"})))
+        row(
+            "get_current_time",
+            {"timezone": zone},
+            text(json.dumps({"timezone": zone, "datetime": "2026-11-28T10:00:00+01:00"})),
+        )
         for zone in ("Europe/Paris", "Asia/Tokyo")
     ]
     call = Call("mcp", "time", "get_current_time", {"timezone": "America/New_York"}, "s")
@@ -191,13 +220,22 @@ def test_names_are_matched_as_words_across_separators_and_json_escapes():
     assert missing_entities(call, text('{"timezone": "America/New York"}'), zones) is None
     assert missing_entities(call, text('{"timezone": "Europe/Paris"}'), zones) is not None
     paths = [row("read", {"path": p}, text(json.dumps({"path": p, "size": 3}))) for p in ("C:\\a.txt", "C:\\b.txt")]
-    assert missing_entities(Call("mcp", "s", "read", {"path": "C:\\c.txt"}, "s"), text(json.dumps({"path": "C:\\c.txt"})), paths) is None
+    assert (
+        missing_entities(
+            Call("mcp", "s", "read", {"path": "C:\\c.txt"}, "s"), text(json.dumps({"path": "C:\\c.txt"})), paths
+        )
+        is None
+    )
     ids = [row("get", {"id": i}, text(f"Note {i}: groceries")) for i in ("1", "2")]
-    assert missing_entities(Call("mcp", "s", "get", {"id": "7"}, "s"), text("Note 17: groceries"), ids) is not None  # 7 is not 17
+    # 7 is not 17.
+    assert missing_entities(Call("mcp", "s", "get", {"id": "7"}, "s"), text("Note 17: groceries"), ids) is not None
 
 
 def test_http_path_segments_are_inputs_too():
-    rows = [http_row("/weather/paris", '{"city": "paris", "temp_c": 12}'), http_row("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}')]
+    rows = [
+        http_row("/weather/paris", '{"city": "paris", "temp_c": 12}'),
+        http_row("/weather/tokyo", '{"city": "tokyo", "temp_c": 20}'),
+    ]
     call = Call("http", "api.test", "GET", {"method": "GET", "path": "/weather/lima"}, "s")
     assert "'lima'" in missing_entities(call, http_observation('{"town": "paris", "temp_c": 12}'), rows)
     assert missing_entities(call, http_observation('{"town": "Lima", "temp_c": 24}'), rows) is None
@@ -241,12 +279,15 @@ FORECASTS = [weather("Paris", "cloudy"), weather("Tokyo", "sunny", hour=2), weat
 
 
 def test_a_datetime_where_recordings_show_words_is_refused():
-    answer = text(json.dumps({"city": "Lima", "temp_c": 24, "sky": "2026-11-28T01:22:50", "updated": "2026-11-28T01:22:50Z"}))
+    answer = text(
+        json.dumps({"city": "Lima", "temp_c": 24, "sky": "2026-11-28T01:22:50", "updated": "2026-11-28T01:22:50Z"})
+    )
     reason = unfit_fields(answer, FORECASTS)
     assert reason is not None and "sky" in reason and "date" in reason and "words" in reason
     fine = text(json.dumps({"city": "Lima", "temp_c": 24, "sky": "partly cloudy", "updated": "2026-11-28T02:00:00Z"}))
     assert unfit_fields(fine, FORECASTS) is None
-    assert unfit_fields(text(json.dumps({"city": "Lima", "temp_c": 24, "sky": None})), FORECASTS) is None  # missing data fits
+    # Missing data fits.
+    assert unfit_fields(text(json.dumps({"city": "Lima", "temp_c": 24, "sky": None})), FORECASTS) is None
     assert "updated" in unfit_fields(text(json.dumps({"sky": "sunny", "updated": "yesterday"})), FORECASTS)
     assert "temp_c" in unfit_fields(text(json.dumps({"sky": "sunny", "temp_c": "warm"})), FORECASTS)
 
@@ -275,7 +316,11 @@ def test_lists_of_objects_are_judged_per_item_field():
         row("list", {}, text(json.dumps({"products": [{"name": n, "added": d} for n, d in items]})))
         for items in ((("desk lamp", "2026-01-01"), ("wall lamp", "2026-02-01")), (("night lamp", "2026-03-01"),))
     ]
-    bad = text(json.dumps({"products": [{"name": "lamp", "added": "2026-04-01"}, {"name": "2026-05-01", "added": "2026-05-01"}]}))
+    bad = text(
+        json.dumps(
+            {"products": [{"name": "lamp", "added": "2026-04-01"}, {"name": "2026-05-01", "added": "2026-05-01"}]}
+        )
+    )
     assert "products[].name" in unfit_fields(bad, listings)
 
 
@@ -296,7 +341,10 @@ def test_an_http_body_is_judged_against_its_routes_recordings():
 def test_only_real_answers_of_the_session_are_examples():
     session = Session("s")
     session.add_turn(
-        Turn(Call("mcp", "srv", "get_weather", {"city": "Rome"}, "s"), text("Weather in Rome: 18 C", provenance=Provenance.SIM))
+        Turn(
+            Call("mcp", "srv", "get_weather", {"city": "Rome"}, "s"),
+            text("Weather in Rome: 18 C", provenance=Provenance.SIM),
+        )
     )
     session.add_turn(Turn(Call("mcp", "srv", "get_weather", {"city": "Oslo"}, "s"), text("Weather in Oslo: 3 C")))
     examples = real_examples(LIMA, session, WEATHER)
@@ -310,5 +358,8 @@ def test_screens_and_pages_are_judged_for_degeneracy_only():
     assert "commentary" in screen_answer(call, screen, [])
     fine = ShellResult("buy milk\n", 0, "/workspace")
     assert (
-        screen_answer(call, Observation([{"type": "text", "text": fine.text()}], Provenance.SIM, structured=fine.structured()), []) is None
+        screen_answer(
+            call, Observation([{"type": "text", "text": fine.text()}], Provenance.SIM, structured=fine.structured()), []
+        )
+        is None
     )

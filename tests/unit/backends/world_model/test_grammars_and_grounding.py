@@ -5,7 +5,7 @@ import pytest
 
 from backends.world_model import grammars
 from backends.world_model.grounding import generation_budget, ground, observation_text
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def compiles(llama, text):
 
 
 def test_invalid_gbnf_is_a_clear_error(vocab):
-    from backends.world_model.engine import WorldModelError
+    from backends.world_model.model_runner import WorldModelError
 
     with pytest.raises(WorldModelError, match="not valid GBNF"):
         compiles(vocab, 'root ::= "unclosed')
@@ -40,14 +40,18 @@ def test_invalid_gbnf_is_a_clear_error(vocab):
         grammars.terminal_grammar(command="x" * 500, user="agent", host="sandbox", max_tokens=64),  # no room to echo
         grammars.http_grammar(max_tokens=128),
         grammars.http_grammar(max_tokens=128, json_body=True),
-        grammars.http_grammar(max_tokens=128, body_schema=grammars.infer_json_schema([{"id": 1, "tags": ["a"]}, {"id": 2, "tags": []}])),
+        grammars.http_grammar(
+            max_tokens=128, body_schema=grammars.infer_json_schema([{"id": 1, "tags": ["a"]}, {"id": 2, "tags": []}])
+        ),
         grammars.web_grammar(max_tokens=256, url='http://site.test/a?q="x"'),
         grammars.web_grammar(max_tokens=256),
         grammars.mcp_grammar(schema=None, max_tokens=64),
         grammars.mcp_grammar(schema=None, max_tokens=64, forbid_json=True, allow_fence=True),
         grammars.mcp_grammar(schema=None, max_tokens=64, json_text=True),
         grammars.mcp_grammar(schema=None, max_tokens=64, outcome_error=False, error_word=False),
-        grammars.mcp_grammar(schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, max_tokens=64),
+        grammars.mcp_grammar(
+            schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, max_tokens=64
+        ),
     ],
 )
 def test_every_grammar_compiles(vocab, grammar):
@@ -112,7 +116,8 @@ def test_a_stateful_call_is_grounded_in_the_answer_from_the_same_point_of_a_sess
     second = ground(rows, call, call_key="L", own=own, k=2)
     assert [observation_text(r) for r in second.rows] == ["No notes.", "1. groceries\n2. ideas"]
     assert second.unanimous
-    assert not ground(rows, call, call_key="L", own=own * 3, k=2).unanimous  # no recorded 4th list: the answers disagree
+    # No recorded 4th list: the answers disagree.
+    assert not ground(rows, call, call_key="L", own=own * 3, k=2).unanimous
 
 
 def test_disagreeing_answers_are_not_unanimous_and_the_budget_limits_examples():
@@ -137,8 +142,14 @@ def test_session_rows_come_from_the_history_of_the_same_server():
     session = Session(
         "s",
         history=[
-            Turn(Call("mcp", "fs", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "A"}], Provenance.REAL)),
-            Turn(Call("mcp", "other", "read", {"path": "/a"}, "s"), Observation([{"type": "text", "text": "B"}], Provenance.REAL)),
+            Turn(
+                Call("mcp", "fs", "read", {"path": "/a"}, "s"),
+                Observation([{"type": "text", "text": "A"}], Provenance.REAL),
+            ),
+            Turn(
+                Call("mcp", "other", "read", {"path": "/a"}, "s"),
+                Observation([{"type": "text", "text": "B"}], Provenance.REAL),
+            ),
         ],
     )
     assert [observation_text(r) for r in session_rows(Call("mcp", "fs", "read", {}, "s"), session)] == ["A"]
@@ -159,7 +170,13 @@ def test_a_schema_stored_with_sorted_keys_is_generated_in_the_recorded_field_ord
     ordered = grammars.ordered_like(schema, recorded)
     assert list(ordered["properties"]) == ["timezone", "datetime", "source", "is_dst"]
     assert list(ordered["properties"]["source"]["properties"]) == ["a", "b"]
-    assert list(grammars.ordered_like(schema, [])["properties"]) == ["timezone", "datetime", "is_dst", "source"]  # required order first
+    # Required order first.
+    assert list(grammars.ordered_like(schema, [])["properties"]) == [
+        "timezone",
+        "datetime",
+        "is_dst",
+        "source",
+    ]
     root = next(line for line in grammars._schema_rules(ordered).splitlines() if line.startswith("json-root ::="))
     assert root.index("timezone-kv") < root.index("datetime-kv")  # the grammar writes them in that order
 
@@ -170,7 +187,9 @@ def test_a_success_whose_recordings_never_start_with_error_cannot_either():
     grammar leaves that out (the error form stays for a call that may fail)."""
     from backends.world_model.mcp_domain import McpDomain
 
-    domain = McpDomain(tools_for=lambda server: [], output_schema_for=lambda server, tool: None, records_for=lambda call: rows)
+    domain = McpDomain(
+        tools_for=lambda server: [], output_schema_for=lambda server, tool: None, records_for=lambda call: rows
+    )
     call = Call("mcp", "notes", "read", {"id": 1}, "s")
     rows = [row({"id": 1}, "Deleted note 1")]
     strict = domain.constraint(call, Session("s"), ground(rows, call), max_tokens=64).grammar
@@ -234,7 +253,9 @@ def test_the_mcp_domain_allows_a_fence_only_when_the_recordings_have_one(vocab):
                 "observation": {"content": [{"type": "text", "text": recorded}], "is_error": False, "structured": None},
             }
         ]
-        domain = McpDomain(tools_for=lambda server: [{"name": "t"}], records_for=lambda c: rows, output_schema_for=lambda s, t: None)
+        domain = McpDomain(
+            tools_for=lambda server: [{"name": "t"}], records_for=lambda c: rows, output_schema_for=lambda s, t: None
+        )
         grounding = domain.ground(call, Session("s"), count_tokens=lambda text: len(text) // 4)
         return domain.constraint(call, Session("s"), grounding, max_tokens=64).grammar
 
@@ -249,4 +270,5 @@ def test_arrays_are_held_to_twice_the_longest_recorded_so_a_repeating_model_clos
     assert bounded["properties"]["items"]["maxItems"] == 5
     assert "maxItems" not in grammars.ordered_like(schema, [])["properties"]["items"]  # nothing recorded: no bound
     own = {"type": "object", "properties": {"items": {"type": "array", "maxItems": 3}}}
-    assert grammars.ordered_like(own, [{"items": list(range(9))}])["properties"]["items"]["maxItems"] == 3  # the schema's own wins
+    # The schema's own wins.
+    assert grammars.ordered_like(own, [{"items": list(range(9))}])["properties"]["items"]["maxItems"] == 3

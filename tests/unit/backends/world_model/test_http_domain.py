@@ -5,17 +5,24 @@ import pytest
 from backends.http.messages import HttpSettings, encode_body, make_call, observation_of, response_record
 from backends.world_model.http_domain import HttpDomain, route_json_bodies
 from backends.world_model.parse import InvalidPrediction
-from router.types import Provenance, Session, Turn
+from calls import Provenance, Session, Turn
 
 
 def call(url, method="GET", session="s", body=b""):
     return make_call(
-        method=method, url=url, headers=[("Accept", "application/json")], body=body, session_id=session, settings=HttpSettings()
+        method=method,
+        url=url,
+        headers=[("Accept", "application/json")],
+        body=body,
+        session_id=session,
+        settings=HttpSettings(),
     )
 
 
 def response(status, body):
-    return response_record(status, "", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False)
+    return response_record(
+        status, "", [("Content-Type", "application/json")], encode_body(body.encode(), limit=10_000), decoded=False
+    )
 
 
 def row(request, structured, session="old"):
@@ -35,7 +42,9 @@ def tokens(text):
 
 def test_history_shows_this_hosts_exchanges_as_raw_http_and_examples_come_right_before_the_request():
     session = Session("s")
-    session.history.append(Turn(call("http://api.test/users/1"), observation_of(response(200, '{"id": 1}'), Provenance.REAL)))
+    session.history.append(
+        Turn(call("http://api.test/users/1"), observation_of(response(200, '{"id": 1}'), Provenance.REAL))
+    )
     session.history.append(Turn(call("http://other.test/x"), observation_of(response(200, "{}"), Provenance.REAL)))
     example = (call("http://api.test/users/2", session="old"), response(200, '{"id": 2, "name": "Ann"}'))
     domain = HttpDomain(records_for=lambda c: [row(*example)], initial_state={"api.test": "Users 1-3 exist."})
@@ -44,20 +53,28 @@ def test_history_shows_this_hosts_exchanges_as_raw_http_and_examples_come_right_
     # this host's history (not other.test), then the example as the turn before the current request
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "GET /users/1 HTTP/1.1\nHost: api.test" in messages[1]["content"]
-    assert messages[2]["content"].startswith('**Environment Observation:**\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{"id": 1}')
+    assert messages[2]["content"].startswith(
+        '**Environment Observation:**\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{"id": 1}'
+    )
     assert (
-        messages[3]["content"].startswith("(A real exchange of this server in another session") and "GET /users/2" in messages[3]["content"]
+        messages[3]["content"].startswith("(A real exchange of this server in another session")
+        and "GET /users/2" in messages[3]["content"]
     )
     assert '"name": "Ann"' in messages[4]["content"]
     final = messages[5]["content"]
-    assert final.startswith("### Turn 3\n**Action:**\n```http\nGET /users/3 HTTP/1.1") and "<predicted_observation>" in final
+    assert (
+        final.startswith("### Turn 3\n**Action:**\n```http\nGET /users/3 HTTP/1.1")
+        and "<predicted_observation>" in final
+    )
 
 
 def test_predictions_parse_leniently_and_garbage_is_a_clear_sim_error():
     domain = HttpDomain()
     c = call("http://api.test/users/3")
     good = domain.observation(
-        c, 'Sure:\n```http\nHTTP/1.1 404 Not Found\nContent-Type: application/json\nContent-Length: 99\n\n{"error": "no"}\n```'
+        c,
+        'Sure:\n```http\nHTTP/1.1 404 Not Found\nContent-Type: application/json\nContent-Length: 99\n\n{"error": '
+        '"no"}\n```',
     )
     assert good.structured["status"] == 404 and good.structured["body"] == '{"error": "no"}\n' and good.is_error
     assert ["Content-Length", "99"] not in good.structured["headers"]

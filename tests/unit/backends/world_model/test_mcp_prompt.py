@@ -13,7 +13,11 @@ TOOLS = [
         "description": "Read a file",
         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
     },
-    {"name": "list_dir", "description": "List a folder", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+    {
+        "name": "list_dir",
+        "description": "List a folder",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
 ]
 
 
@@ -52,7 +56,9 @@ def test_layout_properties():
     # Demonstrations are marked turns after the history, the best one last, right
     # before the current action: small models copy the format of the turn before theirs.
     assert "in another session" in messages[5]["content"] and "/srv/b.py" in messages[5]["content"]
-    assert "/app/src/util.py" in messages[7]["content"] and messages[8]["content"].endswith("def helper():\n    return 1")
+    assert "/app/src/util.py" in messages[7]["content"] and messages[8]["content"].endswith(
+        "def helper():\n    return 1"
+    )
     final = messages[-1]["content"]
     assert final.startswith("### Turn 5\n**Action:**") and "main.py" in final
     assert final.endswith("inside <predicted_observation></predicted_observation>, in the server's native format.")
@@ -86,7 +92,7 @@ def test_trimming_shrinks_the_tool_list_first_then_drops_oldest_turns_with_a_mar
 
 def test_a_trimmed_tool_list_does_not_depend_on_the_called_tool():
     # Otherwise a step calling another tool changes the system message, and the
-    # engine re-reads the whole prompt instead of reusing its cached prefix.
+    # model runner re-reads the whole prompt instead of reusing its cached prefix.
     history = [({"name": "read_file", "arguments": {"path": f"/f{i}"}}, "x" * 40) for i in range(3)]
 
     def messages_for(tool):
@@ -106,13 +112,29 @@ def test_a_trimmed_tool_list_does_not_depend_on_the_called_tool():
 
 def test_select_demonstrations_best_last():
     rows = [
-        {"tool": "read_file", "arguments": {"path": "/a"}, "observation": {"content": [{"type": "text", "text": "A"}], "is_error": False}},
-        {"tool": "read_file", "arguments": {"path": "/b"}, "observation": {"content": [{"type": "text", "text": "B"}], "is_error": False}},
-        {"tool": "read_file", "arguments": {"path": "/b"}, "observation": {"content": [{"type": "text", "text": "E"}], "is_error": True}},
-        {"tool": "list_dir", "arguments": {"path": "/b"}, "observation": {"content": [{"type": "text", "text": "L"}], "is_error": False}},
+        {
+            "tool": "read_file",
+            "arguments": {"path": "/a"},
+            "observation": {"content": [{"type": "text", "text": "A"}], "is_error": False},
+        },
+        {
+            "tool": "read_file",
+            "arguments": {"path": "/b"},
+            "observation": {"content": [{"type": "text", "text": "B"}], "is_error": False},
+        },
+        {
+            "tool": "read_file",
+            "arguments": {"path": "/b"},
+            "observation": {"content": [{"type": "text", "text": "E"}], "is_error": True},
+        },
+        {
+            "tool": "list_dir",
+            "arguments": {"path": "/b"},
+            "observation": {"content": [{"type": "text", "text": "L"}], "is_error": False},
+        },
     ]
     from backends.world_model.grounding import ground, observation_text
-    from router.types import Call
+    from calls import Call
 
     chosen = ground(rows, Call("mcp", "fs", "read_file", {"path": "/b"}, "s"), k=2).rows
     # The same call's answers (its error too: the real server gave one), best last.
@@ -121,10 +143,12 @@ def test_select_demonstrations_best_last():
 
 def test_trimmed_history_keeps_its_prefix_for_several_steps():
     # A window sliding one turn per step would change the first history message at
-    # every step (and the engine would re-read the whole history each time).
+    # every step (and the model runner would re-read the whole history each time).
     def step(n):
         history = [({"name": "read_file", "arguments": {"path": f"/f{i}"}}, "y" * 200) for i in range(n)]
-        messages = three_step_messages(history=history, demonstrations=[], budget_tokens=1500, count_tokens=lambda t: len(t) // 4)
+        messages = three_step_messages(
+            history=history, demonstrations=[], budget_tokens=1500, count_tokens=lambda t: len(t) // 4
+        )
         return json.dumps(messages[:-1])  # everything before the final turn
 
     prefixes = [step(n) for n in range(30, 50)]

@@ -8,12 +8,17 @@ from backends.world_model.parse import EmptyPrediction, InvalidPrediction, parse
     [
         ("<think>hmm</think><predicted_observation>ok</predicted_observation>", "ok"),
         (
-            "<think>a</think>x<think>b</think><predicted_observation>\n**Environment Observation:**\nfiles\n</predicted_observation>",
+            "<think>a</think>x<think>b</think><predicted_observation>\n**Environment "
+            "Observation:**\nfiles\n</predicted_observation>",
             "files",
         ),
         ("reasoning that started before the text</think>\n<predicted_observation>late</predicted_observation>", "late"),
         ("<predicted_observation>answer</predicted_observation> <think>never closed", "answer"),
-        ("<predicted_observation>first</predicted_observation> then <predicted_observation>second</predicted_observation>", "second"),
+        (
+            "<predicted_observation>first</predicted_observation> then "
+            "<predicted_observation>second</predicted_observation>",
+            "second",
+        ),
         ("<predicted_observation>unclosed to the end", "unclosed to the end"),
         ("**Environment Observation:**\nplain text, no tags", "plain text, no tags"),
         ("just the observation", "just the observation"),
@@ -25,7 +30,13 @@ def test_parse_prediction(raw, expected):
 
 @pytest.mark.parametrize(
     "raw",
-    ["", "   ", "<think>all budget spent thinking", "<predicted_observation></predicted_observation>", "**Environment Observation:**"],
+    [
+        "",
+        "   ",
+        "<think>all budget spent thinking",
+        "<predicted_observation></predicted_observation>",
+        "**Environment Observation:**",
+    ],
 )
 def test_empty_prediction_is_an_error(raw):
     with pytest.raises(EmptyPrediction):

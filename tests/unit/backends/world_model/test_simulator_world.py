@@ -1,5 +1,5 @@
 """The simulator tells every session its world, and the facts its answers stated that
-the fitted history no longer shows (scripted engine: prompt building is pure logic)."""
+the fitted history no longer shows (a model runner stub: prompt building is pure logic)."""
 
 from kit.calls import with_slices
 
@@ -9,10 +9,10 @@ from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
 from backends.world_model.terminal_domain import TerminalDomain
 from backends.world_model.web_domain import WebDomain
-from router.types import Call, Observation, Provenance, Session, SessionWorld, Turn
+from calls import Call, Observation, Provenance, Session, Turn, WorldDocuments
 
 
-class Engine:
+class ModelRunnerStub:
     def count_tokens(self, text: str) -> int:
         return len(text) // 4
 
@@ -20,7 +20,10 @@ class Engine:
 def simulator(**options) -> WorldModelSimulator:
     mcp = McpDomain(tools_for=lambda server: [{"name": "t"}], output_schema_for=lambda server, tool: None)
     return WorldModelSimulator(
-        Engine(), domains={"mcp": mcp, "http": HttpDomain(), "shell": TerminalDomain(), "browser": WebDomain()}, max_tokens=64, **options
+        ModelRunnerStub(),
+        domains={"mcp": mcp, "http": HttpDomain(), "shell": TerminalDomain(), "browser": WebDomain()},
+        max_tokens=64,
+        **options,
     )  # type: ignore[arg-type]
 
 
@@ -29,12 +32,12 @@ HTTP = Call("http", "api.test", "GET", {"method": "GET", "url": "http://api.test
 
 
 def test_the_configured_world_reaches_every_channel_and_an_episode_world_stands_in_for_it():
-    sim = simulator(world="Current date: 2031-04-02")
+    sim = simulator(world_document="Current date: 2031-04-02")
     shell = Call("shell", "shell", "shell_exec", {"command": "date"}, "s")
     browser = Call("browser", "browser", "browser_navigate", {"url": "https://lumen.test/"}, "s")
     for call in (MCP, HTTP, shell, browser):
         assert "Current date: 2031-04-02" in sim.messages_for(call, Session("s"), grounding=None)[0]["content"]
-    episode = with_slices(Session("e"), SessionWorld({"*": "Current date: 1999-12-31"}))
+    episode = with_slices(Session("e"), WorldDocuments({"*": "Current date: 1999-12-31"}))
     system = sim.messages_for(HTTP, episode)[0]["content"]
     assert "1999-12-31" in system and "2031-04-02" not in system
 
@@ -42,7 +45,10 @@ def test_the_configured_world_reaches_every_channel_and_an_episode_world_stands_
 def test_facts_whose_turns_no_longer_fit_come_back_in_the_last_message():
     sim = simulator(context_tokens=900)
     history = [
-        Turn(Call("mcp", "crm", "t", {"n": i}, "s"), Observation([{"type": "text", "text": f"row {i} " + "z" * 200}], Provenance.SIM))
+        Turn(
+            Call("mcp", "crm", "t", {"n": i}, "s"),
+            Observation([{"type": "text", "text": f"row {i} " + "z" * 200}], Provenance.SIM),
+        )
         for i in range(30)
     ]
     session = with_slices(

@@ -5,7 +5,7 @@ import json
 
 from backends.shell.screen import ShellResult
 from backends.world_model.terminal_domain import TerminalDomain
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 
 def shell(command, **extra):
@@ -14,7 +14,10 @@ def shell(command, **extra):
 
 def real_turn(command, output, code, cwd):
     result = ShellResult(output, code, cwd)
-    return Turn(shell(command), Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured()))
+    return Turn(
+        shell(command),
+        Observation([{"type": "text", "text": result.text()}], Provenance.REAL, structured=result.structured()),
+    )
 
 
 def test_messages_carry_the_real_history_as_screens():
@@ -24,10 +27,15 @@ def test_messages_carry_the_real_history_as_screens():
         history=[
             real_turn("echo hi > notes.txt", "", 0, "/workspace"),
             real_turn("cd src", "bash: cd: src: No such file or directory\n", 1, "/workspace"),
-            Turn(Call("mcp", "time", "now", {}, "s"), Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL)),
+            Turn(
+                Call("mcp", "time", "now", {}, "s"),
+                Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL),
+            ),
         ],
     )
-    messages = domain.messages(shell("cat notes.txt"), session, budget_tokens=10_000, count_tokens=lambda t: len(t) // 4)
+    messages = domain.messages(
+        shell("cat notes.txt"), session, budget_tokens=10_000, count_tokens=lambda t: len(t) // 4
+    )
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     system = messages[0]["content"]
     assert "README.md (10 bytes)" in system and "A Python project." in system and "agent" in system
@@ -44,7 +52,11 @@ def test_messages_carry_the_real_history_as_screens():
 def test_a_prediction_becomes_a_result_with_status_only_when_shown():
     domain = TerminalDomain()
     shown = domain.observation(shell("cat notes.txt"), "cat notes.txt\nhi\n[0] agent@sandbox:/workspace$")
-    assert shown.structured["output"] == "hi" and shown.structured["exit_code"] == 0 and shown.structured["cwd"] == "/workspace"
+    assert (
+        shown.structured["output"] == "hi"
+        and shown.structured["exit_code"] == 0
+        and shown.structured["cwd"] == "/workspace"
+    )
     bare = domain.observation(shell("ls"), "notes.txt  src")
     assert bare.structured["output"] == "notes.txt  src"
     assert bare.structured["exit_code"] is None and bare.structured["cwd"] is None  # not shown: unknown
@@ -97,7 +109,9 @@ def test_demonstrations_are_marked_turns_right_before_the_action():
     assert "in another session" in messages[3]["content"] and '"git log\\n"' in messages[3]["content"]
     # The best example is the turn right before the current action.
     assert messages[5]["content"].endswith('```json\n[{"keystrokes": "git status\\n", "duration": 30}]\n```')
-    assert messages[6]["content"] == "**Environment Observation:**\ngit status\nOn branch main\n[0] agent@sandbox:/repo$"
+    assert (
+        messages[6]["content"] == "**Environment Observation:**\ngit status\nOn branch main\n[0] agent@sandbox:/repo$"
+    )
     assert messages[7]["content"].startswith("### Turn 4\n**Action:**")
 
 
@@ -107,7 +121,9 @@ def test_a_warm_calls_budget_leaves_the_grammar_room_for_the_recorded_output():
     from backends.world_model.grammars import terminal_grammar
     from backends.world_model.grounding import generation_budget
 
-    output = "total 8\ndrwxr-xr-x 2 agent agent 4096 Jan  1 00:00 .\n-rw-r--r-- 1 agent agent   10 Jan  1 00:00 README.md\n"
+    output = (
+        "total 8\ndrwxr-xr-x 2 agent agent 4096 Jan  1 00:00 .\n-rw-r--r-- 1 agent agent   10 Jan  1 00:00 README.md\n"
+    )
     rows = [row("ls -la", output)]
     domain = TerminalDomain(records_for=lambda call: rows)
     call = shell("ls -la")

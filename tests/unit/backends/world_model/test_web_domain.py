@@ -5,10 +5,11 @@ import json
 
 from backends.browser.page_state import PageState
 from backends.world_model.web_domain import WebDomain
-from router.types import Call, Observation, Provenance, Session, Turn
+from calls import Call, Observation, Provenance, Session, Turn
 
 HOME = (
-    '- generic [ref=e1]:\n  - heading "Welcome home" [level=1] [ref=e2]\n  - link "About us" [ref=e3] [cursor=pointer]:\n    - /url: /about'
+    '- generic [ref=e1]:\n  - heading "Welcome home" [level=1] [ref=e2]\n  - link "About us" [ref=e3] '
+    "[cursor=pointer]:\n    - /url: /about"
 )
 ABOUT = '- heading "About us" [level=1] [ref=f1e2]\n- paragraph [ref=f1e3]: We make widgets since 1999.'
 
@@ -18,7 +19,9 @@ def browser(tool, session="s", **arguments):
 
 
 def real_turn(call, page: PageState):
-    return Turn(call, Observation([{"type": "text", "text": page.text()}], Provenance.REAL, structured=page.structured()))
+    return Turn(
+        call, Observation([{"type": "text", "text": page.text()}], Provenance.REAL, structured=page.structured())
+    )
 
 
 def count(text):
@@ -29,8 +32,13 @@ def home_session():
     return Session(
         "s",
         history=[
-            real_turn(browser("browser_navigate", url="http://site.test/"), PageState("http://site.test/", "Home", HOME)),
-            Turn(Call("mcp", "time", "now", {}, "s"), Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL)),
+            real_turn(
+                browser("browser_navigate", url="http://site.test/"), PageState("http://site.test/", "Home", HOME)
+            ),
+            Turn(
+                Call("mcp", "time", "now", {}, "s"),
+                Observation([{"type": "text", "text": "elsewhere"}], Provenance.REAL),
+            ),
         ],
     )
 
@@ -42,7 +50,12 @@ def test_messages_carry_actions_and_pages_in_the_trained_layout():
     )
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     system = messages[0]["content"]
-    assert "web browser" in system and "browser_click" in system and "A widget shop" in system and "Pages load fast." in system
+    assert (
+        "web browser" in system
+        and "browser_click" in system
+        and "A widget shop" in system
+        and "Pages load fast." in system
+    )
     first = messages[1]["content"]
     assert first.startswith("### Turn 1\n**Current State:**\nA widget shop") and '"name": "browser_navigate"' in first
     assert messages[2]["content"].startswith(
@@ -86,24 +99,35 @@ def test_a_prediction_becomes_a_page_of_the_real_shape():
     # Only snapshot text: the URL and title stay those of the page acted on.
     domain.refusal(click, session)
     bare = domain.observation(click, ABOUT)
-    assert (bare.structured["url"], bare.structured["title"], bare.structured["snapshot"]) == ("http://site.test/", "Home", ABOUT)
+    assert (bare.structured["url"], bare.structured["title"], bare.structured["snapshot"]) == (
+        "http://site.test/",
+        "Home",
+        ABOUT,
+    )
     # A navigation keeps its target URL when the model does not say.
     nav = domain.observation(browser("browser_navigate", url="site.test/x"), '- heading "X" [ref=e2]')
     assert nav.structured["url"] == "https://site.test/x"
     # Long predictions are trimmed like real snapshots; close always closes.
     long = domain.observation(click, "\n".join(f"- listitem [ref=e{i}]: Item {i}" for i in range(100)))
     assert long.structured["truncated"] and "snapshot trimmed" in long.text
-    assert domain.observation(browser("browser_close"), "whatever").text == "No open tabs. Navigate to a URL to create one."
+    assert (
+        domain.observation(browser("browser_close"), "whatever").text
+        == "No open tabs. Navigate to a URL to create one."
+    )
 
 
 def test_old_turns_and_big_pages_fit_the_budget():
     domain = WebDomain()
     big = "\n".join(f"- listitem [ref=e{i}]: Item number {i}" for i in range(3000))
     history = [
-        real_turn(browser("browser_navigate", url=f"http://site.test/{i}"), PageState(f"http://site.test/{i}", f"P{i}", big))
+        real_turn(
+            browser("browser_navigate", url=f"http://site.test/{i}"), PageState(f"http://site.test/{i}", f"P{i}", big)
+        )
         for i in range(12)
     ]
-    messages = domain.messages(browser("browser_snapshot"), Session("s", history=history), budget_tokens=3000, count_tokens=count)
+    messages = domain.messages(
+        browser("browser_snapshot"), Session("s", history=history), budget_tokens=3000, count_tokens=count
+    )
     assert sum(count(m["content"]) + 8 for m in messages) <= 3000
     assert "earlier turns omitted" in json.dumps(messages) and "http://site.test/11" in json.dumps(messages)
 
@@ -111,7 +135,11 @@ def test_old_turns_and_big_pages_fit_the_budget():
 def test_demonstrations_prefer_the_same_url_then_the_same_site():
     def row(url, title, arguments):
         page = PageState(url, title, f'- heading "{title}" [ref=e1]')
-        return {"tool": "browser_navigate", "arguments": arguments, "observation": {"structured": page.structured(), "is_error": False}}
+        return {
+            "tool": "browser_navigate",
+            "arguments": arguments,
+            "observation": {"structured": page.structured(), "is_error": False},
+        }
 
     rows = [
         row("http://site.test/about", "About", {"url": "http://site.test/about"}),
@@ -138,11 +166,15 @@ def test_demonstrations_are_the_turns_right_before_the_action():
         "observation": {"structured": demo.structured(), "is_error": False},
     }
     domain = WebDomain(records_for=lambda call: [demo_row])
-    messages = domain.messages(browser("browser_click", ref="e3"), home_session(), budget_tokens=10_000, count_tokens=count)
+    messages = domain.messages(
+        browser("browser_click", ref="e3"), home_session(), budget_tokens=10_000, count_tokens=count
+    )
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert messages[3]["content"].startswith("An example from another session:\n**Action:**")
     assert messages[4]["content"] == "**Environment Observation:**\n" + demo.text()
     assert messages[5]["content"].startswith("### Turn 2\n**Action:**")
     # The system + history prefix is the same with or without demonstrations (the prefix cache holds).
-    plain = WebDomain().messages(browser("browser_click", ref="e3"), home_session(), budget_tokens=10_000, count_tokens=count)
+    plain = WebDomain().messages(
+        browser("browser_click", ref="e3"), home_session(), budget_tokens=10_000, count_tokens=count
+    )
     assert messages[:3] == plain[:3]

@@ -7,9 +7,9 @@ from kit.calls import make_call
 from kit.learned import row
 
 from backends.replay import namespace_of
+from calls import Call, Observation, Provenance, ReplayAlias, Route, Session
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Observation, Provenance, ReplayAlias, Route, Session
 from shadow.compare.substitution import substituted
 
 SAFE = SafetyVerdict(SafetyClass.SAFE, "declared read-only")
@@ -65,13 +65,18 @@ def test_a_tool_that_echoes_its_path_replays_in_another_repository_with_the_path
     assert decided.route is Route.REPLAY, decided.reason
     assert "recorded for another 'path', the value substituted" in decided.reason
     assert decided.replay_as == ReplayAlias(
-        namespaced_key(make_call("workspace_info", {"path": "/tmp/repo-2"}, session="alice/s2")), "path", "/tmp/repo-2", "/tmp/elsewhere"
+        namespaced_key(make_call("workspace_info", {"path": "/tmp/repo-2"}, session="alice/s2")),
+        "path",
+        "/tmp/repo-2",
+        "/tmp/elsewhere",
     )
 
 
 def test_a_tool_whose_answer_depends_on_the_repository_does_not():
     policy = policy_after(sessions(3))
-    decided = policy.decide(make_call("list_files", {"path": "/tmp/elsewhere"}, session="alice/fresh"), Session("alice/fresh"), SAFE)
+    decided = policy.decide(
+        make_call("list_files", {"path": "/tmp/elsewhere"}, session="alice/fresh"), Session("alice/fresh"), SAFE
+    )
     assert (
         decided.route is Route.REAL
         and decided.replay_as is None
@@ -82,19 +87,28 @@ def test_a_tool_whose_answer_depends_on_the_repository_does_not():
 
 def test_never_across_token_namespaces():
     policy = policy_after(sessions(3))
-    decided = policy.decide(make_call("workspace_info", {"path": "/tmp/elsewhere"}, session="bob/fresh"), Session("bob/fresh"), SAFE)
+    decided = policy.decide(
+        make_call("workspace_info", {"path": "/tmp/elsewhere"}, session="bob/fresh"), Session("bob/fresh"), SAFE
+    )
     assert decided.route is Route.REAL and decided.replay_as is None
 
 
 def test_labels_score_the_substituted_answer_so_the_evidence_rule_counts_those_sessions():
     stats = policy_after(sessions(3)).state.stats["mcp\x1fsrv\x1fworkspace_info"]
-    assert stats.replay_labels == 1 and stats.replay_ok == 1 and stats.agreeing_sessions == 2  # session 2 vs session 1's answer
+    # Session 2 vs session 1's answer.
+    assert stats.replay_labels == 1 and stats.replay_ok == 1 and stats.agreeing_sessions == 2
     assert policy_after(sessions(3)).state.stats["mcp\x1fsrv\x1flist_files"].replay_labels == 0
 
 
 def test_substitution_replaces_every_occurrence_in_content_and_structure():
     recorded = Observation(
-        [{"type": "text", "text": "at /tmp/a and /tmp/a/x"}], Provenance.REAL, structured={"root": "/tmp/a", "n": 2, "a": "/tmp/ab"}
+        [{"type": "text", "text": "at /tmp/a and /tmp/a/x"}],
+        Provenance.REAL,
+        structured={"root": "/tmp/a", "n": 2, "a": "/tmp/ab"},
     )
     out = substituted(recorded, "/tmp/a", '/tmp/"b"')
-    assert out.content[0]["text"] == 'at /tmp/"b" and /tmp/"b"/x' and out.structured == {"root": '/tmp/"b"', "n": 2, "a": '/tmp/"b"b'}
+    assert out.content[0]["text"] == 'at /tmp/"b" and /tmp/"b"/x' and out.structured == {
+        "root": '/tmp/"b"',
+        "n": 2,
+        "a": '/tmp/"b"b',
+    }

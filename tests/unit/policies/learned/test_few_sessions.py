@@ -6,11 +6,11 @@ from __future__ import annotations
 from kit.calls import make_call
 from kit.learned import row
 
+from calls import Call, Decision, Route, Session
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder, after_call
 from policies.learned.prior import BetaPrior, fit_prior
 from policies.learned.replay_sources import Missed, ReplaySources, Served
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Decision, Route, Session
 
 SAFE = SafetyVerdict(SafetyClass.SAFE, "declared read-only")
 SIDE = SafetyVerdict(SafetyClass.SIDE_EFFECT, "not known to be read-only")
@@ -72,7 +72,12 @@ def fresh_session(policy: LearnedPolicy) -> dict[str, Decision]:
         after_call(
             session,
             call,
-            Decision(decision.route, decision.policy, decision.reason, safety="side_effect" if tool == "next_ticket" else "safe"),
+            Decision(
+                decision.route,
+                decision.policy,
+                decision.reason,
+                safety="side_effect" if tool == "next_ticket" else "safe",
+            ),
         )
         out[tool] = decision
     return out
@@ -91,7 +96,10 @@ def test_after_three_sessions_the_constant_and_the_page_replay_even_after_a_writ
 def test_one_session_is_no_evidence_and_a_stricter_rule_waits_for_more():
     assert all(d.route is Route.REAL for d in fresh_session(policy_after(sessions(1))).values())
     strict = fresh_session(policy_after(sessions(3), replay_min_sessions=4))
-    assert strict["server_version"].route is Route.REAL and "per-tool estimate, 2 labels" in strict["server_version"].reason
+    assert (
+        strict["server_version"].route is Route.REAL
+        and "per-tool estimate, 2 labels" in strict["server_version"].reason
+    )
 
 
 def test_a_write_with_no_evidence_blocks_its_whole_server():
@@ -127,7 +135,18 @@ def test_replay_labels_compare_with_what_replay_serves_not_with_the_same_session
 def test_replay_sources_serve_the_source_sessions_nth_occurrence():
     sources = ReplaySources()
     for n, (session, answer) in enumerate([("a", "one"), ("a", "two"), ("b", "three")], start=1):
-        record = row(n, tool="t", arguments={}, real=answer, sim=None, divergence=None, kind=None, session=session, step=n, ts=float(n))
+        record = row(
+            n,
+            tool="t",
+            arguments={},
+            real=answer,
+            sim=None,
+            divergence=None,
+            kind=None,
+            session=session,
+            step=n,
+            ts=float(n),
+        )
         record["occurrence"] = 1 if session == "b" else n
         from policies.learned.replay_sources import replayable
 

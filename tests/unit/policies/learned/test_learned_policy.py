@@ -5,11 +5,11 @@ from __future__ import annotations
 from kit.calls import make_call
 from kit.learned import generate
 
+from calls import Call, Decision, Mode, Route, Session
 from policies.chain import default_policies
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder, after_call
 from policies.rules import parse_rule
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Decision, Mode, Route, Session
 
 SAFE = SafetyVerdict(SafetyClass.SAFE, "tool name says 'get'")
 SIDE = SafetyVerdict(SafetyClass.SIDE_EFFECT, "not known to be read-only")
@@ -74,7 +74,9 @@ def test_side_effect_calls_stay_real_and_replay_is_stale_after_one():
     assert decided.route is Route.SIM and "after a real call with side effects ('add_motto' on 'srv')" in decided.reason
     # Another server's side effects do not matter.
     fresh = Session("b")
-    after_call(fresh, make_call("add", server="other", session="b"), Decision(Route.REAL, "learned", "", safety="side_effect"))
+    after_call(
+        fresh, make_call("add", server="other", session="b"), Decision(Route.REAL, "learned", "", safety="side_effect")
+    )
     assert policy.decide(motto("b"), fresh, SAFE).route is Route.REPLAY
 
 
@@ -111,7 +113,9 @@ def test_a_rule_can_hand_calls_to_the_learned_router():
     from policies.base import decide
 
     decided = decide(chain, motto(), Session("a"), fallback=Decision(Route.REAL, "x", ""))
-    assert decided.route is Route.REPLAY and decided.policy == "learned" and decided.reason.startswith("rules:mottos -> ")
+    assert (
+        decided.route is Route.REPLAY and decided.policy == "learned" and decided.reason.startswith("rules:mottos -> ")
+    )
     assert decided.deadline_s == 5 and decided.safety == "safe"
     other = decide(chain, visits(), Session("a"), fallback=Decision(Route.REAL, "x", ""))
     assert other.policy == "mode"

@@ -34,7 +34,9 @@ def test_labels_for_both_routes():
     sim = route_labels(labels, "sim")
     replay = route_labels(labels, "replay")
     assert len(sim) == 300
-    by_tool = {tool: [label.acceptable for label in replay if label.facts.tool == tool] for tool in ("get_motto", "get_visits")}
+    by_tool = {
+        tool: [label.acceptable for label in replay if label.facts.tool == tool] for tool in ("get_motto", "get_visits")
+    }
     # The constant answer replays faithfully; the counter never does.
     assert by_tool["get_motto"] and all(by_tool["get_motto"])
     assert by_tool["get_visits"] and not any(by_tool["get_visits"])
@@ -78,18 +80,24 @@ def test_a_route_with_one_class_uses_the_per_tool_estimate():
 def test_the_policys_probabilities_are_predict_probas_for_new_and_repeated_calls(split, trained):
     """The decision path scores a call's static features once per call (kept) and its
     moving ones (step, statistics) each time: still predict_proba, within 1e-6."""
+    from calls import Call, Session
     from policies.learned import LearnedModel, LearnedPolicy, LearnedSettings, RouteModel
     from policies.learned.features import CallFacts
     from policies.safety.verdict import SafetyVerdict
-    from router.types import Call, Session
 
     model = LearnedModel(
-        {route: RouteModel(LinearScorer.from_classifier(c), trained.thresholds[route]) for route, c in trained.classifiers.items()},
+        {
+            route: RouteModel(LinearScorer.from_classifier(c), trained.thresholds[route])
+            for route, c in trained.classifiers.items()
+        },
         digest="t",
     )
     policy = LearnedPolicy(LearnedSettings(min_labels=0, explore_rate=0.0), model=model)
     safe = SafetyVerdict("safe", "a read", analysed=True)
-    calls = [Call("mcp", "srv", "get_weather", {"city": "Oslo"}, "s"), Call("mcp", "srv", "get_weather", {"city": {"name": "Rome"}}, "s")]
+    calls = [
+        Call("mcp", "srv", "get_weather", {"city": "Oslo"}, "s"),
+        Call("mcp", "srv", "get_weather", {"city": {"name": "Rome"}}, "s"),
+    ]
     compared = 0
     for step in (1, 7, 7, 300):  # a repeated call hits the kept static score
         for call in calls:
@@ -110,14 +118,16 @@ def test_the_decision_path_agrees_with_predict_proba_with_its_cache(split, train
     """The policy scores a call as a cached static part plus the step and statistics:
     still predict_proba's P(acceptable), on a first call, a repeated (cached) one, and
     after a model swap (the cache follows the model)."""
+    from calls import Call, Session
     from policies.learned import LearnedModel, LearnedPolicy, LearnedSettings, RouteModel
     from policies.learned.features import tool_key
     from policies.learned.state import LearnedState
     from policies.safety.verdict import SafetyClass, SafetyVerdict
-    from router.types import Call, Session
 
     def model_of(classifiers, digest):
-        return LearnedModel({r: RouteModel(LinearScorer.from_classifier(c), 0.5) for r, c in classifiers.items()}, digest=digest)
+        return LearnedModel(
+            {r: RouteModel(LinearScorer.from_classifier(c), 0.5) for r, c in classifiers.items()}, digest=digest
+        )
 
     safe = SafetyVerdict(SafetyClass.SAFE, "read-only")
     policy = LearnedPolicy(
@@ -131,12 +141,14 @@ def test_the_decision_path_agrees_with_predict_proba_with_its_cache(split, train
         held = [label for label in split[1] if label.facts.safety == "safe"][:60]
         assert len(held) >= 30
         expected = {
-            route: classifiers[route].predict_proba([call_features(label.facts) for label in held])[:, 1] for route in ("sim", "replay")
+            route: classifiers[route].predict_proba([call_features(label.facts) for label in held])[:, 1]
+            for route in ("sim", "replay")
         }
         for i, label in enumerate(held):
             facts = label.facts
             policy.state = LearnedState(
-                stats={tool_key(facts.channel, facts.server, facts.tool): facts.stats}, recorded_keys=frozenset({"recorded"})
+                stats={tool_key(facts.channel, facts.server, facts.tool): facts.stats},
+                recorded_keys=frozenset({"recorded"}),
             )
             session = Session("s", steps=facts.step)
             for _ in range(2):  # the second time from the cache

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from calls import Call, Decision, Observation, Provenance, Route, Session, Source
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder
 from policies.learned.features import call_features
 from policies.learned.labels import labels_from_rows
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Decision, Observation, Provenance, Route, Session, Source
-from shadow.records import Record
+from records.record import Record
 
 SAFE = SafetyVerdict(SafetyClass.SAFE, "reads only")
 
@@ -69,7 +69,9 @@ def test_the_router_sends_state_answered_cat_to_sim_and_keeps_model_answered_cal
     assert python.route is Route.REAL, python.reason  # `model+state` has no label: the tool's own estimate (half wrong)
     commit = policy.decide(git_commit(), Session("s"), SAFE)
     # No hook for MCP: the tool's usual sub, `model`, whose labels say no.
-    assert commit.route is Route.REAL and "per-tool estimate of model answers, 12 labels" in commit.reason, commit.reason
+    assert commit.route is Route.REAL and "per-tool estimate of model answers, 12 labels" in commit.reason, (
+        commit.reason
+    )
 
     # The per-tool statistics alone (what the router knew before sub-provenance) mix `cat` and `python`.
     per_tool = replace(builder.snapshot(), sub_stats={}, usual_subs={})
@@ -89,4 +91,5 @@ def test_sim_labels_carry_their_sub_and_its_features_reach_the_classifier():
     last_cat = [label for label in labels if label.sub == "state"][-1]
     names = dict(call_features(last_cat.facts))
     assert names["sub=state"] == 1.0 and names["tool=sh/exec|sub=state"] == 1.0
-    assert names["sub=state|sim_ok_rate"] == 1.0 and "sub=model|sim_ok_rate" not in names  # as it stood before this label
+    # As it stood before this label.
+    assert names["sub=state|sim_ok_rate"] == 1.0 and "sub=model|sim_ok_rate" not in names

@@ -7,11 +7,11 @@ from __future__ import annotations
 from kit.calls import make_call
 from kit.learned import row
 
+from calls import Call, Route, Session
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder
 from policies.learned.features import ToolStats, tool_key
 from policies.learned.tenancy import SHARED_ONLY, Tenancy, merged, namespace_of
 from policies.safety.verdict import SafetyClass, SafetyVerdict
-from router.types import Call, Route, Session
 
 SAFE = SafetyVerdict(SafetyClass.SAFE, "declared read-only")
 MOTTO = tool_key("mcp", "srv", "get_motto")
@@ -47,7 +47,9 @@ def recordings(token: str, answer: str, *, sessions: int = 3, start: int = 0) ->
 def policy_after(rows: list[dict], tenancy: Tenancy) -> LearnedPolicy:
     builder = StateBuilder(max_divergence=0.2, tenancy=tenancy)
     builder.add(rows)
-    return LearnedPolicy(LearnedSettings(explore_rate=0.0, replay_min_sessions=2), replay_key_of=replay_key, state=builder.snapshot())
+    return LearnedPolicy(
+        LearnedSettings(explore_rate=0.0, replay_min_sessions=2), replay_key_of=replay_key, state=builder.snapshot()
+    )
 
 
 def decide(policy: LearnedPolicy, session: str):
@@ -78,7 +80,9 @@ def test_a_shared_namespace_counts_for_every_token_and_its_recording_is_replayab
     make him replay (he stayed real before); alice's disagreeing ones are not his."""
     tenancy = Tenancy(namespaced=True, shared=("ci",))
     rows = recordings("ci", "carpe diem") + recordings("alice", "tempus fugit", start=10)
-    rows[-1]["observation"]["content"][0]["text"] = "something else"  # alice's answers disagree: her replay never allowed
+    rows[-1]["observation"]["content"][0]["text"] = (
+        "something else"  # alice's answers disagree: her replay never allowed
+    )
     policy = policy_after(rows, tenancy)
     bob = decide(policy, "bob/first")
     assert bob.route is Route.REPLAY and "agreed in 3 sessions" in bob.reason
@@ -104,5 +108,7 @@ def test_a_replay_label_reads_the_shared_namespace_never_another_token():
 
 
 def test_merged_statistics_add_up():
-    total = merged([ToolStats(replay_labels=2, replay_ok=1, agreeing_sessions=2), ToolStats(replay_labels=3, replay_ok=3)])
+    total = merged(
+        [ToolStats(replay_labels=2, replay_ok=1, agreeing_sessions=2), ToolStats(replay_labels=3, replay_ok=3)]
+    )
     assert (total.replay_labels, total.replay_ok, total.agreeing_sessions) == (5, 4, 2)

@@ -8,7 +8,9 @@ from policies.perturbation import PerturbationsConfig, PlanConfig, compile_plan
 
 
 def plan_of(*rules, seed=7, per_session=False, name="p"):
-    return compile_plan(name, PlanConfig.model_validate({"seed": seed, "per_session": per_session, "rules": list(rules)}))
+    return compile_plan(
+        name, PlanConfig.model_validate({"seed": seed, "per_session": per_session, "rules": list(rules)})
+    )
 
 
 def run(plan, calls=200, *, seed=None, key="", call=None):
@@ -17,7 +19,9 @@ def run(plan, calls=200, *, seed=None, key="", call=None):
     matched = plan.matching(call)
     out = []
     for n in range(1, calls + 1):
-        found = plan.decide([(rule, n) for rule, _ in matched], seed=plan.seed if seed is None else seed, key=key, step=n - 1)
+        found = plan.decide(
+            [(rule, n) for rule, _ in matched], seed=plan.seed if seed is None else seed, key=key, step=n - 1
+        )
         out.append(found.kind if found is not None else "-")
     return out
 
@@ -39,7 +43,16 @@ def test_rate_limit_answers_once_the_bucket_is_spent_and_a_window_refills_it():
 
 
 def test_after_calls_every_and_at_steps_all_hold_before_a_rule_fires():
-    assert run(plan_of({"kind": "error", "after_calls": 2, "every": 2}), calls=8) == ["-", "-", "-", "error", "-", "error", "-", "error"]
+    assert run(plan_of({"kind": "error", "after_calls": 2, "every": 2}), calls=8) == [
+        "-",
+        "-",
+        "-",
+        "error",
+        "-",
+        "error",
+        "-",
+        "error",
+    ]
     assert run(plan_of({"kind": "timeout", "at_steps": [1, 4]}), calls=6) == ["-", "timeout", "-", "-", "timeout", "-"]
 
 

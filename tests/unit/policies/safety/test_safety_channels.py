@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from kit.calls import make_call
 
+from calls import Call, Observation, Provenance, Session, Turn
 from policies.safety import SafetyClassifier, SafetySettings, classify
 from policies.safety.browser import element_context
 from policies.safety.verdict import SafetyClass
-from router.types import Call, Observation, Provenance, Session, Turn
 
 
 def mcp(tool, server="srv", **arguments):
@@ -19,7 +19,14 @@ def http(method, url_path, host="api.example.com", body=None):
         "http",
         host,
         method,
-        {"method": method, "url": f"https://{host}{url_path}", "path": url_path, "query": {}, "headers": {}, "body": body},
+        {
+            "method": method,
+            "url": f"https://{host}{url_path}",
+            "path": url_path,
+            "query": {},
+            "headers": {},
+            "body": body,
+        },
         "s",
     )
 
@@ -27,10 +34,16 @@ def http(method, url_path, host="api.example.com", body=None):
 TOOLS = {
     ("srv", "get_weather"): {"name": "get_weather", "annotations": {"destructiveHint": True, "readOnlyHint": False}},
     ("srv", "wipe_thing"): {"name": "wipe_thing", "annotations": {"readOnlyHint": True}},
-    ("srv", "frobnicate"): {"name": "frobnicate", "description": "Permanently erases the archive. This cannot be undone."},
+    ("srv", "frobnicate"): {
+        "name": "frobnicate",
+        "description": "Permanently erases the archive. This cannot be undone.",
+    },
     ("srv", "lookup"): {"name": "lookup", "description": "Looks up a record and deletes stale copies"},
     ("trusted", "wipe_thing"): {"name": "wipe_thing", "annotations": {"readOnlyHint": True}},
-    ("trusted", "delete_note"): {"name": "delete_note", "annotations": {"readOnlyHint": False, "destructiveHint": False}},
+    ("trusted", "delete_note"): {
+        "name": "delete_note",
+        "annotations": {"readOnlyHint": False, "destructiveHint": False},
+    },
 }
 
 
@@ -84,14 +97,17 @@ def test_open_world_and_idempotence_hints_only_make_a_call_less_safe():
     # and a trusted server's own readOnlyHint / destructiveHint decide
     assert c.classify(mcp("get_status", server="trusted")).cls is SafetyClass.SAFE
     assert c.classify(mcp("remember", server="trusted")).cls is SafetyClass.SIDE_EFFECT
-    assert c.classify(mcp("drop_cache", server="trusted")).cls is SafetyClass.DESTRUCTIVE  # only hints that say nothing of writing
+    # Only hints that say nothing of writing.
+    assert c.classify(mcp("drop_cache", server="trusted")).cls is SafetyClass.DESTRUCTIVE
     # an open-world, repeatable write is a side effect, not destructive: destructiveHint would say so
     assert c.classify(mcp("post_update")).cls is SafetyClass.SIDE_EFFECT
     assert c.classify(mcp("post_update", server="trusted")).cls is SafetyClass.SIDE_EFFECT
 
 
 def test_overrides_per_server_and_tool_have_the_last_word():
-    settings = SafetySettings(tools=(("srv", "delete_*", SafetyClass.SIDE_EFFECT), ("shell", "shell_exec", SafetyClass.DESTRUCTIVE)))
+    settings = SafetySettings(
+        tools=(("srv", "delete_*", SafetyClass.SIDE_EFFECT), ("shell", "shell_exec", SafetyClass.DESTRUCTIVE))
+    )
     c = SafetyClassifier(settings, lookup)
     verdict = c.classify(mcp("delete_draft"))
     assert verdict.cls is SafetyClass.SIDE_EFFECT and "safety.tools" in verdict.reason
@@ -105,14 +121,22 @@ def test_http_methods_paths_hosts_and_graphql():
     assert classify(http("POST", "/v1/charges")).cls is SafetyClass.DESTRUCTIVE
     assert classify(http("POST", "/v3/mail/send", host="api.sendgrid.com")).cls is SafetyClass.DESTRUCTIVE
     assert classify(http("POST", "/graphql", body={"query": "query { me { id } }"})).cls is SafetyClass.SAFE
-    assert classify(http("POST", "/graphql", body={"query": "mutation { renameUser(id: 1) { id } }"})).cls is SafetyClass.SIDE_EFFECT
-    assert classify(http("POST", "/graphql", body={"query": "mutation Del { deleteUser(id: 1) { id } }"})).cls is SafetyClass.DESTRUCTIVE
-    assert classify(http("POST", "/v1/messages", host="api.anthropic.com")).cls is SafetyClass.SIDE_EFFECT  # a model API, not mail
+    assert (
+        classify(http("POST", "/graphql", body={"query": "mutation { renameUser(id: 1) { id } }"})).cls
+        is SafetyClass.SIDE_EFFECT
+    )
+    assert (
+        classify(http("POST", "/graphql", body={"query": "mutation Del { deleteUser(id: 1) { id } }"})).cls
+        is SafetyClass.DESTRUCTIVE
+    )
+    # A model API, not mail.
+    assert classify(http("POST", "/v1/messages", host="api.anthropic.com")).cls is SafetyClass.SIDE_EFFECT
     assert classify(http("POST", "/v1/send_email")).cls is SafetyClass.DESTRUCTIVE
     production = SafetySettings(production_hosts=("example.com",), http_safe_methods=frozenset({"GET"}))
     verdict = classify(http("POST", "/v1/items", host="api.example.com:8443"), settings=production)
     assert verdict.cls is SafetyClass.DESTRUCTIVE and "production" in verdict.reason
-    assert classify(http("HEAD", "/", host="other.org"), settings=production).cls is SafetyClass.SIDE_EFFECT  # HEAD not configured safe
+    # HEAD not configured safe.
+    assert classify(http("HEAD", "/", host="other.org"), settings=production).cls is SafetyClass.SIDE_EFFECT
 
 
 SNAPSHOT = """- main:
@@ -152,7 +176,9 @@ def test_browser_elements_are_named_from_the_page_the_agent_saw():
     assert sensitive.classify(typing, session).cls is SafetyClass.DESTRUCTIVE
     assert sensitive.classify(click("e1"), session).cls is SafetyClass.SAFE
     assert (
-        sensitive.classify(make_call("browser_navigate", {"url": "https://bank.example.com/"}, channel="browser"), session).cls
+        sensitive.classify(
+            make_call("browser_navigate", {"url": "https://bank.example.com/"}, channel="browser"), session
+        ).cls
         is SafetyClass.SAFE
     )
 

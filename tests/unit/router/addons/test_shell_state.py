@@ -8,11 +8,11 @@ from kit.engine import make_engine
 
 from backends.shell.screen import ShellResult
 from backends.shell.state import ShellState
+from calls import Observation, Provenance, Route, Session
 from policies.chain import default_policies
 from policies.perturbation import PlanConfig, compile_plan
 from router.addons.perturbation.addon import Perturber
 from router.addons.shell_state import ShellStateKeeper
-from router.types import Observation, Provenance, Route, Session
 
 
 def shell(command: str):

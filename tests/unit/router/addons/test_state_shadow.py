@@ -10,10 +10,10 @@ from kit.shell_world import StandInSandbox
 
 from backends.world_state.shell import run
 from backends.world_state.simulation import StatefulSimulator
+from calls import Call, Observation, Provenance, Route, Session, Source
 from router.addons.shadow_sampling import ShadowSampling
 from router.addons.world_state import WorldStateKeeper
 from router.runtime.state_shadow import state_answer
-from router.types import Call, Observation, Provenance, Route, Session, Source
 from shadow.runner import ShadowRunner
 
 
@@ -33,8 +33,14 @@ async def test_shadow_pairs_of_a_shell_session_carry_how_the_sim_route_would_hav
     model = CountingModel()
     engine.simulator = StatefulSimulator(model)  # names its answers' sub, as the runtime's does
     engine.addons.add(WorldStateKeeper())
-    runner = ShadowRunner(simulator=engine.simulator, store=store, records=engine.records, deadline_for=lambda call: 5.0)
-    engine.addons.add(ShadowSampling(runner, state_answer=state_answer(lambda channel, server: True, screen_lines=200, screen_chars=16000)))
+    runner = ShadowRunner(
+        simulator=engine.simulator, store=store, records=engine.records, deadline_for=lambda call: 5.0
+    )
+    engine.addons.add(
+        ShadowSampling(
+            runner, state_answer=state_answer(lambda channel, server: True, screen_lines=200, screen_chars=16000)
+        )
+    )
     session, sandbox = Session("s"), StandInSandbox()
     run(sandbox.world, "echo 'the real report' > report.txt")  # only the real side holds it
     lines = ("echo alpha > notes.txt", "echo beta >> notes.txt", "cat notes.txt", "ls", "cat report.txt")
@@ -47,7 +53,10 @@ async def test_shadow_pairs_of_a_shell_session_carry_how_the_sim_route_would_hav
         assert subs == {line: "state" for line in lines[:4]} | {"cat report.txt": "model"}
         assert model.calls == 1  # the state's answers cost no model call
         # The shadow's own run left the session's state alone: the append was applied once.
-        assert rows["cat notes.txt"]["shadow"]["structured"]["output"] == "alpha\nbeta\n" and rows["cat notes.txt"]["divergence"] == 0
+        assert (
+            rows["cat notes.txt"]["shadow"]["structured"]["output"] == "alpha\nbeta\n"
+            and rows["cat notes.txt"]["divergence"] == 0
+        )
         assert rows["ls"]["divergence"] > 0  # the state did not know report.txt: its listing diverged
         assert all(row["status"] == "complete" for row in rows.values())
     finally:

@@ -11,10 +11,10 @@ from backends.shell.screen import ShellResult
 from backends.world_state.session import WorldState
 from backends.world_state.shell import run
 from backends.world_state.simulation import StatefulSimulator
+from calls import Call, Observation, Provenance, Route, Session, Source
 from policies.chain import default_policies
 from policies.rules import parse_rule
 from router.addons.world_state import WorldStateKeeper
-from router.types import Call, Observation, Provenance, Route, Session, Source
 
 
 def shell(command: str, session: str = "s") -> Call:
@@ -22,7 +22,9 @@ def shell(command: str, session: str = "s") -> Call:
 
 
 def screen(result: ShellResult, provenance: Provenance) -> Observation:
-    return Observation([{"type": "text", "text": result.text()}], provenance, is_error=result.is_error, structured=result.structured())
+    return Observation(
+        [{"type": "text", "text": result.text()}], provenance, is_error=result.is_error, structured=result.structured()
+    )
 
 
 class ScreenModel:
@@ -54,7 +56,10 @@ async def test_a_simulated_shell_answers_from_its_state_with_coreutils_text_and_
     for command in ("echo hi > f", "cat f", "rm f", "cat f"):
         answers.append((await engine.handle(shell(command), session, StandInSandbox())).observation)
     assert answers[1].structured["output"] == "hi\n" and answers[1].structured["exit_code"] == 0
-    assert answers[3].structured["output"] == "cat: f: No such file or directory\n" and answers[3].structured["exit_code"] == 1
+    assert (
+        answers[3].structured["output"] == "cat: f: No such file or directory\n"
+        and answers[3].structured["exit_code"] == 1
+    )
     assert {a.source.sub for a in answers} == {"state"} and {a.provenance for a in answers} == {Provenance.SIM}
     assert model.calls == 0
 
@@ -92,7 +97,7 @@ async def test_a_file_the_model_invented_reads_the_same_the_second_time(tmp_path
 
 
 async def test_secrets_reach_the_state_redacted_as_records_are(tmp_path):
-    from shadow.redaction import Redactor
+    from records.redaction import Redactor
 
     model = ScreenModel("never asked")
     engine, _ = await stateful_engine(tmp_path, model, mode=Route.SIM)
@@ -117,7 +122,14 @@ async def test_an_off_switch_sends_the_calls_to_the_model(tmp_path):
 
 
 def request(method: str, path: str, body=None) -> Call:
-    arguments = {"method": method, "url": f"https://api.test{path}", "path": path, "query": {}, "headers": {}, "body": body}
+    arguments = {
+        "method": method,
+        "url": f"https://api.test{path}",
+        "path": path,
+        "query": {},
+        "headers": {},
+        "body": body,
+    }
     return Call("http", "api.test", method, arguments, "s")
 
 
@@ -130,21 +142,26 @@ async def test_a_json_apis_resources_answer_simulated_reads_and_perturbations_ap
 
     async def api(call):  # the real API: it made item 7
         body = json.dumps({"id": 7, **call.arguments["body"]}).encode()
-        structured = response_record(201, "", [("Content-Type", "application/json")], encode_body(body, limit=len(body)), decoded=False)
+        structured = response_record(
+            201, "", [("Content-Type", "application/json")], encode_body(body, limit=len(body)), decoded=False
+        )
         return observation_of(structured, Provenance.REAL)
 
     model = ScreenModel("never asked")
     engine, store = await stateful_engine(tmp_path, model)
     reads_simulated = parse_rule({"match": {"channel": "http", "method": "GET"}, "route": "sim"})
     engine.policies = default_policies(rules=[reads_simulated], mode=Route.REAL)
-    plan = PlanConfig.model_validate({"seed": 1, "rules": [{"kind": "empty", "every": 2, "match": {"channel": "http"}}]})
+    plan = PlanConfig.model_validate(
+        {"seed": 1, "rules": [{"kind": "empty", "every": 2, "match": {"channel": "http"}}]}
+    )
     engine.addons.add(Perturber({"p": compile_plan("p", plan)}, default="p"))
     session = Session("s")
     await engine.handle(request("POST", "/items", {"name": "kept"}), session, api)  # real (call 1 of the plan)
     read = (await engine.handle(request("GET", "/items/7"), session, api)).observation  # simulated, emptied (call 2)
     again = (await engine.handle(request("GET", "/items/7"), session, api)).observation  # simulated (call 3)
     assert json.loads(again.structured["body"]) == {"id": 7, "name": "kept"} and again.source.sub == "state"
-    assert json.loads(read.structured["body"]) == {"id": 7, "name": ""} and read.provenance is Provenance.NONE  # its text emptied
+    # Its text emptied.
+    assert json.loads(read.structured["body"]) == {"id": 7, "name": ""} and read.provenance is Provenance.NONE
     row = (await store.recent())[1]
     assert row["perturbation"]["kind"] == "empty" and row["unperturbed"]["source"]["sub"] == "state"
     assert model.calls == 0

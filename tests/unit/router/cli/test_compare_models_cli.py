@@ -9,8 +9,8 @@ from kit.export import fill_store
 from kit.launch import write_config
 from typer.testing import CliRunner
 
+from records.store.sqlite.store import SQLiteStore
 from router.cli.main import app
-from shadow.store.sqlite.store import SQLiteStore
 
 
 @pytest.fixture
@@ -40,10 +40,14 @@ def test_bad_options_are_refused_with_the_reason(config, args, message):
 
 
 def test_held_out_sessions_without_a_real_answer_are_a_clear_error(config):
-    result = CliRunner().invoke(app, ["compare-models", "--config", str(config), "--model", "http://h:1/v1", "--session", "nobody"])
+    result = CliRunner().invoke(
+        app, ["compare-models", "--config", str(config), "--model", "http://h:1/v1", "--session", "nobody"]
+    )
     assert result.exit_code == 1 and "hold no call with a real answer" in result.output
 
 
 def test_no_store_yet_is_a_clear_error(tmp_path):
-    result = CliRunner().invoke(app, ["compare-models", "--config", str(write_config(tmp_path)), "--model", "http://h:1/v1"])
+    result = CliRunner().invoke(
+        app, ["compare-models", "--config", str(write_config(tmp_path)), "--model", "http://h:1/v1"]
+    )
     assert result.exit_code == 1 and "no records yet" in result.output

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 from backends.shell.screen import ShellResult
 from backends.world_state.shell import run
 from backends.world_state.simulation import StatefulSimulator
+from calls import Call, Observation, Provenance, Route, Session
 from policies.chain import default_policies
 from policies.rules import parse_rule
 from router.addons.world_state import WorldStateKeeper
 from router.cli.main import app
-from router.types import Call, Observation, Provenance, Route, Session
 
 
 class Model:
@@ -48,4 +48,9 @@ async def test_explain_rebuilds_a_sessions_world_state_from_its_records(tmp_path
     files = world["shell"]["files"]
     assert files["/workspace/a.txt"] == files["/workspace/b.txt"] == {"bytes": 4}
     assert files["/workspace/plan.txt"] == {"bytes": 15, "invented": True}  # the model's text, marked
-    assert world["sim_answer"] == {"sub": "state", "output": "one\ninvented words\n", "exit_code": 0, "cwd": "/workspace"}
+    assert world["sim_answer"] == {
+        "sub": "state",
+        "output": "one\ninvented words\n",
+        "exit_code": 0,
+        "cwd": "/workspace",
+    }

@@ -10,8 +10,8 @@ from kit.export import fill_store
 from kit.launch import write_config
 from typer.testing import CliRunner
 
+from records.store.sqlite.store import SQLiteStore
 from router.cli.main import app
-from shadow.store.sqlite.store import SQLiteStore
 
 
 @pytest.fixture
@@ -43,11 +43,19 @@ def test_bad_options_are_refused_with_the_reason(config, tmp_path, args, message
 
 def test_a_dataset_is_written_once_and_replaced_only_when_asked(config, tmp_path):
     out = tmp_path / "out"
-    first = CliRunner().invoke(app, ["export", str(out), "--config", str(config), "--format", "messages", "--tool", "weather.alerts"])
+    first = CliRunner().invoke(
+        app, ["export", str(out), "--config", str(config), "--format", "messages", "--tool", "weather.alerts"]
+    )
     assert first.exit_code == 0, first.output
     card = json.loads((out / "dataset.json").read_text())
-    assert card["filters"]["server"] == "weather" and card["filters"]["tool"] == "alerts" and card["formats"] == ["messages"]
-    exported = [json.loads(line) for side in ("train", "test") for line in (out / "messages" / f"{side}.jsonl").read_text().splitlines()]
+    assert (
+        card["filters"]["server"] == "weather"
+        and card["filters"]["tool"] == "alerts"
+        and card["formats"] == ["messages"]
+    )
+    # A split without lines has no file.
+    written = [path for path in card["files"]["messages"].values() if path is not None]
+    exported = [json.loads(line) for path in written for line in (out / path).read_text().splitlines()]
     assert exported and {line["meta"]["tool"] for line in exported} == {"alerts"}
     again = CliRunner().invoke(app, ["export", str(out), "--config", str(config)])
     assert again.exit_code == 1 and "--overwrite" in again.output
@@ -71,7 +79,17 @@ def hardest_first_order(values: list[float | None]) -> list[float | None]:
 
 def test_hardest_first_orders_each_file_and_the_card_says_so(config, tmp_path):
     out = tmp_path / "hard"
-    args = ["export", str(out), "--config", str(config), "--hardest-first", "--format", "messages", "--format", "preference"]
+    args = [
+        "export",
+        str(out),
+        "--config",
+        str(config),
+        "--hardest-first",
+        "--format",
+        "messages",
+        "--format",
+        "preference",
+    ]
     result = CliRunner().invoke(app, [*args, "--test-fraction", "0.3"])
     assert result.exit_code == 0, result.output
     card = json.loads((out / "dataset.json").read_text())
@@ -81,13 +99,24 @@ def test_hardest_first_orders_each_file_and_the_card_says_so(config, tmp_path):
             found = divergences(out / name / f"{side}.jsonl")
             assert found and found == hardest_first_order(found), (name, side, found)
     shadowed = [value for value in divergences(out / "messages" / "train.jsonl") if value is not None]
-    assert len(set(shadowed)) > 2 and divergences(out / "messages" / "train.jsonl")[-1] is None  # a real order, not a tie
+    # A real order, not a tie.
+    assert len(set(shadowed)) > 2 and divergences(out / "messages" / "train.jsonl")[-1] is None
     assert not list(out.glob(".simroute-export-*"))  # the scratch files went
 
 
 def test_hardest_first_keeps_the_filters(config, tmp_path):
     out = tmp_path / "hard"
-    args = ["--hardest-first", "--format", "messages", "--min-divergence", "0.3", "--tool", "weather.forecast", "--test-fraction", "0"]
+    args = [
+        "--hardest-first",
+        "--format",
+        "messages",
+        "--min-divergence",
+        "0.3",
+        "--tool",
+        "weather.forecast",
+        "--test-fraction",
+        "0",
+    ]
     result = CliRunner().invoke(app, ["export", str(out), "--config", str(config), *args])
     assert result.exit_code == 0, result.output
     exported = [json.loads(line)["meta"] for line in (out / "messages" / "train.jsonl").read_text().splitlines()]

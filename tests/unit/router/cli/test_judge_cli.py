@@ -9,8 +9,8 @@ from kit.judge import judged_rows
 from kit.launch import write_config
 from typer.testing import CliRunner
 
+from records.store.sqlite.store import SQLiteStore
 from router.cli.main import app
-from shadow.store.sqlite.store import SQLiteStore
 
 
 @pytest.fixture
@@ -41,5 +41,7 @@ def test_bad_options_are_refused_with_the_reason(config, args, message):
 
 
 def test_no_store_yet_is_a_clear_error(tmp_path):
-    result = CliRunner().invoke(app, ["judge", "--config", str(write_config(tmp_path)), "--endpoint", "http://127.0.0.1:9/v1"])
+    result = CliRunner().invoke(
+        app, ["judge", "--config", str(write_config(tmp_path)), "--endpoint", "http://127.0.0.1:9/v1"]
+    )
     assert result.exit_code == 1 and "no records yet" in result.output

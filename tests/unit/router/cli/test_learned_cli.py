@@ -10,8 +10,8 @@ from kit.launch import write_config
 from kit.learned import generate
 from typer.testing import CliRunner
 
+from records.store.sqlite.store import SQLiteStore
 from router.cli.main import app
-from shadow.store.sqlite.store import SQLiteStore
 
 
 def fill(path, rows) -> None:
@@ -27,7 +27,9 @@ def fill(path, rows) -> None:
 def trained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cli")
     rows = generate(500)
-    config = write_config(folder, mode="learned", learned={"min_labels": 5, "explore_rate": 0}, mcpServers={"srv": {"command": "true"}})
+    config = write_config(
+        folder, mode="learned", learned={"min_labels": 5, "explore_rate": 0}, mcpServers={"srv": {"command": "true"}}
+    )
     fill(folder / "records.db", rows)
     out = CliRunner().invoke(app, ["train", "--config", str(config)])
     return folder, config, out
@@ -48,7 +50,12 @@ def test_train_prints_metrics_and_saves_model_and_card(trained):
     promise = card["promise"]
     assert chosen["fidelity"] >= 0.9 and promise["calls"] == 500 and promise["off_real_share"] > 0.2
     assert promise["fidelity"] >= 0.9 and sum(promise["served"].values()) == 500
-    assert card["data"]["records"] == 500 and card["simroute_version"] and card["features"] and card["data"]["first"] < card["data"]["last"]
+    assert (
+        card["data"]["records"] == 500
+        and card["simroute_version"]
+        and card["features"]
+        and card["data"]["first"] < card["data"]["last"]
+    )
 
 
 def test_explain_shows_the_learned_probabilities(trained):
@@ -59,7 +66,10 @@ def test_explain_shows_the_learned_probabilities(trained):
     result = json.loads(out.output)
     assert result["policy"] == "learned" and "P(ok)=" in result["reason"]
     sim = next(c for c in result["learned"]["candidates"] if c["route"] == "sim")
-    assert sim["source"].startswith("model") and sim["probability"] > sim["threshold"] == result["learned"]["thresholds"]["sim"]
+    assert (
+        sim["source"].startswith("model")
+        and sim["probability"] > sim["threshold"] == result["learned"]["thresholds"]["sim"]
+    )
     bad = dict(call, arguments={"city": "Rome"})
     worse = json.loads(CliRunner().invoke(app, ["explain", "--config", str(config), "--call", json.dumps(bad)]).output)
     assert next(c for c in worse["learned"]["candidates"] if c["route"] == "sim")["probability"] < sim["probability"]
@@ -73,8 +83,14 @@ def test_eval_compares_the_model_with_the_rules(trained):
     (folder / "real").mkdir()
     real = write_config(folder / "real", mode="real", store={"path": str(folder / "records.db")})
     baseline = json.loads(CliRunner().invoke(app, ["eval", "--config", str(real), "--json"]).output)
-    assert baseline["off_real_share"] == 0 and baseline["served"] == {"real": 500} and baseline["why_real"] == {"decided by mode": 500}
-    out = CliRunner().invoke(app, ["eval", "--config", str(real), "--model", str(folder / ".simroute" / "router.skops"), "--json"])
+    assert (
+        baseline["off_real_share"] == 0
+        and baseline["served"] == {"real": 500}
+        and baseline["why_real"] == {"decided by mode": 500}
+    )
+    out = CliRunner().invoke(
+        app, ["eval", "--config", str(real), "--model", str(folder / ".simroute" / "router.skops"), "--json"]
+    )
     candidate = json.loads(out.output)
     assert candidate["model"] and candidate["off_real_share"] > 0.2 and candidate["calls"] == 500, candidate
 
@@ -130,7 +146,11 @@ def test_train_json_prints_the_card_and_where_the_model_went(trained, tmp_path):
     [line] = out.stdout.splitlines()  # one JSON object, nothing else on stdout (no tables, no progress)
     report = json.loads(line)
     assert report["model"] == str(model) and model.is_file() and report["data"]["records"] == 500
-    assert report["routes"]["sim"]["trained"] and report["routes"]["sim"]["threshold"] is not None and report["promise"]["calls"] == 500
+    assert (
+        report["routes"]["sim"]["trained"]
+        and report["routes"]["sim"]["threshold"] is not None
+        and report["promise"]["calls"] == 500
+    )
     assert json.loads((tmp_path / "other.card.json").read_text())["routes"] == report["routes"]
 
 
@@ -143,4 +163,9 @@ def test_recordings_json_lists_each_named_recording(tmp_path):
     out = CliRunner().invoke(app, ["recordings", "--config", str(config), "--json"])
     assert out.exit_code == 0, out.output
     [golden] = [json.loads(line) for line in out.stdout.splitlines()]
-    assert golden["name"] == "golden" and golden["sessions"] == 2 and golden["records"] == 20 and golden["first_ts"] <= golden["last_ts"]
+    assert (
+        golden["name"] == "golden"
+        and golden["sessions"] == 2
+        and golden["records"] == 20
+        and golden["first_ts"] <= golden["last_ts"]
+    )

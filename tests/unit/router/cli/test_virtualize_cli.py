@@ -9,9 +9,9 @@ import yaml
 from kit.launch import write_config
 from typer.testing import CliRunner
 
+from records.store.sqlite.store import SQLiteStore
 from router.cli.main import app
 from router.config import load_config
-from shadow.store.sqlite.store import SQLiteStore
 
 SNAPSHOT = [
     {
@@ -40,11 +40,15 @@ def run(*args: str):
 
 def test_an_unreachable_server_is_virtualized_from_the_stores_snapshot(tmp_path):
     snapshot_store(tmp_path)
-    config = write_config(tmp_path, mcpServers={"dictionary": OFFLINE}, replay={"recording": "golden"}, startup_timeout_s=5)
+    config = write_config(
+        tmp_path, mcpServers={"dictionary": OFFLINE}, replay={"recording": "golden"}, startup_timeout_s=5
+    )
     output = tmp_path / "virtual.yaml"
     result = run("dictionary", "--config", str(config), "--initial-state", "Words of 1850.", "--output", str(output))
     assert result.exit_code == 0, result.output
-    assert "could not list 'dictionary' live" in result.output and "1 tool(s) from the store's snapshot" in result.output
+    assert (
+        "could not list 'dictionary' live" in result.output and "1 tool(s) from the store's snapshot" in result.output
+    )
     written = yaml.safe_load(output.read_text())
     assert written["mcpServers"]["dictionary"] == {
         "type": "virtual",
@@ -59,9 +63,15 @@ def test_an_unreachable_server_is_virtualized_from_the_stores_snapshot(tmp_path)
 
 def test_bad_input_gets_a_clear_error(tmp_path):
     snapshot_store(tmp_path)
-    config = write_config(tmp_path, mcpServers={"dictionary": OFFLINE, "weather": {"type": "virtual", "tools": [{"name": "f"}]}})
+    config = write_config(
+        tmp_path, mcpServers={"dictionary": OFFLINE, "weather": {"type": "virtual", "tools": [{"name": "f"}]}}
+    )
     unknown = run("nothing", "--config", str(config))
-    assert unknown.exit_code == 2 and "no MCP server named 'nothing'" in unknown.output and "dictionary, weather" in unknown.output
+    assert (
+        unknown.exit_code == 2
+        and "no MCP server named 'nothing'" in unknown.output
+        and "dictionary, weather" in unknown.output
+    )
     twice = run("weather", "--config", str(config))
     assert twice.exit_code == 2 and "'weather' is already a virtual server" in twice.output
     no_recording = run("dictionary", "--config", str(config), "--from-snapshot", "--recording", "golden")

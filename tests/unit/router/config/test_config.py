@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
+from calls import Route
 from router.config import ConfigError, load_config, parse_config
-from router.types import Route
 
 
 def error_of(text: str) -> str:
@@ -13,7 +13,9 @@ def error_of(text: str) -> str:
 
 
 def test_defaults_and_claude_desktop_form():
-    config = parse_config('mcpServers:\n  time:\n    command: uvx\n    args: ["mcp-server-time"]\n', base_dir=Path("/cfg"))
+    config = parse_config(
+        'mcpServers:\n  time:\n    command: uvx\n    args: ["mcp-server-time"]\n', base_dir=Path("/cfg")
+    )
     assert config.mode == Route.REAL
     assert config.upstreams["time"].command == "uvx"
     assert config.store_path == Path("/cfg/.simroute/records.db")
@@ -21,7 +23,9 @@ def test_defaults_and_claude_desktop_form():
 
 
 def test_vs_code_servers_form_with_types():
-    config = parse_config("servers:\n  a: {type: stdio, command: x}\n  b: {type: http, url: 'http://127.0.0.1:1/mcp'}\n")
+    config = parse_config(
+        "servers:\n  a: {type: stdio, command: x}\n  b: {type: http, url: 'http://127.0.0.1:1/mcp'}\n"
+    )
     assert config.upstreams["a"].command == "x"
     assert config.upstreams["b"].url.endswith("/mcp")
 
@@ -29,10 +33,16 @@ def test_vs_code_servers_form_with_types():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("mode: simulate", "s.yaml:1: mode: 'simulate' is not one of real, sim, replay, shadow, deny, learned, rehearsal"),
+        (
+            "mode: simulate",
+            "s.yaml:1: mode: 'simulate' is not one of real, sim, replay, shadow, deny, learned, rehearsal",
+        ),
         ("mcpServers:\n  time:\n    comand: x\n", "s.yaml:3: mcpServers.time.comand: unknown key"),
         ("mcpServers:\n  time:\n    args: []\n", "s.yaml:2: mcpServers.time.command: Field required"),
-        ("rules:\n  - match: {tool: 're:('}\n    route: sim\n", "s.yaml:2: rules[0].match.tool: invalid regular expression '('"),
+        (
+            "rules:\n  - match: {tool: 're:('}\n    route: sim\n",
+            "s.yaml:2: rules[0].match.tool: invalid regular expression '('",
+        ),
         ("rules:\n  - route: sim\n  - route: bogus\n", "s.yaml:3: rules[1].route: 'bogus' is not one of"),
         (
             "rules:\n  - match: {arguments: {a.b: 're:['}}\n    route: sim\n",
@@ -90,7 +100,8 @@ def test_store_sqlite_url_is_relative_to_the_config_folder_or_absolute_with_four
     assert relative.store.redis_url is None
     absolute = parse_config('store: {url: "sqlite:////srv/simroute/records.db"}', base_dir=Path("/cfg"))
     assert absolute.store_path == Path("/srv/simroute/records.db")
-    assert absolute.spool_path == Path("/srv/simroute/records.spool.jsonl")  # the spool goes beside the file the url names
+    # The spool goes beside the file the url names.
+    assert absolute.spool_path == Path("/srv/simroute/records.spool.jsonl")
 
 
 def test_store_url_and_path_together_is_an_error_naming_both_keys():
@@ -100,12 +111,12 @@ def test_store_url_and_path_together_is_an_error_naming_both_keys():
     assert "store: {url" not in message  # the keys are named, not the whole section dumped
 
 
-def test_world_model_chat_format_reaches_the_engine_and_a_bad_name_fails_at_load():
+def test_world_model_chat_format_reaches_the_model_runner_and_a_bad_name_fails_at_load():
     pytest.importorskip("llama_cpp")
-    from router.runtime.world import build_engine
+    from router.runtime.simulated_side import build_model_runner
 
     config = parse_config("world_model: {chat_format: chatml}", base_dir=Path("/cfg"))
-    assert build_engine(config).chat_format == "chatml"
+    assert build_model_runner(config).chat_format == "chatml"
     message = error_of("world_model:\n  chat_format: chatmll\n")
     assert "s.yaml:2: world_model.chat_format: 'chatmll' is not a registered chat format" in message
     assert "chatml" in message.split("valid formats", 1)[1]  # the valid names are listed

@@ -44,7 +44,15 @@ MODELS = _all_models(Config)
 
 def test_the_walk_reaches_every_section() -> None:
     names = {model.__name__ for model in MODELS}
-    assert {"Config", "ShellLimits", "BrowserLimits", "NoiseConfig", "StdioServer", "RemoteServer", "LearnedConfig"} <= names
+    assert {
+        "Config",
+        "ShellLimits",
+        "BrowserLimits",
+        "NoiseConfig",
+        "StdioServer",
+        "RemoteServer",
+        "LearnedConfig",
+    } <= names
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)

@@ -37,11 +37,17 @@ def test_plans_load_and_explain_shows_the_plan_the_rules_and_the_first_calls_per
         "first_call": {"kind": "error", "rule": "flaky:writes-fail", "seed": 11, "n": 1},
     }
     search = explainer.explain(call_from_json({"name": "search"}, config))
-    assert search["perturbation"] == {"plan": "limited", "rules_matching": ["limited:rate_limit[0]"], "first_call": None}
+    assert search["perturbation"] == {
+        "plan": "limited",
+        "rules_matching": ["limited:rate_limit[0]"],
+        "first_call": None,
+    }
 
 
 def test_a_rule_naming_an_unknown_plan_is_an_error_with_its_line():
-    with pytest.raises(ConfigError, match=r"<config>:4: rules\[0\]\.perturbation: 'nope' is not one of perturbations.plans"):
+    with pytest.raises(
+        ConfigError, match=r"<config>:4: rules\[0\]\.perturbation: 'nope' is not one of perturbations.plans"
+    ):
         parse_config("rules:\n  - match: {tool: x}\n    route: real\n    perturbation: nope\n")
 
 

@@ -42,8 +42,14 @@ def test_a_virtual_server_is_declared_beside_real_ones():
 @pytest.mark.parametrize(
     ("tools", "error"),
     [
-        ("[{name: a, inputSchema: {type: strin}}]", "s.yaml:5: mcpServers.v.tools[0].inputSchema: inputSchema is not a valid JSON Schema"),
-        ("[{name: a, inputSchema: {type: array}}]", "mcpServers.v.tools[0].inputSchema: inputSchema must describe an object"),
+        (
+            "[{name: a, inputSchema: {type: strin}}]",
+            "s.yaml:5: mcpServers.v.tools[0].inputSchema: inputSchema is not a valid JSON Schema",
+        ),
+        (
+            "[{name: a, inputSchema: {type: array}}]",
+            "mcpServers.v.tools[0].inputSchema: inputSchema must describe an object",
+        ),
         ("[{name: a}, {name: a}]", "mcpServers.v.tools: tool 'a' is declared twice"),
         ("[]", "mcpServers.v.tools: List should have at least 1 item"),
         ("[{name: a, run: x}]", "mcpServers.v.tools[0].run: unknown key"),
@@ -60,7 +66,9 @@ def test_explain_shows_the_route_a_virtual_server_is_served():
 
     config = parse_config(DECLARED + "rules:\n  - match: {tool: get_forecast}\n    route: shadow\n")
     explainer = Explainer(config)
-    forecast = explainer.explain(call_from_json({"server": "weather", "name": "get_forecast", "arguments": {"city": "Lima"}}, config))
+    forecast = explainer.explain(
+        call_from_json({"server": "weather", "name": "get_forecast", "arguments": {"city": "Lima"}}, config)
+    )
     assert (forecast["route"], forecast["policy"]) == ("replay", "virtual")
     assert "rules:rule[0] chose shadow" in forecast["reason"] and "recording 'golden'" in forecast["reason"]
     assert forecast["safety_class"] == "safe"

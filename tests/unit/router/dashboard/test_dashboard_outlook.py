@@ -9,10 +9,10 @@ from kit.learned import generate, train_and_save
 
 from policies.learned import LearnedPolicy, LearnedSettings
 from policies.learned.persistence import card_path
+from records.store.protocol import RecordFilter
+from records.store.sqlite.store import SQLiteStore
 from router.dashboard.outlook import RouterOutlook
 from router.runtime.learned_service import LearnedService
-from shadow.store.protocol import RecordFilter
-from shadow.store.sqlite.store import SQLiteStore
 
 
 @pytest.fixture
@@ -66,4 +66,5 @@ async def test_the_per_tool_estimate_stands_in_for_a_route_with_too_few_labels(t
     rows = await store.fidelity(RecordFilter(since=0, tool="get_motto"))
     await RouterOutlook(card_path(model), store, make_service=make).annotate(rows)
     sim = next(c for c in rows[0]["router"]["candidates"] if c["route"] == "sim")
-    assert sim["source"].startswith("per-tool estimate") and 0.5 < sim["probability"] < 1.0  # the Beta-Binomial lower bound
+    # The Beta-Binomial lower bound.
+    assert sim["source"].startswith("per-tool estimate") and 0.5 < sim["probability"] < 1.0

@@ -7,12 +7,12 @@ import sqlite3
 
 import pytest
 
+from calls import Call, Decision, Observation, Provenance, Route
+from records.record import Record
+from records.store.protocol import RecordFilter
+from records.store.sqlite import dashboard as queries
+from records.store.sqlite.store import SQLiteStore
 from router.dashboard.routes import BadQuery, bucket_for, record_filter
-from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.records import Record
-from shadow.store.protocol import RecordFilter
-from shadow.store.sqlite import dashboard as queries
-from shadow.store.sqlite.store import SQLiteStore
 
 NOW = 1_800_000_000.0
 
@@ -45,9 +45,15 @@ async def store(tmp_path):
 
 async def test_the_overview_and_fidelity_queries_read_minute_counts_and_indexes(store):
     def check(db: sqlite3.Connection) -> None:
-        for where in (RecordFilter(since=NOW - 86400), RecordFilter(since=NOW - 86400, channel="mcp", route="sim", divergent=True)):
+        for where in (
+            RecordFilter(since=NOW - 86400),
+            RecordFilter(since=NOW - 86400, channel="mcp", route="sim", divergent=True),
+        ):
             first, end = queries.whole_minutes(where)
-            for sql, params in (queries.overview_counts_sql(where, 60.0, first, end), queries.fidelity_counts_sql(where, first, end)):
+            for sql, params in (
+                queries.overview_counts_sql(where, 60.0, first, end),
+                queries.fidelity_counts_sql(where, first, end),
+            ):
                 text = plan(db, sql, params)  # the counts kept at write time, searched by minute
                 assert "SEARCH minute_counts USING PRIMARY KEY (minute>?)" in text, text
             for sql, params in (queries.overview_sql(where, 60.0), queries.fidelity_sql(where)):
@@ -149,11 +155,14 @@ async def test_minute_counts_follow_every_upsert_replacement_and_prune(store):
         await same(where, 60.0)
         await same(where, 1800.0)
     totals = await store.aggregates()
-    assert totals["total"] == await store.count() and totals["by_status"] == {"complete": await store.count() - 1, "interrupted": 1}
+    assert totals["total"] == await store.count() and totals["by_status"] == {
+        "complete": await store.count() - 1,
+        "interrupted": 1,
+    }
 
 
 async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
-    import shadow.store.sqlite.store as sqlite_store
+    import records.store.sqlite.store as sqlite_store
 
     path = tmp_path / "records.db"
     store = await SQLiteStore(path).open()
@@ -177,7 +186,9 @@ async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
     store = await SQLiteStore(path).open()
     try:
         assert sum(r["calls"] for r in await store.overview(RecordFilter(since=NOW - 3600), bucket_s=60.0)) == 30
-        assert (await store.reader.run(lambda db: db.execute("PRAGMA user_version").fetchone()[0])) == sqlite_store.SCHEMA_VERSION
+        assert (
+            await store.reader.run(lambda db: db.execute("PRAGMA user_version").fetchone()[0])
+        ) == sqlite_store.SCHEMA_VERSION
     finally:
         await store.aclose()
 
@@ -185,14 +196,15 @@ async def test_an_old_store_gets_its_minute_counts_on_migration(tmp_path):
 async def test_a_version_5_store_loses_its_insert_trigger_and_counts_each_record_once(tmp_path):
     """Version 5 counted an insert by trigger; version 6 counts inserts in the writer.
     A migrated file must not keep the trigger (every insert would count twice)."""
-    from shadow.store.sqlite import minute_counts
+    from records.store.sqlite import minute_counts
 
     path = tmp_path / "records.db"
     store = await SQLiteStore(path).open()
     await store.aclose()
     db = sqlite3.connect(path)  # what a version-5 file looks like
     db.executescript(
-        f"CREATE TRIGGER records_counted AFTER INSERT ON records BEGIN {minute_counts.counts_of('NEW', '')} END; PRAGMA user_version = 5;"
+        f"CREATE TRIGGER records_counted AFTER INSERT ON records BEGIN {minute_counts.counts_of('NEW', '')} END; "
+        "PRAGMA user_version = 5;"
     )
     db.close()
     store = await SQLiteStore(path).open()

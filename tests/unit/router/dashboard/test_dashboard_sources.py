@@ -9,12 +9,12 @@ import json
 from kit.records import OLD_ROW, sourced_record
 from prometheus_client.parser import text_string_to_metric_families
 
+from calls import Call, Decision, Observation, Provenance, Route, Source
+from records.record import Record
+from records.store.sqlite.store import SQLiteStore
 from router.auth import Tokens
 from router.dashboard.metrics import CallMetrics, StoreTotals
 from router.dashboard.routes import Dashboard
-from router.types import Call, Decision, Observation, Provenance, Route, Source
-from shadow.records import Record
-from shadow.store.sqlite.store import SQLiteStore
 
 NOW = 1_800_000_100.0
 
@@ -34,7 +34,9 @@ async def test_records_carry_their_served_answers_source_and_the_overview_counts
         }
         overview = await dashboard.overview({}, now=NOW, namespaces=None)
         assert overview["sources"] == {"sim/model": 1} and overview["perturbations"] == {}
-        assert (await dashboard.overview({}, now=NOW, namespaces=("alice/",)))["sources"] == {}  # another namespace's calls
+        assert (await dashboard.overview({}, now=NOW, namespaces=("alice/",)))[
+            "sources"
+        ] == {}  # another namespace's calls
     finally:
         await store.aclose()
 
@@ -44,7 +46,9 @@ async def test_the_fidelity_view_and_metrics_give_shadow_divergence_per_sub(tmp_
     try:
         metrics = CallMetrics()
         dashboard = Dashboard(store=store, tokens=Tokens.of({}), metrics=metrics, totals=StoreTotals(store))
-        records = [shadowed(n, "cat notes.txt", "state", 0.0) for n in range(3)] + [shadowed(n, "git commit", "model", 0.8) for n in (3, 4)]
+        records = [shadowed(n, "cat notes.txt", "state", 0.0) for n in range(3)] + [
+            shadowed(n, "git commit", "model", 0.8) for n in (3, 4)
+        ]
         await store.upsert([r.to_json() for r in records])
         for record in records:
             metrics.observe(record, stored=True)

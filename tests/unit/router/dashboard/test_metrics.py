@@ -7,15 +7,19 @@ from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from calls import Call, Decision, Observation, Provenance, Route, Source
+from records.record import Record
+from records.store.protocol import StoreError
 from router.dashboard.metrics import CallMetrics, RuntimeGauges, StoreTotals
-from router.types import Call, Decision, Observation, Provenance, Route, Source
-from shadow.records import Record
-from shadow.store.protocol import StoreError
 
 
 def samples(metrics: CallMetrics) -> dict:
     text = metrics.exposition().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
 
 
 def record(status: str, **changes) -> Record:
@@ -42,7 +46,15 @@ def test_a_call_is_counted_once_across_its_writes_and_its_divergence_when_it_lan
     metrics.observe(record("complete", divergence=0.4), stored=False)
     metrics.observe(record("complete", divergence=0.4), stored=True)
     got = samples(metrics)
-    assert got[("simroute_calls_total", (("channel", "mcp"), ("outcome", "pending"), ("provenance", "real"), ("route", "shadow")))] == 1
+    assert (
+        got[
+            (
+                "simroute_calls_total",
+                (("channel", "mcp"), ("outcome", "pending"), ("provenance", "real"), ("route", "shadow")),
+            )
+        ]
+        == 1
+    )
     assert got[("simroute_call_latency_seconds_count", (("route", "shadow"),))] == 1
     assert got[("simroute_divergence_count", (("channel", "mcp"),))] == 1
     assert got[("simroute_divergence_bucket", (("channel", "mcp"), ("le", "0.5")))] == 1
@@ -54,7 +66,12 @@ def test_errors_are_their_own_outcome():
     metrics = CallMetrics()
     metrics.observe(record("complete", id="r2", served=Observation.error("boom", Provenance.REAL)), stored=True)
     assert (
-        samples(metrics)[("simroute_calls_total", (("channel", "mcp"), ("outcome", "error"), ("provenance", "real"), ("route", "shadow")))]
+        samples(metrics)[
+            (
+                "simroute_calls_total",
+                (("channel", "mcp"), ("outcome", "error"), ("provenance", "real"), ("route", "shadow")),
+            )
+        ]
         == 1
     )
 
@@ -71,7 +88,11 @@ class Store:
         return {"total": 7, "by_route": {"real": 5, "sim": 2}}
 
     async def pins(self):
-        return [{"server": "dict", "tool": "lookup"}, {"server": "dict", "tool": "define"}, {"server": "time", "tool": "now"}]
+        return [
+            {"server": "dict", "tool": "lookup"},
+            {"server": "dict", "tool": "define"},
+            {"server": "time", "tool": "now"},
+        ]
 
     async def pin_changes(self):
         return [{"server": "dict", "status": "accepted"}, {"server": "dict", "status": "pending"}]
@@ -93,9 +114,14 @@ async def test_store_totals_are_cached_for_five_seconds_and_survive_a_failed_rea
     await totals.refresh()
     got = samples(metrics)
     assert store.asked == 2 and got[("simroute_store_read_errors_total", ())] == 1
-    assert got[("simroute_store_records", ())] == 7 and got[("simroute_store_records_by_route", (("route", "sim"),))] == 2
+    assert (
+        got[("simroute_store_records", ())] == 7 and got[("simroute_store_records_by_route", (("route", "sim"),))] == 2
+    )
     assert got[("simroute_shadow_queue_depth", ())] == 3 and got[("simroute_shadow_skipped_total", ())] == 2
-    assert got[("simroute_tool_pins", (("server", "dict"),))] == 2 and got[("simroute_tool_pins", (("server", "time"),))] == 1
+    assert (
+        got[("simroute_tool_pins", (("server", "dict"),))] == 2
+        and got[("simroute_tool_pins", (("server", "time"),))] == 1
+    )
     assert got[("simroute_tool_pin_changes", (("server", "dict"), ("status", "pending")))] == 1
     assert got[("simroute_tool_pin_changes", (("server", "dict"), ("status", "accepted")))] == 1
     assert got[("simroute_tool_pin_changes", (("server", "time"), ("status", "pending")))] == 0
@@ -130,4 +156,12 @@ def test_a_served_answers_source_is_counted_by_its_sub_beside_the_unchanged_call
     assert [key for key in got if key[0] == "simroute_call_sources_total"] == [
         ("simroute_call_sources_total", (("channel", "mcp"), ("provenance", "sim"), ("sub", "model")))
     ]
-    assert got[("simroute_calls_total", (("channel", "mcp"), ("outcome", "complete"), ("provenance", "sim"), ("route", "sim")))] == 1
+    assert (
+        got[
+            (
+                "simroute_calls_total",
+                (("channel", "mcp"), ("outcome", "complete"), ("provenance", "sim"), ("route", "sim")),
+            )
+        ]
+        == 1
+    )

@@ -8,8 +8,8 @@ from __future__ import annotations
 from kit.calls import make_call
 from kit.engine import FakeReal, make_engine
 
+from calls import Observation, Provenance, Route, Session
 from router.engine.addons import Addons, CallAddon
-from router.types import Observation, Provenance, Route, Session
 
 
 class Journal(CallAddon):
@@ -62,7 +62,13 @@ async def test_hooks_are_told_in_list_order_and_after_real_in_reverse(tmp_path):
 
 def test_only_the_hooks_an_addon_overrides_are_called():
     addons = Addons([OnlyFinished()])
-    assert [len(addons._hooks[hook]) for hook in ("decided", "route", "before_real", "answered", "finished")] == [0, 0, 0, 0, 1]
+    assert [len(addons._hooks[hook]) for hook in ("decided", "route", "before_real", "answered", "finished")] == [
+        0,
+        0,
+        0,
+        0,
+        1,
+    ]
 
 
 class Answers(CallAddon):
@@ -98,7 +104,11 @@ async def test_a_broken_addon_is_skipped_and_the_next_still_runs(tmp_path):
     engine.addons.add(Broken())
     engine.addons.add(Journal("after", journal))
     outcome = await engine.handle(make_call("t", {}, session="s"), Session("s"), FakeReal())
-    assert outcome.observation.provenance is Provenance.REAL and "after.decided" in journal and "after.finished:complete" in journal
+    assert (
+        outcome.observation.provenance is Provenance.REAL
+        and "after.decided" in journal
+        and "after.finished:complete" in journal
+    )
     assert [row["status"] for row in await store.recent()] == ["complete"]
 
 

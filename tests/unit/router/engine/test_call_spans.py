@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from calls import Call, Observation, Provenance, Route, Session
 from router.addons.tracing import CallTracer, incoming
 from router.engine.trace_context import inject
-from router.types import Call, Observation, Provenance, Route, Session
 
 DENY_RULE = {"name": "no-drops", "match": {"tool": "drop"}, "route": "deny", "reason": "not here"}
 
@@ -49,7 +49,11 @@ async def test_a_real_call_has_one_span_current_while_the_real_side_runs(tmp_pat
     attributes = dict(span.attributes or {})
     assert attributes["gen_ai.operation.name"] == "execute_tool" and attributes["gen_ai.tool.name"] == "tool"
     assert attributes["mcp.method.name"] == "tools/call" and attributes["mcp.session.id"] == "s1"
-    assert (attributes["simroute.route"], attributes["simroute.provenance"], attributes["simroute.policy"]) == ("real", "real", "mode")
+    assert (attributes["simroute.route"], attributes["simroute.provenance"], attributes["simroute.policy"]) == (
+        "real",
+        "real",
+        "mode",
+    )
     assert attributes["simroute.record_id"] == outcome.record.id and "error.type" not in attributes
     assert span.status.is_ok
 
@@ -128,7 +132,9 @@ async def test_simulated_and_perturbed_calls_say_so(tmp_path):
         await engine.handle(c("s1", q=n), session, FakeReal())
     untouched, faulted = exporter.get_finished_spans()
     assert "simroute.perturbation" not in untouched.attributes and untouched.attributes["simroute.provenance"] == "real"
-    assert faulted.attributes["simroute.perturbation"] == "error" and faulted.attributes["simroute.provenance"] == "none"
+    assert (
+        faulted.attributes["simroute.perturbation"] == "error" and faulted.attributes["simroute.provenance"] == "none"
+    )
     assert faulted.attributes["simroute.route"] == "real" and faulted.attributes["error.type"] == "simroute"
 
 

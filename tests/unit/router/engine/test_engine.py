@@ -3,11 +3,11 @@
 from kit.engine import FakeReal, FakeSimulator, c, check_replay_mapping, make_engine, with_shadow
 
 from backends.replay import ReplayBackend
+from calls import Call, Observation, Provenance, Route, Session
 from policies.chain import default_policies
 from router.addons.shadow_sampling import ShadowSampling
 from router.engine.parts import Deadlines
 from router.engine.replay_modes import ReplayModes
-from router.types import Call, Observation, Provenance, Route, Session
 
 
 async def test_real_route_records_before_returning(tmp_path):
@@ -49,7 +49,8 @@ async def test_an_occurrence_served_by_sim_or_simroute_counts_but_is_a_miss(tmp_
     real = FakeReal()
     source = Session("src")
     await engine.handle(c("src", q=1), source, real)
-    engine.deadlines = Deadlines(lambda call: 0.01)  # occurrence 2 ends in simroute's own deadline error (provenance none)
+    # Occurrence 2 ends in simroute's own deadline error (provenance none)
+    engine.deadlines = Deadlines(lambda call: 0.01)
     slow = FakeReal(delay=1)
     timed_out = await engine.handle(c("src", q=1), source, slow)
     assert timed_out.observation.provenance is Provenance.NONE
@@ -122,7 +123,9 @@ async def test_deadline_turns_into_error_observation_of_simroute(tmp_path):
 
 
 async def test_deny_and_rule_decisions_are_recorded(tmp_path):
-    engine, store = await make_engine(tmp_path, rules=[{"match": {"arguments": {"rm": True}}, "route": "deny", "reason": "destructive"}])
+    engine, store = await make_engine(
+        tmp_path, rules=[{"match": {"arguments": {"rm": True}}, "route": "deny", "reason": "destructive"}]
+    )
     real = FakeReal()
     outcome = await engine.handle(c("a", rm=True), Session("a"), real)
     assert outcome.observation.is_error and "destructive" in outcome.observation.text and real.calls == 0
@@ -149,7 +152,7 @@ async def test_a_call_with_side_effects_is_on_record_before_it_runs(tmp_path):
 async def test_started_records_of_a_dead_owner_become_interrupted(tmp_path):
     import socket
 
-    from shadow.owners import owner_is_alive, this_process_owner
+    from records.owners import owner_is_alive, this_process_owner
 
     engine, store = await make_engine(tmp_path)
     gone, alive = f"{socket.gethostname()}:999999999:1", this_process_owner()
@@ -229,7 +232,9 @@ async def test_drain_completes_pending_records_after_a_stop_and_goes_past_a_bad_
 
     from shadow.runner import ShadowRunner
 
-    report = await ShadowRunner(simulator=FakeSimulator(), store=store, records=engine.records, deadline_for=lambda call: 5).drain()
+    report = await ShadowRunner(
+        simulator=FakeSimulator(), store=store, records=engine.records, deadline_for=lambda call: 5
+    ).drain()
     assert report.completed == 1 and len(report.failed) == 1 and broken["id"] in report.failed[0]
     assert [r["status"] for r in await store.recent()] == ["pending", "complete"]
 
@@ -279,7 +284,14 @@ async def test_a_body_recorded_truncated_is_a_miss_never_replayed_as_complete(tm
         return Observation(
             [{"type": "text", "text": 'HTTP/1.1 200 OK\n\n{"items": [...'}],
             Provenance.REAL,
-            structured={"status": 200, "reason": "OK", "headers": [], "body": '{"items": [...', "body_size": 5_000_000, "truncated": True},
+            structured={
+                "status": 200,
+                "reason": "OK",
+                "headers": [],
+                "body": '{"items": [...',
+                "body_size": 5_000_000,
+                "truncated": True,
+            },
         )
 
     await engine.handle(c("a", page=1), Session("a"), big_answer)
@@ -330,7 +342,7 @@ async def test_a_rules_shadow_rate_and_deadline_win_over_the_configured_ones(tmp
 async def test_a_replay_backend_or_store_that_raises_still_leaves_a_record(tmp_path):
     import sqlite3
 
-    from shadow.store.protocol import StoreError
+    from records.store.protocol import StoreError
 
     engine, store = await make_engine(tmp_path, mode=Route.REPLAY, record_mode="none")
     real = FakeReal()
@@ -349,7 +361,10 @@ async def test_a_replay_backend_or_store_that_raises_still_leaves_a_record(tmp_p
     second = await engine.handle(c("b", q=2), Session("b"), real)
 
     assert real.calls == 0  # neither went real unasked
-    assert first.observation.is_error and "the replay route failed: RuntimeError: replay index corrupt" in first.observation.text
+    assert (
+        first.observation.is_error
+        and "the replay route failed: RuntimeError: replay index corrupt" in first.observation.text
+    )
     assert second.observation.is_error and "StoreError" in second.observation.text
     rows = await store.recent()
     assert [(r["id"], r["session"], r["route"], r["provenance"], r["status"]) for r in rows] == [
@@ -362,8 +377,8 @@ async def test_a_replay_backend_or_store_that_raises_still_leaves_a_record(tmp_p
 
 
 async def test_history_beyond_the_memory_bound_is_read_back_from_the_store_for_the_simulator(tmp_path):
-    from router.runtime.world import HistoryReadBack
-    from router.types import HISTORY_IN_MEMORY
+    from calls import HISTORY_IN_MEMORY
+    from router.runtime.simulated_side import HistoryReadBack
 
     engine, store = await make_engine(tmp_path, mode=Route.SIM)
     simulator = FakeSimulator()

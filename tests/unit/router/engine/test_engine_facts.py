@@ -5,9 +5,9 @@ from kit.calls import make_call
 from kit.engine import FakeReal, FakeSimulator, make_engine
 
 from backends.world_model.facts import StatedFacts
+from calls import Route, Session
 from policies.chain import default_policies
 from router.addons.stated_facts import FactKeeper
-from router.types import Route, Session
 
 
 async def test_answers_state_facts_into_the_session_and_simroute_s_own_answers_do_not(tmp_path):

@@ -4,8 +4,8 @@ import asyncio
 
 from kit.engine import FakeReal, FakeSimulator, c, make_engine, with_shadow
 
+from calls import Observation, Provenance, Route, Session
 from policies.chain import default_policies
-from router.types import Observation, Provenance, Route, Session
 
 
 def real_observation(text="real"):

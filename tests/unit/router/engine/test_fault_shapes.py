@@ -5,8 +5,8 @@ import json
 from kit.calls import make_call
 
 from backends.http.messages import observation_of, response_parts
+from calls import Observation, Perturbation, Provenance, Turn
 from router.addons.perturbation.fault_shapes import fault_observation, shaped_observation
-from router.types import Observation, Perturbation, Provenance, Turn
 
 
 def fault(kind, **fields):
@@ -14,7 +14,9 @@ def fault(kind, **fields):
 
 
 def test_http_rate_limit_is_a_429_with_retry_after_and_the_buckets_headers():
-    observation = fault_observation(make_call("GET", channel="http"), fault("rate_limit", retry_after_s=2.4, limit=5), [])
+    observation = fault_observation(
+        make_call("GET", channel="http"), fault("rate_limit", retry_after_s=2.4, limit=5), []
+    )
     status, _, headers, body = response_parts(observation, fallback_status=500)
     assert status == 429 and ("Retry-After", "2") in headers and ("X-RateLimit-Remaining", "0") in headers
     assert json.loads(body)["error"]["code"] == 429 and observation.provenance is Provenance.NONE
@@ -25,12 +27,16 @@ def test_http_error_and_timeout_statuses():
     assert response_parts(error, fallback_status=0)[0] == 500 and "Retry-After" not in error.text
     unavailable = fault_observation(make_call("GET", channel="http"), fault("error", status=503, retry_after_s=1.0), [])
     assert "Retry-After: 1" in unavailable.text
-    assert response_parts(fault_observation(make_call("GET", channel="http"), fault("timeout"), []), fallback_status=0)[0] == 504
+    assert (
+        response_parts(fault_observation(make_call("GET", channel="http"), fault("timeout"), []), fallback_status=0)[0]
+        == 504
+    )
 
 
 def test_a_shell_error_is_a_non_zero_exit_with_stderr_in_the_last_working_directory():
     earlier = Turn(
-        make_call("shell_exec", channel="shell"), Observation([], Provenance.REAL, structured={"output": "", "cwd": "/workspace/src"})
+        make_call("shell_exec", channel="shell"),
+        Observation([], Provenance.REAL, structured={"output": "", "cwd": "/workspace/src"}),
     )
     call = make_call("shell_exec", {"command": "make build"}, channel="shell")
     observation = fault_observation(call, fault("error", exit_code=2), [earlier])
@@ -60,7 +66,13 @@ def test_empty_and_truncate_keep_the_channels_shape():
     cut = shaped_observation(make_call("GET", channel="http"), fault("truncate", keep=0.5), answer)
     assert json.loads(cut.structured["body"]) == {"items": [1, 2]} and cut.structured["status"] == 200
     shell = Observation(
-        [], Provenance.REAL, structured={"output": "a\nb\nc\nd\n", "exit_code": 0, "cwd": "/w", "timed_out": False, "truncated": False}
+        [],
+        Provenance.REAL,
+        structured={"output": "a\nb\nc\nd\n", "exit_code": 0, "cwd": "/w", "timed_out": False, "truncated": False},
     )
     emptied = shaped_observation(make_call("shell_exec", channel="shell"), fault("empty", keep=0.0), shell)
-    assert emptied.structured["output"] == "" and emptied.structured["exit_code"] == 0 and emptied.provenance is Provenance.NONE
+    assert (
+        emptied.structured["output"] == ""
+        and emptied.structured["exit_code"] == 0
+        and emptied.provenance is Provenance.NONE
+    )

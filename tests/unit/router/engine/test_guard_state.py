@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kit.guard import SCENARIOS
 
-from router.addons.upstream_guard.state import LocalGuardState
+from records.shared_state.guard_slots import LocalGuardState
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
@@ -17,7 +17,8 @@ async def test_local_guard_state(scenario):
 async def test_the_process_keeps_no_entry_for_upstreams_at_rest():
     """An agent may reach thousands of HTTP hosts: a host with no call in flight and a
     closed breaker without failures leaves nothing behind."""
-    from router.addons.upstream_guard.state import Limits, Outcome
+    from records.shared_state.guard_slots import Limits
+    from router.addons.upstream_guard.state import Outcome
 
     state = LocalGuardState()
     for i in range(100):

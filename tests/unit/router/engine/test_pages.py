@@ -3,8 +3,8 @@ last with a cursor that `next_cursor` reads back, the same cursors for the same 
 
 import json
 
+from calls import Call, Observation, Perturbation, Provenance
 from router.addons.perturbation.pages import CURSOR_FIELD, cursor_in, listing_of, next_cursor, pages_of
-from router.types import Call, Observation, Perturbation, Provenance
 
 PAGINATE = Perturbation(kind="paginate", rule="p:pages", seed=7, n=1, page_size=2)
 MCP = Call("mcp", "shop", "list_products", {"category": "lamps"}, "s")
@@ -42,7 +42,13 @@ def test_one_page_or_no_listing_is_not_paginated():
 def test_an_http_list_body_gets_a_link_header_with_the_cursor():
     call = Call("http", "api.test", "GET", {"url": "http://api.test/items?page_size=9", "query": {}}, "s")
     body = json.dumps([1, 2, 3])
-    structured = {"status": 200, "reason": "OK", "headers": [["Content-Type", "application/json"]], "body": body, "body_encoding": "text"}
+    structured = {
+        "status": 200,
+        "reason": "OK",
+        "headers": [["Content-Type", "application/json"]],
+        "body": body,
+        "body_encoding": "text",
+    }
     first, last = pages_of(call, Observation([], Provenance.REAL, structured=structured), PAGINATE, "")
     link = dict(first.structured["headers"])["Link"]
     assert link.startswith("<http://api.test/items?page_size=9&cursor=cur_") and link.endswith('>; rel="next"')

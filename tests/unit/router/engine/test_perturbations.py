@@ -6,15 +6,17 @@ import json
 from kit.calls import make_call, with_slices
 from kit.engine import FakeReal, FakeSimulator, c, make_engine
 
+from calls import Observation, Provenance, Route, Session
 from policies.chain import default_policies
 from policies.perturbation import PerturbationState, PlanConfig, compile_plan
 from router.addons.perturbation.addon import Perturber
 from router.engine.replay_modes import ReplayModes
-from router.types import Observation, Provenance, Route, Session
 
 
 def perturber(*rules, seed=7, default="p"):
-    return Perturber({"p": compile_plan("p", PlanConfig.model_validate({"seed": seed, "rules": list(rules)}))}, default=default)
+    return Perturber(
+        {"p": compile_plan("p", PlanConfig.model_validate({"seed": seed, "rules": list(rules)}))}, default=default
+    )
 
 
 async def test_an_error_on_the_real_route_is_answered_by_simroute_and_never_sent(tmp_path):
@@ -34,7 +36,10 @@ async def test_an_error_on_the_real_route_is_answered_by_simroute_and_never_sent
     # The world model is told only what the environment saw: a fault never ran.
     assert session.history[1].not_run and not session.history[0].not_run
     environment = [turn for turn in session.history if turn.of_environment("mcp", "srv")]
-    assert [turn.call.arguments for turn in environment] == [session.history[0].call.arguments, session.history[2].call.arguments]
+    assert [turn.call.arguments for turn in environment] == [
+        session.history[0].call.arguments,
+        session.history[2].call.arguments,
+    ]
 
 
 async def test_a_truncated_answer_keeps_the_routes_own_answer_in_the_record(tmp_path):
@@ -42,7 +47,9 @@ async def test_a_truncated_answer_keeps_the_routes_own_answer_in_the_record(tmp_
     engine.addons.add(perturber({"kind": "truncate", "keep": 0.5}))
 
     async def listing(call):
-        return Observation([{"type": "text", "text": json.dumps([1, 2, 3, 4])}], Provenance.REAL, structured={"items": [1, 2, 3, 4]})
+        return Observation(
+            [{"type": "text", "text": json.dumps([1, 2, 3, 4])}], Provenance.REAL, structured={"items": [1, 2, 3, 4]}
+        )
 
     session = Session("a")
     outcome = await engine.handle(c("a"), session, listing)
@@ -50,7 +57,9 @@ async def test_a_truncated_answer_keeps_the_routes_own_answer_in_the_record(tmp_
     assert json.loads(outcome.observation.text) == [1, 2] and outcome.observation.structured == {"items": [1, 2]}
     assert outcome.observation.provenance is Provenance.NONE
     row = (await store.recent())[0]
-    assert row["unperturbed"]["structured"] == {"items": [1, 2, 3, 4]} and row["observation"]["structured"] == {"items": [1, 2]}
+    assert row["unperturbed"]["structured"] == {"items": [1, 2, 3, 4]} and row["observation"]["structured"] == {
+        "items": [1, 2]
+    }
 
 
 async def test_latency_delays_the_call_and_leaves_its_answer_real(tmp_path):
@@ -90,7 +99,9 @@ async def test_a_delayed_answer_keeps_its_provenance_and_is_not_replayed_either(
 
 
 async def test_faults_on_the_sim_route_skip_the_model_and_a_rule_names_its_own_plan(tmp_path):
-    engine, store = await make_engine(tmp_path, rules=[{"match": {"tool": "flaky"}, "route": "sim", "perturbation": "p"}])
+    engine, store = await make_engine(
+        tmp_path, rules=[{"match": {"tool": "flaky"}, "route": "sim", "perturbation": "p"}]
+    )
     engine.simulator = simulator = FakeSimulator()
     engine.addons.add(perturber({"kind": "rate_limit", "limit": 1}, default=None))
     session = Session("a")

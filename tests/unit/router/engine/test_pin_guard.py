@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from calls import Call, Route, Session
+from records.store.sqlite.store import SQLiteStore
 from router.engine.pin_guard import PinGuard
-from router.types import Call, Route, Session
-from shadow.store.sqlite.store import SQLiteStore
 
 LOOKUP = {"name": "lookup", "description": "Look up a word.", "inputSchema": {"type": "object"}}
 DEFINE = {"name": "define", "description": "Define a word.", "inputSchema": {"type": "object"}}
@@ -64,7 +64,10 @@ async def test_rehearse_quarantines_the_server_and_warn_only_notes(store):
     assert guard.decide(call("now", server="time"), Session("s1")) is None  # other servers route as usual
     guard.policy = "warn"
     assert guard.decide(call("lookup"), Session("s1")) is None
-    assert "changed its description since it was pinned" in guard.note("dict", "lookup") and guard.note("dict", "define") == ""
+    assert (
+        "changed its description since it was pinned" in guard.note("dict", "lookup")
+        and guard.note("dict", "define") == ""
+    )
 
 
 async def test_a_change_listed_away_again_is_ended_as_reverted(store):

@@ -8,9 +8,9 @@ import pytest
 from kit.calls import make_call
 from kit.engine import FakeReal, FakeSimulator, make_engine
 
+from calls import Call, Provenance, Route, Session
 from router.config import parse_config
 from router.runtime.policy_chain import build_policies
-from router.types import Call, Provenance, Route, Session
 
 # (the write the gate diverts, a later read of the same server, a read of another server)
 CHANNELS = {
@@ -68,24 +68,36 @@ async def test_a_call_whose_classification_raises_never_reaches_the_real_side(tm
     """The MCP classifier reads annotations through the tool catalog the router built;
     when that raises, the call is `unknown` and rehearsal keeps it away from real,
     even a call whose name says it only reads."""
-    engine = await rehearsing(tmp_path, f"mode: rehearsal\nrehearsal: {{on_divert: {on_divert}}}\n", tools_meta=broken_catalog)
+    engine = await rehearsing(
+        tmp_path, f"mode: rehearsal\nrehearsal: {{on_divert: {on_divert}}}\n", tools_meta=broken_catalog
+    )
     real = FakeReal()
     outcome = await engine.handle(make_call("list_notes", server="notes"), Session("s"), real)
     decision = outcome.record.decision
     assert (decision.route, decision.policy, decision.safety) == (Route(on_divert), "rehearsal", "unknown")
-    assert "fails closed" in decision.reason and "classification failed: RuntimeError: tool catalog broke" in decision.safety_reason
+    assert (
+        "fails closed" in decision.reason
+        and "classification failed: RuntimeError: tool catalog broke" in decision.safety_reason
+    )
     assert real.calls == 0 and outcome.observation.provenance is not Provenance.REAL
     # Outside rehearsal the same failure is recorded as unknown, and routing goes on.
     engine.policies = build_policies(parse_config("mode: real\n"), tools_meta=broken_catalog)
     outside = await engine.handle(make_call("list_notes", server="notes", session="s2"), Session("s2"), real)
-    assert (outside.record.decision.route, outside.record.decision.safety) == (Route.REAL, "unknown") and real.calls == 1
+    assert (outside.record.decision.route, outside.record.decision.safety) == (
+        Route.REAL,
+        "unknown",
+    ) and real.calls == 1
 
 
 async def test_mode_learned_with_rehearsal_diverts_destructive_calls(tmp_path):
     engine = await rehearsing(tmp_path, "mode: learned\nrehearsal: {enabled: true}\nlearned: {explore_rate: 0}\n")
     real, session = FakeReal(), Session("s")
     read = await engine.handle(make_call("list_notes", server="notes"), session, real)
-    assert (read.record.decision.route, read.record.decision.policy) == (Route.REAL, "learned")  # no model, no labels: real
+    # No model, no labels: real.
+    assert (read.record.decision.route, read.record.decision.policy) == (
+        Route.REAL,
+        "learned",
+    )
     diverted = await engine.handle(make_call("delete_note", {"note_id": 1}, server="notes"), session, real)
     assert (diverted.record.decision.route, diverted.record.decision.policy, diverted.record.decision.safety) == (
         Route.SIM,

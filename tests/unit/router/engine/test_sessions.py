@@ -26,8 +26,8 @@ async def test_cap_idle_close_and_hook():
 
 
 async def test_an_explicit_session_has_its_own_ttl_and_is_never_reopened_once_ended():
+    from calls import Session
     from router.engine.sessions import SessionEndedError
-    from router.types import Session
 
     reasons = []
 
@@ -51,7 +51,7 @@ async def test_an_explicit_session_has_its_own_ttl_and_is_never_reopened_once_en
 
 
 async def test_a_session_busy_with_a_long_call_is_not_idle():
-    from router.types import Session
+    from calls import Session
 
     registry = SessionRegistry(idle_ttl_s=60, max_open=3)
     busy = registry.open(Session(id="episode-busy", idle_ttl_s=0.05))

@@ -11,11 +11,11 @@ import pytest
 from kit.calls import make_call
 from kit.engine import FakeReal, make_engine
 
+from calls import Call, Observation, Provenance, Route, Session
+from records.shared_state.guard_slots import Limits, LocalGuardState
 from router.addons.upstream_guard.guard import UpstreamGuard
 from router.addons.upstream_guard.shapes import REFUSED_EXIT_CODE
-from router.addons.upstream_guard.state import Limits, LocalGuardState
 from router.engine.real_calls import outcome_of
-from router.types import Call, Observation, Provenance, Route, Session
 
 
 class Clock:
@@ -44,7 +44,9 @@ class Upstream:
 async def guarded(tmp_path, limits: Limits, **options):
     engine, store = await make_engine(tmp_path, **options)
     clock = Clock()
-    engine.guard = engine.addons.add(UpstreamGuard(state=LocalGuardState(), limits_for=lambda upstream: limits, clock=clock))
+    engine.guard = engine.addons.add(
+        UpstreamGuard(state=LocalGuardState(), limits_for=lambda upstream: limits, clock=clock)
+    )
     return engine, store, clock
 
 
@@ -96,10 +98,14 @@ async def test_concurrency_cap_refuses_the_second_call_while_the_first_runs(tmp_
     first = asyncio.create_task(engine.handle(make_call(), Session("a"), slow))
     await asyncio.sleep(0.05)
     second = await engine.handle(make_call(), Session("b"), slow)
-    assert "1 call(s) to it are already in flight" in second.observation.text and second.observation.provenance is Provenance.NONE
+    assert (
+        "1 call(s) to it are already in flight" in second.observation.text
+        and second.observation.provenance is Provenance.NONE
+    )
     assert (await first).observation.provenance is Provenance.REAL and slow.calls == 1
     assert engine.guard.in_flight["srv"] == 0
-    assert (await engine.handle(make_call(), Session("b"), slow)).observation.provenance is Provenance.REAL  # the slot came back
+    # The slot came back.
+    assert (await engine.handle(make_call(), Session("b"), slow)).observation.provenance is Provenance.REAL
 
 
 async def test_a_cancelled_call_frees_its_slot_and_says_nothing_to_the_breaker(tmp_path):
@@ -137,19 +143,28 @@ async def test_budgets_are_per_token(tmp_path):
         await engine.handle(make_call(session="alice/s1"), Session("alice/s1"), real)
     spent = await engine.handle(make_call(session="alice/s2"), Session("alice/s2"), real)
     assert "this token's budget of 2 calls per 3600s is spent" in spent.observation.text
-    assert (await engine.handle(make_call(session="bob/s1"), Session("bob/s1"), real)).observation.provenance is Provenance.REAL
+    assert (
+        await engine.handle(make_call(session="bob/s1"), Session("bob/s1"), real)
+    ).observation.provenance is Provenance.REAL
     assert real.calls == 3
 
 
 async def test_refusals_take_each_channels_shape(tmp_path):
     engine, _, _ = await guarded(tmp_path, Limits(budget=1, budget_window_s=3600))
     real = FakeReal()
-    for channel, server, arguments in [("shell", "shell", {"command": "ls"}), ("http", "api.example.com", {"method": "GET"})]:
+    for channel, server, arguments in [
+        ("shell", "shell", {"command": "ls"}),
+        ("http", "api.example.com", {"method": "GET"}),
+    ]:
         await engine.handle(make_call("x", arguments, channel=channel, server=server), Session("s"), real)
     shell = (await engine.handle(make_call("exec", {"command": "ls"}, channel="shell"), Session("s"), real)).observation
-    assert shell.structured["exit_code"] == REFUSED_EXIT_CODE and "budget" in shell.structured["output"] and shell.is_error
+    assert (
+        shell.structured["exit_code"] == REFUSED_EXIT_CODE and "budget" in shell.structured["output"] and shell.is_error
+    )
     http = (
-        await engine.handle(make_call("GET", {"method": "GET"}, channel="http", server="api.example.com"), Session("s"), real)
+        await engine.handle(
+            make_call("GET", {"method": "GET"}, channel="http", server="api.example.com"), Session("s"), real
+        )
     ).observation
     assert http.structured["status"] == 429 and http.provenance is Provenance.NONE
     assert dict(http.structured["headers"])["Retry-After"].isdigit()

@@ -4,9 +4,9 @@ simulated and flagged (provenance sim, a note), never passed off as recorded."""
 
 from kit.engine import FakeReal, FakeSimulator, c, make_engine, use_virtual
 
+from calls import Provenance, Route, Session
 from policies.virtual import VirtualServers
 from router.engine.replay_modes import ReplayModes
-from router.types import Provenance, Route, Session
 
 
 async def test_an_unbacked_virtual_server_is_simulated_on_the_real_route(tmp_path):
@@ -27,7 +27,8 @@ async def test_a_recording_backed_virtual_server_replays_in_order_and_simulates_
     recorded = Session("rec")
     for _ in range(2):  # two answers of the same call, in order
         await engine.handle(c("rec", q="x"), recorded, real)
-    engine.replay_modes = ReplayModes(record_mode="all")  # sends the replay route real, except a virtual server's (below)
+    # Sends the replay route real, except a virtual server's (below)
+    engine.replay_modes = ReplayModes(record_mode="all")
     await engine.handle(c("newer", q="x"), Session("newer"), real)  # a newer session outside the recording
     assert real.calls == 3
 

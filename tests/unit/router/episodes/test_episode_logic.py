@@ -20,18 +20,31 @@ CONFIG = parse_config(
             "mcpServers": {"a": {"command": "true"}, "b": {"command": "true"}},
             "shell": {"enabled": True},
             "browser": {"enabled": False},
-            "episodes": {"routes": ["sim", "replay", "real"], "max_ttl_s": 100, "verifiers": {"v": {"command": "true"}}},
+            "episodes": {
+                "routes": ["sim", "replay", "real"],
+                "max_ttl_s": 100,
+                "verifiers": {"v": {"command": "true"}},
+            },
+            "fork": {"workspaces": {"project": "/srv/project"}},
         }
     )
 )
 
 
 def test_options_are_checked_against_the_config():
-    options = EpisodeOptions.parse({"servers": ["a"], "channels": ["mcp", "shell"], "route": "sim", "ttl_s": 5, "verifier": "v"}, CONFIG)
+    options = EpisodeOptions.parse(
+        {"servers": ["a"], "channels": ["mcp", "shell"], "route": "sim", "ttl_s": 5, "verifier": "v"}, CONFIG
+    )
     assert options.mode == "sim"
     assert options.scope(CONFIG) == frozenset({("mcp", "a"), ("shell", "shell")})
     assert EpisodeOptions.parse({}, CONFIG).scope(CONFIG) is None  # nothing narrowed
-    assert EpisodeOptions.parse({"route": {"mode": "replay", "rules": [{"match": {"tool": "x"}, "route": "sim"}]}}, CONFIG).mode == "replay"
+    assert EpisodeOptions.parse({"fork": "project"}, CONFIG).fork == "project"
+    assert (
+        EpisodeOptions.parse(
+            {"route": {"mode": "replay", "rules": [{"match": {"tool": "x"}, "route": "sim"}]}}, CONFIG
+        ).mode
+        == "replay"
+    )
     for bad, says in [
         ({"servers": ["c"]}, "'c' is not a configured MCP server"),
         ({"channels": ["browser"]}, "'browser' is not enabled"),
@@ -40,6 +53,8 @@ def test_options_are_checked_against_the_config():
         ({"verifier": "w"}, "'w' is not one of episodes.verifiers"),
         ({"files": {"../x": "1"}}, "not a relative path"),
         ({"files": {"x": "1"}, "channels": ["mcp"]}, "the shell channel is not in play"),
+        ({"fork": "other"}, "fork: 'other' is not one of fork.workspaces"),
+        ({"fork": "project", "channels": ["mcp"]}, "fork: the shell channel is not in play"),
         ({"seed": 3}, "seed"),  # unknown keys are errors, not ignored
         ({"ttl_s": -1}, "ttl_s"),
         ({"world": {"file": "/etc/passwd"}}, "world.file: an episode's world is sent inline"),
@@ -59,9 +74,13 @@ def test_infra_failures_are_told_from_the_agents_own_errors():
     assert infra_failure(_result("simroute: world model failed: timeout", provenance="sim"))
     assert infra_failure(_result("simroute: upstream 'x' failed while calling 'y'", provenance="none"))
     assert infra_failure(_result("simroute has 256 agent sessions open", provenance="none", policy="sessions"))
-    assert not infra_failure(_result("invalid arguments for tool 'x': text: required", provenance="none", policy="input-schema"))
+    assert not infra_failure(
+        _result("invalid arguments for tool 'x': text: required", provenance="none", policy="input-schema")
+    )
     assert not infra_failure(_result("simroute denied this call (rules): no", provenance="none", policy="rules"))
-    assert not infra_failure(_result("simroute: looks like ours but real said it", provenance="real"))  # the upstream's own error
+    assert not infra_failure(
+        _result("simroute: looks like ours but real said it", provenance="real")
+    )  # the upstream's own error
     assert not infra_failure(_result("simroute: fine", provenance="none", is_error=False))
 
 
@@ -101,5 +120,8 @@ async def test_a_retry_is_answered_once_and_a_failure_is_not_an_answer():
 
 
 def test_a_tool_unlisted_because_its_server_failed_is_an_infra_failure():
-    text = "simroute: upstream 'toolbox' could not list its tools (UpstreamError: timed out), so 'echo' was not called; try again"
+    text = (
+        "simroute: upstream 'toolbox' could not list its tools (UpstreamError: timed out), "
+        "so 'echo' was not called; try again"
+    )
     assert infra_failure(_result(text, provenance="none", policy="upstream-listing"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from kit.calls import with_slices
 
-from router.mcp.idempotency import AnsweredOnce, IdempotencyError
+from calls import EpisodeSetup, Session
+from router.mcp.idempotency_keys import AnsweredOnce, IdempotencyError
 from router.runtime.replica import ReplicaPresence
-from router.types import EpisodeSetup, Session
 
 
 async def test_one_router_answers_a_retried_key_once_and_refuses_it_for_another_action():

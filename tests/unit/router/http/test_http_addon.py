@@ -18,7 +18,8 @@ async def make_addon(tmp_path):
 
     async def make(text=""):
         config = parse_config(
-            f"store: {{path: {tmp_path}/r.db}}\nshell: {{enabled: false}}\nbrowser: {{enabled: false}}\n{text}", base_dir=tmp_path
+            f"store: {{path: {tmp_path}/r.db}}\nshell: {{enabled: false}}\nbrowser: {{enabled: false}}\n{text}",
+            base_dir=tmp_path,
         )
         runtime = Runtime(config, http_channel_port=0)
         await runtime.open_store()
@@ -50,7 +51,9 @@ async def test_deny_answers_403_json_and_records(make_addon):
 
 async def test_rehearsal_keeps_a_payment_post_from_the_upstream(make_addon):
     addon, runtime = await make_addon("mode: rehearsal\nrehearsal: {on_divert: deny}")
-    f = flow("POST", "http://shop.test/api/payments", headers={"Content-Type": "application/json"}, body=b'{"amount": 5}')
+    f = flow(
+        "POST", "http://shop.test/api/payments", headers={"Content-Type": "application/json"}, body=b'{"amount": 5}'
+    )
     await addon.request(f)
     assert f.response is not None and f.response.status_code == 403  # answered here: never forwarded
     assert f.response.headers["X-Simroute-Safety"] == "destructive"
@@ -64,7 +67,9 @@ async def test_real_route_records_the_response_before_it_is_sent(make_addon):
     f = flow(headers={"X-Simroute-Session": "s1", "Accept": "application/json"})
     await addon.request(f)
     assert f.response is None and "X-Simroute-Session" not in f.request.headers  # goes upstream
-    f.response = tutils.tresp(content=b'{"ok": true}', headers=http.Headers(content_type="application/json", content_length="12"))
+    f.response = tutils.tresp(
+        content=b'{"ok": true}', headers=http.Headers(content_type="application/json", content_length="12")
+    )
     addon.responseheaders(f)
     assert f.response.stream is False and f.response.headers["X-Simroute-Provenance"] == "real"
     assert f.response.headers["X-Simroute-Safety"] == "safe"
@@ -92,7 +97,7 @@ async def test_sessions_from_proxy_credentials_and_routing_failures_fail_closed(
     addon, runtime = await make_addon()
     token = base64.b64encode(b"carol:pw").decode()
     f = flow(headers={"Proxy-Authorization": f"Basic {token}"})
-    assert addon.door.listener(f.client_conn).gate.session_of(f.client_conn.id, f.request.headers) == "carol"
+    assert addon.front_door.listener(f.client_conn).gate.session_of(f.client_conn.id, f.request.headers) == "carol"
     assert "Proxy-Authorization" not in f.request.headers
 
     def broken(*args, **kwargs):
@@ -103,7 +108,11 @@ async def test_sessions_from_proxy_credentials_and_routing_failures_fail_closed(
     await addon.request(f)
     assert f.response.status_code == 500 and "policy exploded" in f.response.json()["error"]  # never forwarded unrouted
     [row] = await runtime.store.recent()  # and recorded, like any refusal
-    assert row["policy"] == "http-routing" and row["route"] == "deny" and f.response.headers["X-Simroute-Record"] == row["id"]
+    assert (
+        row["policy"] == "http-routing"
+        and row["route"] == "deny"
+        and f.response.headers["X-Simroute-Record"] == row["id"]
+    )
 
 
 async def test_credentials_enter_the_key_as_a_keyed_digest_only(make_addon):

@@ -1,6 +1,14 @@
 import pytest
 
-from router.http.addresses import BrowserAddresses, ChannelAddresses, Reach, classify, most_sensitive, origin_allowed, reach_of
+from router.http.addresses import (
+    BrowserAddresses,
+    ChannelAddresses,
+    Reach,
+    classify,
+    most_sensitive,
+    origin_allowed,
+    reach_of,
+)
 
 
 @pytest.mark.parametrize(

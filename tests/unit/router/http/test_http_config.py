@@ -12,7 +12,9 @@ def test_defaults_and_paths(tmp_path):
 
 
 def test_reverse_mode_needs_a_url():
-    assert parse_config("http: {mode: 'reverse:https://api.example.com'}").http.mode == "reverse:https://api.example.com"
+    assert (
+        parse_config("http: {mode: 'reverse:https://api.example.com'}").http.mode == "reverse:https://api.example.com"
+    )
     with pytest.raises(ConfigError, match=r"<config>:1: http.mode: .*reverse:http\[s\]://host"):
         parse_config("http: {mode: 'reverse:api.example.com'}")
     with pytest.raises(ConfigError, match=r"<config>:3: http.mode: .*'socks5'"):

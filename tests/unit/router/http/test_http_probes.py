@@ -13,7 +13,9 @@ LISTENERS = ["regular@127.0.0.1:8080", "upstream:http://10.1.1.1:3128@127.0.0.1:
 
 
 def agent_flow(mode: str) -> http.HTTPFlow:
-    client = connection.Client(peername=("127.0.0.1", 5000), sockname=("127.0.0.1", 8080), proxy_mode=ProxyMode.parse(mode), id="client-1")
+    client = connection.Client(
+        peername=("127.0.0.1", 5000), sockname=("127.0.0.1", 8080), proxy_mode=ProxyMode.parse(mode), id="client-1"
+    )
     flow = http.HTTPFlow(client, connection.Server(address=None))
     flow.request = http.Request.make("GET", "https://rebind.test/x?q=1", headers={"Host": "rebind.test"})
     return flow

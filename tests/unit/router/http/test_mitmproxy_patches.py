@@ -38,7 +38,9 @@ def source_hash(module: str, qualname: str) -> str:
 
 @pytest.mark.parametrize(("module", "qualname"), list(PINNED))
 def test_the_patched_mitmproxy_code_is_the_pinned_one(module, qualname):
-    assert source_hash(module, qualname) == PINNED[module, qualname], f"mitmproxy changed {module}.{qualname}: review mitmproxy_patches.py"
+    assert source_hash(module, qualname) == PINNED[module, qualname], (
+        f"mitmproxy changed {module}.{qualname}: review mitmproxy_patches.py"
+    )
 
 
 def test_error_pages_are_simroutes_json():
@@ -72,9 +74,13 @@ def test_the_body_size_limit_bounds_requests_only():
     mitmproxy_patches.install_request_body_limit()  # idempotent
     check = layers_http.HttpStream.check_body_size
     assert check.simroute
-    limited = SimpleNamespace(context=SimpleNamespace(options=SimpleNamespace(stream_large_bodies=None, body_size_limit="1")))
+    limited = SimpleNamespace(
+        context=SimpleNamespace(options=SimpleNamespace(stream_large_bodies=None, body_size_limit="1"))
+    )
     assert _run(check(limited, False)) is False  # a response: never checked
-    unlimited = SimpleNamespace(context=SimpleNamespace(options=SimpleNamespace(stream_large_bodies=None, body_size_limit=None)))
+    unlimited = SimpleNamespace(
+        context=SimpleNamespace(options=SimpleNamespace(stream_large_bodies=None, body_size_limit=None))
+    )
     assert _run(check(unlimited, True)) is False  # a request: mitmproxy's own check
 
 
@@ -83,7 +89,9 @@ def test_a_silent_tunnel_client_gets_the_raw_tcp_layer():
     from mitmproxy.proxy.layers import http as layers_http
 
     # The wrapper replaces the undecided layer that a regular CONNECT sets before finishing.
-    assert "self.child_layer = layer.NextLayer(self.context)" in inspect.getsource(layers_http.HttpStream.handle_connect_regular)
+    assert "self.child_layer = layer.NextLayer(self.context)" in inspect.getsource(
+        layers_http.HttpStream.handle_connect_regular
+    )
     mitmproxy_patches.install_silent_tunnels(0.1)
     assert layers_http.HttpStream.handle_connect_finish.simroute
     ctx = context.Context(tflow.tclient_conn(), options.Options())

@@ -24,11 +24,15 @@ def request(front: Front, request_id: str, meta: dict | None = None):
 
 
 def progress(token) -> mcp_types.ProgressNotification:
-    return mcp_types.ProgressNotification(params=mcp_types.ProgressNotificationParams(progress_token=token, progress=1, total=2))
+    return mcp_types.ProgressNotification(
+        params=mcp_types.ProgressNotificationParams(progress_token=token, progress=1, total=2)
+    )
 
 
 def log(text: str) -> mcp_types.LoggingMessageNotification:
-    return mcp_types.LoggingMessageNotification(params=mcp_types.LoggingMessageNotificationParams(level="info", data=text))
+    return mcp_types.LoggingMessageNotification(
+        params=mcp_types.LoggingMessageNotificationParams(level="info", data=text)
+    )
 
 
 async def test_progress_goes_to_the_request_that_asked_for_it_and_nowhere_else():
@@ -38,7 +42,9 @@ async def test_progress_goes_to_the_request_that_asked_for_it_and_nowhere_else()
         await relay.upstream_notification("s", "box", progress("p-1"))
         await relay.upstream_notification("s", "box", progress("someone else's"))
     await relay.upstream_notification("s", "box", progress("p-1"))  # the request is over
-    assert sent == [({"method": "notifications/progress", "params": {"progressToken": "p-1", "progress": 1.0, "total": 2.0}}, "7")]
+    assert sent == [
+        ({"method": "notifications/progress", "params": {"progressToken": "p-1", "progress": 1.0, "total": 2.0}}, "7")
+    ]
 
 
 async def test_a_log_message_goes_with_the_latest_request_forwarded_to_its_server_else_on_the_connection():
@@ -54,7 +60,9 @@ async def test_a_resource_update_names_the_resource_as_the_agent_sees_it():
     sent: list = []
     relay = FrontRelay(prefixed=True)
     relay.seen("s", Front(sent))
-    update = mcp_types.ResourceUpdatedNotification(params=mcp_types.ResourceUpdatedNotificationParams(uri="note://alpha"))
+    update = mcp_types.ResourceUpdatedNotification(
+        params=mcp_types.ResourceUpdatedNotificationParams(uri="note://alpha")
+    )
     await relay.upstream_notification("s", "a", update)
     await relay.upstream_notification("nobody", "a", update)  # no connection: dropped
     assert sent == [({"method": "notifications/resources/updated", "params": {"uri": "note://a/alpha"}}, None)]

@@ -44,7 +44,9 @@ class Transport:
         await send({"type": "http.response.body", "body": b"answer"})
 
 
-async def call(app, method: str, session: str = "s1", body: bytes = b"", *, path: str = "/mcp", body_after_s: float = 0) -> list[dict]:
+async def call(
+    app, method: str, session: str = "s1", body: bytes = b"", *, path: str = "/mcp", body_after_s: float = 0
+) -> list[dict]:
     """One request through `app`; what it sent back. Its body arrives `body_after_s` late."""
     sent: list[dict] = []
     parts = [body[:5], body[5:]] if body else [b""]  # a body in two messages, as a server may hand it over
@@ -57,7 +59,11 @@ async def call(app, method: str, session: str = "s1", body: bytes = b"", *, path
     async def receive():
         if delays:
             await anyio.sleep(delays.pop())
-        return {"type": "http.request", "body": parts.pop(0), "more_body": bool(parts)} if parts else {"type": "http.disconnect"}
+        return (
+            {"type": "http.request", "body": parts.pop(0), "more_body": bool(parts)}
+            if parts
+            else {"type": "http.disconnect"}
+        )
 
     await app(scope(method, session, path), receive, send)
     return sent
@@ -105,9 +111,15 @@ async def test_a_request_arriving_while_its_session_closes_gets_a_clear_404_and_
         await anyio.sleep(0.05)
         late = await call(guard, "POST")
         other = await call(guard, "POST", session="s2")
-    assert late[0]["status"] == 404 and "closed while this request was in flight" in json.loads(late[1]["body"])["error"]["message"]
+    assert (
+        late[0]["status"] == 404
+        and "closed while this request was in flight" in json.loads(late[1]["body"])["error"]["message"]
+    )
     assert other[-1]["body"] == b"answer"
-    assert [e for e in inner.events if e != "read"] in (["answered", "answered", "closed"], ["answered", "closed", "answered"])
+    assert [e for e in inner.events if e != "read"] in (
+        ["answered", "answered", "closed"],
+        ["answered", "closed", "answered"],
+    )
 
 
 async def test_a_request_reusing_an_id_in_flight_waits_for_its_answer_and_both_are_answered_whole():
@@ -121,7 +133,12 @@ async def test_a_request_reusing_an_id_in_flight_waits_for_its_answer_and_both_a
             await anyio.sleep(0.05)
             tg.start_soon(lambda: _into(answers, call(guard, "POST", body=second)))
     body = first.decode()
-    assert inner.events == [f"read {body}", f"answered {body}", f"read {body}", f"answered {body}"]  # in turn, each body whole
+    assert inner.events == [
+        f"read {body}",
+        f"answered {body}",
+        f"read {body}",
+        f"answered {body}",
+    ]  # in turn, each body whole
     assert [sent[-1]["body"] for sent in answers] == [b"answer", b"answer"]
 
 
@@ -170,13 +187,13 @@ async def test_a_request_passing_through_the_guard_twice_is_guarded_once():
     inner = Transport(post_s=0.05)
     guard: SessionCloseGuard
 
-    async def episode_face(scope, receive, send):
+    async def episode_front_door(scope, receive, send):
         if scope["path"] == "/mcp/e/one":
             await guard({**scope, "path": "/mcp"}, receive, send)
         else:
             await inner(scope, receive, send)
 
-    guard = SessionCloseGuard(episode_face, grace_s=5)
+    guard = SessionCloseGuard(episode_front_door, grace_s=5)
     with anyio.fail_after(5):
         sent = await call(guard, "POST", body=request(4), path="/mcp/e/one")
     assert sent[-1] == {"type": "http.response.body", "body": b"answer"}
@@ -205,4 +222,6 @@ def test_the_agent_session_a_close_ends_is_the_one_named_after_the_mcp_session()
     assert agent_session_closed_with({**plain, "state": {TOKEN_SCOPE_KEY: "alice"}}, "abc") == "alice/abc"
     named = {**plain, "headers": [*plain["headers"], (b"X-Simroute-Session", b"agent-42")]}
     assert agent_session_closed_with(named, "abc") is None  # a named session spans connections
-    assert agent_session_closed_with({**plain, "path": "/mcp/e/ep-1"}, "abc") is None  # an episode ends with its episode
+    assert (
+        agent_session_closed_with({**plain, "path": "/mcp/e/ep-1"}, "abc") is None
+    )  # an episode ends with its episode

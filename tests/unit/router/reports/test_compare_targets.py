@@ -8,11 +8,11 @@ import pytest
 from kit.export import fill_store
 from kit.launch import write_config
 
+from records.export.options import SessionSplit
+from records.store.sqlite.store import SQLiteStore
 from router.config import load_config
 from router.reports.compare_run import Candidate, candidate_config, held_out_sessions, parse_candidate, targets
 from router.reports.held_out import HeldOut
-from shadow.export.options import SessionSplit
-from shadow.store.sqlite.store import SQLiteStore
 
 
 def test_a_candidate_is_a_file_or_an_endpoint(tmp_path):
@@ -50,11 +50,23 @@ def test_held_out_calls_have_a_real_answer_and_the_history_before_them(tmp_path)
             named = await held_out_sessions(store, HeldOut(sessions=frozenset({"s00000003", "zz"})), max_sessions=None)
             assert named == ["s00000003", "zz"]
             found = await targets(store, ["s00000000"], max_calls=None)
-            assert [t.record.step for t in found] == [0, 1, 2, 3, 4, 5, 6, 8, 9]  # step 7 was served simulated, unshadowed
+            # Step 7 was served simulated, unshadowed.
+            assert [t.record.step for t in found] == [
+                0,
+                1,
+                2,
+                3,
+                4,
+                5,
+                6,
+                8,
+                9,
+            ]
             for target in found:
                 assert str(target.real.provenance) == "real"
                 assert len(target.history) == target.record.step  # every earlier turn, as the agent saw it
-            assert str(found[-1].history[7].observation.provenance) == "sim"  # the simulated answer the agent saw is history too
+            # The simulated answer the agent saw is history too.
+            assert str(found[-1].history[7].observation.provenance) == "sim"
             assert len(await targets(store, ["s00000000", "s00000001"], max_calls=3)) == 3
         finally:
             await store.aclose()
@@ -65,8 +77,8 @@ def test_held_out_calls_have_a_real_answer_and_the_history_before_them(tmp_path)
 def test_the_floor_is_two_real_answers_to_the_same_call_from_different_sessions(tmp_path):
     from types import SimpleNamespace
 
+    from calls import call_key
     from router.reports.compare_run import add_floors
-    from shadow.compare.canonical import call_key
 
     class Keys:
         def keys(self, call):

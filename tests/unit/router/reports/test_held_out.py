@@ -7,10 +7,10 @@ import json
 import pytest
 from kit.calls import make_call
 
+from calls import Decision, Observation, Provenance, Route
+from records.export.options import SessionSplit
+from records.record import Record
 from router.reports.held_out import HeldOut, real_answer, sessions_of_split
-from router.types import Decision, Observation, Provenance, Route
-from shadow.export.options import SessionSplit
-from shadow.records import Record
 
 
 def record(served: Observation, *, shadow: Observation | None = None, status="complete", perturbation=None) -> Record:

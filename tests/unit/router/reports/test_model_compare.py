@@ -8,7 +8,16 @@ import pytest
 from router.reports.model_compare import CallResult, ToolRow, percentile, render, summarize
 
 
-def result(candidate: str, tool: str, divergence: float, *, latency: float = 1.0, well_formed: bool = True, floor=None, domain="MCP"):
+def result(
+    candidate: str,
+    tool: str,
+    divergence: float,
+    *,
+    latency: float = 1.0,
+    well_formed: bool = True,
+    floor=None,
+    domain="MCP",
+):
     return CallResult(
         candidate=candidate,
         domain=domain,

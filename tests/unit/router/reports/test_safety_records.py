@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import pytest
 
+from calls import Call, Decision, Observation, Provenance, Route
+from records.record import Record
 from router.config import parse_config
 from router.engine.tool_catalog import ToolCatalog
 from router.mcp.results import simroute_meta
 from router.reports.explain import CallFormatError, Explainer, call_from_json
-from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.records import Record
 
 
 def record(decision):
-    return Record(Call("mcp", "git", "git_reset", {"repo_path": "."}, "s"), decision, Observation([], Provenance.SIM), step=0, call_key="k")
+    return Record(
+        Call("mcp", "git", "git_reset", {"repo_path": "."}, "s"),
+        decision,
+        Observation([], Provenance.SIM),
+        step=0,
+        call_key="k",
+    )
 
 
 def test_records_and_meta_carry_the_verdict():
@@ -41,16 +47,26 @@ CONFIG = parse_config("mcpServers:\n  git: {command: uvx, args: [mcp-server-git]
 
 
 def test_explain_call_format_and_defaults():
-    assert call_from_json({"channel": "shell", "name": "shell_exec", "arguments": {"command": "ls"}}, CONFIG).server == "shell"
+    assert (
+        call_from_json({"channel": "shell", "name": "shell_exec", "arguments": {"command": "ls"}}, CONFIG).server
+        == "shell"
+    )
     assert call_from_json({"channel": "browser", "tool": "browser_snapshot"}, CONFIG).server == "browser"
     assert call_from_json({"name": "git_status"}, CONFIG) == Call("mcp", "git", "git_status", {}, "explain")
     http = call_from_json(
-        {"channel": "http", "name": "post https://API.example.com:443/v1/charges?b=2&a=1", "arguments": {"body": {"amount": 5}}}, CONFIG
+        {
+            "channel": "http",
+            "name": "post https://API.example.com:443/v1/charges?b=2&a=1",
+            "arguments": {"body": {"amount": 5}},
+        },
+        CONFIG,
     )
     assert (http.server, http.tool) == ("api.example.com", "POST")
     assert http.arguments["path"] == "/v1/charges" and http.arguments["query"] == {"a": "1", "b": "2"}
     assert http.arguments["body"] == {"amount": 5} and http.arguments["headers"] == {"content-type": "application/json"}
-    explicit = call_from_json({"channel": "http", "arguments": {"method": "DELETE", "url": "http://127.0.0.1:9/x"}}, CONFIG)
+    explicit = call_from_json(
+        {"channel": "http", "arguments": {"method": "DELETE", "url": "http://127.0.0.1:9/x"}}, CONFIG
+    )
     assert (explicit.server, explicit.tool) == ("127.0.0.1:9", "DELETE")
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from kit.learned import row
 
+from calls import Mode
 from policies.chain import default_policies
 from policies.learned import LearnedSettings
 from policies.safety import SafetyClassifier
 from router.engine.replay_modes import ReplayModes
 from router.reports.workload import ExplainedPolicy, recorded_workload, run_workload
-from router.types import Mode
 
 
 def kit_key(call) -> str:
@@ -68,7 +68,10 @@ def test_a_replay_past_the_sources_recording_is_a_miss_that_goes_real_and_counts
 
 
 def test_a_miss_under_record_mode_none_is_an_error_not_a_real_answer():
-    report = decided([*session(1, "s1", 0, calls=1), *session(2, "s2", 10, calls=1), *session(3, "s3", 20, calls=2)], record_mode="none")
+    report = decided(
+        [*session(1, "s1", 0, calls=1), *session(2, "s2", 10, calls=1), *session(3, "s3", 20, calls=2)],
+        record_mode="none",
+    )
     assert report.served == {"replay": 1, "none": 1} and report.off_real_share == 0.5
 
 
@@ -79,6 +82,10 @@ def test_the_state_is_what_was_known_when_the_session_started():
 
 
 def test_calls_recorded_without_a_real_answer_are_decided_and_counted_unscored():
-    rows = [*session(1, "s1", 0, calls=1), *session(2, "s2", 10, calls=1), *session(3, "s3", 20, calls=1, provenance="replay")]
+    rows = [
+        *session(1, "s1", 0, calls=1),
+        *session(2, "s2", 10, calls=1),
+        *session(3, "s3", 20, calls=1, provenance="replay"),
+    ]
     report = decided(rows)
     assert report.calls == 1 and report.served == {"replay": 1} and report.unscored == 1 and report.scored == 0

@@ -8,9 +8,9 @@ import asyncio
 from kit.calls import make_call
 from kit.export import fill_store
 
-from router.runtime.world import ExampleLookup
-from shadow.compare.canonical import call_key
-from shadow.store.sqlite.store import SQLiteStore
+from calls import call_key
+from records.store.sqlite.store import SQLiteStore
+from router.runtime.simulated_side import ExampleLookup
 
 
 async def rows_for(store, call, *, withheld=None, limit=4) -> list[dict]:

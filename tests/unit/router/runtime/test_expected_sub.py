@@ -3,8 +3,8 @@ state when the world-state executor runs every program of the line."""
 
 from __future__ import annotations
 
+from calls import Call, Session
 from router.runtime.expected_sub import expected_sub, runs_from_state
-from router.types import Call, Session
 
 
 def test_a_line_of_programs_the_executor_runs_is_guessed_state_and_any_other_the_models():
@@ -13,5 +13,6 @@ def test_a_line_of_programs_the_executor_runs_is_guessed_state_and_any_other_the
     guess = expected_sub(lambda channel, server: server != "off")
     assert guess(Call("shell", "sh", "exec", {"command": "ls"}, "s"), Session("s")) == "state"
     assert guess(Call("shell", "sh", "exec", {"command": "git commit -m x"}, "s"), Session("s")) == "model+state"
-    assert guess(Call("shell", "off", "exec", {"command": "ls"}, "s"), Session("s")) is None  # the world state is off there
+    # The world state is off there.
+    assert guess(Call("shell", "off", "exec", {"command": "ls"}, "s"), Session("s")) is None
     assert guess(Call("mcp", "git", "git_commit", {}, "s"), Session("s")) is None

@@ -8,11 +8,11 @@ import asyncio
 import pytest
 from kit.learned import generate, train_and_save
 
+from calls import Call, Route, Session
 from policies.learned import LearnedPolicy, LearnedSettings
 from policies.safety.verdict import SafetyClass, SafetyVerdict
+from records.store.sqlite.store import SQLiteStore
 from router.runtime.learned_service import LearnedService, touch
-from router.types import Call, Route, Session
-from shadow.store.sqlite.store import SQLiteStore
 
 SAFE = SafetyVerdict(SafetyClass.SAFE, "reads")
 
@@ -41,7 +41,9 @@ async def service_over(tmp_path, rows, model: bytes | None) -> LearnedService:
     policy = LearnedPolicy(
         LearnedSettings(min_labels=1, explore_rate=0.0, replay_min_sessions=0), replay_key_of=kit_key
     )  # the model decides
-    service = LearnedService(policy, store, model_path=path, max_divergence=0.2, prior_strength=4.0, watch_s=0.05, refresh_s=0.05)
+    service = LearnedService(
+        policy, store, model_path=path, max_divergence=0.2, prior_strength=4.0, watch_s=0.05, refresh_s=0.05
+    )
     await service.start()
     return service
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+from records.store.protocol import StoreError
 from router.runtime.replica import ReplicaPresence
-from shadow.store.protocol import StoreError
 
 
 class Leases:

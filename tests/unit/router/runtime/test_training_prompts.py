@@ -23,4 +23,5 @@ def test_sources_are_marked_beside_the_provenances_from_the_newest():
     assistants = [m for m in out if m["role"] == "assistant"]
     assert [m.get("source") for m in assistants] == [model, None, None, None]
     assert [m.get("provenance") for m in assistants] == ["sim", "real", "replay", "real"]
-    assert all("source" not in m for m in marked(chat(4), ["sim", "real", "replay"], ["real"]))  # none given: none marked
+    # None given: none marked.
+    assert all("source" not in m for m in marked(chat(4), ["sim", "real", "replay"], ["real"]))

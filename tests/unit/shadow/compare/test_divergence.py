@@ -8,7 +8,7 @@ import pytest
 from backends.browser.page_state import PageState
 from backends.http.messages import encode_body, observation_of, response_record
 from backends.shell.screen import ShellResult
-from router.types import Observation, Provenance
+from calls import Observation, Provenance
 from shadow.compare.divergence import NO_NOISE, Noise, compare, divergence
 
 REAL, SIM = Provenance.REAL, Provenance.SIM
@@ -17,24 +17,33 @@ REAL, SIM = Provenance.REAL, Provenance.SIM
 def mcp(value, *, is_error=False, provenance=REAL):
     text = value if isinstance(value, str) else json.dumps(value, indent=2)
     return Observation(
-        [{"type": "text", "text": text}], provenance, is_error=is_error, structured=None if isinstance(value, str) else value
+        [{"type": "text", "text": text}],
+        provenance,
+        is_error=is_error,
+        structured=None if isinstance(value, str) else value,
     )
 
 
 def http(status, body, *, headers=(), provenance=REAL):
     body = body if isinstance(body, str) else json.dumps(body)
     all_headers = [("Content-Type", "application/json"), *headers]
-    return observation_of(response_record(status, "", all_headers, encode_body(body.encode(), limit=1 << 20), decoded=False), provenance)
+    return observation_of(
+        response_record(status, "", all_headers, encode_body(body.encode(), limit=1 << 20), decoded=False), provenance
+    )
 
 
 def shell(output, exit_code=0, cwd="/workspace", provenance=REAL):
     result = ShellResult(output=output, exit_code=exit_code, cwd=cwd)
-    return Observation([{"type": "text", "text": result.text()}], provenance, is_error=result.is_error, structured=result.structured())
+    return Observation(
+        [{"type": "text", "text": result.text()}], provenance, is_error=result.is_error, structured=result.structured()
+    )
 
 
 def page(url, title, snapshot, error=None, provenance=REAL):
     state = PageState(url=url, title=title, snapshot=snapshot, error=error)
-    return Observation([{"type": "text", "text": state.text()}], provenance, is_error=state.is_error, structured=state.structured())
+    return Observation(
+        [{"type": "text", "text": state.text()}], provenance, is_error=state.is_error, structured=state.structured()
+    )
 
 
 TIME = {"timezone": "Asia/Tokyo", "datetime": "2026-11-23T19:19:49+09:00", "day_of_week": "Monday", "is_dst": False}
@@ -54,7 +63,12 @@ def test_mcp_identical_is_none():
 
 def test_mcp_noise_only_is_masked():
     real = {**TIME, "request_id": "4f9c2a7e-0d1b-4c55-9a0e-1f2b3c4d5e6f", "elapsed_ms": 12}
-    sim = {**TIME, "datetime": "2026-11-23T19:30:02+09:00", "request_id": "0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22", "elapsed_ms": 40}
+    sim = {
+        **TIME,
+        "datetime": "2026-11-23T19:30:02+09:00",
+        "request_id": "0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22",
+        "elapsed_ms": 40,
+    }
     result = compare(mcp(real), mcp(sim, provenance=SIM), channel="mcp")
     assert (result.score, result.kind) == (0.0, "none")
     assert set(paths(result, "masked")) == {"$.result.datetime#instant", "$.result.request_id", "$.result.elapsed_ms"}
@@ -124,14 +138,25 @@ USER = {"id": 7, "name": "Ada", "created_at": "2026-11-23T10:19:49Z"}
 
 
 def test_http_identical_is_none():
-    assert compare(http(200, USER, headers=VOLATILE), http(200, USER, headers=VOLATILE, provenance=SIM), channel="http").kind == "none"
+    assert (
+        compare(
+            http(200, USER, headers=VOLATILE), http(200, USER, headers=VOLATILE, provenance=SIM), channel="http"
+        ).kind
+        == "none"
+    )
 
 
 def test_http_noise_only_is_masked():
     sim_body = {**USER, "created_at": "2026-11-23T10:21:07Z"}
-    result = compare(http(200, USER, headers=VOLATILE), http(200, sim_body, headers=VOLATILE_SIM, provenance=SIM), channel="http")
+    result = compare(
+        http(200, USER, headers=VOLATILE), http(200, sim_body, headers=VOLATILE_SIM, provenance=SIM), channel="http"
+    )
     assert (result.score, result.kind) == (0.0, "none")
-    assert set(paths(result, "masked")) == {"$.headers.date#instant", "$.headers.x-request-id", "$.body.created_at#instant"}
+    assert set(paths(result, "masked")) == {
+        "$.headers.date#instant",
+        "$.headers.x-request-id",
+        "$.body.created_at#instant",
+    }
 
 
 def test_http_wrong_status_class_is_status_and_same_class_is_structure():
@@ -149,7 +174,8 @@ def test_http_missing_body_key_and_content_type_are_structure():
     assert result.kind == "structure" and 0.1 <= result.score <= 0.5
     assert paths(result) == ["$.body.name"]
     html = observation_of(
-        response_record(200, "", [("Content-Type", "text/html")], encode_body(b"<p>hi</p>", limit=100), decoded=False), SIM
+        response_record(200, "", [("Content-Type", "text/html")], encode_body(b"<p>hi</p>", limit=100), decoded=False),
+        SIM,
     )
     assert compare(http(200, USER), html, channel="http").kind == "structure"
 
@@ -157,12 +183,25 @@ def test_http_missing_body_key_and_content_type_are_structure():
 def test_http_wrong_offset_in_body_is_content_among_noise():
     real_body = {**USER, "created_at": "2026-11-23T19:19:49+09:00"}
     sim_body = {**USER, "created_at": "2026-11-23T19:19:49+08:00"}
-    result = compare(http(200, real_body, headers=VOLATILE), http(200, sim_body, headers=VOLATILE_SIM, provenance=SIM), channel="http")
+    result = compare(
+        http(200, real_body, headers=VOLATILE),
+        http(200, sim_body, headers=VOLATILE_SIM, provenance=SIM),
+        channel="http",
+    )
     assert result.kind == "content" and 0.05 <= result.score <= 0.3
     assert result.evidence["divergent"] == [
-        {"path": "$.body.created_at#offset", "kind": "content", "real": real_body["created_at"], "sim": sim_body["created_at"]}
+        {
+            "path": "$.body.created_at#offset",
+            "kind": "content",
+            "real": real_body["created_at"],
+            "sim": sim_body["created_at"],
+        }
     ]
-    assert set(paths(result, "masked")) == {"$.headers.date#instant", "$.headers.x-request-id", "$.body.created_at#instant"}
+    assert set(paths(result, "masked")) == {
+        "$.headers.date#instant",
+        "$.headers.x-request-id",
+        "$.body.created_at#instant",
+    }
 
 
 # --- shell -----------------------------------------------------------------------------
@@ -190,13 +229,18 @@ def test_shell_wrong_offset_in_text_is_content():
     assert [entry["path"] for entry in result.evidence["divergent"]] == ["$.screen:3#offset"]
     # Written with Z on one side and an offset on the other, the format differs too: format ranks above content.
     mixed = compare(shell(LISTING), shell(real, provenance=SIM), channel="shell")
-    assert mixed.kind == "format" and {e["path"] for e in mixed.evidence["divergent"]} == {"$.screen:3#format", "$.screen:3#offset"}
+    assert mixed.kind == "format" and {e["path"] for e in mixed.evidence["divergent"]} == {
+        "$.screen:3#format",
+        "$.screen:3#offset",
+    }
 
 
 def test_shell_wrong_exit_code_is_status_and_other_failure_code_is_structure():
     result = compare(shell("", exit_code=0), shell("", exit_code=1, provenance=SIM), channel="shell")
     assert (result.score, result.kind) == (1.0, "status")
-    other = compare(shell("no such file", exit_code=2), shell("no such file", exit_code=1, provenance=SIM), channel="shell")
+    other = compare(
+        shell("no such file", exit_code=2), shell("no such file", exit_code=1, provenance=SIM), channel="shell"
+    )
     assert other.kind == "structure" and 0 < other.score < 0.5
     assert paths(other) == ["$.exit_code"]
 
@@ -207,7 +251,9 @@ def test_shell_unknown_exit_code_is_not_compared():
 
 
 def test_shell_changed_line_and_cwd_are_content():
-    result = compare(shell("a\nb\nc\nd", cwd="/workspace"), shell("a\nb\nX\nd", cwd="/tmp", provenance=SIM), channel="shell")
+    result = compare(
+        shell("a\nb\nc\nd", cwd="/workspace"), shell("a\nb\nX\nd", cwd="/tmp", provenance=SIM), channel="shell"
+    )
     assert result.kind == "content" and 0.3 <= result.score <= 0.6
     assert set(paths(result)) == {"$.screen:3", "$.cwd"}
 
@@ -225,7 +271,12 @@ SNAPSHOT = '- heading "Shop" [level=1] [ref=e2]\n- link "Cart" [ref=e5]\n- butto
 
 def test_browser_identical_and_renumbered_refs_are_none():
     real = page("https://shop.test/", "Shop", SNAPSHOT)
-    renumbered = page("https://shop.test/", "Shop", SNAPSHOT.replace("e2", "e1").replace("e5", "e2").replace("e9", "e3"), provenance=SIM)
+    renumbered = page(
+        "https://shop.test/",
+        "Shop",
+        SNAPSHOT.replace("e2", "e1").replace("e5", "e2").replace("e9", "e3"),
+        provenance=SIM,
+    )
     assert compare(real, real, channel="browser").kind == "none"
     assert compare(real, renumbered, channel="browser").kind == "none"
 
@@ -251,30 +302,50 @@ ORDER = (
     '- text "Request {request}" [ref=e7]\n'
     '- link "Receipt {receipt}" [ref=e9]'
 )
-ORDER_REAL = {"at": "2026-11-23T19:19:49+09:00", "request": "req_8f3k2l1m0n9b8v7c", "receipt": "4f9c2a7e-0d1b-4c55-9a0e-1f2b3c4d5e6f"}
+ORDER_REAL = {
+    "at": "2026-11-23T19:19:49+09:00",
+    "request": "req_8f3k2l1m0n9b8v7c",
+    "receipt": "4f9c2a7e-0d1b-4c55-9a0e-1f2b3c4d5e6f",
+}
 
 
 def test_browser_wrong_offset_in_snapshot_is_content():
     real = page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", ORDER.format(**ORDER_REAL))
     sim_snapshot = ORDER.format(**{**ORDER_REAL, "at": "2026-11-23T19:19:49+08:00"})
     result = compare(
-        real, page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", sim_snapshot, provenance=SIM), channel="browser"
+        real,
+        page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", sim_snapshot, provenance=SIM),
+        channel="browser",
     )
     assert result.kind == "content" and 0.01 <= result.score <= 0.1
     assert result.evidence["divergent"] == [
-        {"path": "$.snapshot:2#offset", "kind": "content", "real": "2026-11-23T19:19:49+09:00", "sim": "2026-11-23T19:19:49+08:00"}
+        {
+            "path": "$.snapshot:2#offset",
+            "kind": "content",
+            "real": "2026-11-23T19:19:49+09:00",
+            "sim": "2026-11-23T19:19:49+08:00",
+        }
     ]
     assert paths(result, "masked") == ["$.snapshot:2#instant"]
 
 
 def test_browser_noise_only_is_masked():
     real = page("https://shop.test/orders?request_id=req_8f3k2l1m0n9b8v7c", "Order", ORDER.format(**ORDER_REAL))
-    noise = {"at": "2026-11-23T19:21:07+09:00", "request": "req_1a2b3c4d5e6f7g8h", "receipt": "0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22"}
+    noise = {
+        "at": "2026-11-23T19:21:07+09:00",
+        "request": "req_1a2b3c4d5e6f7g8h",
+        "receipt": "0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22",
+    }
     sim_snapshot = ORDER.format(**noise).replace("[ref=e", "[ref=e1")  # the browser's numbering differs too
     sim = page("https://shop.test/orders?request_id=req_1a2b3c4d5e6f7g8h", "Order", sim_snapshot, provenance=SIM)
     result = compare(real, sim, channel="browser")
     assert (result.score, result.kind, result.evidence["divergent"]) == (0.0, "none", [])
-    assert set(paths(result, "masked")) == {"$.url.query.request_id", "$.snapshot:2#instant", "$.snapshot:3", "$.snapshot:4"}
+    assert set(paths(result, "masked")) == {
+        "$.url.query.request_id",
+        "$.snapshot:2#instant",
+        "$.snapshot:3",
+        "$.snapshot:4",
+    }
     # Without the built-in detectors the same pair diverges: the masking is what makes it noise.
     assert compare(real, sim, channel="browser", noise=NO_NOISE).kind == "content"
 
@@ -308,8 +379,14 @@ def test_scores_stay_in_range_for_unrelated_observations(channel):
 def test_json_like_log_lines_compare_the_quoted_values():
     line = 'event "{id}" at "{at}",'
     real = mcp(line.format(id="4f9c2a7e-0d1b-4c55-9a0e-1f2b3c4d5e6f", at="2026-11-23T10:19:49+09:00") + "\ndone")
-    noise_only = mcp(line.format(id="0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22", at="2026-11-23T10:30:00+09:00") + "\ndone", provenance=SIM)
-    wrong_offset = mcp(line.format(id="0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22", at="2026-11-23T10:30:00+08:00") + "\ndone", provenance=SIM)
+    noise_only = mcp(
+        line.format(id="0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22", at="2026-11-23T10:30:00+09:00") + "\ndone",
+        provenance=SIM,
+    )
+    wrong_offset = mcp(
+        line.format(id="0b7d9e21-5a3c-4e8f-b1d2-aa00bb11cc22", at="2026-11-23T10:30:00+08:00") + "\ndone",
+        provenance=SIM,
+    )
     assert compare(real, noise_only, channel="mcp").kind == "none"
     result = compare(real, wrong_offset, channel="mcp")
     assert result.kind == "content" and paths(result) == ["$.result:1#offset"]

@@ -1,7 +1,7 @@
 """The canonical form of HTTP requests: what two requests share to be the same one."""
 
 from backends.replay import ReplayBackend
-from router.types import Call
+from calls import Call
 from shadow.compare.http_canonical import canonical_arguments, canonical_form, drop_body_fields, normalize_url
 
 
@@ -26,7 +26,9 @@ def test_ignored_body_fields_nested_and_in_lists():
 
 
 def test_replay_keys_of_noisy_requests_match_and_stored_keys_use_the_canonical_form():
-    replay = ReplayBackend(None, canonical={"http": canonical_form(ignore_query=["ts"], ignore_body_fields=["request_id"])})
+    replay = ReplayBackend(
+        None, canonical={"http": canonical_form(ignore_query=["ts"], ignore_body_fields=["request_id"])}
+    )
 
     def call(ts, rid, order):
         query = {"ts": ts, "q": "x"}
@@ -35,7 +37,14 @@ def test_replay_keys_of_noisy_requests_match_and_stored_keys_use_the_canonical_f
             "http",
             "h",
             "POST",
-            {"method": "POST", "url": f"http://h/p?q=x&ts={ts}", "path": "/p", "query": query, "headers": {}, "body": body},
+            {
+                "method": "POST",
+                "url": f"http://h/p?q=x&ts={ts}",
+                "path": "/p",
+                "query": query,
+                "headers": {},
+                "body": body,
+            },
             "s",
         )
 
@@ -48,7 +57,7 @@ def test_replay_keys_of_noisy_requests_match_and_stored_keys_use_the_canonical_f
 
 def test_shadow_comparison_of_http_responses_ignores_volatile_headers_and_formatting():
     from backends.http.messages import encode_body, observation_of, response_record
-    from router.types import Provenance
+    from calls import Provenance
     from shadow.compare.divergence import divergence
 
     def answer(status, body, date):
@@ -67,4 +76,5 @@ def test_a_normalised_url_is_remembered_per_ignored_parameters():
     url = "HTTP://API.example.com:80/v1/items?b=2&token=x&a=1"
     assert normalize_url(url) == "http://api.example.com/v1/items?a=1&b=2&token=x"
     assert normalize_url(url, ignore_query=["token"]) == "http://api.example.com/v1/items?a=1&b=2"
-    assert normalize_url(url) == "http://api.example.com/v1/items?a=1&b=2&token=x"  # the cache keys on the ignored list too
+    # The cache keys on the ignored list too.
+    assert normalize_url(url) == "http://api.example.com/v1/items?a=1&b=2&token=x"

@@ -3,7 +3,7 @@ from the record's real evidence (shadow/compare/divergence.py `compare`)."""
 
 from __future__ import annotations
 
-from router.types import Observation, Provenance
+from calls import Observation, Provenance
 from shadow.compare.divergence import compare
 from shadow.compare.line_diff import DIVERGENT, EQUAL, MASKED, aligned, record_diffs
 
@@ -43,7 +43,9 @@ def test_a_browser_snapshot_diff_marks_the_divergent_line_not_the_renumbered_ref
 def test_a_line_only_one_side_has_is_divergent_and_a_timestamp_is_noise():
     def shell(output: str, provenance: Provenance) -> Observation:
         return Observation(
-            content=[{"type": "text", "text": output}], structured={"output": output, "exit_code": 0, "cwd": "/w"}, provenance=provenance
+            content=[{"type": "text", "text": output}],
+            structured={"output": output, "exit_code": 0, "cwd": "/w"},
+            provenance=provenance,
         )
 
     real = shell("start 2026-01-01T10:00:00Z\nstep one\ndone", Provenance.REAL)
@@ -56,8 +58,16 @@ def test_a_line_only_one_side_has_is_divergent_and_a_timestamp_is_noise():
 def test_served_by_the_world_model_the_real_side_is_the_shadow():
     real = Observation(content=[{"type": "text", "text": "a\nb"}], provenance=Provenance.REAL)
     sim = Observation(content=[{"type": "text", "text": "a\nc"}], provenance=Provenance.SIM)
-    row = {**shadowed_row("mcp", real, sim), "provenance": "sim", "observation": sim.to_json(), "shadow": real.to_json()}
-    assert [(r["real"], r["sim"], r["state"]) for r in record_diffs(row)["text"]["rows"]] == [("a", "a", EQUAL), ("b", "c", DIVERGENT)]
+    row = {
+        **shadowed_row("mcp", real, sim),
+        "provenance": "sim",
+        "observation": sim.to_json(),
+        "shadow": real.to_json(),
+    }
+    assert [(r["real"], r["sim"], r["state"]) for r in record_diffs(row)["text"]["rows"]] == [
+        ("a", "a", EQUAL),
+        ("b", "c", DIVERGENT),
+    ]
     assert record_diffs({**row, "shadow": None}) == {}  # not shadowed: nothing to compare
 
 
@@ -68,9 +78,17 @@ def test_long_texts_are_cut():
 
 
 def test_the_tree_shows_both_sides_in_the_compared_form_whose_paths_the_evidence_names():
-    real = Observation(content=[{"type": "text", "text": '{"count": 3}'}], structured={"count": 3}, provenance=Provenance.REAL)
-    sim = Observation(content=[{"type": "text", "text": '{"count": 4}'}], structured={"count": 4}, provenance=Provenance.SIM)
+    real = Observation(
+        content=[{"type": "text", "text": '{"count": 3}'}], structured={"count": 3}, provenance=Provenance.REAL
+    )
+    sim = Observation(
+        content=[{"type": "text", "text": '{"count": 4}'}], structured={"count": 4}, provenance=Provenance.SIM
+    )
     row = shadowed_row("mcp", real, sim)
     tree = record_diffs(row)["tree"]
     assert [d["path"] for d in row["divergence_evidence"]["divergent"]] == ["$.result.count"]
-    assert tree["real"]["result"] == {"count": 3} and tree["sim"]["result"] == {"count": 4} and tree["real"]["error"] is False
+    assert (
+        tree["real"]["result"] == {"count": 3}
+        and tree["sim"]["result"] == {"count": 4}
+        and tree["real"]["error"] is False
+    )

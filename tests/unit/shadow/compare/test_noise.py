@@ -5,12 +5,12 @@ import math
 
 import pytest
 
-from router.types import Call, Decision, Observation, Provenance, Route
-from shadow.compare.canonical import call_key, tool_key
+from calls import Call, Decision, Observation, Provenance, Route, call_key, tool_key
+from records.record import Record
+from records.store.noise_counts import NoiseRule, wilson_lower_bound
 from shadow.compare.divergence import compare
-from shadow.compare.noise import MemoryNoiseStore, NoiseModel, NoiseRule, noise_for_tool, pair_disagreements, wilson_lower_bound
+from shadow.compare.noise import MemoryNoiseStore, NoiseModel, noise_for_tool, pair_disagreements
 from shadow.noise_learner import NoiseLearner
-from shadow.records import Record
 
 
 def answer(body, provenance=Provenance.REAL):
@@ -32,7 +32,10 @@ def test_learned_path_masks_only_that_path():
     key = tool_key("mcp", "quotes", "get_quote")
     for price in (101.5, 101.7, 101.2, 101.9):
         model.observe(
-            key, answer({"symbol": "ACME", "price": 101.0, "seq": 1}), answer({"symbol": "ACME", "price": price, "seq": 1}), channel="mcp"
+            key,
+            answer({"symbol": "ACME", "price": 101.0, "seq": 1}),
+            answer({"symbol": "ACME", "price": price, "seq": 1}),
+            channel="mcp",
         )
     noise = model.noise_for(key)
     assert noise.paths == {"$.result.price"}
@@ -64,19 +67,34 @@ async def test_store_protocol_in_memory():
 def record(n, body, *, server="quotes", tool="get_quote", arguments=None):
     arguments = arguments or {"q": 1}
     call = Call("mcp", server, tool, arguments, "s1")
-    return Record(call, Decision(Route.REAL, "mode", "test"), answer(body), step=n, call_key=call_key("mcp", server, tool, arguments))
+    return Record(
+        call,
+        Decision(Route.REAL, "mode", "test"),
+        answer(body),
+        step=n,
+        call_key=call_key("mcp", server, tool, arguments),
+    )
 
 
 def test_counter_steps_are_state_not_noise():
-    counted = pair_disagreements(answer({"visits": 4, "price": 1.5}), answer({"visits": 5, "price": 1.7}), channel="mcp")
+    counted = pair_disagreements(
+        answer({"visits": 4, "price": 1.5}), answer({"visits": 5, "price": 1.7}), channel="mcp"
+    )
     assert counted == {"$.result.price"}
     text = Observation([{"type": "text", "text": "visit number 9"}], Provenance.REAL)
-    assert pair_disagreements(text, Observation([{"type": "text", "text": "visit number 10"}], Provenance.REAL), channel="mcp") == set()
+    assert (
+        pair_disagreements(
+            text, Observation([{"type": "text", "text": "visit number 10"}], Provenance.REAL), channel="mcp"
+        )
+        == set()
+    )
     # Not counters: a jump, a step down, two numbers moving, a timestamp's seconds.
     assert pair_disagreements(answer({"n": 4}), answer({"n": 40}), channel="mcp") == {"$.result.n"}
     assert pair_disagreements(answer({"n": 4}), answer({"n": 3}), channel="mcp") == {"$.result.n"}
     assert pair_disagreements(answer({"s": "3 of 7"}), answer({"s": "4 of 8"}), channel="mcp") == {"$.result.s"}
-    clock = pair_disagreements(answer({"at": "2026-01-01T10:00:01+09:00"}), answer({"at": "2026-01-01T10:00:02+09:00"}), channel="mcp")
+    clock = pair_disagreements(
+        answer({"at": "2026-01-01T10:00:01+09:00"}), answer({"at": "2026-01-01T10:00:02+09:00"}), channel="mcp"
+    )
     assert clock == {"$.result.at#instant"}
 
 
@@ -114,7 +132,10 @@ async def test_probe_pairs_the_first_answer_with_a_second_call():
     assert learner.probe(first, again, sent_in=learner.quiet_epoch("mcp", "quotes"))
     assert not learner.probe(first, again, sent_in=None)  # sent while something was writing: not probed
     await learner.wait(5)
-    assert store.stats[tool_key("mcp", "quotes", "get_quote")].disagreements == {"$.result.price": 1} and learner.probed == 1
+    assert (
+        store.stats[tool_key("mcp", "quotes", "get_quote")].disagreements == {"$.result.price": 1}
+        and learner.probed == 1
+    )
     await learner.aclose()
 
 
@@ -152,7 +173,7 @@ async def test_learner_asks_the_store_for_other_routers_writes_between_the_answe
 
 
 async def test_a_store_that_cannot_tell_settles_no_pair():
-    from shadow.store.protocol import StoreError
+    from records.store.protocol import StoreError
 
     class Unreachable(MemoryNoiseStore):
         async def writes_between(self, channel, server, *, since, until):
@@ -175,8 +196,8 @@ def test_the_configured_rule_decides_what_simroute_noise_calls_noise(tmp_path):
 
     from typer.testing import CliRunner
 
+    from records.store.sqlite.store import SQLiteStore
     from router.cli.main import app
-    from shadow.store.sqlite.store import SQLiteStore
 
     async def learn() -> None:
         store = await SQLiteStore(tmp_path / "records.db").open()

@@ -14,21 +14,30 @@ from backends.world_state.http import caps
 from backends.world_state.http.baseline import underlay
 from backends.world_state.http.ids import IdFormat
 from backends.world_state.session import WorldState, rebuilt
+from calls import Call, Observation, Provenance, Source
 from router.reports.world_state import would_answer
-from router.types import Call, Observation, Provenance, Source
 
 API = "api.test"
 
 
 def call(method: str, path: str, body=None, *, query=None, server: str = API) -> Call:
-    arguments = {"method": method, "url": f"https://{server}{path}", "path": path, "query": query or {}, "headers": {}, "body": body}
+    arguments = {
+        "method": method,
+        "url": f"https://{server}{path}",
+        "path": path,
+        "query": query or {},
+        "headers": {},
+        "body": body,
+    }
     return Call("http", server, method, arguments, "s")
 
 
 def answer(status: int, body=None, *, text: str | None = None, provenance=Provenance.REAL) -> Observation:
     text = text if text is not None else ("" if body is None else json.dumps(body))
     headers = [("Content-Type", "application/json")] if text else []
-    structured = response_record(status, "", headers, encode_body(text.encode(), limit=max(len(text), 1)), decoded=False)
+    structured = response_record(
+        status, "", headers, encode_body(text.encode(), limit=max(len(text), 1)), decoded=False
+    )
     return Observation([{"type": "text", "text": text}], provenance, is_error=status >= 400, structured=structured)
 
 
@@ -44,7 +53,12 @@ def served(world: http.HttpWorld, method: str, path: str, body=None, **options) 
 def recorded_items() -> http.HttpWorld:
     """An API whose real create and listing were seen."""
     world = http.HttpWorld()
-    http.observe(world, call("POST", "/items", {"name": "a"}), answer(201, {"id": 1, "name": "a", "done": False}), provenance="real")
+    http.observe(
+        world,
+        call("POST", "/items", {"name": "a"}),
+        answer(201, {"id": 1, "name": "a", "done": False}),
+        provenance="real",
+    )
     http.observe(world, call("GET", "/items"), answer(200, [{"id": 1, "name": "a", "done": False}]), provenance="real")
     return world
 
@@ -73,14 +87,18 @@ def test_what_the_state_does_not_determine_is_left_to_the_model():
     partial = http.HttpWorld()
     http.observe(partial, call("GET", "/items/1"), answer(200, {"id": 1, "name": "a"}), provenance="real")
     assert served(partial, "GET", "/items/1") == (200, {"id": 1, "name": "a"})
-    assert served(partial, "GET", "/items") is None and served(partial, "GET", "/items/2") is None  # not every member known
+    # Not every member known.
+    assert served(partial, "GET", "/items") is None and served(partial, "GET", "/items/2") is None
     assert served(partial, "POST", "/items", {"name": "b"}) is None  # no create seen: 200 or 201 is the API's choice
 
 
 def test_the_apis_own_404_body_json_style_and_listing_envelope_are_kept():
     world = http.HttpWorld()
     http.observe(
-        world, call("POST", "/v1/users", {"name": "ann"}), answer(201, text='{"uid":"u_4f9a2c1b","name":"ann"}'), provenance="real"
+        world,
+        call("POST", "/v1/users", {"name": "ann"}),
+        answer(201, text='{"uid":"u_4f9a2c1b","name":"ann"}'),
+        provenance="real",
     )
     http.observe(world, call("GET", "/v1/users/u_0"), answer(404, text='{"error":"no such user"}'), provenance="real")
     listing = '{"users":[{"uid":"u_4f9a2c1b","name":"ann"}],"total":1,"page":1}'
@@ -100,7 +118,10 @@ def test_the_apis_own_404_body_json_style_and_listing_envelope_are_kept():
     ("seen", "made"),
     [
         (["41", "7"], "42"),
-        (["3f2b8c1e-9d4a-4b6e-8f1a-2c3d4e5f6a7b"], r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"),
+        (
+            ["3f2b8c1e-9d4a-4b6e-8f1a-2c3d4e5f6a7b"],
+            r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+        ),
         (["cus_N8xK2pQ4rT6vW1"], r"cus_[A-Za-z0-9]{14}"),
     ],
 )
@@ -117,7 +138,12 @@ def test_new_ids_follow_the_kind_of_the_ids_seen(seen, made):
 
 def test_a_simulated_answer_fills_what_is_unknown_and_a_later_real_one_wins():
     world = recorded_items()
-    http.observe(world, call("GET", "/items/1"), answer(200, {"id": 1, "name": "model's"}, provenance=Provenance.SIM), provenance="sim")
+    http.observe(
+        world,
+        call("GET", "/items/1"),
+        answer(200, {"id": 1, "name": "model's"}, provenance=Provenance.SIM),
+        provenance="sim",
+    )
     assert served(world, "GET", "/items/1") == (200, {"id": 1, "name": "a", "done": False})  # the real answer stays
     partial = http.HttpWorld()
     http.observe(partial, call("GET", "/items/5"), answer(200, {"id": 5, "v": 1}), provenance="real")
@@ -142,7 +168,9 @@ def test_recordings_lie_beneath_what_the_session_learnt():
     session = http.HttpWorld()
     http.observe(session, call("GET", "/items/1"), answer(404, {"detail": "Not Found"}), provenance="real")
     recorded = recorded_items()
-    http.observe(recorded, call("GET", "/items/2"), answer(200, {"id": 2, "name": "old", "done": True}), provenance="real")
+    http.observe(
+        recorded, call("GET", "/items/2"), answer(200, {"id": 2, "name": "old", "done": True}), provenance="real"
+    )
     underlay(session.api(API), recorded.apis[API])
     assert served(session, "GET", "/items/1")[0] == 404  # the session's own, newer, answer wins
     assert served(session, "GET", "/items/2") == (200, {"id": 2, "name": "old", "done": True})
@@ -155,8 +183,12 @@ def test_caps_keep_names_and_drop_contents_beyond_1000_resources_or_256_kb():
     for n in range(caps.MAX_RESOURCES + 50):
         served(world, "POST", "/items", {"name": f"n{n}"})
     items = world.apis[API].collections["/items"].items
-    assert len(items) == caps.MAX_RESOURCES + 51 and sum(item.body is not None for item in items.values()) == caps.MAX_RESOURCES
-    assert served(world, "GET", f"/items/{caps.MAX_RESOURCES + 51}") is None  # known to exist, contents unknown: the model's
+    assert (
+        len(items) == caps.MAX_RESOURCES + 51
+        and sum(item.body is not None for item in items.values()) == caps.MAX_RESOURCES
+    )
+    # Known to exist, contents unknown: the model's.
+    assert served(world, "GET", f"/items/{caps.MAX_RESOURCES + 51}") is None
     assert served(world, "GET", "/items") is None and served(world, "GET", "/items/2")[0] == 200
     big = recorded_items()
     for _ in range(3):
@@ -187,11 +219,20 @@ def test_a_session_rebuilt_from_its_records_holds_what_the_state_answered_and_sa
     made.source = Source(sub="state", extra={"invented": True})
     turns = [
         (call("POST", "/items", {"name": "a"}), answer(201, {"id": 1, "name": "a"}), False, 1.0),
-        (call("POST", "/items", {"name": "b"}), made, False, 2.0),  # the state's own answer: its effects were not recorded apart
+        (
+            call("POST", "/items", {"name": "b"}),
+            made,
+            False,
+            2.0,
+        ),  # the state's own answer: its effects were not recorded apart
         (call("DELETE", "/items/1"), answer(204), True, 3.0),  # perturbed: teaches nothing
     ]
     state = rebuilt(turns)
-    assert would_answer(state, call("GET", "/items/2")) == {"sub": "state", "status": 200, "body": '{"id": 2, "name": "b"}'}
+    assert would_answer(state, call("GET", "/items/2")) == {
+        "sub": "state",
+        "status": 200,
+        "body": '{"id": 2, "name": "b"}',
+    }
     assert would_answer(state, call("GET", "/items/1"))["status"] == 200
     assert would_answer(state, call("GET", "/items/3")) == {"sub": "model"}
     assert state.summary()["http"][API]["collections"]["/items"]["invented"] == 1
@@ -210,10 +251,14 @@ def test_one_256_kb_cap_holds_for_the_shell_and_the_apis_of_a_session_together()
 
     state = WorldState()
     shell = Call("shell", "sandbox", "shell_exec", {"command": f"echo {'s' * 150_000} > notes.txt"}, "s")
-    state.learn_call(shell, Observation([], Provenance.REAL, structured=ShellResult("", 0, "/workspace").structured()), at=0.0)
+    state.learn_call(
+        shell, Observation([], Provenance.REAL, structured=ShellResult("", 0, "/workspace").structured()), at=0.0
+    )
     assert shell_caps.content_bytes(state.shell.fs) > 150_000  # the shell alone is within its cap
     for n in (1, 2):
-        state.learn_call(call("POST", "/items", {"text": "h" * 60_000}), answer(201, {"id": n, "text": "h" * 60_000}), at=float(n))
+        state.learn_call(
+            call("POST", "/items", {"text": "h" * 60_000}), answer(201, {"id": n, "text": "h" * 60_000}), at=float(n)
+        )
     # Together past the cap: the larger kind (the shell's one large file) gives up its contents, its name kept.
     assert shell_caps.content_bytes(state.shell.fs) + caps.content_bytes(state.http) <= caps.MAX_CONTENT_BYTES
     notes = state.shell.fs.nodes["/workspace/notes.txt"]

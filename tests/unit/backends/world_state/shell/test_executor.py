@@ -104,7 +104,10 @@ def test_a_line_the_state_cannot_answer_changes_nothing(world, line):
 
 def test_unknown_content_is_passed_on_but_never_shown(world):
     world.fs.put("/workspace/secret", Node(FILE, content=None))
-    assert sh(world, "cp secret copy; cat secret > again; mv again moved; ls") == ("copy\nmoved\nnotes.txt\nsecret\nsrc\n", 0)
+    assert sh(world, "cp secret copy; cat secret > again; mv again moved; ls") == (
+        "copy\nmoved\nnotes.txt\nsecret\nsrc\n",
+        0,
+    )
     assert world.fs.nodes["/workspace/moved"].content is None
     assert unanswered(world, "cat copy")
     assert unanswered(world, "wc -l secret")

@@ -20,7 +20,13 @@ def tree() -> FileSystem:
 
 @pytest.mark.parametrize(
     ("path", "cwd", "expected"),
-    [("a", "/w", "/w/a"), ("./a/../b", "/w", "/w/b"), ("/x//y/", "/w", "/x/y"), ("..", "/", "/"), ("../..", "/w/d", "/")],
+    [
+        ("a", "/w", "/w/a"),
+        ("./a/../b", "/w", "/w/b"),
+        ("/x//y/", "/w", "/x/y"),
+        ("..", "/", "/"),
+        ("../..", "/w/d", "/"),
+    ],
 )
 def test_paths_are_made_absolute_and_resolved_lexically(path, cwd, expected):
     assert normalize(path, cwd) == expected

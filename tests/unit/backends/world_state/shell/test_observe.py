@@ -9,7 +9,7 @@ from kit.shell_world import make_world, out, sh, unanswered
 from backends.shell.screen import ShellResult
 from backends.world_state.shell import observe, run
 from backends.world_state.shell.filesystem import DIR, FILE
-from router.types import Provenance
+from calls import Provenance
 
 REAL, SIM, REPLAY = Provenance.REAL, Provenance.SIM, Provenance.REPLAY
 
@@ -95,7 +95,12 @@ def test_a_plain_real_listing_removes_what_is_gone_and_adds_what_is_new():
 def test_a_long_listing_teaches_kinds():
     world = unseeded()
     listing = "total 4\ndrwxr-xr-x 2 agent agent 40 Nov 28 02:49 d\n-rw-r--r-- 1 agent agent 3 Nov 28 02:49 f\n"
-    observe(world, "ls -la", answer(listing.replace("total 4\n", "total 4\ndrwxr-xr-x 3 agent agent 80 Nov 28 02:49 .\n")), provenance=REAL)
+    observe(
+        world,
+        "ls -la",
+        answer(listing.replace("total 4\n", "total 4\ndrwxr-xr-x 3 agent agent 80 Nov 28 02:49 .\n")),
+        provenance=REAL,
+    )
     assert world.fs.nodes["/workspace/d"].kind == DIR
     assert world.fs.nodes["/workspace/f"].kind == FILE
     assert sh(world, "cd d && pwd") == ("/workspace/d\n", 0)
@@ -146,7 +151,9 @@ def test_an_answer_cut_short_or_after_a_reset_teaches_only_doubt():
     observe(world, "echo more >> a.txt; sleep 100", answer("", None, None, timed_out=True), provenance=REAL)
     assert unanswered(world, "cat a.txt")
     world = make_world({"a.txt": "a\n"})
-    observe(world, "true", answer("", 0, reset="the sandbox was replaced with a fresh one (files reset)"), provenance=REAL)
+    observe(
+        world, "true", answer("", 0, reset="the sandbox was replaced with a fresh one (files reset)"), provenance=REAL
+    )
     assert unanswered(world, "cat a.txt")
 
 

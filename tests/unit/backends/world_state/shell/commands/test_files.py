@@ -8,7 +8,9 @@ from kit.shell_world import make_world, out, sh, unanswered
 
 @pytest.fixture
 def world():
-    return make_world({"notes.txt": "alpha\nbeta\n", "nonl.txt": "no newline", "my file.txt": "spaced\n", "src/main.py": "x\n"})
+    return make_world(
+        {"notes.txt": "alpha\nbeta\n", "nonl.txt": "no newline", "my file.txt": "spaced\n", "src/main.py": "x\n"}
+    )
 
 
 def test_cat(world):
@@ -33,7 +35,10 @@ def test_mkdir(world):
     assert sh(world, "mkdir src") == ("mkdir: cannot create directory \u2018src\u2019: File exists\n", 1)
     assert sh(world, "mkdir x/y") == ("mkdir: cannot create directory \u2018x/y\u2019: No such file or directory\n", 1)
     assert sh(world, "mkdir -p src; echo $?") == ("0\n", 0)
-    assert sh(world, "mkdir -p notes.txt/x") == ("mkdir: cannot create directory \u2018notes.txt\u2019: Not a directory\n", 1)
+    assert sh(world, "mkdir -p notes.txt/x") == (
+        "mkdir: cannot create directory \u2018notes.txt\u2019: Not a directory\n",
+        1,
+    )
     assert sh(world, "mkdir -p notes.txt") == ("mkdir: cannot create directory \u2018notes.txt\u2019: File exists\n", 1)
     assert sh(world, "mkdir") == ("mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
 
@@ -71,5 +76,8 @@ def test_names_in_messages_are_quoted_as_coreutils_quotes_them(world):
         1,
     )
     assert sh(world, "grep x 'a b'") == ("grep: a b: No such file or directory\n", 2)  # grep does not quote
-    assert sh(world, "mkdir 'x/a b'") == ("mkdir: cannot create directory \u2018x/a b\u2019: No such file or directory\n", 1)
+    assert sh(world, "mkdir 'x/a b'") == (
+        "mkdir: cannot create directory \u2018x/a b\u2019: No such file or directory\n",
+        1,
+    )
     assert unanswered(world, 'cat "d\'e"')  # coreutils double-quotes it: left to the model

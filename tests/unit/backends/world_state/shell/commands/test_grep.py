@@ -8,7 +8,9 @@ from kit.shell_world import make_world, out, sh, unanswered
 
 @pytest.fixture
 def world():
-    return make_world({"n.txt": "alpha\nbeta\ngamma\n", "d.csv": "id,name\n1,Alice\n2,bob\n", "nonl.txt": "no nl", "sub/x": ""})
+    return make_world(
+        {"n.txt": "alpha\nbeta\ngamma\n", "d.csv": "id,name\n1,Alice\n2,bob\n", "nonl.txt": "no nl", "sub/x": ""}
+    )
 
 
 def test_selection_and_exit_codes(world):

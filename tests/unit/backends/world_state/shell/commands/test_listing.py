@@ -51,7 +51,8 @@ def test_long_format(world):
 def test_long_format_sizes_the_operands_columns_by_every_operand(world):
     out(world, "mkdir -p d/e")
     assert out(world, "ls -l a.txt d") == (
-        "-rw-r--r-- 1 agent agent  2 Jan 15 08:00 a.txt\n\nd:\ntotal 8\ndrwxr-xr-x 2 agent agent   40 Jan 15 08:00 e\n-rw-r--r-- 1 agent agent 5000 Jan 15 08:00 x\n"
+        "-rw-r--r-- 1 agent agent  2 Jan 15 08:00 a.txt\n\nd:\ntotal 8\ndrwxr-xr-x 2 agent agent   40 Jan 15 08:00 "
+        "e\n-rw-r--r-- 1 agent agent 5000 Jan 15 08:00 x\n"
     )
 
 

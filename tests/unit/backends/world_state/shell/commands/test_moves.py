@@ -28,7 +28,10 @@ def test_mv_errors(world):
     assert sh(world, "mv a.txt b.txt c") == ("mv: target 'c': No such file or directory\n", 1)
     assert sh(world, "cp a.txt d/x.txt b.txt") == ("cp: target 'b.txt': Not a directory\n", 1)
     assert sh(world, "mv") == ("mv: missing file operand\nTry 'mv --help' for more information.\n", 1)
-    assert sh(world, "mv a.txt") == ("mv: missing destination file operand after 'a.txt'\nTry 'mv --help' for more information.\n", 1)
+    assert sh(world, "mv a.txt") == (
+        "mv: missing destination file operand after 'a.txt'\nTry 'mv --help' for more information.\n",
+        1,
+    )
 
 
 def test_cp_copies_files_and_with_r_folders(world):

@@ -28,6 +28,8 @@ def test_printf(line, answer):
     assert sh(make_world(), line) == answer
 
 
-@pytest.mark.parametrize("line", ["printf -v X hi", "printf '%q' a", "printf '%(%Y)T'", "printf '%*d' 3 4", "printf '%d' 12abc"])
+@pytest.mark.parametrize(
+    "line", ["printf -v X hi", "printf '%q' a", "printf '%(%Y)T'", "printf '%*d' 3 4", "printf '%d' 12abc"]
+)
 def test_what_printf_leaves_to_the_model(line):
     assert unanswered(make_world(), line)

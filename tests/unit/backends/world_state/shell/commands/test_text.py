@@ -8,7 +8,9 @@ from kit.shell_world import make_world, out, sh, unanswered
 
 @pytest.fixture
 def world():
-    return make_world({"n.txt": "a\nb\nc\nd\n", "w.txt": "one two\n", "nonl.txt": "no nl", "uni.txt": "café\n", "d/x": ""})
+    return make_world(
+        {"n.txt": "a\nb\nc\nd\n", "w.txt": "one two\n", "nonl.txt": "no nl", "uni.txt": "café\n", "d/x": ""}
+    )
 
 
 def test_wc_counts_and_widths(world):

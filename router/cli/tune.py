@@ -1,0 +1,216 @@
+"""`simroute tune`: recorded traffic to a candidate world model (router/tune/). This
+version writes the training data and the model card (`--data-only`) and prepares the
+conversion tools (`--prepare`); training, evaluation and adoption need the optional
+training stack, and without it the command says how to install it (exit 2)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from router.cli.common import ConfigOption, load_or_exit
+from router.config import Config
+
+OutArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        help="The run's folder: training data (train.jsonl, test.jsonl), checkpoints, the candidate "
+        "(adapter.gguf, or model.gguf with --merge) and its model card (MODEL_CARD.md, card.json).",
+        show_default=False,
+    ),
+]
+
+
+def tune(
+    out: OutArgument = None,
+    config: ConfigOption = None,
+    from_export: Annotated[
+        Path | None,
+        typer.Option(help="Train on a `simroute export --format messages` folder instead of exporting the store."),
+    ] = None,
+    hardest_first: Annotated[
+        bool, typer.Option("--hardest-first", help="The examples whose shadow sides diverged most first.")
+    ] = False,
+    min_divergence: Annotated[
+        float | None,
+        typer.Option(min=0.0, max=1.0, help="Only shadowed calls whose sides diverged at least this much."),
+    ] = None,
+    test_fraction: Annotated[
+        float, typer.Option(min=0.0, max=0.99, help="The share of sessions held out for the evaluation.")
+    ] = 0.1,
+    seed: Annotated[
+        int, typer.Option(help="The seed of the split and of the training: the same seed, the same run.")
+    ] = 0,
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the training examples.")] = 2,
+    learning_rate: Annotated[float, typer.Option(min=0.0, help="The optimiser's learning rate.")] = 2e-4,
+    rank: Annotated[int, typer.Option(min=1, help="The LoRA adapter's rank (its alpha is twice the rank).")] = 16,
+    max_tokens: Annotated[int, typer.Option(min=16, help="The longest example trained on, in tokens.")] = 512,
+    adapter: Annotated[
+        bool,
+        typer.Option(
+            "--adapter/--merge",
+            help="The candidate: a LoRA adapter the base model loads (world_model.lora_path), or a merged model.",
+        ),
+    ] = True,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run in OUT from its last checkpoint, with its data.")
+    ] = False,
+    data_only: Annotated[
+        bool,
+        typer.Option("--data-only", help="Write the training data and the model card, then stop (no training stack)."),
+    ] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Start over in an OUT that holds a run.")] = False,
+    prepare: Annotated[
+        bool,
+        typer.Option(
+            "--prepare",
+            help="Download the locked llama-cpp-python source package once and extract llama.cpp's conversion "
+            "scripts into the cache (~/.cache/simroute/tune/); nothing is downloaded while training.",
+        ),
+    ] = False,
+    adopt: Annotated[
+        bool, typer.Option("--adopt", help="Adopt the candidate whatever the evaluation says (else: by --margin).")
+    ] = False,
+    revert: Annotated[
+        bool, typer.Option("--revert", help="Restore the world model adopted before the last one.")
+    ] = False,
+    margin: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="Adopt without --adopt only when held-out fidelity beats the base's by this much."
+        ),
+    ] = 0.05,
+) -> None:
+    """Fine-tune the configured GGUF world model on the store's records (or an export):
+    the training data with the live prompts, split by session, a LoRA adapter (or a
+    merged model) trained on a CPU or a GPU, converted to GGUF, evaluated against the
+    base model on the held-out sessions, adopted by margin or on --adopt."""
+    from router.tune.extra import install_hint, missing_packages
+
+    if prepare:
+        if out is not None or data_only or resume or adopt or revert:
+            raise typer.BadParameter("--prepare runs alone: `simroute tune --prepare`")
+        raise typer.Exit(_prepare())
+    if revert or (adopt and out is None):
+        typer.echo("simroute: adoption comes with the evaluation, in a later version (docs/tune.md)", err=True)
+        raise typer.Exit(2)
+    if out is None:
+        raise typer.BadParameter("OUT, the run's folder, is needed (or --prepare)")
+    if from_export is not None and (hardest_first or min_divergence is not None):
+        raise typer.BadParameter(
+            "--hardest-first and --min-divergence choose what an export holds: not with --from-export"
+        )
+    if data_only and resume:
+        raise typer.BadParameter("--resume continues a training run: not with --data-only")
+    if not data_only and (missing := missing_packages()):
+        typer.echo(f"simroute: {install_hint(missing)}", err=True)
+        raise typer.Exit(2)
+    settings = _settings(
+        hardest_first, min_divergence, test_fraction, seed, epochs, learning_rate, rank, max_tokens, adapter, margin
+    )
+    cfg = load_or_exit(config)
+    if cfg.world_model.engine != "llama":
+        typer.echo("simroute: tune fine-tunes the in-process GGUF model (world_model.engine: llama)", err=True)
+        raise typer.Exit(2)
+    if (out / "card.json").exists() and not (overwrite or resume):
+        typer.echo(f"simroute: {out} already holds a run (--resume continues it, --overwrite starts over)", err=True)
+        raise typer.Exit(1)
+    if not data_only:
+        typer.echo("simroute: training is not in this version yet: --data-only writes the data and the card", err=True)
+        raise typer.Exit(2)
+    card = _data_and_card(cfg, settings, out, from_export)
+    examples = card["data"]["examples"]
+    typer.echo(
+        f"simroute: {examples['train']} train and {examples['test']} test examples, and the model card, in {out}",
+        err=True,
+    )
+
+
+def _settings(
+    hardest_first: bool,
+    min_divergence: float | None,
+    test_fraction: float,
+    seed: int,
+    epochs: int,
+    learning_rate: float,
+    rank: int,
+    max_tokens: int,
+    adapter: bool,
+    margin: float,
+) -> Any:
+    from router.tune.settings import DataSettings, Hyperparameters, TuneSettings
+
+    try:
+        return TuneSettings(
+            data=DataSettings(hardest_first, min_divergence, test_fraction, seed),
+            hyperparameters=Hyperparameters(
+                epochs=epochs,
+                learning_rate=learning_rate,
+                lora_rank=rank,
+                lora_alpha=2.0 * rank,
+                max_tokens=max_tokens,
+                seed=seed,
+            ),
+            output="adapter" if adapter else "merged",
+            margin=margin,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+def _data_and_card(cfg: Config, settings: Any, out: Path, from_export: Path | None) -> dict[str, Any]:
+    from router.tune.card import model_card, write_card
+    from router.tune.data import TrainingDataError, copy_training_data, now, simroute_version
+
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        if from_export is not None:
+            dataset = copy_training_data(cfg, from_export, out)
+        else:
+            dataset = asyncio.run(_exported(cfg, settings, out))
+    except TrainingDataError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    card = model_card(
+        dataset=dataset, settings=settings, base_model=cfg.model_path, version=simroute_version(), created=now()
+    )
+    write_card(card, out)
+    return card
+
+
+async def _exported(cfg: Config, settings: Any, out: Path) -> dict[str, Any]:
+    from records.store.protocol import StoreError
+    from router.cli.progress import TerminalProgress
+    from router.tune.data import export_training_data
+
+    if not cfg.store_location.exists():
+        typer.echo(f"simroute: no records yet ({cfg.store_path} does not exist)", err=True)
+        raise typer.Exit(1)
+    store = await cfg.open_store(read_only=True).open()
+    try:
+        with TerminalProgress("exporting", await store.count(), eta=True) as advance:
+            return await export_training_data(cfg, store, settings.data, out, progress=advance)
+    except StoreError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    finally:
+        await store.aclose()
+
+
+def _prepare() -> int:
+    from router.tune.prepare import PrepareError, cache_folder, installed_version, prepare, tools_for
+
+    try:
+        version = installed_version()
+        if not tools_for(version, cache_folder()).ready():
+            typer.echo(f"simroute: downloading llama-cpp-python {version}'s source package (~77 MB, once)", err=True)
+        tools, fetched = prepare(version, cache_folder())
+    except PrepareError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        return 1
+    done = "extracted to" if fetched else "already in"
+    typer.echo(f"simroute: llama.cpp's conversion tools of llama-cpp-python {version} {done} {tools.folder}", err=True)
+    return 0

@@ -1,0 +1,81 @@
+"""The one room for shared state: a config's store location decides local or Redis
+once, every kind of shared state follows it, and no part outside the room asks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from records.shared_state.episode_rows import LocalEpisodeRows
+from records.shared_state.guard_slots import LocalGuardState
+from records.shared_state.guard_slots_redis import RedisGuardState
+from records.shared_state.session_state import LocalSessionState
+from records.shared_state.session_state_redis import RedisSessionState
+from router.config import parse_config
+
+ROOT = Path(__file__).resolve().parents[5]
+SQLITE = "mcpServers:\n  time:\n    command: uvx\n"
+REDIS = SQLITE + "store:\n  url: redis://:secret@cache.internal:6380/2\n"
+
+
+def test_an_embedded_store_keeps_every_kind_of_shared_state_in_the_process():
+    location = parse_config(SQLITE, base_dir=Path("/cfg")).store_location
+    shared = location.shared_state(location.open_store())
+    assert (location.shared, shared.shared) == (False, False)
+    assert isinstance(shared.session_state(ttl_s=60), LocalSessionState)
+    assert isinstance(shared.guard_slots(), LocalGuardState)
+    assert shared.answers(ttl_s=60) is None
+    assert isinstance(shared.episode_rows(ttl_s=60), LocalEpisodeRows)
+    assert shared.replicas(lease_s=15, claims_ttl_s=60) is None
+    assert location.name == "/cfg/.simroute/records.db"
+    assert location.public_source() == {"store": "sqlite", "path": "/cfg/.simroute/records.db"}
+
+
+def test_a_redis_store_shares_every_kind_through_redis():
+    location = parse_config(REDIS, base_dir=Path("/cfg")).store_location
+    store = location.open_store()
+    shared = location.shared_state(store)
+    assert (location.shared, shared.shared, repr(store)) == (True, True, "RedisStore(cache.internal:6380/2)")
+    assert isinstance(shared.session_state(ttl_s=60), RedisSessionState)
+    assert isinstance(shared.guard_slots(), RedisGuardState)
+    for kind in (
+        shared.answers(ttl_s=60),
+        shared.episode_rows(ttl_s=60),
+        *(shared.replicas(lease_s=15, claims_ttl_s=60) or ()),
+    ):
+        assert kind is not None and kind.store is store
+    assert location.exists()  # a server: asked when opened
+    assert location.spool_path == Path("/cfg/.simroute/redis-cache.internal-6380-2.spool.jsonl")
+    assert location.public_source() == {"store": "redis", "url": "redis://cache.internal:6380/2"}  # never the password
+
+
+def test_a_sqlite_store_exists_once_its_file_does(tmp_path):
+    location = parse_config(SQLITE, base_dir=tmp_path).store_location
+    assert not location.exists()
+    location.store_path.parent.mkdir()
+    location.store_path.touch()
+    assert location.exists()
+
+
+def lines_matching(pattern: re.Pattern[str], *, outside: str) -> list[str]:
+    """`path:line` of every product line matching `pattern`, outside the folder `outside`."""
+    return [
+        f"{path.relative_to(ROOT)}:{number}"
+        for top in ("calls", "router", "shadow", "records", "backends", "policies", "simroute")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if outside not in path.as_posix()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+
+
+def test_no_part_outside_the_room_asks_whether_the_store_is_redis():
+    """`store.redis_url` is read where the location is built (config/root.py) and in
+    messages that print it; no other part branches on it."""
+    asks = re.compile(r"redis_url\s+is(\s+not)?\s+None|redis_url\s+or\b|\bif\s+[\w.]*redis_url\b")
+    assert lines_matching(asks, outside="records/shared_state") == []
+
+
+def test_nothing_outside_the_redis_store_reaches_its_private_helpers():
+    reach = re.compile(r"\bstore\._(key|run|bodies|command|client)\b")
+    assert lines_matching(reach, outside="store/redis") == []
