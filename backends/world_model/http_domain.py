@@ -31,10 +31,8 @@ from backends.world_model.prompt import (
     CLOSING,
     EXAMPLE_NOTE,
     RenderExample,
-    assemble,
     omit_oldest,
     render_observation,
-    size,
 )
 from calls import Call, Observation, Provenance, Session
 
@@ -142,10 +140,7 @@ class HttpDomain:
         if grounding is None:
             grounding = self.ground(call, session, count_tokens=count_tokens, budget_tokens=budget_tokens // 3)
         examples = [render_example(past, structured) for past, structured in map(_example_of, grounding.rows)]
-        messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
-        if size(messages, count_tokens) <= budget_tokens:
-            return messages
-        messages, _ = omit_oldest(
+        messages, _ = omit_oldest(  # the whole history when it fits
             system,
             len(turns),
             render_turn,

@@ -29,10 +29,8 @@ from backends.world_model.prompt import (
     CLOSING,
     EXAMPLE_NOTE,
     RenderExample,
-    assemble,
     omit_oldest,
     render_observation,
-    size,
 )
 from calls import Call, Observation, Provenance, Session
 
@@ -208,10 +206,7 @@ class TerminalDomain:
 
         system = self.system(session.world_document_for(call.channel))
         examples = [render_example(command, result) for command, result in demonstrations]
-        messages = assemble(system, len(turns), render_turn, render_final, omitted=0, examples=examples)
-        if size(messages, count_tokens) <= budget_tokens:
-            return messages
-        messages, _ = omit_oldest(
+        messages, _ = omit_oldest(  # the whole history when it fits
             system,
             len(turns),
             render_turn,

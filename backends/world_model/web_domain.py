@@ -37,7 +37,7 @@ from backends.world_model.checks import check_web
 from backends.world_model.domain import Constraint, CountTokens
 from backends.world_model.grammars import web_grammar
 from backends.world_model.grounding import Grounding, Row, ground, session_rows
-from backends.world_model.prompt import CLOSING, assemble, cut_to_fit, omit_oldest, render_observation, size
+from backends.world_model.prompt import CLOSING, cut_to_fit, omit_oldest, render_observation, size
 from calls import Call, Observation, Provenance, Session
 
 TASK = (
@@ -268,11 +268,9 @@ class WebDomain:
                     self.page_text(page, cap)
                 )
 
-            messages = assemble(system, len(turns), render_turn, render_final, omitted=0)
-            if size(messages, count_tokens) > budget:
-                messages, _ = omit_oldest(
-                    system, len(turns), render_turn, render_final, budget_tokens=budget, count_tokens=count_tokens
-                )
+            messages, _ = omit_oldest(  # the whole history when it fits
+                system, len(turns), render_turn, render_final, budget_tokens=budget, count_tokens=count_tokens
+            )
             return messages
 
         for latest_chars in LATEST_SNAPSHOT_CHARS:

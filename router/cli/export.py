@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from router.cli.common import ConfigOption, load_or_exit, server_and_tool, time_window
+from router.cli.filter_options import ChannelOption, ServerOption, SessionOption, SinceOption, ToolOption, UntilOption
 from router.cli.progress import TerminalProgress
 from router.config import Config
 
@@ -35,14 +36,12 @@ def export(
     ],
     config: ConfigOption = None,
     formats: FormatOption = None,
-    since: Annotated[
-        str | None, typer.Option(help="Only records from the last 10m, 2h, 1d…, or since an ISO date.")
-    ] = None,
-    until: Annotated[str | None, typer.Option(help="Only records before an ISO date (or 10m, 2h… ago).")] = None,
-    channel: Annotated[str | None, typer.Option(help="Only this channel (mcp, shell, browser, http).")] = None,
-    tool: Annotated[str | None, typer.Option(help="Only this tool (TOOL or SERVER.TOOL).")] = None,
-    server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
-    session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    channel: ChannelOption = None,
+    tool: ToolOption = None,
+    server: ServerOption = None,
+    session: SessionOption = None,
     min_divergence: Annotated[
         float | None,
         typer.Option(

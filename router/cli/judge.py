@@ -21,6 +21,7 @@ from router.cli.common import (
     server_and_tool,
     time_window,
 )
+from router.cli.filter_options import ChannelOption, ServerOption, SessionOption, SinceOption, ToolOption, UntilOption
 from router.cli.progress import TerminalProgress
 from router.config import Config
 
@@ -41,14 +42,12 @@ def judge(
     ] = 50,
     deadline: Annotated[float, typer.Option(min=0.001, help="Seconds each judge call may take.")] = 120.0,
     max_tokens: Annotated[int, typer.Option(min=16, help="Tokens the judge may write per verdict.")] = 256,
-    since: Annotated[
-        str | None, typer.Option(help="Only records from the last 10m, 2h, 1d…, or since an ISO date.")
-    ] = None,
-    until: Annotated[str | None, typer.Option(help="Only records before an ISO date (or 10m, 2h… ago).")] = None,
-    channel: Annotated[str | None, typer.Option(help="Only this channel (mcp, shell, browser, http).")] = None,
-    tool: Annotated[str | None, typer.Option(help="Only this tool (TOOL or SERVER.TOOL).")] = None,
-    server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
-    session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    channel: ChannelOption = None,
+    tool: ToolOption = None,
+    server: ServerOption = None,
+    session: SessionOption = None,
     min_divergence: Annotated[
         float | None,
         typer.Option(min=0.0, max=1.0, help="Only shadowed calls whose sides diverged at least this much."),

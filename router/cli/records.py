@@ -10,23 +10,22 @@ from typing import Annotated
 import typer
 
 from router.cli.common import ConfigOption, JsonOption, load_or_exit, print_json, read_store
+from router.cli.filter_options import ChannelOption, SessionOption, SinceOption, ToolOption
 
 
 def records(
     config: ConfigOption = None,
     as_json: JsonOption = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the newest N records.")] = None,
-    session: Annotated[str | None, typer.Option(help="Only this agent session.")] = None,
-    channel: Annotated[str | None, typer.Option(help="Only this channel (mcp, shell, browser, http).")] = None,
+    session: SessionOption = None,
+    channel: ChannelOption = None,
     status: Annotated[
         str | None, typer.Option(help="Only this status (complete, started, pending, interrupted, skipped).")
     ] = None,
     recording: Annotated[str | None, typer.Option(help="Only this named recording.")] = None,
     route: Annotated[str | None, typer.Option(help="Only this route (real, sim, replay, shadow, deny, fork).")] = None,
-    tool: Annotated[str | None, typer.Option(help="Only this tool (TOOL or SERVER.TOOL).")] = None,
-    since: Annotated[
-        str | None, typer.Option(help="Only records from the last 10m, 2h, 1d…, or since an ISO date.")
-    ] = None,
+    tool: ToolOption = None,
+    since: SinceOption = None,
     divergent: Annotated[
         bool, typer.Option("--divergent", help="Only shadowed calls whose two sides diverged.")
     ] = False,

@@ -256,15 +256,26 @@ def _mcp_domain(config: Config, store: RecordStore, examples: ExampleLookup) -> 
 
     return McpDomain(
         tools_for=tools_for,
-        records_for=examples,
-        call_key_of=examples.exact_key_of,
-        demonstrations=wm.demonstrations,
+        **_grounding(wm, examples),
         output_schema_for=output_schema_for,
         tool_list=wm.tool_list if wm.tool_list != "auto" else ("signatures" if wm.engine == "llama" else "json"),
         # A virtual server's own documents, unless world_model names the server too.
         initial_state={**_declared(virtual, "initial_state"), **wm.initial_state},
         simulation_instruction={**_declared(virtual, "simulation_instruction"), **wm.simulation_instruction},
     )
+
+
+def _grounding(wm: Any, examples: ExampleLookup) -> dict[str, Any]:
+    """What every domain grounds its prompts in: recorded real examples of the call."""
+    return {"records_for": examples, "call_key_of": examples.exact_key_of, "demonstrations": wm.demonstrations}
+
+
+def _channel_documents(wm: Any, channel: str) -> dict[str, Any]:
+    """A one-world channel's configured initial state and instruction (keyed by channel)."""
+    return {
+        "initial_state": wm.initial_state.get(channel),
+        "simulation_instruction": wm.simulation_instruction.get(channel),
+    }
 
 
 def _declared(virtual: dict[str, Any], key: str) -> dict[str, str]:
@@ -278,11 +289,8 @@ def _terminal_domain(config: Config, examples: ExampleLookup) -> Any:
     return TerminalDomain(
         hostname=shell.hostname,
         describe_workspace=lambda: describe_folder(config.shell_workspace),
-        records_for=examples,
-        call_key_of=examples.exact_key_of,
-        demonstrations=wm.demonstrations,
-        initial_state=wm.initial_state.get("shell"),
-        simulation_instruction=wm.simulation_instruction.get("shell"),
+        **_grounding(wm, examples),
+        **_channel_documents(wm, "shell"),
         screen_lines=shell.screen_lines,
         screen_chars=shell.screen_chars,
     )
@@ -293,11 +301,8 @@ def _web_domain(config: Config, examples: ExampleLookup) -> Any:
 
     wm, browser = config.world_model, config.browser
     return WebDomain(
-        records_for=examples,
-        call_key_of=examples.exact_key_of,
-        demonstrations=wm.demonstrations,
-        initial_state=wm.initial_state.get("browser"),
-        simulation_instruction=wm.simulation_instruction.get("browser"),
+        **_grounding(wm, examples),
+        **_channel_documents(wm, "browser"),
         snapshot_max_chars=browser.snapshot_max_chars,
         allowed_domains=browser.allowed_domains,
     )
@@ -309,9 +314,7 @@ def _http_domain(config: Config, examples: ExampleLookup) -> Any:
     wm = config.world_model
     # initial_state / simulation_instruction are keyed by host[:port], like the calls' server.
     return HttpDomain(
-        records_for=examples,
-        call_key_of=examples.exact_key_of,
-        demonstrations=wm.demonstrations,
+        **_grounding(wm, examples),
         initial_state=wm.initial_state,
         simulation_instruction=wm.simulation_instruction,
     )

@@ -1,5 +1,5 @@
 """An episode's seed fixes what the world model answers: two simulated episodes with
-the same seed and the same 20 actions observe the same 20 answers, sampled at a
+the same seed and the same 12 actions observe the same 12 answers, sampled at a
 temperature where the sampling seed decides them; another seed observes others. The
 bundled GGUF model, in-process (the same EpisodeHost every front door drives)."""
 
@@ -34,13 +34,14 @@ WORLD_MODEL = {
     # (its prefix partly reused), so agreeing does not depend on a fresh context.
     "cached_sessions": 1,
 }
+STEPS = 12  # enough varied answers that agreeing is not luck; each is a model generation
 WORDS = ["apple", "river", "cloud", "stone", "maple", "ember", "frost", "harbor", "lantern", "meadow"]
 
 
 def actions() -> list[dict[str, Any]]:
-    """20 calls of four tools, their arguments varied: the answers differ step to step."""
+    """12 calls of four tools, their arguments varied: the answers differ step to step."""
     calls: list[tuple[str, dict[str, Any]]] = []
-    for i in range(20):
+    for i in range(STEPS):
         calls.append(
             [
                 ("echo", {"text": f"{WORDS[i % len(WORDS)]} {i}"}),
@@ -72,7 +73,7 @@ def observed(step: dict[str, Any]) -> str:
 
 
 async def run_episode(host: EpisodeHost, seed: int, *, until_unlike: list[str] | None = None) -> list[str]:
-    """The observations of the 20 actions in a simulated episode; with `until_unlike`,
+    """The observations of the 12 actions in a simulated episode; with `until_unlike`,
     it stops at the first observation that differs from that sequence's."""
     episode = await host.reset(seed=seed, options={"route": "sim"})
     observations = []
@@ -93,6 +94,6 @@ async def test_the_same_seed_gives_the_same_observations_and_another_seed_others
         first = await run_episode(host, seed=1234)
         again = await run_episode(host, seed=1234)
         other = await run_episode(host, seed=4321, until_unlike=first)
-    assert len(set(first)) >= 10, first  # varied answers: agreeing is not trivial
+    assert len(set(first)) >= STEPS // 2, first  # varied answers: agreeing is not trivial
     assert again == first
-    assert other != first[: len(other)], "another seed observed the same 20 answers"
+    assert other != first[: len(other)], "another seed observed the same answers"
