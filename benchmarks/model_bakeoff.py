@@ -17,7 +17,8 @@ template is run with `world_model.chat_format` (`--chat-format`, `gemma` by defa
 for the Gemma file), as a user would have to.
 
 With --smoke: the bundled model only (the candidate's packages are not needed) on
-sim_fidelity's smoke workload, two calls per channel.
+sim_fidelity's smoke workload, two MCP calls (sim_fidelity's own smoke run covers every
+channel; `--channels` still picks others).
 
 Usage: python benchmarks/model_bakeoff.py [--channels mcp,shell,http] [--json out.json] [--smoke]
 Needs `pip install -r benchmarks/requirements-bakeoff.txt` (`make bench` does it),
@@ -104,14 +105,14 @@ def compare_models(config: Path, name: str, path: Path, held_out: list[str], cha
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--channels", default="mcp,shell,http", help="a subset of mcp,shell,http")
+    parser.add_argument("--channels", default=None, help="a subset of mcp,shell,http (default: all; smoke: mcp)")
     parser.add_argument(
         "--chat-format", default="gemma", help="world_model.chat_format for a candidate file without a chat template"
     )
     parser.add_argument("--json", type=Path, help="also write every row here")
     add_smoke_flag(parser)
     args = parser.parse_args()
-    channels = set(args.channels.split(","))
+    channels = set((args.channels or ("mcp" if args.smoke else "mcp,shell,http")).split(","))
     candidates = [("SmolLM2-135M", lambda: BUNDLED)] + ([] if args.smoke else [("Gemma3-270M", gemma_file)])
     if args.smoke:
         fidelity.smoke_workload()
