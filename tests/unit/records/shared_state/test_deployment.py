@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from records.shared_state.answers import LocalAnswers
 from records.shared_state.episode_rows import LocalEpisodeRows
 from records.shared_state.guard_slots import LocalGuardState
 from records.shared_state.guard_slots_redis import RedisGuardState
+from records.shared_state.replicas import LocalBackendClaims, LocalReplicaLeases
 from records.shared_state.session_state import LocalSessionState
 from records.shared_state.session_state_redis import RedisSessionState
 from router.config import parse_config
@@ -18,15 +20,20 @@ SQLITE = "mcpServers:\n  time:\n    command: uvx\n"
 REDIS = SQLITE + "store:\n  url: redis://:secret@cache.internal:6380/2\n"
 
 
+async def _judge():
+    return lambda owner: True
+
+
 def test_an_embedded_store_keeps_every_kind_of_shared_state_in_the_process():
     location = parse_config(SQLITE, base_dir=Path("/cfg")).store_location
     shared = location.shared_state(location.open_store())
     assert (location.shared, shared.shared) == (False, False)
     assert isinstance(shared.session_state(ttl_s=60), LocalSessionState)
     assert isinstance(shared.guard_slots(), LocalGuardState)
-    assert shared.answers(ttl_s=60) is None
+    assert isinstance(shared.answers(ttl_s=60, replica="here:1:1", alive=_judge), LocalAnswers)
     assert isinstance(shared.episode_rows(ttl_s=60), LocalEpisodeRows)
-    assert shared.replicas(lease_s=15, claims_ttl_s=60) is None
+    leases, claims = shared.replicas(lease_s=15, claims_ttl_s=60)
+    assert isinstance(leases, LocalReplicaLeases) and isinstance(claims, LocalBackendClaims)
     assert location.name == "/cfg/.simroute/records.db"
     assert location.public_source() == {"store": "sqlite", "path": "/cfg/.simroute/records.db"}
 
@@ -39,9 +46,9 @@ def test_a_redis_store_shares_every_kind_through_redis():
     assert isinstance(shared.session_state(ttl_s=60), RedisSessionState)
     assert isinstance(shared.guard_slots(), RedisGuardState)
     for kind in (
-        shared.answers(ttl_s=60),
+        shared.answers(ttl_s=60, replica="here:1:1", alive=_judge),
         shared.episode_rows(ttl_s=60),
-        *(shared.replicas(lease_s=15, claims_ttl_s=60) or ()),
+        *shared.replicas(lease_s=15, claims_ttl_s=60),
     ):
         assert kind is not None and kind.store is store
     assert location.exists()  # a server: asked when opened
