@@ -24,6 +24,10 @@ nothing else of the driver leaks out.
   engine's errors): the pair counts as failed and `simroute judge` goes on.
   - `JudgeUnavailable`: the judge's endpoint cannot be reached: the run stops
     and the command line says where it looked.
+- `IdempotencyError` (`shared_state/answers.py`, also a `ValueError`): an idempotency
+  key that is malformed or was used for another action; `IdempotencyLost` (also a
+  `RuntimeError`): the replica answering the key stopped before it answered. The
+  router's MCP front door and episode host record the refusal (provenance `none`).
 - `RedactionKeyError` (`redaction.py`): the redaction key cannot be read or
   created; it stops the router at startup.
 

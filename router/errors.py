@@ -37,9 +37,6 @@ Per call and per request (each answered, and recorded where a call began)
     validate. Raised by `router.episodes.options` / `router.episodes.routes`; caught by
     the REST front door's handler (`router.episodes.front_doors`: 422) and the OpenEnv front door
     (`VALIDATION_ERROR`).
-  - `router.mcp.idempotency_keys.IdempotencyError`: a malformed idempotency key, or one
-    used for another action. Raised by `router.mcp.idempotency_keys`; caught by
-    `router.mcp.middleware` and `EpisodeHost.step` (a recorded refusal, provenance `none`).
   - `router.dashboard.routes.BadQuery`: a dashboard query with a bad `since`,
     `until`, `limit` or `id`. Raised and caught in `router.dashboard.routes` (400).
 - `RuntimeError`
@@ -51,9 +48,6 @@ Per call and per request (each answered, and recorded where a call began)
   - `router.episodes.verifiers.VerifierError`: a verifier that cannot load, times out,
     raises or answers no number. Raised by `router.episodes.verifiers`; caught by
     `EpisodeHost.verify` (remarked on the episode, becomes a 422 `EpisodeError`).
-  - `router.mcp.idempotency_keys.IdempotencyLost`: a keyed call's answer was being made
-    by a replica that went away. Raised by `router.mcp.idempotency_keys`; caught as
-    `IdempotencyError` is.
   - `router.engine.sessions.SessionRefusedError`: a call's session cannot be had:
     `SessionLimitError` (past `sessions.max_open`) or `SessionEndedError` (an episode's
     session after it closed or was reaped). Raised by `SessionRegistry.get`; caught by
@@ -88,6 +82,13 @@ From the other rooms, as the router meets them
 - `backends.errors.BackendUnavailable`, `backends.mcp.upstream.UpstreamError` (a real
   side that cannot run, an upstream that cannot start): `router.mcp.middleware`
   turns them into error observations with provenance `none`.
+- `records.shared_state.answers.IdempotencyError` (a `ValueError`): a malformed
+  idempotency key, or one used for another action. Raised by
+  `router.mcp.idempotency_keys` and the shared state's answers; caught by
+  `router.mcp.tool_calls` and `EpisodeHost.step` (a recorded refusal, provenance `none`).
+- `records.shared_state.answers.IdempotencyLost` (a `RuntimeError`): a keyed call's
+  answer was being made by a replica that went away. Raised by
+  `records.shared_state.answers_redis`; caught as `IdempotencyError` is.
 - `policies.errors.ModelLoadError`: caught by the CLI (exit 1) and the
   learned service (keeps the model it has).
 

@@ -46,7 +46,7 @@ def shadow_session_id(record: Record) -> str:
 
 class ShadowQueue(Protocol):
     """Where the engine hands shadow work: run here (`ShadowRunner`) or by workers
-    elsewhere (`RedisShadowQueue`, consumed by `simroute worker`)."""
+    elsewhere (`StreamShadowQueue`, shadow/worker.py, consumed by `simroute worker`)."""
 
     skipped: int
 

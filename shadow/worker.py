@@ -1,5 +1,6 @@
-"""Shadow work at scale: routers put jobs on a Redis stream, `simroute worker`
-processes consume them in a consumer group.
+"""Shadow work at scale: routers put jobs on a stream (Redis's, kept by the shared
+state: records/shared_state/shadow_stream.py), `simroute worker` processes consume
+them in a consumer group.
 
 A job names a `pending` record; the worker rebuilds the session's history from
 the store (as the agent saw it), simulates, compares and completes the record,
@@ -18,47 +19,37 @@ import logging
 import os
 import socket
 import time
-from typing import Any
-
-from redis.exceptions import ResponseError
 
 from calls import Session, SimulatorUnavailable, Turn
 from records.record import Record
-from records.store.protocol import StoreError
-from records.store.redis.store import RedisStore
+from records.shared_state.shadow_stream import ShadowStream
+from records.store.protocol import RecordStore, StoreError
 from shadow.runner import DrainReport, ShadowRunner, shadow_session_id
 
 log = logging.getLogger("simroute.worker")
 
-GROUP = "shadow-workers"
 _HISTORY = 256
 
 
-class RedisShadowQueue:
+class StreamShadowQueue:
     """The engine's side: shadow jobs go to the stream, bounded by `queue_size`."""
 
-    def __init__(self, store: RedisStore, *, queue_size: int, drain_runner: ShadowRunner) -> None:
-        self.store = store
+    def __init__(self, stream: ShadowStream, *, queue_size: int, drain_runner: ShadowRunner) -> None:
+        self.stream = stream
         self.queue_size = queue_size
         self.skipped = 0
         self._drain_runner = drain_runner  # `simroute drain` still completes pending records here
 
-    @property
-    def stream(self) -> str:
-        return self.store.key("shadow")
-
     async def has_room(self) -> bool:
         try:
-            return (
-                int(await self.store.run("measuring the shadow queue", lambda r: r.xlen(self.stream))) < self.queue_size
-            )
+            return await self.stream.length() < self.queue_size
         except StoreError:
             return False  # Redis away: no shadow work is queued (the call itself is spooled)
 
     async def submit(self, record: Record, history: list[Turn]) -> None:
         # The record is already stored `pending`: a worker rebuilds the history from it.
         try:
-            await self.store.run("queueing shadow work", lambda r: r.xadd(self.stream, {"id": record.id}))
+            await self.stream.add(record.id)
         except StoreError as exc:  # stays pending: drain completes it
             log.error("shadow job for %s not queued: %s", record.id, exc)
 
@@ -71,22 +62,12 @@ class RedisShadowQueue:
         return report
 
     async def _forget_finished_jobs(self) -> None:
-        jobs = await self.store.run("reading the shadow queue", lambda r: r.xrange(self.stream))
-        rows = await self.store.bodies([fields.get("id", "") for _, fields in jobs if fields.get("id")])
+        jobs = await self.stream.jobs()
+        rows = await self.stream.records([record_id for _, record_id in jobs if record_id])
         still_pending = {row.get("id") for row in rows if row.get("status") == "pending"}
-        finished = [job_id for job_id, fields in jobs if fields.get("id") not in still_pending]
-        if not finished:
-            return
-
-        async def remove(r: Any) -> None:
-            try:  # a worker may hold some of them: acknowledged, it will not retry them
-                await r.xack(self.stream, GROUP, *finished)
-            except ResponseError as exc:  # no worker ever started: no group to acknowledge in
-                if "NOGROUP" not in str(exc):
-                    raise
-            await r.xdel(self.stream, *finished)
-
-        await self.store.run("removing finished shadow jobs", remove)
+        finished = [job_id for job_id, record_id in jobs if record_id not in still_pending]
+        if finished:
+            await self.stream.remove(finished)
 
     async def aclose(self, grace_s: float = 2.0) -> None:
         await self._drain_runner.aclose(grace_s)
@@ -97,13 +78,15 @@ class ShadowWorker:
 
     def __init__(
         self,
-        store: RedisStore,
+        stream: ShadowStream,
+        store: RecordStore,
         runner: ShadowRunner,
         *,
         claim_after_s: float = 60.0,
         retry_s: float = 5.0,
         name: str | None = None,
     ) -> None:
+        self.stream = stream
         self.store = store
         self.runner = runner
         self.claim_after_s = claim_after_s
@@ -114,19 +97,8 @@ class ShadowWorker:
         self._retry_at: float | None = None
         self._waiting = False  # the model was down at the last try: said once, not per job
 
-    @property
-    def stream(self) -> str:
-        return self.store.key("shadow")
-
     async def start(self) -> ShadowWorker:
-        async def create_group(r: Any) -> None:
-            try:
-                await r.xgroup_create(self.stream, GROUP, id="0", mkstream=True)
-            except ResponseError as exc:  # the group exists already
-                if "BUSYGROUP" not in str(exc):
-                    raise
-
-        await self.store.run("creating the worker group", create_group)
+        await self.stream.create_group()
         return self
 
     async def run_forever(self, *, block_ms: int = 1000) -> None:
@@ -151,31 +123,18 @@ class ShadowWorker:
 
     async def step(self, *, block_ms: int = 1000) -> int:
         """Claim stale jobs, read new ones, process them; returns how many were done."""
-        claimed = await self.store.run(
-            "claiming stale shadow jobs",
-            lambda r: r.xautoclaim(
-                self.stream, GROUP, self.name, min_idle_time=int(self.claim_after_s * 1000), start_id="0-0", count=10
-            ),
-        )
-        jobs = list(claimed[1]) if claimed else []
+        jobs = await self.stream.claim_stale(self.name, idle_s=self.claim_after_s)
         if not jobs and self._retry_at is not None and time.monotonic() >= self._retry_at:
             self._retry_at = None
-            held = await self.store.run(
-                "rereading held shadow jobs", lambda r: r.xreadgroup(GROUP, self.name, {self.stream: "0"}, count=10)
-            )
-            jobs = [entry for _, entries in (held or []) for entry in entries]
+            jobs = await self.stream.read_held(self.name)
         if not jobs:
-            read = await self.store.run(
-                "reading shadow jobs",
-                lambda r: r.xreadgroup(GROUP, self.name, {self.stream: ">"}, count=1, block=block_ms),
-            )
-            jobs = [entry for _, entries in (read or []) for entry in entries]
-        for job_id, fields in jobs:  # (a held job deleted meanwhile reads back without fields)
-            await self._process(job_id, (fields or {}).get("id", ""))
+            jobs = await self.stream.read_new(self.name, block_ms=block_ms)
+        for job_id, record_id in jobs:
+            await self._process(job_id, record_id)
         return len(jobs)
 
     async def _process(self, job_id: str, record_id: str) -> None:
-        rows = await self.store.bodies([record_id] if record_id else [])
+        rows = await self.stream.records([record_id] if record_id else [])
         if rows and rows[0].get("status") == "pending":
             record = Record.from_json(rows[0])
             earlier = await self.store.session_records(record.call.session_id, before_step=record.step, limit=_HISTORY)
@@ -198,5 +157,4 @@ class ShadowWorker:
                 self._waiting = False
             self.completed += 1
         # Done, or nothing left to do (completed elsewhere, or gone): the job leaves the queue.
-        await self.store.run("acknowledging a shadow job", lambda r: r.xack(self.stream, GROUP, job_id))
-        await self.store.run("removing a shadow job", lambda r: r.xdel(self.stream, job_id))
+        await self.stream.done(job_id)

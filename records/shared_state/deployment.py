@@ -6,23 +6,32 @@ Redis."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from calls import SessionSlice
+from records.shared_state.answers import AliveJudge, IdempotentAnswers, LocalAnswers
 from records.shared_state.episode_rows import EpisodeRows, LocalEpisodeRows
 from records.shared_state.guard_slots import GuardState, LocalGuardState
+from records.shared_state.published_models import LocalPublishedModels, PublishedModels
+from records.shared_state.replicas import BackendClaims, LocalBackendClaims, LocalReplicaLeases, ReplicaLeases
 from records.shared_state.session_state import LocalSessionState, SessionState
 
 if TYPE_CHECKING:
-    from records.shared_state.answers_redis import RedisAnswers
-    from records.shared_state.replicas_redis import RedisBackendClaims, RedisReplicaLeases
+    from records.shared_state.shadow_stream import ShadowStream
 
 
 class SharedState:
     def __init__(self, store: Any, *, shared: bool) -> None:
         self.store = store
         self.shared = shared  # True: a Redis store, its state seen by every replica
+
+    @property
+    def replicas_share_sessions(self) -> bool:
+        """Whether other router replicas take turns in this router's agent sessions (a
+        balancer may send a session's calls to any of them). A rule of its own, not a kind
+        of state: a session's whole history is then in the store, not in this process."""
+        return self.shared
 
     def session_state(self, *, ttl_s: float, loaded: Sequence[type[SessionSlice]] = ()) -> SessionState:
         """Per-session counters and slices; `loaded`: the slices every call reads."""
@@ -40,13 +49,14 @@ class SharedState:
 
         return RedisGuardState(self.store)
 
-    def answers(self, *, ttl_s: float) -> RedisAnswers | None:
-        """Answers by idempotency key across replicas; None: kept in the session."""
+    def answers(self, *, ttl_s: float, replica: str, alive: AliveJudge) -> IdempotentAnswers:
+        """Answers by idempotency key: in the session (one router), or across replicas;
+        `replica`: this replica's identity, `alive`: whether another replica lives."""
         if not self.shared:
-            return None
+            return LocalAnswers()
         from records.shared_state.answers_redis import RedisAnswers
 
-        return RedisAnswers(self.store, ttl_s=ttl_s)
+        return RedisAnswers(self.store, ttl_s=ttl_s, replica=replica, alive=alive)
 
     def episode_rows(self, *, ttl_s: float) -> EpisodeRows:
         """The rows another replica takes an episode over from (one router: none kept)."""
@@ -56,10 +66,34 @@ class SharedState:
 
         return RedisEpisodeRows(self.store, ttl_s=ttl_s)
 
-    def replicas(self, *, lease_s: float, claims_ttl_s: float) -> tuple[RedisReplicaLeases, RedisBackendClaims] | None:
-        """Replica leases and backend claims; None: one router (no leases to judge by)."""
+    def replicas(self, *, lease_s: float, claims_ttl_s: float) -> tuple[ReplicaLeases, BackendClaims]:
+        """Replica leases and backend claims (one router: no lease, every claim its own)."""
         if not self.shared:
-            return None
+            return LocalReplicaLeases(lease_s=lease_s), LocalBackendClaims()
         from records.shared_state.replicas_redis import RedisBackendClaims, RedisReplicaLeases
 
         return RedisReplicaLeases(self.store, lease_s=lease_s), RedisBackendClaims(self.store, ttl_s=claims_ttl_s)
+
+    def shadow_stream(self) -> ShadowStream | None:
+        """The stream replicas put shadow work on, for `simroute worker` processes; None:
+        one router, no stream (it does its shadow work itself)."""
+        if not self.shared:
+            return None
+        from records.shared_state.shadow_stream_redis import RedisShadowStream
+
+        return RedisShadowStream(self.store)
+
+    def shadow_work[T](self, in_process: T, queued: Callable[[ShadowStream], T]) -> T:
+        """Who does this router's shadow work: itself (`in_process`, one router) or the
+        workers reading the shadow stream (`queued(stream)`, replicas)."""
+        stream = self.shadow_stream()
+        return in_process if stream is None else queued(stream)
+
+    def published_models(self) -> PublishedModels:
+        """Where `simroute reload` publishes the learned router's model (one router: its
+        file, which it watches)."""
+        if not self.shared:
+            return LocalPublishedModels()
+        from records.shared_state.published_models_redis import RedisPublishedModels
+
+        return RedisPublishedModels(self.store)

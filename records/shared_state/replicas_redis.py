@@ -9,12 +9,14 @@ is what another replica judges owners by (`records/owners.py`): records left
 
 A backend claim (`sess:<id>:held`, kind -> replica) says where a session's real
 sandbox or browser lives: a session served by another replica must not silently
-get a fresh one there."""
+get a fresh one there. The protocols, and one router's: replicas.py."""
 
 from __future__ import annotations
 
 import time
 
+from records.owners import owner_judge
+from records.shared_state.replicas import Judges
 from records.store.redis.base import RedisBase
 
 # Deletes a claim only when it is still this replica's (another may hold it now).
@@ -27,6 +29,8 @@ return 0
 
 
 class RedisReplicaLeases:
+    renews = True
+
     def __init__(self, store: RedisBase, *, lease_s: float) -> None:
         self.store = store
         self.lease_s = lease_s
@@ -53,6 +57,11 @@ class RedisReplicaLeases:
         """Every replica that held a lease in the last day (alive or not)."""
         key = self.store.key("replicas")
         return frozenset(await self.store.run("reading replica leases", lambda r: r.zrange(key, 0, -1)))
+
+    async def judges(self, replica: str, *, containers: bool) -> Judges:
+        live = await self.live() | {replica}
+        known = (await self.known() | {replica}) if containers else None
+        return owner_judge(live), owner_judge(live, known)
 
     async def drop(self, replica: str) -> None:
         """A replica stopping cleanly gives its lease up at once."""

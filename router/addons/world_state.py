@@ -81,7 +81,7 @@ class WorldStateKeeper(CallAddon):
         if call.channel not in KINDS or not self.on_for(call.channel, call.server) or self.engine is None:
             return
         state, versions = self.engine.session_state, session.slice(WorldVersions)
-        if state.shared and versions.stale(call.channel):
+        if versions.stale(call.channel):  # (one router: never, its versions are its own)
             try:
                 stored = await state.read(session, WorldState, call.channel)
             except StoreError as exc:  # this replica's own copy stands until Redis is back
@@ -108,8 +108,7 @@ class WorldStateKeeper(CallAddon):
     async def _share(self, pending: Pending, kind: str) -> None:
         assert self.engine is not None
         state, session = self.engine.session_state, pending.session
-        if not state.shared:
-            return
+        # One router's `save` keeps nothing beyond the slices: its versions only agree with themselves.
         versions = session.slice(WorldVersions)
         version = uuid.uuid4().hex[:12]
         versions.shared[kind] = version

@@ -221,7 +221,7 @@ def reload(config: ConfigOption = None) -> None:
 
     from policies.errors import ModelLoadError
     from policies.learned.persistence import load_model
-    from router.runtime.learned_service import touch
+    from records.store.protocol import StoreError
 
     cfg = load_or_exit(config)
     path = cfg.learned_model_path
@@ -230,25 +230,24 @@ def reload(config: ConfigOption = None) -> None:
     except ModelLoadError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
-    if not cfg.store_location.shared:
-        touch(path)
-        typer.echo(f"touched {path}: routers watching it load model {loaded.digest}")
-        return
-    from records.store.protocol import StoreError
+    location = cfg.store_location
 
-    async def publish() -> None:
-        store = await cfg.open_store().open()
+    async def publish() -> bool:
+        store = location.open_store()  # opened by the publishing, if it needs the store
         try:
-            await store.publish_model(path.read_bytes(), loaded.digest)
+            return await location.shared_state(store).published_models().publish(path, path.read_bytes(), loaded.digest)
         finally:
             await store.aclose()
 
     try:
-        asyncio.run(publish())
+        to_every_replica = asyncio.run(publish())
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
-    typer.echo(f"published model {loaded.digest} on {cfg.store.redis_url}: every replica loads it")
+    if to_every_replica:
+        typer.echo(f"published model {loaded.digest} on {cfg.store.redis_url}: every replica loads it")
+    else:
+        typer.echo(f"touched {path}: routers watching it load model {loaded.digest}")
 
 
 def _version() -> str:

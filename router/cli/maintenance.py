@@ -68,7 +68,8 @@ def worker(
     """Consume shadow work from the Redis store's stream: simulate, compare, complete the records (store.url: redis://…)."""
     log_to_stderr(verbose)
     cfg = load_or_exit(config)
-    if not cfg.store_location.shared:
+    location = cfg.store_location
+    if location.shared_state(location.open_store()).shadow_stream() is None:  # one router: nothing to consume
         typer.echo(
             f"simroute: config error: {cfg.source}: simroute worker needs store.url: redis://host:port/db (with "
             "SQLite, routers do their own shadow work)",
@@ -79,7 +80,6 @@ def worker(
 
 
 async def _run_worker(cfg: Config) -> int:
-    from records.store.redis.store import RedisStore
     from router.runtime.runtime import Runtime
     from shadow.worker import ShadowWorker
 
@@ -89,8 +89,11 @@ async def _run_worker(cfg: Config) -> int:
         loop.add_signal_handler(signum, stop.set)
     runtime = Runtime(cfg)
     await runtime.open_store()
-    assert isinstance(runtime.store, RedisStore)  # `worker` refuses a config whose store is not shared
-    worker = await ShadowWorker(runtime.store, runtime.shadow_runner, claim_after_s=cfg.shadow.claim_after_s).start()
+    stream = runtime.shared_state.shadow_stream()
+    assert stream is not None  # `worker` refuses a config whose store is not shared
+    worker = await ShadowWorker(
+        stream, runtime.store, runtime.shadow_runner, claim_after_s=cfg.shadow.claim_after_s
+    ).start()
     typer.echo(f"simroute: shadow worker {worker.name} consuming {cfg.store.redis_url}", err=True)
     running = loop.create_task(worker.run_forever(), name="simroute-shadow-worker")
     try:

@@ -30,6 +30,7 @@ from fastmcp.tools.base import Tool
 
 from calls import Call, EpisodeSetup, Route, Session, WorldDocuments
 from policies.perturbation import PerturbationState
+from records.shared_state.answers import IdempotencyError, IdempotencyLost
 from records.shared_state.episode_rows import EpisodeRow
 from router.auth import namespaced
 from router.engine.sessions import SessionLimitError
@@ -44,7 +45,7 @@ from router.episodes.steps import EpisodeSteps, error_result
 from router.episodes.verifiers import VerifierError, run_verifier
 from router.episodes.workspace_fork import fork_workspace
 from router.mcp.episode_front_door import EpisodeFrontDoor
-from router.mcp.idempotency_keys import IdempotencyError, IdempotencyLost, answered_once_by_key
+from router.mcp.idempotency_keys import answered_once_by_key
 from router.mcp.retries import RetriedRequests
 
 if TYPE_CHECKING:
@@ -87,11 +88,12 @@ class EpisodeHost:
 
     async def lookup(self, token: str | None, episode_id: str) -> Episode:
         """`get`, or (episodes shared through Redis) the episode another replica opened,
-        taken over here; EpisodeError(404) when no replica knows it."""
+        taken over here; EpisodeError(404) when no replica knows it (one router keeps
+        no rows: its own episodes are all it knows)."""
         try:
             return self.get(token, episode_id)
         except EpisodeError:
-            if not self.share.shared or not _EPISODE_ID.fullmatch(episode_id):
+            if not _EPISODE_ID.fullmatch(episode_id):
                 raise
         session_id = self.session_id_of(token, episode_id)
         row = await self.share.load(session_id)
@@ -158,7 +160,7 @@ class EpisodeHost:
 
     async def refresh(self, episode: Episode) -> Episode:
         """The episode as the replicas share it (its steps, flags and end), for `state`."""
-        row = await self.share.load(episode.session_id) if self.share.shared else None
+        row = await self.share.load(episode.session_id)  # (one router keeps no rows: None)
         if row is not None:
             episode.steps = max(episode.steps, row.steps)
             episode.infra_error = episode.infra_error or row.infra_error
@@ -333,7 +335,7 @@ class EpisodeHost:
         episode.ended = reason
         self._forget_oldest_ended()
         if reason != "stopped":  # a replica stopping leaves its shared episodes to the others
-            row = await self.share.load(session_id) if reason == "reaped" and self.share.shared else None
+            row = await self.share.load(session_id) if reason == "reaped" else None
             if (
                 row is None or row.replica == self.parts.mcp.replica.identity
             ):  # not reaped here while another replica steps it

@@ -32,10 +32,12 @@ from backends.errors import BackendUnavailable
 from backends.mcp.upstream import UpstreamError
 from calls import Call, Observation, Provenance, Session
 from records.record import Record
+from records.shared_state.answered_once import answered_once
+from records.shared_state.answers import IdempotencyError, IdempotencyLost
 from router.addons.tracing import annotate_current
 from router.engine.sessions import SessionRefusedError
 from router.mcp.episode_front_door import stepped_over_mcp
-from router.mcp.idempotency_keys import IdempotencyError, IdempotencyLost, answered_once_by_key, idempotency_key_of
+from router.mcp.idempotency_keys import answered_once_by_key, idempotency_key_of
 from router.mcp.identity import agent_session_id
 from router.mcp.local_tools import LocalTool
 from router.mcp.names import ToolNames
@@ -47,7 +49,7 @@ from router.mcp.results import (
     call_result_of_json,
     observation_from_call_result,
 )
-from router.mcp.retries import RetriedRequests, answered_once, retry_key
+from router.mcp.retries import RetriedRequests, retry_key
 from router.mcp.virtual_provider import VirtualProvider
 from router.runtime.parts import McpParts
 

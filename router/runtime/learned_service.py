@@ -1,7 +1,7 @@
 """The learned router's upkeep, off the decision path: the model file watched and
 reloaded, per-tool statistics and recorded replay keys refreshed from the store,
-and (with a Redis store) models published by `simroute reload` loaded by every
-replica.
+and models published by `simroute reload` loaded by every replica (with a Redis
+store: records/shared_state/published_models.py).
 
 The policy holds a model and a state object; this service builds new ones in a
 worker thread and swaps the references, so a decision never waits for it. A
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,8 @@ from policies.errors import ModelLoadError
 from policies.learned import LearnedPolicy, StateBuilder
 from policies.learned.persistence import load_model, load_model_bytes
 from policies.learned.tenancy import NO_TOKENS, Tenancy
+from records.shared_state.published_models import LocalPublishedModels, PublishedModels
 from records.store.protocol import StoreError
-from records.store.redis.base import REDIS_ERRORS
 
 log = logging.getLogger("simroute.learned")
 
@@ -41,9 +40,12 @@ class LearnedService:
         max_records: int = 50_000,
         publish_poll_s: float = 10.0,
         tenancy: Tenancy = NO_TOKENS,
+        published: PublishedModels | None = None,
     ) -> None:
         self.policy = policy
         self.store = store
+        # Where `simroute reload` publishes models (one router: nowhere, it watches the file).
+        self.published: PublishedModels = published or LocalPublishedModels()
         self.model_path = model_path
         self.refresh_s = refresh_s
         self.watch_s = watch_s
@@ -113,44 +115,25 @@ class LearnedService:
                 self._file_seen = signature
 
     async def follow_published(self) -> None:
-        """With a Redis store: load the model `simroute reload` published there. The
-        announcement on the reload channel wakes this at once; the version key is also
-        read every `publish_poll_s` (and on every wake), so a replica that was not
-        subscribed when a model was published (starting, or Redis briefly away)
-        still loads it."""
-        subscription = None
-        try:
-            while True:
-                try:
-                    if subscription is None:
-                        subscription = await self.store.subscribe_models()
-                        await self.check_published()  # anything published before the subscription
-                    await self.store.next_announcement(subscription, timeout_s=self.publish_poll_s)
-                except StoreError as exc:
-                    log.warning(
-                        "learned router: model announcements not received (%s); polling every %gs",
-                        exc,
-                        self.publish_poll_s,
-                    )
-                    await _closed(subscription)
-                    subscription = None
-                    await asyncio.sleep(self.publish_poll_s)
-                await self.check_published()
-        finally:
-            await _closed(subscription)
+        """Load the models `simroute reload` publishes (records/shared_state/published_models.py:
+        with a Redis store, announced on a channel and polled every `publish_poll_s`; one
+        router has none to follow)."""
+        await self.published.follow(self.check_published, poll_s=self.publish_poll_s)
 
     async def check_published(self) -> bool:
         """Load the published model if its version is new; True if one was loaded."""
         try:
-            version = await self.store.model_version()
+            version = await self.published.version()
             if not version or version == self._published:
                 return False
-            data = await self.store.published_model()
+            data = await self.published.model()
         except StoreError as exc:
             log.warning("learned router: cannot read the published model: %s", exc)
             return False
         self._published = version
-        return bool(data) and await self.load_bytes(data, f"redis (version {version[:12]})")
+        if not data:
+            return False
+        return await self.load_bytes(data, f"{self.published.name} (version {version[:12]})")
 
     # --- statistics ------------------------------------------------------------------------------
 
@@ -190,8 +173,11 @@ class LearnedService:
                 log.warning("learned router: statistics not refreshed: %s", exc)
 
 
-def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None) -> LearnedService:
-    """The service of a learned policy configured by `config.learned`, on `store`."""
+def build_learned_service(
+    config: Any, store: Any, *, published: PublishedModels | None = None, replay_key_of: Any = None
+) -> LearnedService:
+    """The service of a learned policy configured by `config.learned`, on `store`;
+    `published`: where `simroute reload` publishes models (None: followed nowhere)."""
     from router.runtime.expected_sub import expected_sub
     from router.runtime.policy_chain import learned_settings, learned_tenancy
 
@@ -208,19 +194,5 @@ def build_learned_service(config: Any, store: Any, *, replay_key_of: Any = None)
         watch_s=section.watch_s,
         max_records=section.max_records,
         tenancy=learned_tenancy(config),
+        published=published,
     )
-
-
-def touch(path: Path) -> None:
-    """Mark the model file changed (what `simroute reload` does without Redis)."""
-    os.utime(path)
-
-
-async def _closed(subscription) -> None:
-    """Close a pub/sub subscription, whatever state its connection is in."""
-    if subscription is not None:
-        try:
-            await subscription.aclose()
-        except REDIS_ERRORS as exc:  # a dead connection may fail to close: nothing left to release
-            log.debug("closing the model subscription: %s", exc)
-    return None

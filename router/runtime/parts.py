@@ -18,6 +18,7 @@ from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
 from backends.shell.sandboxes import Sandboxes
 from policies.learned import LearnedPolicy
+from records.shared_state.answers import IdempotentAnswers, LocalAnswers
 from records.shared_state.episode_rows import EpisodeRows, LocalEpisodeRows
 from records.store.protocol import RecordStore
 from router.auth import Tokens
@@ -29,8 +30,7 @@ from router.engine.tool_catalog import ToolCatalog
 from router.http.access import SessionCredentials
 from router.runtime.replica import ReplicaPresence
 
-if TYPE_CHECKING:  # the learned router's service and the Redis ones are imported when they are used
-    from records.shared_state.answers_redis import RedisAnswers
+if TYPE_CHECKING:  # the learned router's service is imported when it is used
     from records.shared_state.deployment import SharedState
     from router.runtime.learned_service import LearnedService
 
@@ -55,8 +55,8 @@ class McpParts:
     tokens: Tokens  # who may use the MCP endpoint over HTTP
     replica: ReplicaPresence  # this replica: its identity, whether another one's owner lives
     lifecycle: Lifecycle  # opened when the server starts, closed when it stops
-    # Answers by idempotency key across replicas (a Redis store); None: kept in the session.
-    keyed_answers: RedisAnswers | None = None
+    # Answers by idempotency key: in the session (one router), or across replicas (a Redis store).
+    keyed_answers: IdempotentAnswers = field(default_factory=LocalAnswers)
     tracing: bool = False  # a span per call (the record annotates the request's span)
     shell: Sandboxes | None = None  # the shell channel's real side (simroute's shell tools)
     browser: BrowserPool | None = None  # the browser channel's real side (simroute's browser tools)
@@ -123,7 +123,9 @@ def door_parts(runtime: Assembly) -> tuple[McpParts, EpisodeParts]:
         runtime.tokens,
         runtime.replica,
         lifecycle=runtime,
-        keyed_answers=runtime.shared_state.answers(ttl_s=kept_s),
+        keyed_answers=runtime.shared_state.answers(
+            ttl_s=kept_s, replica=runtime.replica.identity, alive=runtime.replica.judge
+        ),
         tracing=runtime.tracer is not None,
         shell=runtime.shell,
         browser=runtime.browser,

@@ -1,7 +1,8 @@
 """This router as one replica of several on a Redis store: its lease, the reaping of
 what dead replicas left, and the claims on sessions' real stateful backends.
 
-- The lease (`records/shared_state/replicas_redis.py`) is renewed every third of
+- The lease (`records/shared_state/replicas_redis.py`; one router keeps none:
+  replicas.py) is renewed every third of
   `sessions.replica_lease_s` by a named background task. A replica killed on any host
   stops renewing; once its lease ran out, a live replica marks the calls it left
   `started` interrupted and removes the sandbox and browser containers it left on a
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from backends.errors import BackendLost
 from records.owners import owner_judge, this_process_owner
-from records.shared_state.replicas_redis import RedisBackendClaims, RedisReplicaLeases
+from records.shared_state.replicas import BackendClaims, ReplicaLeases
 from records.store.protocol import StoreError
 
 if TYPE_CHECKING:
@@ -39,9 +40,7 @@ REAP_EVERY_RENEWALS = 3
 
 
 class ReplicaPresence:
-    def __init__(
-        self, leases: RedisReplicaLeases | None, claims: RedisBackendClaims | None, *, identity: str | None = None
-    ) -> None:
+    def __init__(self, leases: ReplicaLeases, claims: BackendClaims, *, identity: str | None = None) -> None:
         self.leases = leases
         self.claims = claims
         self.identity = identity or this_process_owner()
@@ -56,12 +55,8 @@ class ReplicaPresence:
         # are kept, so a replica the session moves to says they were lost (not fresh ones).
         self.stopping = False
 
-    @property
-    def shared(self) -> bool:
-        return self.leases is not None
-
     async def start(self) -> None:
-        if self.leases is None or self._task is not None:
+        if not self.leases.renews or self._task is not None:
             return
         try:
             await self.leases.renew(self.identity)
@@ -78,15 +73,11 @@ class ReplicaPresence:
         """(the records judge, the containers judge) from one read of the leases. The
         containers judge is stricter: another host's owner counts dead only if it held a
         lease in this store — the Docker engine may be shared with another deployment."""
-        if self.leases is None:
-            return owner_judge(None), owner_judge(None)
         try:
-            live = await self.leases.live() | {self.identity}
-            known = (await self.leases.known() | {self.identity}) if containers else None
+            return await self.leases.judges(self.identity, containers=containers)
         except StoreError as exc:
             log.warning("replica leases unreadable, other hosts' owners count alive: %s", exc)
             return owner_judge(None), owner_judge(None)
-        return owner_judge(live), owner_judge(live, known)
 
     async def reap(self) -> tuple[int, list[str]]:
         """(records marked interrupted, containers removed) of dead replicas."""
@@ -104,7 +95,6 @@ class ReplicaPresence:
         return interrupted, removed
 
     async def _renew_forever(self) -> None:
-        assert self.leases is not None
         interval = self.leases.lease_s / 3
         renewals = 0
         while True:
@@ -128,8 +118,6 @@ class ReplicaPresence:
         """Before a real `kind` backend (shell, browser) is opened for a session here.
         Raises BackendLost when another replica holds the session's; Redis unreachable:
         the claim is skipped (the backend opens, as with one replica)."""
-        if self.claims is None:
-            return
         try:
             holder = await self.claims.claim(session_id, kind, self.identity)
         except StoreError as exc:
@@ -150,7 +138,7 @@ class ReplicaPresence:
         )
 
     async def release(self, session_id: str, kind: str) -> None:
-        if self.claims is None or self.stopping:
+        if self.stopping:
             return
         try:
             await self.claims.release(session_id, kind, self.identity)
@@ -162,11 +150,10 @@ class ReplicaPresence:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        if self.leases is not None:
-            try:
-                await self.leases.drop(self.identity)
-            except StoreError as exc:
-                log.warning("replica lease not given up: %s", exc)
+        try:
+            await self.leases.drop(self.identity)
+        except StoreError as exc:
+            log.warning("replica lease not given up: %s", exc)
 
 
 def replica_presence(
@@ -176,12 +163,9 @@ def replica_presence(
     browser: BrowserPool | None = None,
     upstreams: UpstreamPool | None = None,
 ) -> ReplicaPresence:
-    """Leases and claims in the Redis store; none with the embedded one (one router)."""
+    """Leases and claims in the Redis store; one router's (the embedded store) are trivially held."""
     sessions = config.sessions
-    held = shared.replicas(lease_s=sessions.replica_lease_s, claims_ttl_s=2 * sessions.idle_ttl_s)
-    if held is None:
-        return ReplicaPresence(None, None)
-    presence = ReplicaPresence(*held)
+    presence = ReplicaPresence(*shared.replicas(lease_s=sessions.replica_lease_s, claims_ttl_s=2 * sessions.idle_ttl_s))
     if shell is not None:
         shell.before_open = lambda session_id: presence.claim(session_id, "shell", "shell sandbox")
         shell.after_close = lambda session_id: presence.release(session_id, "shell")

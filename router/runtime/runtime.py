@@ -17,6 +17,7 @@ from backends.replay import ReplayBackend, namespace_of
 from backends.shell.sandboxes import Sandboxes
 from calls import Call
 from records.shared_state.guard_slots import Limits
+from records.shared_state.shadow_stream import ShadowStream
 from records.store.noise_counts import NoiseRule
 from records.store.protocol import ReplaySource
 from records.store.record_log import RecordLog
@@ -41,7 +42,7 @@ from router.runtime.replica import replica_presence
 from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_simulator, tools_of
 from router.runtime.trace_export import call_tracer, start_export, stop_export
 from shadow.noise_learner import NoiseLearner
-from shadow.runner import ShadowRunner
+from shadow.runner import ShadowQueue, ShadowRunner
 
 log = logging.getLogger("simroute.runtime")
 
@@ -97,7 +98,14 @@ class Runtime:
         self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
         self.examples.visible = self.replay.visible
         self.examples.namespaces = self.replay.visible_namespaces
-        self.simulator = build_simulator(config, self.store, self.world_model, self.examples, replay=self.replay)
+        self.simulator = build_simulator(
+            config,
+            self.store,
+            self.world_model,
+            self.examples,
+            replay=self.replay,
+            sessions_shared=self.shared_state.replicas_share_sessions,
+        )
         self.shadow_runner = ShadowRunner(
             simulator=self.simulator,
             store=self.store,
@@ -108,8 +116,9 @@ class Runtime:
             noise=self.store,
             noise_rule=NoiseRule(**config.shadow.noise.model_dump()),
         )
-        # With Redis, shadow work goes to a stream that `simroute worker` processes consume.
-        self.shadow = self._redis_shadow_queue() if self.shared_state.shared else self.shadow_runner
+        # Replicas put shadow work on a stream that `simroute worker` processes consume.
+        in_process: ShadowQueue = self.shadow_runner
+        self.shadow = self.shared_state.shadow_work(in_process, self._stream_shadow_queue)
         self._background: set[asyncio.Task[None]] = set()
         # MCP tool definitions for the safety gate: from the store at start, then every listing.
         self.tool_catalog = ToolCatalog()
@@ -183,7 +192,9 @@ class Runtime:
             redactor = self.engine.redactor
             return self.replay.keys(redactor.call(call) if redactor is not None else call).replay
 
-        return build_learned_service(self.config, self.store, replay_key_of=replay_key_of)
+        return build_learned_service(
+            self.config, self.store, published=self.shared_state.published_models(), replay_key_of=replay_key_of
+        )
 
     def _session_state(self):
         return self.shared_state.session_state(ttl_s=2 * self.config.sessions.idle_ttl_s, loaded=shared_slices())
@@ -198,12 +209,10 @@ class Runtime:
             limits_for=functools.lru_cache(maxsize=4096)(lambda upstream: Limits(**section.limits_for(upstream))),
         )
 
-    def _redis_shadow_queue(self):
-        from records.store.redis.store import RedisStore
-        from shadow.worker import RedisShadowQueue
+    def _stream_shadow_queue(self, stream: ShadowStream) -> ShadowQueue:
+        from shadow.worker import StreamShadowQueue
 
-        assert isinstance(self.store, RedisStore)  # asked for only when the shared state is in Redis
-        return RedisShadowQueue(self.store, queue_size=self.config.shadow.queue_size, drain_runner=self.shadow_runner)
+        return StreamShadowQueue(stream, queue_size=self.config.shadow.queue_size, drain_runner=self.shadow_runner)
 
     async def _close_session(self, session_id: str) -> None:
         """Everything opened for an agent session closes with it."""
@@ -291,7 +300,7 @@ class Runtime:
             else:
                 self._in_background(self.learned.watch(), "simroute-learned-watch")
                 self._in_background(self.learned.refresh_forever(), "simroute-learned-refresh")
-            if self.shared_state.shared and not self.config.learned.freeze:
+            if not self.config.learned.freeze:  # (one router has nothing published to follow: returns at once)
                 self._in_background(self.learned.follow_published(), "simroute-learned-published")
         if self.browser is not None and self.config.may_run_real("browser"):
             # Where Chromium will run (asks Docker; `auto` warns now if it falls back to the
@@ -303,8 +312,9 @@ class Runtime:
             await self.shell.start()
         if self.config.may_simulate():
             self._in_background(self._preload_world_model(), "simroute-world-model-load")
-        # With Redis, `simroute worker` processes complete pending work, not every replica.
-        if self.config.shadow.drain_on_start and not self.shared_state.shared and await self.store.pending(limit=1):
+        # Pending work is drained by a router doing its own shadow work; a stream's, by `simroute worker`.
+        in_process = self.shadow is self.shadow_runner
+        if self.config.shadow.drain_on_start and in_process and await self.store.pending(limit=1):
             self._in_background(self._drain(), "simroute-shadow-drain")
         settle_after_start()  # the cycle collector's pauses kept off the calls (collector.py)
         return self

@@ -171,15 +171,17 @@ def build_simulator(
     examples: ExampleLookup,
     *,
     replay: ReplayBackend | None = None,
+    sessions_shared: bool = False,
 ) -> RuntimeSimulator:
     """One simulator for every channel, its sessions' whole history read back from the
     store; with the world state on (`world_state`), answering first from the session's
     state and, given the replay backend, from aligned recorded sessions
-    (backends/world_state/simulation.py)."""
+    (backends/world_state/simulation.py). `sessions_shared`: other replicas take turns in
+    the same sessions (`SharedState.replicas_share_sessions`)."""
     simulator: RuntimeSimulator = HistoryReadBack(
         build_world_model_simulator(config, store, model_runner, examples),
         store,
-        shared=config.store_location.shared,
+        shared=sessions_shared,
         examples=examples,
     )
     if not config.world_state.enabled:

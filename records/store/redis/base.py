@@ -2,10 +2,10 @@
 short deadlines: an unreachable Redis is the spool's business), the Lua scripts,
 key naming, and the translation of Redis's errors into `StoreError` at this
 boundary (`_run`). `key`, `run` and `bodies` are the same public methods for the kinds of
-shared state kept beside the store (records/shared_state/) and the shadow queue
-(shadow/worker.py), which live outside this package. The store's other parts (writes, reads, maintenance, the noise
-table, the learned model's publication) are mixins of this base; `store.py` puts
-them together as `RedisStore`."""
+shared state kept beside the store (records/shared_state/: the shadow stream and the
+learned model's publication among them), which live outside this package. The store's
+other parts (writes, reads, maintenance, the noise table) are mixins of this base;
+`store.py` puts them together as `RedisStore`."""
 
 from __future__ import annotations
 

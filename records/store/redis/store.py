@@ -14,7 +14,7 @@ to the spool, which flushes them in order when it returns.
 
 Its parts, one concept each, are mixins of `base.RedisBase` (client, scripts, key
 names, error translation): `writes.py`, `reads.py`, `maintenance.py`,
-`noise_table.py`, `models.py`, `export_reads.py`, `tool_pins.py`, `judge_scores.py`.
+`noise_table.py`, `export_reads.py`, `tool_pins.py`, `judge_scores.py`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 from records.store.redis.export_reads import ExportReads
 from records.store.redis.judge_scores import JudgeScores
 from records.store.redis.maintenance import StoreMaintenance
-from records.store.redis.models import LearnedModels
 from records.store.redis.noise_table import NoiseTable
 from records.store.redis.reads import RecordReads
 from records.store.redis.tool_pins import ToolPins
@@ -31,7 +30,5 @@ from records.store.redis.writes import RecordWrites
 __all__ = ["RedisStore"]
 
 
-class RedisStore(
-    StoreMaintenance, RecordWrites, RecordReads, NoiseTable, LearnedModels, ExportReads, ToolPins, JudgeScores
-):
+class RedisStore(StoreMaintenance, RecordWrites, RecordReads, NoiseTable, ExportReads, ToolPins, JudgeScores):
     """The record store protocol (`records/store/protocol.py`) on Redis, shared by replicas."""

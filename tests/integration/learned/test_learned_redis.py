@@ -22,6 +22,7 @@ from policies.chain import default_policies
 from policies.learned import LearnedPolicy, LearnedSettings, StateBuilder
 from policies.marks import SideEffects
 from policies.safety import SafetyClassifier
+from records.shared_state.published_models_redis import RedisPublishedModels
 from records.shared_state.session_state_redis import RedisSessionState
 from records.store.redis.store import RedisStore
 from router.cli.main import app
@@ -42,7 +43,13 @@ async def test_learning_rows_and_a_published_model_on_redis(tmp_path, redis_serv
     train_and_save(model, generate(300))
     policy = LearnedPolicy(LearnedSettings(explore_rate=0.0))
     service = LearnedService(
-        policy, store, model_path=tmp_path / "elsewhere.skops", max_divergence=0.2, prior_strength=4.0, watch_s=0.05
+        policy,
+        store,
+        model_path=tmp_path / "elsewhere.skops",
+        max_divergence=0.2,
+        prior_strength=4.0,
+        watch_s=0.05,
+        published=RedisPublishedModels(store),
     )
     await service.start()
     assert service.policy.model is None and service.policy.state.labels > 120  # sim and replay labels of 120 records
@@ -76,6 +83,7 @@ async def test_a_replica_loads_a_model_within_moments_of_simroute_reload(tmp_pat
         max_divergence=0.2,
         prior_strength=4.0,
         publish_poll_s=30.0,
+        published=RedisPublishedModels(store),
     )
     follower = asyncio.create_task(service.follow_published())
     try:
@@ -162,6 +170,7 @@ async def test_a_replica_started_after_a_publish_loads_the_published_model(tmp_p
         max_divergence=0.2,
         prior_strength=4.0,
         publish_poll_s=30.0,
+        published=RedisPublishedModels(store),
     )
     follower = asyncio.create_task(service.follow_published())
     try:

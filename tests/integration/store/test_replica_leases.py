@@ -106,14 +106,15 @@ async def test_containers_of_a_replica_on_another_host_are_removed_once_its_leas
 
 
 async def test_a_retry_whose_first_request_died_with_its_replica_is_told_so_and_not_run_again(redis_server):
+    from records.shared_state.answers import IdempotencyLost
     from records.shared_state.answers_redis import RedisAnswers
-    from router.mcp.idempotency_keys import AnsweredOnce, IdempotencyLost, digest_of
+    from router.mcp.idempotency_keys import AnsweredOnce, digest_of
 
     store = await RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}").open()
-    answers = RedisAnswers(store, ttl_s=60)
+    presence = ReplicaPresence(RedisReplicaLeases(store, lease_s=60), None, identity="this-host:1:1")
+    answers = RedisAnswers(store, ttl_s=60, replica=presence.identity, alive=presence.judge)
     action = {"type": "call_tool", "tool_name": "echo", "arguments": {}}
     assert await answers.claim("episode-y", "k", DEAD, digest_of(action)) is None  # the dead replica was running it
-    presence = ReplicaPresence(RedisReplicaLeases(store, lease_s=60), None, identity="this-host:1:1")
     episode = Session("episode-y")
     ran = []
 
@@ -122,7 +123,7 @@ async def test_a_retry_whose_first_request_died_with_its_replica_is_told_so_and_
         return {}
 
     with pytest.raises(IdempotencyLost, match=f"running on replica {DEAD}"):
-        await AnsweredOnce(answers, presence).run(episode, "k", action, produce)
+        await AnsweredOnce(answers).run(episode, "k", action, produce)
     assert ran == []
     await store.aclose()
 

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from records.shared_state.answered_once import answered_once
 from router.config import parse_config
 from router.episodes.episode import infra_failure
 from router.episodes.options import EpisodeOptions, EpisodeOptionsError
 from router.episodes.verifiers import VerifierError, as_reward, reward_of_output
-from router.mcp.retries import answered_once
 
 CONFIG = parse_config(
     json.dumps(

@@ -6,13 +6,13 @@ import pytest
 from kit.calls import with_slices
 
 from calls import EpisodeSetup, Session
-from router.mcp.idempotency_keys import AnsweredOnce, IdempotencyError
-from router.runtime.replica import ReplicaPresence
+from records.shared_state.answers import IdempotencyError, LocalAnswers
+from router.mcp.idempotency_keys import AnsweredOnce
 
 
 async def test_one_router_answers_a_retried_key_once_and_refuses_it_for_another_action():
     episode = with_slices(Session("episode-x"), EpisodeSetup())
-    once, runs = AnsweredOnce(None, ReplicaPresence(None, None, identity="here:1:1")), []
+    once, runs = AnsweredOnce(LocalAnswers()), []
 
     async def produce():
         runs.append(1)

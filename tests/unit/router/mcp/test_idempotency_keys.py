@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from records.shared_state.answers import KeyedAnswers
 from records.shared_state.deployment import SharedState
 from router.engine.sessions import SessionRegistry
 from router.mcp import server
-from router.mcp.idempotency_keys import KeyedAnswers, answered_once_by_key
+from router.mcp.idempotency_keys import answered_once_by_key
 from router.runtime.replica import ReplicaPresence
 
 ACTION = {"tool": "create_ticket", "arguments": {"title": "disk full"}}
@@ -19,9 +20,10 @@ ACTION = {"tool": "create_ticket", "arguments": {"title": "disk full"}}
 async def test_a_plain_session_answered_by_key_stays_plain_and_forgets_its_keys_when_it_closes(monkeypatch):
     sessions = SessionRegistry(idle_ttl_s=60, max_open=8)
     shared_state = SharedState(None, shared=False)  # one router: no Redis
+    presence = ReplicaPresence(*shared_state.replicas(lease_s=15, claims_ttl_s=60), identity="here:1:1")
     parts = SimpleNamespace(  # the MCP front door's parts (router/runtime/parts.py) this needs
-        keyed_answers=shared_state.answers(ttl_s=86400.0),
-        replica=ReplicaPresence(None, None, identity="here:1:1"),
+        keyed_answers=shared_state.answers(ttl_s=86400.0, replica=presence.identity, alive=presence.judge),
+        replica=presence,
         sessions=sessions,
     )
     once, runs = answered_once_by_key(parts), []

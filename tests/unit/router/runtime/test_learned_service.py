@@ -12,7 +12,7 @@ from calls import Call, Route, Session
 from policies.learned import LearnedPolicy, LearnedSettings
 from policies.safety.verdict import SafetyClass, SafetyVerdict
 from records.store.sqlite.store import SQLiteStore
-from router.runtime.learned_service import LearnedService, touch
+from router.runtime.learned_service import LearnedService
 
 SAFE = SafetyVerdict(SafetyClass.SAFE, "reads")
 
@@ -104,7 +104,7 @@ async def test_a_corrupt_model_file_keeps_the_old_model_with_a_clear_error(tmp_p
     decided = service.policy.decide(Call("mcp", "srv", "get_motto", {}, "a"), Session("a", steps=1), SAFE)
     assert f"model {good.digest}" in decided.reason
     # A file of the wrong kind is refused too, and a good one after it loads.
-    touch(service.model_path)
+    await service.published.publish(service.model_path, b"", "")  # one router's `simroute reload`: touched
     replace_file(service.model_path, models["never"])
     assert await service.load_file() and service.policy.model is not good and service.last_error is None
     await service.store.aclose()
