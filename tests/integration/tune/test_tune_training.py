@@ -150,3 +150,14 @@ print("same")
         timeout=300,
     )
     assert checked.stdout.strip() == "same", checked.stderr
+
+
+def test_merge_converts_the_whole_model_and_evaluates_it(tiny_run, tmp_path):
+    out = tmp_path / "run"
+    done = simroute_tune(str(out), "--config", str(tiny_run), *TRAINING[2:], "--epochs", "1", "--merge")
+    assert done.returncode == 0, done.stderr
+    card = json.loads((out / "card.json").read_text())
+    assert card["status"] == "evaluated" and card["candidate"]["kind"] == "merged"
+    assert card["candidate"]["file"] == "model.gguf" and not (out / "adapter.gguf").exists()
+    calls = json.loads((out / "evaluation-state_layer_off.json").read_text())
+    assert calls["candidates"][1] == {"name": "candidate", "model": str(out / "model.gguf")}
