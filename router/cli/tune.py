@@ -45,7 +45,10 @@ def tune(
     seed: Annotated[
         int, typer.Option(help="The seed of the split and of the training: the same seed, the same run.")
     ] = 0,
-    epochs: Annotated[int, typer.Option(min=1, help="Passes over the training examples.")] = 2,
+    epochs: Annotated[
+        int | None,
+        typer.Option(min=1, help="Passes over the training examples [default: 2; with --resume, the run's]."),
+    ] = None,
     learning_rate: Annotated[float, typer.Option(min=0.0, help="The optimiser's learning rate.")] = 2e-4,
     rank: Annotated[int, typer.Option(min=1, help="The LoRA adapter's rank (its alpha is twice the rank).")] = 16,
     max_tokens: Annotated[int, typer.Option(min=16, help="The longest example trained on, in tokens.")] = 512,
@@ -124,7 +127,8 @@ def tune(
         raise typer.Exit(1)
     tools = None if data_only else _tools_or_exit()
     if resume and (out / "card.json").exists():
-        typer.echo(f"simroute: resuming the run in {out}", err=True)
+        settings = _resumed(settings, out, epochs)
+        typer.echo(f"simroute: resuming the run in {out} ({settings.hyperparameters.epochs} epochs)", err=True)
     else:
         card = _data_and_card(cfg, settings, out, from_export)
         examples = card["data"]["examples"]
@@ -141,7 +145,7 @@ def _settings(
     min_divergence: float | None,
     test_fraction: float,
     seed: int,
-    epochs: int,
+    epochs: int | None,
     learning_rate: float,
     rank: int,
     max_tokens: int,
@@ -154,7 +158,7 @@ def _settings(
         return TuneSettings(
             data=DataSettings(hardest_first, min_divergence, test_fraction, seed),
             hyperparameters=Hyperparameters(
-                epochs=epochs,
+                epochs=2 if epochs is None else epochs,
                 learning_rate=learning_rate,
                 lora_rank=rank,
                 lora_alpha=2.0 * rank,
@@ -221,6 +225,17 @@ def _prepare() -> int:
     done = "extracted to" if fetched else "already in"
     typer.echo(f"simroute: llama.cpp's conversion tools of llama-cpp-python {version} {done} {tools.folder}", err=True)
     return 0
+
+
+def _resumed(settings: Any, out: Path, epochs: int | None) -> Any:
+    """A resumed run's settings: the hyper-parameters its card recorded, --epochs raised when given."""
+    from router.tune.run import read_card
+    from router.tune.settings import resumed
+
+    try:
+        return resumed(settings, read_card(out)["hyperparameters"], epochs)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise typer.BadParameter(f"{out}'s card.json has no usable hyper-parameters to resume with: {exc}") from exc
 
 
 def _tools_or_exit() -> Any:

@@ -53,6 +53,7 @@ def train_and_convert(
         check_loads(candidate, None)
     card |= {
         "status": "trained",
+        "hyperparameters": settings.describe(),  # a resumed run may have raised the epochs
         "candidate": {"kind": settings.output, "file": candidate.name, "sha256": sha256_of(candidate)},
         "training": history,
     }
