@@ -31,9 +31,12 @@ fuzz: setup
 
 # `simroute tune`'s own checks (tests marked `tune`), never run by CI: the download of the
 # locked llama-cpp-python source package (--prepare) and, with the training stack installed
-# (pip install -e '.[tune]'), the training round trip. `make test` deselects them.
+# (pip install -e '.[tune]'), the training round trip on a tiny model. `make test` deselects
+# them. TUNE_PYTHON: an interpreter whose environment has the extra (another venv keeps
+# .venv without torch, as CI has it).
+TUNE_PYTHON ?= .venv/bin/python
 tune-check: setup
-	.venv/bin/python -m pytest -m tune -p no:xdist -q tests
+	PYTHONPATH=$(CURDIR) $(TUNE_PYTHON) -m pytest -m tune -p no:xdist -q tests
 
 bench: setup
 	.venv/bin/python benchmarks/decision_latency.py

@@ -44,6 +44,7 @@ benchmarks=(
   episode_load.py
   episode_clients.py
   sim_to_real.py
+  tune_loop.py
 )
 
 timings=()

@@ -20,8 +20,8 @@ ModelOption = Annotated[
         "--model",
         "-m",
         help=(
-            "A candidate: NAME=FILE.gguf (in-process) or "
-            "NAME=http://host:port/v1 (OpenAI-compatible); repeat for several."
+            "A candidate: NAME=FILE.gguf (in-process), NAME=FILE.gguf+ADAPTER.gguf (with a LoRA adapter) "
+            "or NAME=http://host:port/v1 (OpenAI-compatible); repeat for several."
         ),
     ),
 ]
@@ -119,8 +119,7 @@ async def _run(
 ) -> dict[str, Any]:
     from records.judge.run import JudgeUnavailable
     from records.store.protocol import StoreError
-    from router.reports.compare_run import add_floors, held_out_sessions, run_candidate, targets
-    from router.reports.model_compare import summarize
+    from router.reports.compare_held_out import NoHeldOutCalls, compare_on_held_out
 
     judge_model = None
     if judge is not None:
@@ -130,7 +129,6 @@ async def _run(
         from router.runtime.judge_model import ModelRunnerJudge
 
         judge_model = ModelRunnerJudge(judge[0], model=judge[1], api_key=os.environ.get(API_KEY_VARIABLE) or None)
-    store = await cfg.open_store(read_only=True).open()
     sink = prompts.open("w", encoding="utf-8") if prompts is not None else None
 
     def on_prompt(candidate: Any, record: Any, messages: list[dict[str, Any]]) -> None:
@@ -144,26 +142,19 @@ async def _run(
             sink.write(json.dumps(line, ensure_ascii=False) + "\n")
 
     try:
-        keys = _replay_keys(cfg, store)
-        sessions = await held_out_sessions(store, held_out, max_sessions=max_sessions)
-        found = await targets(store, sessions, max_calls=max_calls)
-        if not found:
-            typer.echo(f"simroute: the held-out sessions ({len(sessions)}) hold no call with a real answer", err=True)
-            raise typer.Exit(1)
-        await add_floors(store, found, keys)
-        calls = []
-        for candidate in candidates:
-            calls += await run_candidate(
-                cfg,
-                store,
-                candidate,
-                found,
-                held_out,
-                keys,
-                temperature=temperature,
-                on_prompt=on_prompt,
-                judge=judge_model,
-            )
+        return await compare_on_held_out(
+            cfg,
+            candidates,
+            held_out,
+            max_sessions=max_sessions,
+            max_calls=max_calls,
+            temperature=temperature,
+            on_prompt=on_prompt,
+            judge=judge_model,
+        )
+    except NoHeldOutCalls as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(1) from exc
     except StoreError as exc:
         typer.echo(f"simroute: {exc}", err=True)
         raise typer.Exit(1) from exc
@@ -171,32 +162,7 @@ async def _run(
         typer.echo(f"simroute: the judge is unavailable: {exc}", err=True)
         raise typer.Exit(1) from exc
     finally:
-        await store.aclose()
         if judge_model is not None:
             await judge_model.aclose()
         if sink is not None:
             sink.close()
-    return {
-        "candidates": [{"name": c.name, "model": c.location} for c in candidates],
-        "held_out": {**held_out.describe(), "sessions": len(sessions), "calls": len(found)},
-        "rows": [row.as_json() for row in summarize(calls)],
-        "calls": [call.as_json() for call in calls],
-    }
-
-
-def _replay_keys(cfg: Config, store: Any) -> Any:
-    """The call keys the router computes (replay's: ignored arguments, canonical HTTP,
-    token namespaces), so the example lookup finds what the live one finds."""
-    from backends.replay import ReplayBackend
-    from records.store.protocol import ReplaySource
-    from router.auth import configured_tokens
-
-    return ReplayBackend(
-        store,
-        ignore_arguments=cfg.replay.ignore_arguments,
-        canonical={"http": cfg.http_canonical()},
-        source=ReplaySource(cfg.replay.from_),
-        scheme_inputs=cfg.replay_key_scheme(),
-        namespaced=configured_tokens(cfg.service.tokens).enabled,
-        shared_namespaces=cfg.service.shared_namespaces,
-    )

@@ -1,7 +1,8 @@
-"""`simroute tune`: recorded traffic to a candidate world model (router/tune/). This
-version writes the training data and the model card (`--data-only`) and prepares the
-conversion tools (`--prepare`); training, evaluation and adoption need the optional
-training stack, and without it the command says how to install it (exit 2)."""
+"""`simroute tune`: recorded traffic to a candidate world model (router/tune/): the
+training data and the model card (all `--data-only` does), the training, the conversion
+to GGUF and the evaluation against the base model; `--prepare` fetches the conversion
+tools once. Training needs the optional training stack: without it the command says
+how to install it (exit 2). Adoption is not in this version."""
 
 from __future__ import annotations
 
@@ -44,7 +45,10 @@ def tune(
     seed: Annotated[
         int, typer.Option(help="The seed of the split and of the training: the same seed, the same run.")
     ] = 0,
-    epochs: Annotated[int, typer.Option(min=1, help="Passes over the training examples.")] = 2,
+    epochs: Annotated[
+        int | None,
+        typer.Option(min=1, help="Passes over the training examples [default: 2; with --resume, the run's]."),
+    ] = None,
     learning_rate: Annotated[float, typer.Option(min=0.0, help="The optimiser's learning rate.")] = 2e-4,
     rank: Annotated[int, typer.Option(min=1, help="The LoRA adapter's rank (its alpha is twice the rank).")] = 16,
     max_tokens: Annotated[int, typer.Option(min=16, help="The longest example trained on, in tokens.")] = 512,
@@ -83,6 +87,9 @@ def tune(
             min=0.0, max=1.0, help="Adopt without --adopt only when held-out fidelity beats the base's by this much."
         ),
     ] = 0.05,
+    eval_calls: Annotated[
+        int | None, typer.Option(min=1, help="Evaluate on at most this many held-out calls (default: all).")
+    ] = None,
 ) -> None:
     """Fine-tune the configured GGUF world model on the store's records (or an export):
     the training data with the live prompts, split by session, a LoRA adapter (or a
@@ -118,15 +125,19 @@ def tune(
     if (out / "card.json").exists() and not (overwrite or resume):
         typer.echo(f"simroute: {out} already holds a run (--resume continues it, --overwrite starts over)", err=True)
         raise typer.Exit(1)
-    if not data_only:
-        typer.echo("simroute: training is not in this version yet: --data-only writes the data and the card", err=True)
-        raise typer.Exit(2)
-    card = _data_and_card(cfg, settings, out, from_export)
-    examples = card["data"]["examples"]
-    typer.echo(
-        f"simroute: {examples['train']} train and {examples['test']} test examples, and the model card, in {out}",
-        err=True,
-    )
+    tools = None if data_only else _tools_or_exit()
+    if resume and (out / "card.json").exists():
+        settings = _resumed(settings, out, epochs)
+        typer.echo(f"simroute: resuming the run in {out} ({settings.hyperparameters.epochs} epochs)", err=True)
+    else:
+        card = _data_and_card(cfg, settings, out, from_export)
+        examples = card["data"]["examples"]
+        typer.echo(
+            f"simroute: {examples['train']} train and {examples['test']} test examples, and the model card, in {out}",
+            err=True,
+        )
+    if tools is not None:
+        _train_and_evaluate(cfg, settings, out, tools, resume=resume, eval_calls=eval_calls)
 
 
 def _settings(
@@ -134,7 +145,7 @@ def _settings(
     min_divergence: float | None,
     test_fraction: float,
     seed: int,
-    epochs: int,
+    epochs: int | None,
     learning_rate: float,
     rank: int,
     max_tokens: int,
@@ -147,7 +158,7 @@ def _settings(
         return TuneSettings(
             data=DataSettings(hardest_first, min_divergence, test_fraction, seed),
             hyperparameters=Hyperparameters(
-                epochs=epochs,
+                epochs=2 if epochs is None else epochs,
                 learning_rate=learning_rate,
                 lora_rank=rank,
                 lora_alpha=2.0 * rank,
@@ -214,3 +225,70 @@ def _prepare() -> int:
     done = "extracted to" if fetched else "already in"
     typer.echo(f"simroute: llama.cpp's conversion tools of llama-cpp-python {version} {done} {tools.folder}", err=True)
     return 0
+
+
+def _resumed(settings: Any, out: Path, epochs: int | None) -> Any:
+    """A resumed run's settings: the hyper-parameters its card recorded, --epochs raised when given."""
+    from router.tune.run import read_card
+    from router.tune.settings import resumed
+
+    try:
+        return resumed(settings, read_card(out)["hyperparameters"], epochs)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise typer.BadParameter(f"{out}'s card.json has no usable hyper-parameters to resume with: {exc}") from exc
+
+
+def _tools_or_exit() -> Any:
+    from router.tune.prepare import PrepareError, cache_folder, installed_version, tools_for
+
+    try:
+        tools = tools_for(installed_version(), cache_folder())
+    except PrepareError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if not tools.ready():
+        typer.echo(
+            "simroute: llama.cpp's conversion tools are not in the cache: run `simroute tune --prepare` once "
+            "(training downloads nothing)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return tools
+
+
+def _train_and_evaluate(
+    cfg: Config, settings: Any, out: Path, tools: Any, *, resume: bool, eval_calls: int | None
+) -> None:
+    from contextlib import ExitStack
+
+    from router.cli.progress import TerminalProgress
+    from router.tune.convert import ConversionError
+    from router.tune.run import evaluate_candidate, train_and_convert
+    from router.tune.train import TrainingError
+
+    def say(text: str) -> None:
+        typer.echo(f"simroute: {text}", err=True)
+
+    try:
+        with ExitStack() as bars:
+
+            def progress(total: int, done: int) -> Any:
+                advance = bars.enter_context(TerminalProgress("training", total, eta=True))
+                advance(done)
+                return advance
+
+            card = train_and_convert(cfg, settings, out, tools, resume=resume, progress=progress, say=say)
+        epochs = card["training"]["epochs"]
+        speed = ", ".join(f"epoch {e['epoch']}: {e['tokens_per_s']} tokens/s, loss {e['mean_loss']}" for e in epochs)
+        say(f"trained on {card['training']['device']} ({speed}); candidate: {out / card['candidate']['file']}")
+        say("evaluating the candidate against the base model on the held-out sessions")
+        card = evaluate_candidate(cfg, out, max_calls=eval_calls)
+    except (TrainingError, ConversionError, ValueError) as exc:
+        say(str(exc))
+        raise typer.Exit(1) from exc
+    off = card["evaluation"]["state_layer_off"]
+    say(
+        f"held-out fidelity (world-state layer off): base {off['fidelity']['base']}, "
+        f"candidate {off['fidelity']['candidate']}; well-formed: base {off['well_formed_rate']['base']}, "
+        f"candidate {off['well_formed_rate']['candidate']} (MODEL_CARD.md in {out})"
+    )

@@ -40,22 +40,33 @@ _FLOOR_CANDIDATES = 8
 class Candidate:
     name: str
     location: str  # a GGUF file, or an OpenAI-compatible endpoint's base URL
+    lora_path: str | None = None  # a GGUF LoRA adapter the in-process model applies (`world_model.lora_path`)
 
     @property
     def served(self) -> bool:
         return self.location.startswith(("http://", "https://"))
 
+    def describe(self) -> dict[str, str]:
+        return {"name": self.name, "model": self.location, **({"lora_path": self.lora_path} if self.lora_path else {})}
+
 
 def parse_candidate(text: str) -> Candidate:
-    """`NAME=LOCATION` or `LOCATION` (named after the file or the endpoint). Raises
-    ValueError for a GGUF file that does not exist."""
+    """`NAME=LOCATION` or `LOCATION` (named after the file or the endpoint); a GGUF file
+    with an adapter is `MODEL.gguf+ADAPTER.gguf` (the way a simulated answer's source
+    names them). Raises ValueError for a GGUF file that does not exist."""
     name, sep, location = text.partition("=")
     if not sep or "://" in name:
         name, location = "", text
     location = location.strip()
     if not location:
         raise ValueError(f"no model in {text!r} (NAME=FILE.gguf or NAME=http://host:port/v1)")
-    candidate = Candidate(name.strip() or _default_name(location), location)
+    lora_path = None
+    model, plus, adapter = location.rpartition("+")
+    if plus and model.endswith(".gguf") and adapter.endswith(".gguf") and "://" not in location:
+        location, lora_path = model, adapter
+        if not Path(adapter).expanduser().is_file():
+            raise ValueError(f"{adapter}: no such GGUF adapter")
+    candidate = Candidate(name.strip() or _default_name(location), location, lora_path)
     if not candidate.served and not Path(location).expanduser().is_file():
         raise ValueError(f"{location}: no such GGUF file (or give an endpoint as http://host:port/v1)")
     return candidate
@@ -73,11 +84,12 @@ def candidate_config(config: Config, candidate: Candidate, *, temperature: float
     if candidate.served:
         update |= {"engine": "openai", "url": candidate.location}
     else:
-        # The candidate is the file it names: the configured adapter belongs to the configured model.
+        # The candidate is the files it names: the configured adapter belongs to the configured model.
+        lora_path = str(Path(candidate.lora_path).expanduser().resolve()) if candidate.lora_path else None
         update |= {
             "engine": "llama",
             "model_path": str(Path(candidate.location).expanduser().resolve()),
-            "lora_path": None,
+            "lora_path": lora_path,
         }
     return config.model_copy(update={"world_model": config.world_model.model_copy(update=update)})
 

@@ -109,8 +109,10 @@ def markdown(card: dict[str, Any]) -> str:
         "| --- | --- |",
         *(f"| {name} | {_inline(value)} |" for name, value in hyper.items()),
         "",
+        *_training(card),
         "## Evaluation on the held-out sessions",
         "",
+        *_held_out(card["evaluation"]),
         "| figure | state layer off: base | candidate | end to end: base | candidate |",
         "| --- | --- | --- | --- | --- |",
     ]
@@ -128,6 +130,39 @@ def markdown(card: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _training(card: dict[str, Any]) -> list[str]:
+    """The candidate and how its training went; nothing before it is trained."""
+    training, candidate = card.get("training"), card["candidate"]
+    if not training:
+        return []
+    examples = training["examples"]
+    return [
+        "## Training",
+        "",
+        f"- candidate: `{candidate['file']}`, sha256 `{candidate['sha256']}`",
+        f"- device: {training['device']}; examples trained on: {examples['trained']} of {examples['read']} "
+        f"({examples['truncated']} with the start of their prompt cut to fit, {examples['skipped']} skipped: "
+        f"their target alone did not fit), {examples['target_tokens']} target tokens",
+        "",
+        "| epoch | seconds | tokens | tokens/s | mean loss |",
+        "| --- | --- | --- | --- | --- |",
+        *(
+            f"| {e['epoch']} | {e['seconds']} | {e['tokens']} | {e['tokens_per_s']} | {e['mean_loss']} |"
+            for e in training["epochs"]
+        ),
+        "",
+    ]
+
+
+def _held_out(evaluation: dict[str, Any]) -> list[str]:
+    held = evaluation["held_out"]
+    if held["calls"] is None:
+        return []
+    same = " (the world-state layer is off in the config: end to end is the same run)"
+    note = same if evaluation.get("end_to_end_same_as_state_layer_off") else ""
+    return [f"{held['calls']} calls of {held['sessions']} sessions, greedy sampling{note}.", ""]
 
 
 def _figure(value: float | None) -> str:

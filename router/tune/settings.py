@@ -4,7 +4,7 @@ were (`describe`), so a run can be repeated and resumed with the same ones."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 OUTPUTS = ("adapter", "merged")
@@ -78,3 +78,13 @@ class TuneSettings:
     def describe(self) -> dict[str, Any]:
         hyper = asdict(self.hyperparameters)
         return {**hyper, "target_modules": list(self.hyperparameters.target_modules), "output": self.output}
+
+
+def resumed(settings: TuneSettings, recorded: dict[str, Any], epochs: int | None) -> TuneSettings:
+    """The settings a resumed run continues with: the hyper-parameters and the output its
+    card recorded (`describe`), the epochs raised to `epochs` when given."""
+    hyper = {name: value for name, value in recorded.items() if name != "output"}
+    hyper["target_modules"] = tuple(hyper["target_modules"])
+    if epochs is not None:
+        hyper["epochs"] = epochs
+    return replace(settings, hyperparameters=Hyperparameters(**hyper), output=recorded["output"])

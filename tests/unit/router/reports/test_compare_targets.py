@@ -29,6 +29,23 @@ def test_a_candidate_is_a_file_or_an_endpoint(tmp_path):
         parse_candidate("x=")
 
 
+def test_a_candidate_may_be_a_model_with_an_adapter(tmp_path):
+    model, adapter = tmp_path / "base.gguf", tmp_path / "adapter.gguf"
+    model.write_bytes(b"GGUF")
+    adapter.write_bytes(b"GGUF")
+    tuned = parse_candidate(f"tuned={model}+{adapter}")
+    assert tuned == Candidate("tuned", str(model), str(adapter))
+    assert tuned.describe() == {"name": "tuned", "model": str(model), "lora_path": str(adapter)}
+    assert parse_candidate(f"{model}+{adapter}").name == "base"
+    with pytest.raises(ValueError, match="no such GGUF adapter"):
+        parse_candidate(f"x={model}+{tmp_path / 'missing.gguf'}")
+    config = load_config(write_config(tmp_path))
+    local = candidate_config(config, tuned, temperature=None).world_model
+    assert (local.model_path, local.lora_path) == (str(model), str(adapter))
+    # A plain file is the model alone: the configured adapter belongs to the configured model.
+    assert candidate_config(config, Candidate("m", str(model)), temperature=None).world_model.lora_path is None
+
+
 def test_a_candidate_runs_as_the_router_would_serve_it(tmp_path):
     config = load_config(write_config(tmp_path, world_model={"temperature": 0.7, "max_tokens": 99}))
     model = tmp_path / "m.gguf"

@@ -9,7 +9,7 @@ import pytest
 
 from router.tune.card import FIGURES, markdown, model_card, sha256_of
 from router.tune.extra import INSTALL, install_hint
-from router.tune.settings import DataSettings, Hyperparameters, TuneSettings
+from router.tune.settings import DataSettings, Hyperparameters, TuneSettings, resumed
 
 DATASET = {
     "source": {"kind": "sqlite", "path": "records.db"},
@@ -78,3 +78,13 @@ def test_a_missing_base_model_has_no_hash(tmp_path):
 def test_the_install_hint_names_the_extra_and_what_is_missing():
     hint = install_hint(["torch", "peft"])
     assert INSTALL in hint and "torch, peft" in hint
+
+
+def test_a_resumed_run_keeps_its_recorded_hyperparameters_and_may_raise_the_epochs():
+    recorded = TuneSettings(
+        DataSettings(seed=5), Hyperparameters(seed=5, lora_rank=8, lora_alpha=16.0, epochs=2), output="merged"
+    )
+    asked = TuneSettings(DataSettings(), Hyperparameters(learning_rate=0.1))
+    same = resumed(asked, recorded.describe(), None)
+    assert same.hyperparameters == recorded.hyperparameters and same.output == "merged"
+    assert resumed(asked, recorded.describe(), 4).hyperparameters.epochs == 4

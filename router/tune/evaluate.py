@@ -1,0 +1,66 @@
+"""The candidate against the base model on the run's held-out sessions (those of
+`test.jsonl`), with `compare-models`' machinery: the same calls, each model built as
+the router serves it, examples from the training side only, greedy sampling (the
+same prompt, the same answer). With the world-state layer off, where the training
+target applies; and end to end, with the config's world-state layer, when it is on
+(when it is off, end to end is the same run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from router.config import Config
+from router.reports.compare_held_out import compare_on_held_out
+from router.reports.compare_run import Candidate
+from router.reports.held_out import HeldOut, sessions_of_split
+from router.tune.figures import BASE, CANDIDATE, figures
+
+TEMPERATURE = 0.0
+
+
+def candidates(base: Path, model: Path, adapter: Path | None) -> list[Candidate]:
+    """The base model, and the candidate: the base with the adapter, or the merged model."""
+    return [
+        Candidate(BASE, str(base)),
+        Candidate(CANDIDATE, str(model), str(adapter) if adapter is not None else None),
+    ]
+
+
+def state_layer_off(cfg: Config) -> Config:
+    return cfg.model_copy(update={"world_state": cfg.world_state.model_copy(update={"enabled": False})})
+
+
+async def evaluate(
+    cfg: Config, out: Path, model: Path, adapter: Path | None, *, max_calls: int | None = None
+) -> dict[str, Any]:
+    """The card's `evaluation` section (router/tune/card.py), and each setting's calls in
+    `evaluation-<setting>.json` beside it. Raises ValueError when nothing is held out."""
+    test = out / "test.jsonl"
+    if not test.exists():
+        raise ValueError("no held-out session (test.jsonl): raise --test-fraction to evaluate")
+    held_out = HeldOut(sessions=sessions_of_split(test))
+    pair = candidates(cfg.model_path, model, adapter)
+    runs = {"state_layer_off": state_layer_off(cfg)}
+    if cfg.world_state.enabled:
+        runs["end_to_end"] = cfg
+    documents = {}
+    for setting, config in runs.items():
+        documents[setting] = await compare_on_held_out(
+            config, pair, held_out, max_calls=max_calls, temperature=TEMPERATURE
+        )
+        _write(out / f"evaluation-{setting}.json", documents[setting])
+    documents.setdefault("end_to_end", documents["state_layer_off"])
+    held = documents["state_layer_off"]["held_out"]
+    return {
+        "held_out": {"sessions": held["sessions"], "calls": held["calls"]},
+        "temperature": TEMPERATURE,
+        "end_to_end_same_as_state_layer_off": not cfg.world_state.enabled,
+        **{setting: figures(document["calls"]) for setting, document in documents.items()},
+    }
+
+
+def _write(path: Path, document: dict[str, Any]) -> None:
+    import json
+
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
