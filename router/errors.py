@@ -22,11 +22,20 @@ Configuration and start (the CLI turns each into an exit code and a message)
   - `router.tune.data.TrainingDataError`: a tuning run's training data cannot be made
     (an export folder made for another prefill, no records). Raised by `router.tune.data`;
     caught by `router.cli.tune` (exit 1).
+  - `router.reports.compare_held_out.NoHeldOutCalls`: the held-out sessions of a model
+    comparison hold no call with a real answer. Raised by
+    `router.reports.compare_held_out.compare_on_held_out`; caught by
+    `router.cli.compare_models` (exit 1).
 - `RuntimeError`
   - `router.http.proxy.ProxyStartError`: the proxy cannot listen. Raised by
     `HttpProxy.start`; caught by `router.cli.serving` (`serve`, `http-proxy`: exit 1).
   - `router.tune.prepare.PrepareError`: llama.cpp's conversion tools cannot be fetched or
     extracted. Raised by `router.tune.prepare.prepare`; caught by `router.cli.tune` (exit 1).
+  - `router.tune.train.TrainingError`: a tuning run's training cannot run (no example
+    fits `--max-tokens`). Raised by `router.tune.train`; caught by
+    `router.cli.tune` (exit 1).
+  - `router.tune.convert.ConversionError`: a conversion script failed, or llama-cpp-python
+    refused what it wrote. Raised by `router.tune.convert`; caught by `router.cli.tune` (exit 1).
 
 Per call and per request (each answered, and recorded where a call began)
 - `ValueError`
