@@ -26,6 +26,8 @@ Each kind is one protocol with its local and Redis implementations side by side:
   router/runtime/replica.py).
 - `published_models.py` / `published_models_redis.py`: the learned router's model
   as `simroute reload` publishes it (one router: its file, which it watches).
+- `adopted_world_model.py` / `adopted_world_model_redis.py`: the world model
+  `simroute tune --adopt` made routers use, and the ones before it (`--revert`).
 
 The Redis implementations go through the store's public methods (`key`, `run`,
 `bodies`), never its private helpers. May import: `calls`, `records.owners`,

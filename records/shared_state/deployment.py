@@ -7,9 +7,11 @@ Redis."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calls import SessionSlice
+from records.shared_state.adopted_world_model import AdoptedWorldModel, LocalAdoptedWorldModel
 from records.shared_state.answers import AliveJudge, IdempotentAnswers, LocalAnswers
 from records.shared_state.episode_rows import EpisodeRows, LocalEpisodeRows
 from records.shared_state.guard_slots import GuardState, LocalGuardState
@@ -22,9 +24,11 @@ if TYPE_CHECKING:
 
 
 class SharedState:
-    def __init__(self, store: Any, *, shared: bool) -> None:
+    def __init__(self, store: Any, *, shared: bool, local_files: Path | None = None) -> None:
         self.store = store
         self.shared = shared  # True: a Redis store, its state seen by every replica
+        # The store's file (SQLite), or where a Redis store's local files go: kinds kept in files go beside it.
+        self.local_files = local_files or Path(".simroute") / "records.db"
 
     @property
     def replicas_share_sessions(self) -> bool:
@@ -97,3 +101,13 @@ class SharedState:
         from records.shared_state.published_models_redis import RedisPublishedModels
 
         return RedisPublishedModels(self.store)
+
+    def adopted_world_model(self) -> AdoptedWorldModel:
+        """The world model `simroute tune --adopt` made routers use (one router: a folder
+        beside its store, which it polls; replicas: Redis, announced, each replica caching
+        the file beside its local files)."""
+        if not self.shared:
+            return LocalAdoptedWorldModel(self.local_files.with_suffix(".adopted"))
+        from records.shared_state.adopted_world_model_redis import RedisAdoptedWorldModel
+
+        return RedisAdoptedWorldModel(self.store, self.local_files.parent / "adopted-world-models")

@@ -70,7 +70,7 @@ class StoreLocation:
         """Each kind of shared state, for `store` (opened from this location)."""
         from records.shared_state.deployment import SharedState
 
-        return SharedState(store, shared=self.shared)
+        return SharedState(store, shared=self.shared, local_files=self.store_path)
 
     def public_source(self) -> dict[str, str]:
         """Where records were read from, for a data card: the SQLite path, or the Redis

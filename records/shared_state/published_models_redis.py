@@ -51,47 +51,56 @@ class RedisPublishedModels:
         return base64.b64decode(payload) if payload else None
 
     async def follow(self, check: Callable[[], Awaitable[object]], *, poll_s: float) -> None:
-        subscription = None
-        try:
-            while True:
-                try:
-                    if subscription is None:
-                        subscription = await self._subscribe()
-                        await check()  # anything published before the subscription
-                    await self._next_announcement(subscription, timeout_s=poll_s)
-                except StoreError as exc:
-                    log.warning("learned router: model announcements not received (%s); polling every %gs", exc, poll_s)
-                    await _closed(subscription)
-                    subscription = None
-                    await asyncio.sleep(poll_s)
-                await check()
-        finally:
-            await _closed(subscription)
+        await follow_channel(self.store, self._key("reload"), check, poll_s=poll_s, what="learned model")
 
     def _key(self, part: str) -> str:
         """`model`, its `version`, or the announcements' channel (`reload`)."""
         return self.store.key("learned", part)
 
-    async def _subscribe(self) -> Any:
-        """A pub/sub subscription (its own connection) to the announcements `publish`
-        makes; closed with `_closed`."""
-        channel = self._key("reload")
 
-        async def work(r):
-            pubsub = r.pubsub(ignore_subscribe_messages=True)
-            await pubsub.subscribe(channel)
-            return pubsub
+async def follow_channel(
+    store: RedisBase, channel: str, check: Callable[[], Awaitable[object]], *, poll_s: float, what: str
+) -> None:
+    """Call `check` once subscribed to `channel` (anything published before), after each
+    announcement on it and every `poll_s`, until cancelled; while Redis is away, every
+    `poll_s` (a replica not subscribed when something was published still sees it)."""
+    subscription = None
+    try:
+        while True:
+            try:
+                if subscription is None:
+                    subscription = await _subscribe(store, channel, what)
+                    await check()
+                await _next_announcement(store, subscription, timeout_s=poll_s, what=what)
+            except StoreError as exc:
+                log.warning("%s announcements not received (%s); polling every %gs", what, exc, poll_s)
+                await _closed(subscription)
+                subscription = None
+                await asyncio.sleep(poll_s)
+            await check()
+    finally:
+        await _closed(subscription)
 
-        return await self.store.run("subscribing to learned model announcements", work)
 
-    async def _next_announcement(self, pubsub: Any, *, timeout_s: float) -> str | None:
-        """The digest of the next model announced within `timeout_s`, else None."""
+async def _subscribe(store: RedisBase, channel: str, what: str) -> Any:
+    """A pub/sub subscription (its own connection) to `channel`; closed with `_closed`."""
 
-        async def work(_r):
-            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout_s)
-            return message["data"] if message and message.get("type") == "message" else None
+    async def work(r):
+        pubsub = r.pubsub(ignore_subscribe_messages=True)
+        await pubsub.subscribe(channel)
+        return pubsub
 
-        return await self.store.run("waiting for learned model announcements", work)
+    return await store.run(f"subscribing to {what} announcements", work)
+
+
+async def _next_announcement(store: RedisBase, pubsub: Any, *, timeout_s: float, what: str) -> str | None:
+    """The next message announced within `timeout_s`, else None."""
+
+    async def work(_r):
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout_s)
+        return message["data"] if message and message.get("type") == "message" else None
+
+    return await store.run(f"waiting for {what} announcements", work)
 
 
 async def _closed(subscription: Any) -> None:

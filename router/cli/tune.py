@@ -2,7 +2,8 @@
 training data and the model card (all `--data-only` does), the training, the conversion
 to GGUF and the evaluation against the base model; `--prepare` fetches the conversion
 tools once. Training needs the optional training stack: without it the command says
-how to install it (exit 2). Adoption is not in this version."""
+how to install it (exit 2). The evaluated candidate is adopted by `--margin` or on
+`--adopt` (router/tune/adoption.py): running routers swap it in; `--revert` goes back."""
 
 from __future__ import annotations
 
@@ -95,17 +96,21 @@ def tune(
     the training data with the live prompts, split by session, a LoRA adapter (or a
     merged model) trained on a CPU or a GPU, converted to GGUF, evaluated against the
     base model on the held-out sessions, adopted by margin or on --adopt."""
+    from router.tune.adoption import decide
     from router.tune.extra import install_hint, missing_packages
 
     if prepare:
         if out is not None or data_only or resume or adopt or revert:
             raise typer.BadParameter("--prepare runs alone: `simroute tune --prepare`")
         raise typer.Exit(_prepare())
-    if revert or (adopt and out is None):
-        typer.echo("simroute: adoption comes with the evaluation, in a later version (docs/tune.md)", err=True)
-        raise typer.Exit(2)
+    if revert:
+        if out is not None or adopt:
+            raise typer.BadParameter("--revert runs alone: `simroute tune --revert --config CONFIG`")
+        raise typer.Exit(_revert(load_or_exit(config)))
     if out is None:
-        raise typer.BadParameter("OUT, the run's folder, is needed (or --prepare)")
+        raise typer.BadParameter("OUT, the run's folder, is needed (or --prepare, --revert)")
+    if adopt and (out / "card.json").is_file() and not (overwrite or resume):  # an evaluated run: adopted as it is
+        raise typer.Exit(_adopt(load_or_exit(config), out, None))
     if from_export is not None and (hardest_first or min_divergence is not None):
         raise typer.BadParameter(
             "--hardest-first and --min-divergence choose what an export holds: not with --from-export"
@@ -137,7 +142,56 @@ def tune(
             err=True,
         )
     if tools is not None:
-        _train_and_evaluate(cfg, settings, out, tools, resume=resume, eval_calls=eval_calls)
+        card = _train_and_evaluate(cfg, settings, out, tools, resume=resume, eval_calls=eval_calls)
+        raise typer.Exit(_adopt(cfg, out, decide(card, margin=margin, forced=adopt)))
+
+
+def _adopt(cfg: Config, out: Path, decision: Any) -> int:
+    """Adopt the run's candidate unless `decision` says not (None: --adopt on an evaluated run)."""
+    from records.store.protocol import StoreError
+    from router.tune.adoption import AdoptionRefused, adopt_run
+
+    if decision is not None:
+        typer.echo(f"simroute: {decision.reason}", err=True)
+        if not decision.adopt:
+            typer.echo(f"simroute: status: evaluated (`simroute tune {out} --adopt` adopts it anyway)", err=True)
+            return 0
+    try:
+        adoption, _card = adopt_run(cfg, out)
+    except AdoptionRefused as exc:
+        typer.echo(f"simroute: adoption refused: {exc}", err=True)
+        return 2
+    except StoreError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        return 1
+    typer.echo(
+        f"simroute: adopted the {adoption.kind} {adoption.file} ({adoption.digest[:12]}) on {cfg.store_location.name}: "
+        f"running routers swap it in between calls; status: adopted",
+        err=True,
+    )
+    return 0
+
+
+def _revert(cfg: Config) -> int:
+    from records.shared_state.adopted_world_model import NothingAdopted
+    from records.store.protocol import StoreError
+    from router.tune.adoption import AdoptionRefused, revert
+
+    try:
+        restored = revert(cfg)
+    except (AdoptionRefused, NothingAdopted) as exc:
+        typer.echo(f"simroute: revert refused: {exc}", err=True)
+        return 2
+    except StoreError as exc:
+        typer.echo(f"simroute: {exc}", err=True)
+        return 1
+    now_used = (
+        f"the {restored.kind} {restored.digest[:12]} adopted from {restored.run}"
+        if restored
+        else "the config's own world model"
+    )
+    typer.echo(f"simroute: reverted: running routers swap back to {now_used}", err=True)
+    return 0
 
 
 def _settings(
@@ -258,7 +312,7 @@ def _tools_or_exit() -> Any:
 
 def _train_and_evaluate(
     cfg: Config, settings: Any, out: Path, tools: Any, *, resume: bool, eval_calls: int | None
-) -> None:
+) -> dict[str, Any]:
     from contextlib import ExitStack
 
     from router.cli.progress import TerminalProgress
@@ -292,3 +346,4 @@ def _train_and_evaluate(
         f"candidate {off['fidelity']['candidate']}; well-formed: base {off['well_formed_rate']['base']}, "
         f"candidate {off['well_formed_rate']['candidate']} (MODEL_CARD.md in {out})"
     )
+    return card

@@ -15,6 +15,7 @@ from backends.browser.pool import BrowserPool
 from backends.mcp.upstream import UpstreamPool
 from backends.replay import ReplayBackend, namespace_of
 from backends.shell.sandboxes import Sandboxes
+from backends.world_model.swappable_runner import SwappableRunner
 from calls import Call
 from records.shared_state.guard_slots import Limits
 from records.shared_state.shadow_stream import ShadowStream
@@ -41,6 +42,7 @@ from router.runtime.policy_chain import build_policies, replay_modes, virtual_se
 from router.runtime.replica import replica_presence
 from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_simulator, tools_of
 from router.runtime.trace_export import call_tracer, start_export, stop_export
+from router.runtime.world_model_adoption import AdoptionFollower
 from shadow.noise_learner import NoiseLearner
 from shadow.runner import ShadowQueue, ShadowRunner
 
@@ -90,9 +92,10 @@ class Runtime:
             namespaced=self.tokens.enabled,
             shared_namespaces=config.service.shared_namespaces,
         )
-        # The world model loads on first use (or in the background at start when a
-        # route can reach it); loading is never charged to a call's deadline.
-        self.world_model = build_model_runner(config)
+        # Loads on first use (or in the background at start), never charged to a call's deadline;
+        # an adopted model (`simroute tune --adopt`) replaces it between calls.
+        self.world_model = SwappableRunner(build_model_runner(config))
+        self.adoption = AdoptionFollower(config, self.world_model, self.shared_state.adopted_world_model())
         self.examples = ExampleLookup(self.store)
         self.examples.call_key_of = lambda call: self.replay.keys(call).replay
         self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
@@ -181,9 +184,8 @@ class Runtime:
         self.browser = BrowserPool(config.browser, egress=egress) if config.browser.enabled else None
         # One replica of several on a Redis store: its lease, reaping, claims on stateful backends.
         self.replica = replica_presence(config, self.shared_state, self.shell, self.browser, self.upstreams)
-        self.mcp_parts, self.episode_parts = door_parts(
-            self
-        )  # what the front doors above are handed: the parts they route with
+        # What the front doors above are handed: the parts they route with.
+        self.mcp_parts, self.episode_parts = door_parts(self)
 
     def _learned_service(self):
         from router.runtime.learned_service import build_learned_service
@@ -286,16 +288,12 @@ class Runtime:
             self._trace_provider = start_export()
         await self.open_store()
         await self.replica.start()  # after the store: the lease is in it
-        for (
-            server
-        ) in self.config.upstreams:  # the gate's MCP annotations, as last listed (a virtual server's: declared)
+        for server in self.config.upstreams:  # the gate's MCP annotations, as last listed (a virtual's: declared)
             self.tool_catalog.update(server, tools_of(self.config, self.store, server))
         self.sessions.start()
         if self.learned is not None:
             await self.learned.start()
-            if (
-                self.config.learned.freeze
-            ):  # what it knew at start decides every call (benchmarks, `simroute eval` comparisons)
+            if self.config.learned.freeze:  # what it knew at start decides every call (benchmarks, `simroute eval`)
                 log.info("learned router: frozen (learned.freeze): no refresh, no reload")
             else:
                 self._in_background(self.learned.watch(), "simroute-learned-watch")
@@ -310,6 +308,8 @@ class Runtime:
             await self.proxy.start()  # the browser's listener alone starts with Chromium
         if self.shell is not None:
             await self.shell.start()
+        await self.adoption.start()  # before the model loads: an adopted one in its place
+        self._in_background(self.adoption.follow(), "simroute-world-model-adoption")
         if self.config.may_simulate():
             self._in_background(self._preload_world_model(), "simroute-world-model-load")
         # Pending work is drained by a router doing its own shadow work; a stream's, by `simroute worker`.

@@ -137,7 +137,9 @@ class HistoryReadBack:
         return dataclasses.replace(session, history=history, slices=dict(session.slices))
 
 
-def build_model_runner(config: Config) -> Any:
+def build_model_runner(config: Config, *, adopted: tuple[Path, Path | None] | None = None) -> Any:
+    """The configured model runner; `adopted`: the model file and adapter an adoption put
+    in place of the config's (router/runtime/world_model_adoption.py)."""
     wm = config.world_model
     if wm.engine == "openai":
         from backends.world_model.openai_runner import OpenAICompatibleRunner
@@ -149,8 +151,9 @@ def build_model_runner(config: Config) -> Any:
         )
     from backends.world_model.llama_runner import LlamaCppRunner
 
+    model_file, lora_file = adopted or (config.model_path, wm.lora_file(config.base_dir))
     return LlamaCppRunner(
-        str(config.model_path),
+        str(model_file),
         n_ctx=wm.context_tokens,
         n_threads=wm.threads,
         seed=wm.seed,
@@ -160,7 +163,7 @@ def build_model_runner(config: Config) -> Any:
         cached_sessions=wm.cached_sessions,
         prefill=observation_prefill(config),
         chat_format=wm.chat_format,
-        lora_path=wm.lora_file(config.base_dir),
+        lora_path=lora_file,
     )
 
 

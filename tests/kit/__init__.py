@@ -22,7 +22,8 @@ model_stub   an OpenAI-compatible stub world model that keeps the prompts it is 
 judge        a judge for tests behind the model stub, scoring by the words a candidate lacks
 llama_server llama-cpp-python's OpenAI-compatible server serving a GGUF model
 lora         LoRA adapters of a GGUF model, written as llama.cpp's converter writes them
-tiny_llama   a tiny llama-architecture GGUF model with random weights (the tune round trip's tests)
+tiny_llama   a tiny llama-architecture GGUF model with random weights (the tune tests)
+tune_run     tuning runs as `simroute tune` leaves them once evaluated (card, candidate)
 redis        a real redis-server on a free port
 guard        the upstream guard's rules as scenarios on a fake clock, for each state implementation
 serve        `simroute serve` processes and their /metrics

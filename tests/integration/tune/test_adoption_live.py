@@ -1,0 +1,86 @@
+"""Adoption as a user runs it: `simroute serve` with the bundled model simulating an MCP
+tool; `simroute tune RUN/ --adopt` for an evaluated run (its card and a zero adapter,
+written here: no training stack) makes the next simulated call answered by the model
+with the adapter, without a restart; `--revert` goes back to the config's own model;
+a served world model (engine: openai) refuses adoption. The swap is read from the
+model each answer names (its `_meta.simroute.source` and its record), not its text."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from kit.launch import meta_of, model_path, records_of, simroute_executable, toolbox_server, write_config
+from kit.lora import write_lora_adapter
+from kit.serve import serving
+from kit.tune_run import evaluated_run
+
+pytestmark = pytest.mark.integration
+
+
+def simroute_tune(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([simroute_executable(), "tune", *args], capture_output=True, text=True, timeout=120)
+
+
+def an_evaluated_run(folder: Path) -> Path:
+    """A run folder as `simroute tune` leaves it once evaluated: its card and a zero adapter."""
+    folder.mkdir()
+    adapter = write_lora_adapter(model_path(), folder / "adapter.gguf", zero=True)
+    return evaluated_run(folder, adapter, model_path())
+
+
+async def answered_by(port: int) -> str:
+    """The model that answered one simulated `echo` call."""
+    async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=180) as client:
+        result = await client.call_tool("echo", {"text": "hello"}, raise_on_error=False)
+    assert meta_of(result)["provenance"] == "sim", result
+    return meta_of(result)["source"]["model"]
+
+
+async def until_answered_by(port: int, wanted: str, *, within_s: float = 30.0) -> str:
+    """Calls until one is answered by `wanted` (the router polls the adoption every second)."""
+    started = time.monotonic()
+    while True:
+        model = await answered_by(port)
+        if model == wanted or time.monotonic() - started > within_s:
+            return model
+        await asyncio.sleep(0.5)
+
+
+async def test_adopt_swaps_the_running_routers_model_and_revert_goes_back(tmp_path):
+    run = an_evaluated_run(tmp_path / "run")
+    world_model = {"model_path": str(model_path()), "max_tokens": 8, "deadline_s": 120, "temperature": 0}
+    config = write_config(tmp_path, mcpServers={"toolbox": toolbox_server()}, mode="sim", world_model=world_model)
+    base = model_path().name
+    with serving(config, tmp_path / "serve.log") as port:
+        assert await answered_by(port) == base
+        adopted = await asyncio.to_thread(simroute_tune, str(run), "--adopt", "--config", str(config))
+        assert adopted.returncode == 0 and "status: adopted" in adopted.stderr, adopted.stderr
+        card = json.loads((run / "card.json").read_text())
+        digest = hashlib.sha256((run / "adapter.gguf").read_bytes()).hexdigest()
+        assert card["status"] == "adopted" and card["adoption"]["adopted"] and card["adoption"]["previous"] is None
+        with_adapter = f"{base}+adapter-{digest[:12]}.gguf"
+        assert await until_answered_by(port, with_adapter) == with_adapter  # no restart
+        reverted = await asyncio.to_thread(simroute_tune, "--revert", "--config", str(config))
+        assert reverted.returncode == 0 and "the config's own world model" in reverted.stderr, reverted.stderr
+        assert await until_answered_by(port, base) == base
+    models = [r["observation"].get("source", {}).get("model") for r in records_of(config)]
+    assert models[0] == base and with_adapter in models and models[-1] == base  # each record names its model
+    again = simroute_tune("--revert", "--config", str(config))
+    assert again.returncode == 2 and "no adopted world model" in again.stderr
+
+
+def test_a_served_world_model_refuses_adoption(tmp_path):
+    run = an_evaluated_run(tmp_path / "run")
+    config = write_config(tmp_path, world_model={"engine": "openai", "url": "http://127.0.0.1:9/v1"})
+    done = simroute_tune(str(run), "--adopt", "--config", str(config))
+    assert done.returncode == 2, done.stderr
+    assert "adoption refused" in done.stderr and "engine: openai" in done.stderr
+    assert json.loads((run / "card.json").read_text())["status"] == "evaluated"

@@ -1,0 +1,51 @@
+"""Tuning runs written as `simroute tune` leaves them once evaluated (a model card with
+figures, a candidate), for the adoption tests: no training stack needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from router.tune.card import model_card, sha256_of, write_card
+from router.tune.settings import DataSettings, Hyperparameters, TuneSettings
+
+DATASET = {
+    "source": {"kind": "sqlite", "path": "records.db"},
+    "files": {"train": "train.jsonl", "test": "test.jsonl"},
+    "filters": {},
+    "order": {"by": "session"},
+    "generation": {"prefill": "**Environment Observation:**\n", "target": "the observation, after the prefill"},
+    "split": {"by": "session", "seed": 0, "test_fraction": 0.1, "sessions": {"train": 9, "test": 1}},
+    "counts": {
+        "records_read": 100,
+        "lines": {"messages": {"train": 90, "test": 10}},
+        "examples_by_domain": {"MCP": 100},
+        "duplicates_collapsed": 0,
+    },
+}
+
+
+def evaluated_card(
+    *,
+    base: float | None = 0.40,
+    candidate: float | None = 0.50,
+    well_formed_base: float | None = 0.9,
+    well_formed_candidate: float | None = 0.9,
+    base_model: Path = Path("base.gguf"),
+) -> dict[str, Any]:
+    """A card with status `evaluated` and these held-out figures (world-state layer off)."""
+    settings = TuneSettings(DataSettings(), Hyperparameters())
+    card = model_card(dataset=DATASET, settings=settings, base_model=base_model, version="0.1.0", created="now")
+    off = card["evaluation"]["state_layer_off"]
+    off["fidelity"] = {"base": base, "candidate": candidate}
+    off["well_formed_rate"] = {"base": well_formed_base, "candidate": well_formed_candidate}
+    card["status"] = "evaluated"
+    return card
+
+
+def evaluated_run(folder: Path, candidate: Path, base_model: Path, **figures: float) -> Path:
+    """`folder` holding an evaluated run whose candidate (an adapter of `base_model`) is `candidate`."""
+    card = evaluated_card(base_model=base_model, **figures)
+    card["candidate"] = {"kind": "adapter", "file": candidate.name, "sha256": sha256_of(candidate)}
+    write_card(card, folder)
+    return folder
