@@ -8,11 +8,16 @@ named by digest), which the running router polls. With a Redis store
 (adopted_world_model_redis.py) the record and the file's bytes are in Redis and each
 change is announced: every replica writes the bytes to a cache file and loads it.
 The swap itself is router/runtime/world_model_adoption.py's.
+
+Every adoption and revert is also appended to a history (`history`, the newest
+`HISTORY_KEPT`), each entry whole (the adoption's card figures copied in), so the
+dashboard can show a model's history after its run folder is gone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 import uuid
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 Kind = Literal["adapter", "merged"]
+HISTORY_KEPT = 50  # history entries kept, newest last
 
 
 class NothingAdopted(Exception):
@@ -36,6 +42,9 @@ class Adoption:
     run: str  # the run's folder it came from
     adopted_at: str  # ISO 8601, UTC
     previous: Adoption | None = None  # what --revert restores (None: the config's own model)
+    # The run's model card headline, copied at adoption (the run folder may be gone later):
+    # held-out fidelity and well-formed rate, base and candidate, with the state layer off.
+    figures: dict[str, Any] | None = None
 
     @property
     def cached_name(self) -> str:
@@ -75,6 +84,10 @@ class AdoptedWorldModel(Protocol):
 
     async def current(self) -> Adoption | None: ...
 
+    async def history(self) -> list[dict[str, Any]]:
+        """The adoptions and reverts, oldest first (the newest HISTORY_KEPT): entries of
+        `adopted_entry` and `reverted_entry`."""
+
     async def file(self, adoption: Adoption) -> Path:
         """A local file holding the adopted file's bytes, for the model runner to load."""
 
@@ -98,6 +111,7 @@ class LocalAdoptedWorldModel:
         adoption = Adoption(**{**adoption.describe(), "previous": await self.current()})
         await asyncio.to_thread(self._write_file, adoption.cached_name, data)
         await asyncio.to_thread(self._write_record, adoption)
+        await asyncio.to_thread(self._append_history, adopted_entry(adoption))
         return adoption
 
     async def revert(self) -> Adoption | None:
@@ -105,6 +119,7 @@ class LocalAdoptedWorldModel:
         if current is None:
             raise NothingAdopted("no adopted world model to revert: routers use the config's own")
         await asyncio.to_thread(self._write_record, current.previous)
+        await asyncio.to_thread(self._append_history, reverted_entry(current))
         return current.previous
 
     async def version(self) -> str | None:
@@ -114,6 +129,9 @@ class LocalAdoptedWorldModel:
     async def current(self) -> Adoption | None:
         record = await asyncio.to_thread(self._read_record)
         return Adoption.from_json(record.get("adoption")) if record else None
+
+    async def history(self) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self._read_history)
 
     async def file(self, adoption: Adoption) -> Path:
         return self.folder / adoption.cached_name
@@ -134,9 +152,41 @@ class LocalAdoptedWorldModel:
         record = {"version": uuid.uuid4().hex, "adoption": adoption.to_json() if adoption else None}
         write_atomically(self._record, json.dumps(record, indent=2).encode())
 
+    def _read_history(self) -> list[dict[str, Any]]:
+        try:
+            lines = (self.folder / "history.jsonl").read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in lines if line.strip()][-HISTORY_KEPT:]
+
+    def _append_history(self, entry: dict[str, Any]) -> None:
+        # Rewritten whole (at most HISTORY_KEPT short lines): bounded, and never half written.
+        entries = [*self._read_history(), entry][-HISTORY_KEPT:]
+        text = "".join(json.dumps(e) + "\n" for e in entries)
+        write_atomically(self.folder / "history.jsonl", text.encode())
+
     def _write_file(self, name: str, data: bytes) -> None:
         if not (self.folder / name).exists():
             write_atomically(self.folder / name, data)
+
+
+def adopted_entry(adoption: Adoption) -> dict[str, Any]:
+    """A history entry: `adoption` made current (its card figures with it)."""
+    return {"event": "adopted", "at": adoption.adopted_at, **adoption.describe(), "model": adoption.cached_name}
+
+
+def reverted_entry(reverted: Adoption) -> dict[str, Any]:
+    """A history entry: `reverted` undone, its previous adoption restored (None: the config's own model)."""
+    restored = reverted.previous
+    return {
+        "event": "reverted",
+        "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "digest": reverted.digest,
+        "file": reverted.file,
+        "model": reverted.cached_name,
+        "run": reverted.run,
+        "restored": {**restored.describe(), "model": restored.cached_name} if restored else None,
+    }
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -4,7 +4,8 @@ stores the adopted file's bytes (`<prefix>:world_model:file:<digest>`) and the r
 adoption and revert), then announces it on `<prefix>:world_model:adopted`. Every
 replica is told at once, writes the bytes to a cache file beside its local files and
 loads it; the record is also read every few seconds, for a replica that was not
-subscribed when the adoption was made."""
+subscribed when the adoption was made. The history is a list
+(`<prefix>:world_model:history`), trimmed to the newest HISTORY_KEPT entries."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
-from records.shared_state.adopted_world_model import Adoption, NothingAdopted, write_atomically
+from records.shared_state.adopted_world_model import (
+    HISTORY_KEPT,
+    Adoption,
+    NothingAdopted,
+    adopted_entry,
+    reverted_entry,
+    write_atomically,
+)
 from records.shared_state.published_models_redis import follow_channel
 from records.store.protocol import StoreError
 from records.store.redis.base import RedisBase
@@ -38,7 +47,7 @@ class RedisAdoptedWorldModel:
             await r.set(file, payload)
 
         await self.store.run("storing the adopted world model", store_file)
-        await self._announce(adoption)
+        await self._announce(adoption, adopted_entry(adoption))
         return adoption
 
     async def revert(self) -> Adoption | None:
@@ -46,7 +55,7 @@ class RedisAdoptedWorldModel:
         current = await self.current()
         if current is None:
             raise NothingAdopted("no adopted world model to revert: replicas use the config's own")
-        await self._announce(current.previous)
+        await self._announce(current.previous, reverted_entry(current))
         return current.previous
 
     async def version(self) -> str | None:
@@ -56,6 +65,11 @@ class RedisAdoptedWorldModel:
     async def current(self) -> Adoption | None:
         record = await self._record()
         return Adoption.from_json(record.get("adoption")) if record else None
+
+    async def history(self) -> list[dict[str, Any]]:
+        key = self._key("history")
+        entries = await self.store.run("reading the adopted world model's history", lambda r: r.lrange(key, 0, -1))
+        return [json.loads(entry) for entry in entries]
 
     async def file(self, adoption: Adoption) -> Path:
         path = self.cache / adoption.cached_name
@@ -76,13 +90,17 @@ class RedisAdoptedWorldModel:
         text = await self.store.run("reading the adopted world model", lambda r: r.get(key))
         return json.loads(text) if text else None
 
-    async def _announce(self, adoption: Adoption | None) -> None:
+    async def _announce(self, adoption: Adoption | None, entry: dict[str, Any]) -> None:
         version = uuid.uuid4().hex
         record = json.dumps({"version": version, "adoption": adoption.to_json() if adoption else None})
-        current, channel = self._key("current"), self._key("adopted")
+        current, channel, history = self._key("current"), self._key("adopted"), self._key("history")
 
         async def work(r):
-            await r.set(current, record)
+            pipe = r.pipeline(transaction=True)  # the record and its history entry together
+            pipe.set(current, record)
+            pipe.rpush(history, json.dumps(entry))
+            pipe.ltrim(history, -HISTORY_KEPT, -1)
+            await pipe.execute()
             await r.publish(channel, version)
 
         await self.store.run("announcing the adopted world model", work)

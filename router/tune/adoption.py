@@ -49,6 +49,25 @@ def decide(card: dict[str, Any], *, margin: float, forced: bool = False) -> Deci
     return Decision(True, f"adopted: fidelity gained {gain:+.3f}, at least the margin {margin} ({figures})")
 
 
+def headline(card: dict[str, Any]) -> dict[str, Any]:
+    """The card's figures kept with the adoption and its history entry (the run folder
+    may be gone later): held-out fidelity and well-formed rate with the world-state
+    layer off, base and candidate; the held-out calls; the data it was trained on."""
+    evaluation, data = card.get("evaluation") or {}, card.get("data") or {}
+    off = evaluation.get("state_layer_off") or {}
+    return {
+        "fidelity": off.get("fidelity"),
+        "well_formed_rate": off.get("well_formed_rate"),
+        "held_out": evaluation.get("held_out"),
+        "data": {
+            "source": data.get("source"),
+            "records_read": data.get("records_read"),
+            "examples": data.get("examples"),
+        },
+        "base_model": (card.get("base_model") or {}).get("file"),
+    }
+
+
 def refuse_served(cfg: Config) -> None:
     if cfg.world_model.engine != "llama":
         raise AdoptionRefused(
@@ -73,7 +92,14 @@ def adopt_run(cfg: Config, out: Path) -> tuple[Adoption, dict[str, Any]]:
         raise AdoptionRefused(
             f"the adapter was trained on {card['base_model']['path']}, not on the configured {cfg.model_path}"
         )
-    adoption = Adoption(digest=digest, kind=candidate["kind"], file=path.name, run=str(out.resolve()), adopted_at=now())
+    adoption = Adoption(
+        digest=digest,
+        kind=candidate["kind"],
+        file=path.name,
+        run=str(out.resolve()),
+        adopted_at=now(),
+        figures=headline(card),
+    )
     adoption = asyncio.run(_in_store(cfg, lambda adopted: adopted.adopt(adoption, path.read_bytes())))
     previous = adoption.previous.describe() if adoption.previous else None
     card |= {
