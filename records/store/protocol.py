@@ -90,6 +90,10 @@ class DashboardQueries(Protocol):
     async def fidelity(self, where: RecordFilter) -> list[dict[str, Any]]:
         """Per channel, server and tool: calls, shadow pairs, mean divergence, counts by divergence kind."""
 
+    async def model_fidelity(self, where: RecordFilter) -> dict[str, Any]:
+        """Per model that answered a simulated call (records/store/model_rows.py): calls,
+        shadow pairs, mean divergence, error answers; over the range's newest records."""
+
     async def page(
         self, where: RecordFilter, *, before: str | None = None, after: str | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:

@@ -143,6 +143,33 @@ async function fidelity(main) {
     ...columns.map(([key]) => cell(r, key))));
   main.append(el("table", { id: "fidelity" }, el("thead", {}, head), el("tbody", {}, ...body)));
   if (!rows.length) main.append(el("p", { class: "note" }, "No records in this range."));
+  await worldModels(main);
+}
+
+// The world model's loop: simulated calls by the model that answered (base, or base+adapter after
+// `simroute tune --adopt`), and the adoptions and reverts, newest first, with their cards' figures.
+async function worldModels(main) {
+  const data = await api("models");
+  const pct = (x) => x === null || x === undefined ? "–" : `${(100 * x).toFixed(1)}%`;
+  main.append(el("h3", {}, "By world model"), el("table", { id: "models" },
+    el("thead", {}, el("tr", {}, ...["Model", "Simulated calls", "Shadow pairs", "Mean divergence", "Divergent", "Errors", "Last answered"].map((t) => el("th", {}, t)))),
+    el("tbody", {}, ...data.rows.map((m) => el("tr", { "data-model": m.model, class: data.current && m.model.endsWith(data.current.model) ? "current" : "" },
+      el("td", {}, m.model), el("td", {}, String(m.calls)), el("td", {}, String(m.shadow_pairs)), el("td", {}, fmt(m.mean_divergence)),
+      el("td", {}, pct(m.divergent_rate)), el("td", {}, `${m.errors} (${pct(m.error_rate)})`), el("td", {}, when(m.last_ts)))))));
+  if (data.bounded) main.append(el("p", { class: "note" }, `Counted over the range's newest ${data.window} records.`));
+  main.append(el("h3", {}, "World model history"), el("p", { id: "adopted-now" }, data.current
+    ? `Adopted now: ${data.current.kind} ${data.current.model} (${data.current.adopted_at}) from ${data.current.run}` : "Adopted now: none (the config's own model)."));
+  const figure = (f, key) => f && f[key] ? `${fmt(f[key].base)} → ${fmt(f[key].candidate)}` : "–";
+  const row = (h) => h.event === "adopted"
+    ? el("tr", { class: "adopted", "data-digest": h.digest }, el("td", {}, h.at), el("td", {}, "adopted"), el("td", {}, `${h.kind} ${h.model}`), el("td", {}, h.run),
+      el("td", {}, figure(h.figures, "fidelity")), el("td", {}, figure(h.figures, "well_formed_rate")),
+      el("td", {}, h.figures && h.figures.data ? `${h.figures.data.examples ? `${h.figures.data.examples.train} train / ${h.figures.data.examples.test} test examples` : ""} from ${JSON.stringify(h.figures.data.source)}` : ""))
+    : el("tr", { class: "reverted", "data-digest": h.digest }, el("td", {}, h.at), el("td", {}, "reverted"), el("td", {}, h.model),
+      el("td", { colspan: 4 }, `restored: ${h.restored ? `${h.restored.kind} ${h.restored.model} (adopted ${h.restored.adopted_at})` : "the config's own model"}`));
+  main.append(el("table", { id: "model-history" },
+    el("thead", {}, el("tr", {}, ...["When", "Event", "Model", "Run", "Held-out fidelity (base → candidate)", "Well-formed (base → candidate)", "Data"].map((t) => el("th", {}, t)))),
+    el("tbody", {}, ...data.history.map(row))));
+  if (!data.history.length) main.append(el("p", { class: "note", id: "no-adoptions" }, "No adoption yet: `simroute tune RUN/ --adopt` adopts a tuned model."));
 }
 
 // A tool's shadow pairs by the simulated side's sub-provenance: "state 12 (0% divergent, mean 0.000); model 5 (60%, 0.412)".

@@ -71,6 +71,7 @@ class Dashboard:
     pins_policy: str = "warn"  # the config's pins.policy, shown with the pins
     shared_namespaces: tuple[str, ...] = ()  # service.shared_namespaces: every token's view shows them
     operator_tokens: frozenset[str] = frozenset()  # service.operator_tokens: these tokens' views show everything
+    adopted: Any = None  # the AdoptedWorldModel room: the world model's adoptions and their history
 
     def namespaces(self, request: Request) -> tuple[str, ...] | None:
         """The session prefixes a request may see: with tokens, its token's and the
@@ -88,6 +89,7 @@ class Dashboard:
             Route("/dashboard/static/{name}", self.static, methods=["GET"]),
             Route("/dashboard/api/overview", self.api(self.overview), methods=["GET"]),
             Route("/dashboard/api/fidelity", self.api(self.fidelity), methods=["GET"]),
+            Route("/dashboard/api/models", self.api(self.models), methods=["GET"]),
             Route("/dashboard/api/records", self.api(self.records), methods=["GET"]),
             Route("/dashboard/api/record", self.api(self.record), methods=["GET"]),
             Route("/dashboard/api/router", self.api(self.router), methods=["GET"]),
@@ -152,6 +154,20 @@ class Dashboard:
             await self.outlook.annotate(rows, namespaces=namespaces)
         await annotate_judge(self.store, where, rows)
         return {"rows": rows}
+
+    async def models(self, params: Any, *, now: float, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
+        """The world model's loop: simulated calls by the model that answered (the
+        range's newest records, records/store/model_rows.py), the adoption in place and
+        the adoptions and reverts before it, newest first. The history describes the
+        deployment, not a token's records: every token sees it, as pins."""
+        by_model = await self.store.model_fidelity(record_filter(params, now=now, namespaces=namespaces))
+        current = await self.adopted.current() if self.adopted is not None else None
+        history = await self.adopted.history() if self.adopted is not None else []
+        return {
+            **by_model,
+            "current": current.describe() | {"model": current.cached_name} if current else None,
+            "history": list(reversed(history)),
+        }
 
     async def records(self, params: Any, *, now: float, namespaces: tuple[str, ...] | None) -> dict[str, Any]:
         try:

@@ -77,6 +77,7 @@ def runtime_dashboard(runtime: Runtime) -> Dashboard:
         _card_path(runtime.config),
         _outlook(runtime.config, runtime.store, runtime.learned),
         pins_policy=runtime.config.pins.policy,
+        adopted=runtime.adoption.adopted,
         **_tenancy(runtime.config, runtime.tokens),
     )
 
@@ -129,6 +130,7 @@ def standalone_app(config: Config, tokens: Any):
         _outlook(config, store),
         **_tenancy(config, tokens),
         pins_policy=config.pins.policy,
+        adopted=config.store_location.shared_state(store).adopted_world_model(),
     )
 
     @asynccontextmanager

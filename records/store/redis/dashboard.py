@@ -18,6 +18,7 @@ from typing import Any
 
 from calls import tool_key
 from records.store.dashboard_rows import add_sub, fidelity_of, fidelity_rows, new_tally, overview_of
+from records.store.model_rows import MODEL_WINDOW, model_fidelity_of
 from records.store.namespaces import in_namespaces
 from records.store.noise_counts import merged_noise
 from records.store.protocol import RecordFilter, StoreError
@@ -102,6 +103,13 @@ async def fidelity(store: Any, where: RecordFilter) -> list[dict[str, Any]]:
                 add_sub(tools[(channel, server, tool)], sub, *_SUB_MEASURES[measure](value))
     out = fidelity_rows(tools)
     return await _with_noise(store, out)
+
+
+async def model_fidelity(store: Any, where: RecordFilter, window: int = MODEL_WINDOW) -> dict[str, Any]:
+    """Fidelity by the model that answered (records/store/model_rows.py): the model is
+    in the records' JSON, which no aggregate keeps, so the range's newest `window`
+    records are read (as a token's view is)."""
+    return model_fidelity_of(await page(store, where, before=None, after=None, limit=window), window=window)
 
 
 # A sub hash's field (`…SEP sub SEP measure`) as add_sub's (pairs, divergent, divergence sum).

@@ -196,6 +196,9 @@ class RecordReads(RedisBase):
     async def fidelity(self, where: RecordFilter) -> list[dict[str, Any]]:
         return await dashboard.fidelity(self, where)
 
+    async def model_fidelity(self, where: RecordFilter) -> dict[str, Any]:
+        return await dashboard.model_fidelity(self, where)
+
     async def page(
         self, where: RecordFilter, *, before: str | None = None, after: str | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:

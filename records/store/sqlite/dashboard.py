@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from calls import tool_key
+from records.store.model_rows import MODEL_WINDOW, model_fidelity_of
 from records.store.namespaces import sql_clause
 from records.store.protocol import RecordFilter
 from records.store.sqlite import sub_counts
@@ -239,6 +240,29 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
             }
         )
     return rows
+
+
+def model_fidelity(db: sqlite3.Connection, where: RecordFilter, window: int = MODEL_WINDOW) -> dict[str, Any]:
+    """Fidelity by the model that answered (records/store/model_rows.py): the newest
+    `window` records of the range, read through the time index, each side's source
+    and error flag taken from the JSON in SQL."""
+    clause, params = where_clause(where)
+    sides = ", ".join(
+        f"json_extract(body, '$.{side}.{path}')"
+        for side in ("observation", "shadow")
+        for path in ("provenance", "source.model", "is_error")
+    )
+    sql = f"SELECT ts, provenance, divergence, {sides} FROM records WHERE {clause} ORDER BY ts DESC LIMIT ?"
+
+    def rows():
+        for ts, provenance, divergence, *values in db.execute(sql, [*params, window]):
+            row = {"ts": ts, "provenance": provenance, "divergence": divergence}
+            for side, (side_provenance, model, is_error) in (("observation", values[:3]), ("shadow", values[3:])):
+                if side_provenance is not None:
+                    row[side] = {"provenance": side_provenance, "source": {"model": model}, "is_error": bool(is_error)}
+            yield row
+
+    return model_fidelity_of(rows(), window=window)
 
 
 def totals(db: sqlite3.Connection) -> dict[str, Any]:

@@ -103,6 +103,9 @@ class RecordReads(SQLiteBase):
     async def fidelity(self, where: RecordFilter) -> list[dict[str, Any]]:
         return await self._read(lambda db: dashboard.fidelity(db, where))
 
+    async def model_fidelity(self, where: RecordFilter) -> dict[str, Any]:
+        return await self._read(lambda db: dashboard.model_fidelity(db, where))
+
     async def page(
         self, where: RecordFilter, *, before: str | None = None, after: str | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:
