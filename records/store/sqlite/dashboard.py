@@ -242,10 +242,9 @@ def fidelity(db: sqlite3.Connection, where: RecordFilter) -> list[dict[str, Any]
     return rows
 
 
-def model_fidelity(db: sqlite3.Connection, where: RecordFilter, window: int = MODEL_WINDOW) -> dict[str, Any]:
-    """Fidelity by the model that answered (records/store/model_rows.py): the newest
-    `window` records of the range, read through the time index, each side's source
-    and error flag taken from the JSON in SQL."""
+def model_fidelity_sql(where: RecordFilter, window: int) -> tuple[str, list[Any]]:
+    """The range's newest `window` records through the time index: each side's
+    provenance, model and error flag read from the JSON."""
     clause, params = where_clause(where)
     sides = ", ".join(
         f"json_extract(body, '$.{side}.{path}')"
@@ -253,9 +252,16 @@ def model_fidelity(db: sqlite3.Connection, where: RecordFilter, window: int = MO
         for path in ("provenance", "source.model", "is_error")
     )
     sql = f"SELECT ts, provenance, divergence, {sides} FROM records WHERE {clause} ORDER BY ts DESC LIMIT ?"
+    return sql, [*params, window]
+
+
+def model_fidelity(db: sqlite3.Connection, where: RecordFilter, window: int = MODEL_WINDOW) -> dict[str, Any]:
+    """Fidelity by the model that answered (records/store/model_rows.py): the newest
+    `window` records of the range, read through the time index, each side's source
+    and error flag taken from the JSON in SQL."""
 
     def rows():
-        for ts, provenance, divergence, *values in db.execute(sql, [*params, window]):
+        for ts, provenance, divergence, *values in db.execute(*model_fidelity_sql(where, window)):
             row = {"ts": ts, "provenance": provenance, "divergence": divergence}
             for side, (side_provenance, model, is_error) in (("observation", values[:3]), ("shadow", values[3:])):
                 if side_provenance is not None:

@@ -151,6 +151,9 @@ def test_fidelity_table_and_a_filter_kept_in_the_address(dashboard: Launched, pa
     subs = next(r.query_selector("td.subs").inner_text() for r in rows if "forecast" in r.inner_text())
     assert all(f"{sub} " in subs for sub in ("state", "model", "none")) and "% divergent, mean " in subs, subs
     assert {r.query_selector("td.decision").inner_text() for r in rows} == {"not available yet"}  # no model card yet
+    # Simulated answers by the model that wrote them (kit.dashboard's model-made shadow sides: stub.gguf).
+    assert page.query_selector("#models tr[data-model='stub.gguf']") is not None
+    assert page.query_selector("#no-adoptions") is not None  # nothing adopted on this store
     shot(page, dashboard, "fidelity")
 
     page.fill("#filters input[name=tool]", "echo")

@@ -61,6 +61,8 @@ async def test_the_overview_and_fidelity_queries_read_minute_counts_and_indexes(
                 assert "SEARCH records USING INDEX records_by_ts (ts>?" in text, text
             text = plan(db, *queries.page_sql(where, before=None, after="x", limit=50))
             assert "SEARCH records USING INDEX records_by_ts (ts>?" in text and "SCAN" not in text, text
+            text = plan(db, *queries.model_fidelity_sql(where, 5000))  # by model: the newest, bounded
+            assert "SEARCH records USING INDEX records_by_ts (ts>?" in text and "SCAN" not in text, text
         session = RecordFilter(since=NOW - 86400, session="sess-1")
         assert queries.whole_minutes(session) is None  # a session's view reads its records
         text = plan(db, *queries.overview_sql(session, 60.0))
