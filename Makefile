@@ -46,6 +46,7 @@ bench: setup
 	.venv/bin/python benchmarks/routing_quality.py
 	.venv/bin/python benchmarks/mcp_overhead.py
 	.venv/bin/python benchmarks/sim_step_latency.py
+	.venv/bin/python benchmarks/adapter_latency.py
 	.venv/bin/python benchmarks/sim_format.py
 	.venv/bin/python benchmarks/shell_pool.py
 	.venv/bin/python benchmarks/shell_exec.py

@@ -17,50 +17,11 @@ import time
 from pathlib import Path
 
 from _results import add_smoke_flag, row, write_results
+from _time_tools import DEFAULT_MODEL, ZONES, time_domain
 
 from backends.world_model.llama_runner import LlamaCppRunner
-from backends.world_model.mcp_domain import McpDomain
 from backends.world_model.simulator import WorldModelSimulator
 from calls import Call, Observation, Provenance, Session, Turn
-
-DEFAULT_MODEL = "~/.cache/simroute/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-OUTPUT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "timezone": {"type": "string"},
-        "datetime": {"type": "string"},
-        "day_of_week": {"type": "string"},
-        "is_dst": {"type": "boolean"},
-    },
-    "required": ["timezone", "datetime", "day_of_week", "is_dst"],
-}
-TOOLS = [
-    {
-        "name": "get_current_time",
-        "description": "Get current time in a specific timezone",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"timezone": {"type": "string", "description": "IANA timezone name"}},
-            "required": ["timezone"],
-        },
-        "outputSchema": OUTPUT_SCHEMA,
-    },
-    {
-        "name": "convert_time",
-        "description": "Convert time between timezones",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "source_timezone": {"type": "string"},
-                "time": {"type": "string"},
-                "target_timezone": {"type": "string"},
-            },
-            "required": ["source_timezone", "time", "target_timezone"],
-        },
-    },
-]
-ZONES = ["Europe/Paris", "Asia/Tokyo", "America/Lima", "Africa/Cairo", "Australia/Perth"]
-DEMO = '{"timezone": "Asia/Tokyo", "datetime": "2026-11-22T18:05:30+09:00", "day_of_week": "Sunday", "is_dst": false}'
 
 
 class MeasuredModelRunner:
@@ -112,18 +73,7 @@ async def main() -> None:
 
     model_runner = LlamaCppRunner(Path(options.model), n_ctx=4096, cached_sessions=options.sessions, temperature=0.0)
     measured = MeasuredModelRunner(model_runner)
-    domain = McpDomain(
-        tools_for=lambda server: TOOLS,
-        records_for=lambda call: [
-            {
-                "session": "recorded",
-                "tool": "get_current_time",
-                "arguments": {"timezone": "Asia/Tokyo"},
-                "observation": {"content": [{"type": "text", "text": DEMO}], "is_error": False},
-            }
-        ],
-        output_schema_for=lambda server, tool: OUTPUT_SCHEMA if tool == "get_current_time" else None,
-    )
+    domain = time_domain()
     simulator = WorldModelSimulator(measured, domains={"mcp": domain}, max_tokens=96, context_tokens=4096)
     await measured.start()  # loading is not part of any step
     report_steps = [s for s in (1, 10, 20) if s <= options.steps]

@@ -34,6 +34,7 @@ benchmarks=(
   fork_rehearsal.py
   browser_actions.py
   sim_step_latency.py
+  adapter_latency.py
   sim_format.py
   sim_first_call.py
   sim_history_recall.py
