@@ -49,3 +49,32 @@ def evaluated_run(folder: Path, candidate: Path, base_model: Path, **figures: fl
     card["candidate"] = {"kind": "adapter", "file": candidate.name, "sha256": sha256_of(candidate)}
     write_card(card, folder)
     return folder
+
+
+def simroute_tune(*args: str, timeout: float = 300, env: dict[str, str] | None = None):
+    """`simroute tune ARGS` as a user runs it (a subprocess), its output kept."""
+    import subprocess
+
+    from kit.launch import simroute_executable
+
+    return subprocess.run(
+        [simroute_executable(), "tune", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+async def store_config(folder: Path, records: int, model: str) -> Path:
+    """A config over a SQLite store filled with `records` weather calls (tests/kit/export.py)
+    whose world model is `model` (a path, relative to the folder or absolute)."""
+    import json
+
+    from kit.export import fill_store
+    from records.store.sqlite.store import SQLiteStore
+
+    store = await SQLiteStore(folder / "records.db").open()
+    try:
+        await fill_store(store, records)
+    finally:
+        await store.aclose()
+    config = folder / "simroute.yaml"
+    config.write_text(json.dumps({"store": {"path": "records.db"}, "world_model": {"model_path": model}}))
+    return config

@@ -10,23 +10,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-from kit.launch import meta_of, model_path, records_of, simroute_executable, toolbox_server, write_config
+from kit.launch import meta_of, model_path, records_of, toolbox_server, write_config
 from kit.lora import write_lora_adapter
 from kit.serve import serving
-from kit.tune_run import evaluated_run
+from kit.tune_run import evaluated_run, simroute_tune
 
 pytestmark = pytest.mark.integration
-
-
-def simroute_tune(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([simroute_executable(), "tune", *args], capture_output=True, text=True, timeout=120)
 
 
 def an_evaluated_run(folder: Path) -> Path:

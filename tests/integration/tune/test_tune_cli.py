@@ -13,12 +13,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kit.export import fill_store, lines, synthetic_rows
+from kit.export import lines, synthetic_rows
 from kit.launch import model_path, simroute_executable
+from kit.tune_run import simroute_tune, store_config
 
 from backends.world_model.parse import parse_prediction
 from calls import Call
-from records.store.sqlite.store import SQLiteStore
 from router.config import load_config
 from router.runtime.training_prompts import LivePrompts
 from router.tune.extra import missing_packages
@@ -28,22 +28,10 @@ pytestmark = pytest.mark.integration
 RECORDS = 60  # six weather sessions of ten calls (tests/kit/export.py)
 
 
-def simroute_tune(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([simroute_executable(), "tune", *args], capture_output=True, text=True, timeout=300, env=env)
-
-
 @pytest.fixture(scope="module")
 async def tiny_store(tmp_path_factory) -> Path:
     """A config over a store of six sessions: real calls, some shadowed with a divergence, some simulated."""
-    folder = tmp_path_factory.mktemp("tiny")
-    store = await SQLiteStore(folder / "records.db").open()
-    try:
-        await fill_store(store, RECORDS)
-    finally:
-        await store.aclose()
-    config = folder / "simroute.yaml"
-    config.write_text(json.dumps({"store": {"path": "records.db"}, "world_model": {"model_path": str(model_path())}}))
-    return config
+    return await store_config(tmp_path_factory.mktemp("tiny"), RECORDS, str(model_path()))
 
 
 def test_help_documents_the_run_and_its_options():

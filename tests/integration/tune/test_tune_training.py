@@ -16,11 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from kit.export import fill_store
 from kit.launch import model_path, simroute_executable
 from kit.tiny_llama import write_tiny_llama
+from kit.tune_run import simroute_tune, store_config
 
-from records.store.sqlite.store import SQLiteStore
 from router.tune.extra import missing_packages
 from router.tune.prepare import cache_folder, installed_version, prepare
 
@@ -42,24 +41,17 @@ async def tiny_run(tmp_path_factory) -> Path:
     """A config over a store of four sessions whose world model is a tiny random llama."""
     folder = tmp_path_factory.mktemp("tiny")
     write_tiny_llama(model_path(), folder / "tiny.gguf")
-    store = await SQLiteStore(folder / "records.db").open()
-    try:
-        await fill_store(store, RECORDS)
-    finally:
-        await store.aclose()
-    config = folder / "simroute.yaml"
-    config.write_text(json.dumps({"store": {"path": "records.db"}, "world_model": {"model_path": "tiny.gguf"}}))
-    return config
+    return await store_config(folder, RECORDS, "tiny.gguf")
 
 
-def simroute_tune(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([simroute_executable(), "tune", *args], capture_output=True, text=True, timeout=900, env=env)
+def tune(*args: str):
+    """`simroute tune` offline (nothing is downloaded while training), up to 15 minutes."""
+    return simroute_tune(*args, timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
 def test_a_run_trains_converts_and_evaluates_an_adapter(tiny_run, tmp_path):
     out = tmp_path / "run"
-    done = simroute_tune(str(out), "--config", str(tiny_run), *TRAINING)
+    done = tune(str(out), "--config", str(tiny_run), *TRAINING)
     assert done.returncode == 0, done.stderr
     assert "held-out fidelity" in done.stderr
 
@@ -106,9 +98,9 @@ def test_a_run_trains_converts_and_evaluates_an_adapter(tiny_run, tmp_path):
 
 def test_resume_continues_from_the_last_checkpoint(tiny_run, tmp_path):
     out = tmp_path / "run"
-    first = simroute_tune(str(out), "--config", str(tiny_run), *TRAINING[2:], "--epochs", "1")
+    first = tune(str(out), "--config", str(tiny_run), *TRAINING[2:], "--epochs", "1")
     assert first.returncode == 0, first.stderr
-    again = simroute_tune(str(out), "--config", str(tiny_run), *TRAINING[2:], "--epochs", "2", "--resume")
+    again = tune(str(out), "--config", str(tiny_run), *TRAINING[2:], "--epochs", "2", "--resume")
     assert again.returncode == 0, again.stderr
     assert "resuming the run" in again.stderr
     training = json.loads((out / "card.json").read_text())["training"]
@@ -141,7 +133,7 @@ for text in train.read_text().splitlines():
 print("same")
 """
     out = tmp_path / "run"
-    done = simroute_tune(str(out), "--config", str(tiny_run), "--data-only", "--test-fraction", "0.5")
+    done = tune(str(out), "--config", str(tiny_run), "--data-only", "--test-fraction", "0.5")
     assert done.returncode == 0, done.stderr
     checked = subprocess.run(
         [sys.executable, "-c", code, str(tiny_run.parent / "tiny.gguf"), str(out / "train.jsonl")],
@@ -154,7 +146,7 @@ print("same")
 
 def test_merge_converts_the_whole_model_and_evaluates_it(tiny_run, tmp_path):
     out = tmp_path / "run"
-    done = simroute_tune(str(out), "--config", str(tiny_run), *TRAINING[2:], "--epochs", "1", "--merge")
+    done = tune(str(out), "--config", str(tiny_run), *TRAINING[2:], "--epochs", "1", "--merge")
     assert done.returncode == 0, done.stderr
     card = json.loads((out / "card.json").read_text())
     assert card["status"] == "evaluated" and card["candidate"]["kind"] == "merged"
