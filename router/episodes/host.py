@@ -145,10 +145,7 @@ class EpisodeHost:
         )
         session.slices[RetriedRequests] = RetriedRequests()  # a retried request is answered once
         # Its calls over MCP (/mcp/e/{id}) are its steps, and it lists http_request there too.
-        session.slices[EpisodeFrontDoor] = EpisodeFrontDoor(
-            step=lambda call, produce: self._mcp_step(session_id, call, produce),
-            tools=lambda: self._http_tools(session_id),
-        )
+        session.slices[EpisodeFrontDoor] = EpisodeFrontDoor(self, session_id)
         plan = parsed.perturbation_plan(config)  # drawn from the episode's seed
         if plan is not None:
             session.slices[PerturbationState] = PerturbationState(plan)
@@ -269,12 +266,12 @@ class EpisodeHost:
         scope = episode.session.episode.scope if episode.session.episode is not None else None
         return self.http.available and (scope is None or ("http", "http") in scope)
 
-    def _http_tools(self, session_id: str) -> list[Tool]:
+    def http_tools(self, session_id: str) -> list[Tool]:
         """The episode's tools of its own beside the MCP ones (`http_request`), on every front door."""
         episode = self._episodes.get(session_id)
         return [http_tool.TOOL] if episode is not None and self.http_in_play(episode) else []
 
-    async def _mcp_step(
+    async def mcp_step(
         self, session_id: str, call: Call, produce: Callable[[], Awaitable[mcp_types.CallToolResult]]
     ) -> mcp_types.CallToolResult:
         episode = self._episodes.get(session_id)
