@@ -36,6 +36,10 @@ Configuration and start (the CLI turns each into an exit code and a message)
     `router.cli.tune` (exit 1).
   - `router.tune.convert.ConversionError`: a conversion script failed, or llama-cpp-python
     refused what it wrote. Raised by `router.tune.convert`; caught by `router.cli.tune` (exit 1).
+- `Exception`
+  - `router.tune.adoption.AdoptionRefused`: a run or a config that cannot take an
+    adoption or a revert (not evaluated, another base model, a served world model).
+    Raised by `router.tune.adoption.adopt_run` / `revert`; caught by `router.cli.tune` (exit 2).
 
 Per call and per request (each answered, and recorded where a call began)
 - `ValueError`
