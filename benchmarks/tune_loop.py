@@ -1,9 +1,11 @@
 """The tuning loop on the bundled model: records → `simroute tune` → evaluation.
 
-Workload: `--sessions` agent sessions (30 by default: 420 real calls) of the project's
-own workload servers through `simroute mcp` in `mode: real` (benchmarks/routing_quality.py's
-session: mcp-server-time, the ticket counter, the git-style repository server over a new
-repository per session, the page reader), recorded into one store. Then `simroute tune`
+Workload: `--sessions` agent sessions (30 by default: 660 real calls) of the project's
+own workload servers through `simroute mcp` in `mode: real`, recorded into one store:
+benchmarks/routing_quality.py's session (mcp-server-time, the ticket counter, the
+git-style repository server over a new repository per session, the page reader), then
+eight calls of mcp-server-git on a new git repository per session (status, log, diff,
+add, commit, show: the calls that change the repository and those that read it). Then `simroute tune`
 with the bundled SmolLM2-135M as the configured model, in its own process: the training
 data (a fifth of the sessions held out), one epoch of a LoRA adapter (the defaults: rank
 16 on the attention projections, ≤ 512 tokens an example), the conversion to GGUF and
@@ -44,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from _results import add_smoke_flag, row, write_results
 from kit.launch import model_path, simroute_executable, write_config
 from kit.workload import World, run_session, served_page
+from mcp_git_alignment import GIT_SERVER, Repository
 from routing_quality import STORE, repository_files, workload
 
 from router.tune.extra import missing_packages
@@ -51,17 +54,50 @@ from router.tune.extra import missing_packages
 SMOKE_SERVERS = ("tickets", "pages")
 
 
+def git_repository(folder: Path, n: int) -> Repository:
+    """Session n's git repository: its names and texts differ with n, so no two sessions'
+    git answers are the same."""
+    name = f"project-{n}"
+    return Repository(
+        folder / "git" / name,
+        [
+            ("Initial commit", {"README.md": f"# {name}\n\nRepository number {n}.\n"}),
+            (f"Add module {n}", {f"src/module_{n}.py": f"VALUE = {n}\n"}),
+        ],
+        ("README.md", f"# {name}\n\nRepository number {n}, documented.\n"),
+        (f"notes_{n}.txt", f"notes for session {n}\n"),
+        f"Document {name}",
+        f"work-{n}",
+    )
+
+
+def git_calls(repository: Repository) -> list[tuple[str, dict]]:
+    """mcp-server-git's calls of one session (front names `git_<tool>`)."""
+    path = {"repo_path": str(repository.make())}
+    return [
+        ("git_git_status", path),
+        ("git_git_log", {**path, "max_count": 5}),
+        ("git_git_diff_unstaged", path),
+        ("git_git_add", {**path, "files": [repository.changed[0], repository.new[0]]}),
+        ("git_git_diff_staged", path),
+        ("git_git_commit", {**path, "message": repository.message}),
+        ("git_git_log", {**path, "max_count": 2}),
+        ("git_git_show", {**path, "revision": "HEAD"}),
+    ]
+
+
 async def record(folder: Path, sessions: int, *, smoke: bool) -> Path:
     """`sessions` real sessions recorded into folder's store; returns the config."""
     with served_page(folder) as url:
         world = World(folder / "world", url)
-        servers = world.servers(*SMOKE_SERVERS) if smoke else world.servers()
+        servers = world.servers(*SMOKE_SERVERS) if smoke else {**world.servers(), "git": GIT_SERVER}
         config = write_config(
             folder, mode="real", store=STORE, mcpServers=servers, world_model={"model_path": str(model_path())}
         )
         for n in range(sessions):
             repository = world.repository(f"session-{n}", repository_files(n))
-            await run_session(config, workload(world, repository, smoke=smoke))
+            calls = workload(world, repository, smoke=smoke)
+            await run_session(config, calls if smoke else calls + git_calls(git_repository(folder, n)))
             print(f"  recorded session {n + 1}/{sessions}", file=sys.stderr)
     return config
 

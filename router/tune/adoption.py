@@ -81,7 +81,7 @@ def adopt_run(cfg: Config, out: Path) -> tuple[Adoption, dict[str, Any]]:
     card (status `adopted`, `adoption.adopted`: the time, `previous`: the adoption it replaced)."""
     refuse_served(cfg)
     card = read_card(out)
-    if card.get("status") not in ("evaluated", "adopted"):
+    if card.get("status") not in ("evaluated", "adopted", "reverted"):
         raise AdoptionRefused(f"the run in {out} is not evaluated yet (status: {card.get('status')})")
     candidate = card["candidate"]
     path = out / str(candidate["file"])
@@ -104,17 +104,38 @@ def adopt_run(cfg: Config, out: Path) -> tuple[Adoption, dict[str, Any]]:
     previous = adoption.previous.describe() if adoption.previous else None
     card |= {
         "status": "adopted",
-        "adoption": {**card["adoption"], "adopted": adoption.adopted_at, "previous": previous},
+        "adoption": {**card["adoption"], "adopted": adoption.adopted_at, "previous": previous, "reverted": None},
     }
     write_card(card, out)
     return adoption, card
 
 
 def revert(cfg: Config) -> Adoption | None:
-    """Restore the adoption before the current one (None: the config's own model)."""
+    """Restore the adoption before the current one (None: the config's own model), and
+    mark the reverted run's card (status `reverted`, `adoption.reverted`: the time) when
+    its folder is still there."""
     refuse_served(cfg)
-    restored: Adoption | None = asyncio.run(_in_store(cfg, lambda adopted: adopted.revert()))
+
+    async def undo(adopted: Any) -> tuple[Adoption | None, dict[str, Any]]:
+        restored = await adopted.revert()
+        return restored, (await adopted.history())[-1]  # the revert's own entry: what it undid
+
+    restored, undone = asyncio.run(_in_store(cfg, undo))
+    mark_reverted(Path(undone["run"]), undone["digest"])
     return restored
+
+
+def mark_reverted(out: Path, digest: str) -> None:
+    """The card in `out` says its candidate is no longer adopted — if the card is still
+    there and still describes the reverted file (the run may have been redone since)."""
+    try:
+        card = read_card(out)
+    except (OSError, ValueError):
+        return  # the run folder is gone or was never a run: the history keeps the revert
+    if (card.get("candidate") or {}).get("sha256") != digest:
+        return
+    card |= {"status": "reverted", "adoption": {**card["adoption"], "reverted": now()}}
+    write_card(card, out)
 
 
 async def _in_store(cfg: Config, work: Any) -> Any:

@@ -53,7 +53,7 @@ def model_card(
     return {
         "simroute_version": version,
         "created": created,
-        "status": "data",  # data → trained → evaluated → adopted
+        "status": "data",  # data → trained → evaluated → adopted (→ reverted, → adopted again)
         "base_model": {"file": base_model.name, "path": str(base_model), "sha256": sha256_of(base_model)},
         "candidate": {"kind": settings.output, "file": None, "sha256": None},
         "data": {
@@ -71,7 +71,7 @@ def model_card(
         },
         "hyperparameters": settings.describe(),
         "evaluation": empty_evaluation(),
-        "adoption": {"margin": settings.margin, "adopted": None, "previous": None},
+        "adoption": {"margin": settings.margin, "adopted": None, "previous": None, "reverted": None},
     }
 
 
@@ -126,7 +126,8 @@ def markdown(card: dict[str, Any]) -> str:
         "## Adoption",
         "",
         f"Adopted when the candidate's held-out fidelity beats the base's by {adoption['margin']} or more, "
-        f"or on `--adopt`; adopted: {adoption['adopted'] or 'no'}.",
+        f"or on `--adopt`; adopted: {adoption['adopted'] or 'no'}"
+        + (f"; reverted: {adoption['reverted']}." if adoption.get("reverted") else "."),
         "",
     ]
     return "\n".join(out)

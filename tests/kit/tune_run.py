@@ -1,5 +1,6 @@
 """Tuning runs written as `simroute tune` leaves them once evaluated (a model card with
-figures, a candidate), for the adoption tests: no training stack needed."""
+figures, a candidate), for the adoption tests: no training stack needed; and the model
+a serving router's simulated answer names."""
 
 from __future__ import annotations
 
@@ -78,3 +79,43 @@ async def store_config(folder: Path, records: int, model: str) -> Path:
     config = folder / "simroute.yaml"
     config.write_text(json.dumps({"store": {"path": "records.db"}, "world_model": {"model_path": model}}))
     return config
+
+
+def an_evaluated_run(folder: Path) -> Path:
+    """A run folder as `simroute tune` leaves it once evaluated: its card and a zero
+    adapter of the bundled model (answers unchanged; the model's name tells the swap)."""
+    from kit.launch import model_path
+    from kit.lora import write_lora_adapter
+
+    folder.mkdir()
+    adapter = write_lora_adapter(model_path(), folder / "adapter.gguf", zero=True)
+    return evaluated_run(folder, adapter, model_path())
+
+
+async def answered_by(port: int) -> str:
+    """The model that answered one simulated `echo` call (the toolbox server's tool) at
+    the router serving on `port`, from the answer's `_meta.simroute.source`."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from kit.launch import meta_of
+
+    async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=180) as client:
+        result = await client.call_tool("echo", {"text": "hello"}, raise_on_error=False)
+    assert meta_of(result)["provenance"] == "sim", result
+    model: str = meta_of(result)["source"]["model"]
+    return model
+
+
+async def until_answered_by(port: int, wanted: str, *, within_s: float = 30.0) -> str:
+    """Calls until one is answered by `wanted` (routers follow an adoption within a
+    second, or at once on a Redis announcement); the last model seen."""
+    import asyncio
+    import time
+
+    started = time.monotonic()
+    while True:
+        model = await answered_by(port)
+        if model == wanted or time.monotonic() - started > within_s:
+            return model
+        await asyncio.sleep(0.5)

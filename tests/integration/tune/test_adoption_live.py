@@ -10,43 +10,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import time
-from pathlib import Path
 
 import pytest
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
-from kit.launch import meta_of, model_path, records_of, toolbox_server, write_config
-from kit.lora import write_lora_adapter
+from kit.launch import model_path, records_of, toolbox_server, write_config
 from kit.serve import serving
-from kit.tune_run import evaluated_run, simroute_tune
+from kit.tune_run import an_evaluated_run, answered_by, simroute_tune, until_answered_by
 
 pytestmark = pytest.mark.integration
-
-
-def an_evaluated_run(folder: Path) -> Path:
-    """A run folder as `simroute tune` leaves it once evaluated: its card and a zero adapter."""
-    folder.mkdir()
-    adapter = write_lora_adapter(model_path(), folder / "adapter.gguf", zero=True)
-    return evaluated_run(folder, adapter, model_path())
-
-
-async def answered_by(port: int) -> str:
-    """The model that answered one simulated `echo` call."""
-    async with Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"), timeout=180) as client:
-        result = await client.call_tool("echo", {"text": "hello"}, raise_on_error=False)
-    assert meta_of(result)["provenance"] == "sim", result
-    return meta_of(result)["source"]["model"]
-
-
-async def until_answered_by(port: int, wanted: str, *, within_s: float = 30.0) -> str:
-    """Calls until one is answered by `wanted` (the router polls the adoption every second)."""
-    started = time.monotonic()
-    while True:
-        model = await answered_by(port)
-        if model == wanted or time.monotonic() - started > within_s:
-            return model
-        await asyncio.sleep(0.5)
 
 
 async def test_adopt_swaps_the_running_routers_model_and_revert_goes_back(tmp_path):
@@ -66,6 +36,9 @@ async def test_adopt_swaps_the_running_routers_model_and_revert_goes_back(tmp_pa
         reverted = await asyncio.to_thread(simroute_tune, "--revert", "--config", str(config))
         assert reverted.returncode == 0 and "the config's own world model" in reverted.stderr, reverted.stderr
         assert await until_answered_by(port, base) == base
+        card = json.loads((run / "card.json").read_text())
+        assert card["status"] == "reverted" and card["adoption"]["reverted"], card["adoption"]
+        assert "reverted:" in (run / "MODEL_CARD.md").read_text()
     models = [r["observation"].get("source", {}).get("model") for r in records_of(config)]
     assert models[0] == base and with_adapter in models and models[-1] == base  # each record names its model
     again = simroute_tune("--revert", "--config", str(config))

@@ -65,7 +65,7 @@ def test_the_card_records_the_data_the_hyperparameters_and_the_base_models_hash(
         "v_proj",
         "o_proj",
     ]
-    assert card["adoption"] == {"margin": 0.05, "adopted": None, "previous": None}
+    assert card["adoption"] == {"margin": 0.05, "adopted": None, "previous": None, "reverted": None}
     assert set(card["evaluation"]["state_layer_off"]) == set(FIGURES)
     text = markdown(card)
     assert "| epochs | 3 |" in text and "| fidelity | — | — | — | — |" in text and "status: **data**" in text
