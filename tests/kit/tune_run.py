@@ -4,6 +4,8 @@ a serving router's simulated answer names."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +112,6 @@ async def answered_by(port: int) -> str:
 async def until_answered_by(port: int, wanted: str, *, within_s: float = 30.0) -> str:
     """Calls until one is answered by `wanted` (routers follow an adoption within a
     second, or at once on a Redis announcement); the last model seen."""
-    import asyncio
-    import time
-
     started = time.monotonic()
     while True:
         model = await answered_by(port)

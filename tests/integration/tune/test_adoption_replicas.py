@@ -30,13 +30,14 @@ async def test_both_replicas_swap_to_an_adoption_and_back(tmp_path, redis_server
         )
         assert adopted.returncode == 0 and "on redis" in adopted.stderr, adopted.stderr
         card = json.loads((run / "card.json").read_text())
-        with_adapter = f"{base}+adapter-{card['candidate']['sha256'][:12]}.gguf"
+        adapter_name = f"adapter-{card['candidate']['sha256'][:12]}.gguf"
+        with_adapter = f"{base}+{adapter_name}"
         assert [await until_answered_by(a.port, with_adapter), await until_answered_by(b.port, with_adapter)] == [
             with_adapter,
             with_adapter,
         ]
         for replica in ("a", "b"):  # each loaded the bytes from Redis into its own cache
-            cached = list((tmp_path / replica).rglob(f"adapter-{card['candidate']['sha256'][:12]}.gguf"))
+            cached = list((tmp_path / replica).rglob(adapter_name))
             assert [path.read_bytes() for path in cached] == [(run / "adapter.gguf").read_bytes()], cached
         reverted = await asyncio.to_thread(simroute_tune, "--revert", "--config", str(tmp_path / "b" / "simroute.yaml"))
         assert reverted.returncode == 0, reverted.stderr
