@@ -7,6 +7,7 @@ target applies; and end to end, with the config's world-state layer, when it is 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,17 @@ def state_layer_off(cfg: Config) -> Config:
     return cfg.model_copy(update={"world_state": cfg.world_state.model_copy(update={"enabled": False})})
 
 
+def on_every_core(cfg: Config) -> Config:
+    """`cfg` with the model runner on every core unless `world_model.threads` says
+    otherwise: a router leaves half the cores to the rest of the stack, but the
+    evaluation has the machine to itself (the training is over), and on 2 cores the
+    second thread halves its wall time."""
+    if cfg.world_model.threads is not None:
+        return cfg
+    wm = cfg.world_model.model_copy(update={"threads": os.cpu_count() or 1})
+    return cfg.model_copy(update={"world_model": wm})
+
+
 async def evaluate(
     cfg: Config, out: Path, model: Path, adapter: Path | None, *, max_calls: int | None = None
 ) -> dict[str, Any]:
@@ -40,6 +52,7 @@ async def evaluate(
     if not test.exists():
         raise ValueError("no held-out session (test.jsonl): raise --test-fraction to evaluate")
     held_out = HeldOut(sessions=sessions_of_split(test))
+    cfg = on_every_core(cfg)
     pair = candidates(cfg.model_path, model, adapter)
     runs = {"state_layer_off": state_layer_off(cfg)}
     if cfg.world_state.enabled:
