@@ -48,7 +48,7 @@ def tune(
     ] = 0,
     epochs: Annotated[
         int | None,
-        typer.Option(min=1, help="Passes over the training examples [default: 2; with --resume, the run's]."),
+        typer.Option(min=1, help="Passes over the training examples [default: 1; with --resume, the run's]."),
     ] = None,
     learning_rate: Annotated[float, typer.Option(min=0.0, help="The optimiser's learning rate.")] = 2e-4,
     rank: Annotated[int, typer.Option(min=1, help="The LoRA adapter's rank (its alpha is twice the rank).")] = 16,
@@ -212,7 +212,7 @@ def _settings(
         return TuneSettings(
             data=DataSettings(hardest_first, min_divergence, test_fraction, seed),
             hyperparameters=Hyperparameters(
-                epochs=2 if epochs is None else epochs,
+                **({} if epochs is None else {"epochs": epochs}),  # unset: the default's
                 learning_rate=learning_rate,
                 lora_rank=rank,
                 lora_alpha=2.0 * rank,
