@@ -206,13 +206,13 @@ def _settings(
     adapter: bool,
     margin: float,
 ) -> Any:
-    from router.tune.settings import DataSettings, Hyperparameters, TuneSettings
+    from router.tune.settings import DEFAULT_EPOCHS, DataSettings, Hyperparameters, TuneSettings
 
     try:
         return TuneSettings(
             data=DataSettings(hardest_first, min_divergence, test_fraction, seed),
             hyperparameters=Hyperparameters(
-                **({} if epochs is None else {"epochs": epochs}),  # unset: the default's
+                epochs=DEFAULT_EPOCHS if epochs is None else epochs,
                 learning_rate=learning_rate,
                 lora_rank=rank,
                 lora_alpha=2.0 * rank,

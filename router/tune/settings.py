@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 OUTPUTS = ("adapter", "merged")
+DEFAULT_EPOCHS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class Hyperparameters:
     examples of at most 512 tokens (the export's prompts fit `world_model.context_tokens`, which may be
     longer: the training decides what to do with a longer example, and counts it)."""
 
-    epochs: int = 1
+    epochs: int = DEFAULT_EPOCHS
     learning_rate: float = 2e-4
     lora_rank: int = 16
     lora_alpha: float = 32.0
