@@ -396,9 +396,18 @@ async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_pa
     )
     runtime = await Runtime(config).start()
     try:
-        page = await runtime.browser.act("one", "navigate", url=site.url("/about"))
+        # As the engine does for a browser call (engine.py): the session counts the action
+        # in flight, so the reaper cannot take it mid-action. The page's requests go through
+        # simroute's proxy as the session's HTTP calls: they open it in the registry, and
+        # without the count a slow action would outlive the 0.5 s TTL they started.
+        session = runtime.sessions.get("one")
+        session.in_flight += 1
+        try:
+            page = await runtime.browser.act("one", "navigate", url=site.url("/about"))
+        finally:
+            session.in_flight -= 1
         assert page.title == "About" and len(runtime.browser) == 1
-        runtime.sessions.get("one")  # the registry knows the session; nothing touches it again
+        # The registry knows the session; nothing touches it again.
         deadline = time.monotonic() + 10
         while len(runtime.browser) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
