@@ -2,8 +2,11 @@
 `test.jsonl`), with `compare-models`' machinery: the same calls, each model built as
 the router serves it, examples from the training side only, greedy sampling (the
 same prompt, the same answer). With the world-state layer off, where the training
-target applies; and end to end, with the config's world-state layer, when it is on
-(when it is off, end to end is the same run)."""
+target applies; and a second time under the name `end_to_end` with the config's
+world-state layer on, when it is (when it is off, end to end is the same run). That
+machinery asks the world model every call (router/reports/compare_run.py): the
+layer's own answers (state, replay-aligned) are not yet put in front of it there, so
+the two settings' figures agree today (docs/tune.md, What is coming)."""
 
 from __future__ import annotations
 

@@ -396,7 +396,7 @@ async def test_contexts_close_with_their_session_and_chromium_at_shutdown(tmp_pa
     )
     runtime = await Runtime(config).start()
     try:
-        # As the engine does for a browser call (engine.py): the session counts the action
+        # As the engine does for a browser call (router/engine/engine.py): the session counts the action
         # in flight, so the reaper cannot take it mid-action. The page's requests go through
         # simroute's proxy as the session's HTTP calls: they open it in the registry, and
         # without the count a slow action would outlive the 0.5 s TTL they started.
