@@ -14,8 +14,10 @@ the evaluation against the base model on the held-out sessions.
 Printed: tokens/s and the wall time of the epoch, the whole run's wall time, the tune
 process's peak RSS, the load average before and after, and held-out fidelity and the
 well-formed rate, base vs candidate, with the world-state layer off (the model card's
-figures). Targets (issue 39): fidelity +0.2 absolute over the base, the well-formed rate
-not lower, ≤ 60 minutes on a quiet 2-core machine.
+figures), and fidelity end to end (the layer on: the state, aligned training sessions,
+then the model) with the share of calls the layer answered without the model. Targets
+(issue 39): fidelity +0.2 absolute over the base, the well-formed rate not lower,
+≤ 60 minutes on a quiet 2-core machine.
 
 Needs the training stack (`pip install -e '.[tune]'`) and the conversion tools
 (`simroute tune --prepare`), in the interpreter that runs this script. A long run: it
@@ -169,6 +171,12 @@ def report(card: dict, seconds: float, peak_mb: float, load_before: tuple, load_
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     print(f"held-out fidelity (state layer off): base {fidelity['base']}, candidate {fidelity['candidate']}")
     print(f"well-formed rate: base {formed['base']}, candidate {formed['candidate']}")
+    whole = card["evaluation"]["end_to_end"]
+    without = whole.get("answered_without_model", {})
+    print(
+        f"held-out fidelity end to end (world-state layer on): base {whole['fidelity']['base']}, "
+        f"candidate {whole['fidelity']['candidate']}; answered without the model: {without.get('candidate')}"
+    )
     gain = (fidelity["candidate"] or 0.0) - (fidelity["base"] or 0.0)
     write_results(
         __file__,
@@ -184,6 +192,14 @@ def report(card: dict, seconds: float, peak_mb: float, load_before: tuple, load_
             row(
                 "well-formed rate, candidate", formed["candidate"] or 0.0, "fraction", baseline="base", better="higher"
             ),
+            row("held-out fidelity end to end, base", whole["fidelity"]["base"] or 0.0, "fraction"),
+            row(
+                "held-out fidelity end to end, candidate",
+                whole["fidelity"]["candidate"] or 0.0,
+                "fraction",
+                better="higher",
+            ),
+            row("share answered without the model, end to end", without.get("candidate") or 0.0, "fraction"),
         ],
     )
 

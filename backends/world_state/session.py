@@ -7,7 +7,7 @@ nor a prompt ever holds a secret the records would not."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -93,6 +93,20 @@ class WorldState(SessionSlice):
             self.bound()
         return learnt
 
+    def relearn(self, turns: Iterable[tuple[Call, Observation, bool, float]]) -> None:
+        """What recorded turns teach, oldest first: (call, served answer, perturbed, when).
+        A perturbed answer and simroute's own teach nothing."""
+        for call, served, perturbed, at in turns:
+            if not perturbed and served.provenance is not Provenance.NONE:
+                self.learn_call(call, served, at=at, replaying=True)
+
+    def copy(self) -> WorldState:
+        """An independent copy: what one answer does to it leaves this one as it was."""
+        return WorldState(
+            shell=self.shell.copy() if self.shell is not None else None,
+            http=self.http.copy() if self.http is not None else None,
+        )
+
     def bound(self) -> None:
         """One content cap for the whole session (MAX_CONTENT_BYTES), whatever kinds of
         state it holds: each kind keeps itself within the cap, and where together they
@@ -127,13 +141,10 @@ class WorldState(SessionSlice):
         return {"shell": {"cwd": self.shell.cwd, "exit_code": self.shell.exit_code, "files": files}, **shown}
 
 
-def rebuilt(turns: list[tuple[Call, Observation, bool, float]]) -> WorldState:
-    """A session's world state rebuilt from its shell and HTTP records, oldest first:
-    (call, served answer, perturbed, when). A perturbed answer and simroute's own teach nothing."""
+def rebuilt(turns: Iterable[tuple[Call, Observation, bool, float]]) -> WorldState:
+    """A session's world state rebuilt from its shell and HTTP records, oldest first."""
     state = WorldState()
-    for call, served, perturbed, at in turns:
-        if not perturbed and served.provenance is not Provenance.NONE:
-            state.learn_call(call, served, at=at, replaying=True)
+    state.relearn(turns)
     return state
 
 

@@ -59,6 +59,16 @@ def compare_models(
         ),
     ] = None,
     judge_model: Annotated[str, typer.Option(help="The judge model's name at --judge.")] = "default",
+    end_to_end: Annotated[
+        bool,
+        typer.Option(
+            "--end-to-end",
+            help=(
+                "Answer each call as the sim route does with the world-state layer on (the session's state, "
+                "aligned training sessions, then the model), instead of the model alone."
+            ),
+        ),
+    ] = False,
 ) -> None:
     """Measure candidate world models on held-out recorded sessions: divergence from the
     real answers, per domain and tool."""
@@ -79,6 +89,8 @@ def compare_models(
             held_out = HeldOut(sessions=frozenset(session))
         else:
             held_out = HeldOut(split=SessionSplit(test_fraction=test_fraction, seed=seed))
+        if end_to_end and not cfg.world_state.enabled:
+            raise ValueError("--end-to-end needs the world-state layer: world_state.enabled is false in the config")
     except (OSError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc
     if not cfg.store_location.exists():
@@ -94,6 +106,7 @@ def compare_models(
             temperature=temperature,
             prompts=prompts,
             judge=(judge, judge_model) if judge else None,
+            end_to_end=end_to_end,
         )
     )
     if as_json:
@@ -104,6 +117,18 @@ def compare_models(
     held = document["held_out"]
     typer.echo(f"held out: {held['sessions']} sessions, {held['calls']} calls with a real answer")
     typer.echo(render([ToolRow(**row) for row in document["rows"]]))
+    if document["end_to_end"]:
+        _echo_who_answered(document)
+
+
+def _echo_who_answered(document: dict[str, Any]) -> None:
+    """Per candidate, how many calls each part of the sim route answered (end to end)."""
+    from collections import Counter
+
+    for candidate in document["candidates"]:
+        name = candidate["name"]
+        counts = Counter(call["answered_by"] or "failed" for call in document["calls"] if call["candidate"] == name)
+        typer.echo(f"{name} answered by: " + ", ".join(f"{sub} {n}" for sub, n in counts.most_common()))
 
 
 async def _run(
@@ -116,6 +141,7 @@ async def _run(
     temperature: float | None,
     prompts: Path | None,
     judge: tuple[str, str] | None = None,
+    end_to_end: bool = False,
 ) -> dict[str, Any]:
     from records.judge.run import JudgeUnavailable
     from records.store.protocol import StoreError
@@ -151,6 +177,7 @@ async def _run(
             temperature=temperature,
             on_prompt=on_prompt,
             judge=judge_model,
+            end_to_end=end_to_end,
         )
     except NoHeldOutCalls as exc:
         typer.echo(f"simroute: {exc}", err=True)

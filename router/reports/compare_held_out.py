@@ -35,10 +35,13 @@ async def compare_on_held_out(
     temperature: float | None = None,
     on_prompt: Callable[[Candidate, Record, list[dict[str, Any]]], None] = lambda candidate, record, messages: None,
     judge: JudgeModel | None = None,
+    end_to_end: bool = False,
 ) -> dict[str, Any]:
     """Each candidate on the held-out calls of `cfg`'s store: the candidates, what was held
-    out, the rows per candidate, domain and tool, and every call. Raises NoHeldOutCalls,
-    and the store's and the judge's errors as they come."""
+    out, the rows per candidate, domain and tool, and every call. `end_to_end`: each call
+    answered as the sim route answers with `cfg`'s world-state layer (the session's state,
+    aligned training sessions, then the model); else by the model alone. Raises
+    NoHeldOutCalls, and the store's and the judge's errors as they come."""
     store = await cfg.open_store(read_only=True).open()
     try:
         keys = replay_keys(cfg, store)
@@ -59,12 +62,14 @@ async def compare_on_held_out(
                 temperature=temperature,
                 on_prompt=on_prompt,
                 judge=judge,
+                world_state=end_to_end,
             )
     finally:
         await store.aclose()
     return {
         "candidates": [candidate.describe() for candidate in candidates],
         "held_out": {**held_out.describe(), "sessions": len(sessions), "calls": len(found)},
+        "end_to_end": end_to_end,
         "rows": [row.as_json() for row in summarize(calls)],
         "calls": [call.as_json() for call in calls],
     }

@@ -19,12 +19,14 @@ from typing import Any
 
 from backends.world_model.checks import check
 from backends.world_model.model_runner import Completion
+from backends.world_state.session import WorldState
 from calls import Observation, Session, Turn
 from records.judge.pairs import Pair
 from records.judge.run import JudgeModel, judge_pair
 from records.record import Record
 from records.store.protocol import RecordStore
 from router.config import Config
+from router.reports.compare_state import HistoryStates, end_to_end
 from router.reports.held_out import HeldOut, real_answer
 from router.reports.model_compare import CallResult
 from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_world_model_simulator
@@ -124,6 +126,7 @@ class Target:
     turns: list[Turn]  # the session's turns, shared by its targets (a copy each would grow with the square)
     seen: int  # how many of them the agent had seen before this call
     real: Observation
+    times: list[float] = field(default_factory=list)  # when each turn was recorded (shared as `turns`)
     floor: float | None = None
     schema: dict[str, Any] | None = field(default=None)
 
@@ -137,6 +140,7 @@ async def targets(store: RecordStore, sessions: Sequence[str], *, max_calls: int
     out: list[Target] = []
     for session in sessions:
         history: list[Turn] = []
+        times: list[float] = []
         async for row in store.session_rows(session):
             try:
                 record = Record.from_json(row)
@@ -146,9 +150,11 @@ async def targets(store: RecordStore, sessions: Sequence[str], *, max_calls: int
             if real is not None and record.call.channel in DOMAINS:
                 if max_calls is not None and len(out) == max_calls:
                     return out
-                out.append(Target(record, history, len(history), real, schema=_output_schema(store, record)))
+                schema = _output_schema(store, record)
+                out.append(Target(record, history, len(history), real, times=times, schema=schema))
             if record.status in ("complete", "pending", "skipped"):
                 history.append(Turn(record.call, record.served, perturbed=record.perturbation is not None))
+                times.append(record.ts)
     return out
 
 
@@ -211,7 +217,11 @@ async def run_candidate(
     on_prompt: Callable[[Candidate, Record, list[dict[str, Any]]], None] = lambda candidate, record, messages: None,
     judge: JudgeModel | None = None,
     judge_deadline_s: float = 120.0,
+    world_state: bool = False,
 ) -> list[CallResult]:
+    """`candidate`'s answer to each target, scored. `world_state`: answered end to end, as
+    the sim route answers with the config's world-state layer (router/reports/compare_state.py);
+    else by the world model alone."""
     cfg = candidate_config(config, candidate, temperature=temperature)
     model_runner = MeteredModelRunner(build_model_runner(cfg))
     lookup = ExampleLookup(store)
@@ -221,6 +231,10 @@ async def run_candidate(
     lookup.visible = keys.visible
     lookup.withheld = held_out.withheld
     simulator = build_world_model_simulator(cfg, store, model_runner, lookup)
+    states = None
+    if world_state:
+        simulator = end_to_end(cfg, store, simulator, keys, held_out)
+        states = HistoryStates()
     results = []
     try:
         for target in found:
@@ -228,6 +242,8 @@ async def run_candidate(
             model_runner.reset()
             await lookup.prefetch(call)
             session = Session(id=call.session_id, history=target.history, steps=target.record.step)
+            if states is not None:
+                session.slices[WorldState] = states.before(call.session_id, target.turns, target.times, target.seen)
             simulated = await simulator.simulate(call, session, deadline_s=cfg.world_model.deadline_s)
             for messages in model_runner.prompts:
                 on_prompt(candidate, target.record, messages)
@@ -270,6 +286,7 @@ def _result(candidate: Candidate, target: Target, simulated: Observation, comple
         floor=target.floor,
         problem=problem,
         simulated=simulated.text[:80],
+        answered_by=simulated.source.sub if simulated.source is not None else None,
     )
 
 

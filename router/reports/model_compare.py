@@ -35,6 +35,8 @@ class CallResult:
     problem: str | None = None  # why not well-formed
     simulated: str = ""  # the start of the simulated answer's text
     judge_score: float | None = None  # 0–100 from `--judge` (AgentWorldBench's scale); None: not judged or no verdict
+    # Who answered (the answer's sub-provenance): `model`; end to end also `model+state`, `state`, `replay-aligned`.
+    answered_by: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -189,6 +189,13 @@ def build_simulator(
     )
     if not config.world_state.enabled:
         return simulator
+    return with_world_state(config, store, simulator, replay)
+
+
+def with_world_state(config: Config, store: RecordStore, simulator: Any, replay: ReplayBackend | None) -> Any:
+    """`simulator` behind the session's world state and, given the replay backend (its
+    keys, and which recordings a session may see), aligned recorded sessions
+    (backends/world_state/simulation.py). `compare-models --end-to-end` builds it too."""
     from backends.alignment import AlignedReplay
     from backends.world_state.http_state import RecordedApis
     from backends.world_state.simulation import StatefulSimulator

@@ -24,6 +24,7 @@ FIGURES = (
     "judge_score",  # when a judge is configured
     "well_formed_rate",
     "latency_p50_s",
+    "answered_without_model",  # end to end: the share the world state or an aligned recording answered
 )
 SETTINGS = ("state_layer_off", "end_to_end")
 

@@ -2,11 +2,11 @@
 `test.jsonl`), with `compare-models`' machinery: the same calls, each model built as
 the router serves it, examples from the training side only, greedy sampling (the
 same prompt, the same answer). With the world-state layer off, where the training
-target applies; and a second time under the name `end_to_end` with the config's
-world-state layer on, when it is (when it is off, end to end is the same run). That
-machinery asks the world model every call (router/reports/compare_run.py): the
-layer's own answers (state, replay-aligned) are not yet put in front of it there, so
-the two settings' figures agree today (docs/tune.md, What is coming)."""
+target applies (every call asks the model); and a second time under the name
+`end_to_end` with the config's world-state layer on, when it is: each call answered
+as the sim route answers it, from the session's state, an aligned training session,
+else the model told the state (router/reports/compare_state.py). When the layer is
+off in the config, end to end is the same run."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ async def evaluate(
     documents = {}
     for setting, config in runs.items():
         documents[setting] = await compare_on_held_out(
-            config, pair, held_out, max_calls=max_calls, temperature=TEMPERATURE
+            config, pair, held_out, max_calls=max_calls, temperature=TEMPERATURE, end_to_end=setting == "end_to_end"
         )
         _write(out / f"evaluation-{setting}.json", documents[setting])
     documents.setdefault("end_to_end", documents["state_layer_off"])

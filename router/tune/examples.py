@@ -4,10 +4,12 @@ observation marker), then the target (the real observation and the turn's end). 
 loss is on the target only: the prompt's labels are `IGNORED`, as the model never
 writes them. Pure (no torch): any tokenizer with a chat template will do.
 
-An example longer than `max_tokens` keeps its target whole and loses the start of its
-prompt (the earliest turns go first; the model still learns to write the observation
-after what it saw last); one whose target alone would not fit is skipped. Both are
-counted, for the model card."""
+An example longer than `max_tokens` keeps its target whole and loses its session's
+earliest turns, whole, until it fits: the system prompt (the task, the tools, the
+recorded demonstrations the served prompt grounds the model in) and the latest turns
+stay, so the model learns to answer from what the served prompt shows it. Only when
+the system prompt and the last action alone do not fit is the start of the prompt cut.
+One whose target alone would not fit is skipped. Both are counted, for the model card."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from backends.world_model.prompt import OMITTED
 
 IGNORED = -100  # the label cross-entropy skips (PyTorch's ignore_index)
 _MIN_PROMPT = 8  # a target needs some prompt before it to be worth training on
@@ -91,9 +95,31 @@ def tokenized(line: dict[str, Any], tokenizer: ChatTokenizer, max_tokens: int) -
         return None, "skipped"
     fate = ""
     room = max_tokens - len(target_ids)
+    dropped = 0
+    while len(prompt_ids) > room and dropped < _history_turns(line):
+        dropped += 1
+        shorter, _ = prompt_and_target(_without_earliest_turns(line, dropped), tokenizer)
+        prompt_ids, fate = tokenizer.encode(shorter, add_special_tokens=False), "truncated"
     if len(prompt_ids) > room:
         prompt_ids, fate = prompt_ids[len(prompt_ids) - room :], "truncated"
     return TokenizedExample(prompt_ids + target_ids, [IGNORED] * len(prompt_ids) + target_ids), fate
+
+
+def _history_turns(line: dict[str, Any]) -> int:
+    """The earlier turns (an action and its observation each) before the line's action."""
+    messages = line["messages"]
+    first = 1 if messages and messages[0]["role"] == "system" else 0
+    return max(0, len(messages) - first - 2) // 2
+
+
+def _without_earliest_turns(line: dict[str, Any], count: int) -> dict[str, Any]:
+    """The line with its first `count` turns left out and marked, as the served prompt
+    leaves them out when they do not fit (backends/world_model/prompt.py)."""
+    messages = line["messages"]
+    first = 1 if messages and messages[0]["role"] == "system" else 0
+    kept = [dict(message) for message in messages[first + 2 * count :]]
+    kept[0]["content"] = OMITTED.format(count=count) + "\n\n" + kept[0]["content"]
+    return {**line, "messages": messages[:first] + kept}
 
 
 def tokenized_file(

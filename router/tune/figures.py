@@ -16,6 +16,8 @@ from typing import Any
 from router.reports.model_compare import percentile
 
 WRONG_ABOVE = 0.5
+# The sub-provenances of an answer no model wrote (end to end, router/reports/compare_state.py).
+WITHOUT_MODEL = frozenset({"state", "replay-aligned"})
 BASE, CANDIDATE = "base", "candidate"
 
 
@@ -39,6 +41,7 @@ def figures(calls: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | None
             "judge_score": statistics.fmean(judged) if judged else None,
             "well_formed_rate": statistics.fmean(c["well_formed"] for c in every) if every else None,
             "latency_p50_s": percentile([c["latency_s"] for c in every], 50) if every else None,
+            "answered_without_model": _without_model(every),
         }
         for figure, value in values.items():
             out.setdefault(figure, {})[who] = None if value is None else round(value, 4)
@@ -47,3 +50,7 @@ def figures(calls: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | None
 
 def _fidelity(calls: Sequence[dict[str, Any]]) -> float | None:
     return 1.0 - statistics.fmean(call["divergence"] for call in calls) if calls else None
+
+
+def _without_model(calls: Sequence[dict[str, Any]]) -> float | None:
+    return statistics.fmean(call.get("answered_by") in WITHOUT_MODEL for call in calls) if calls else None

@@ -1,8 +1,8 @@
 """A training line as token ids and labels, with a character tokenizer and a ChatML-like
 template standing in for the real ones (no torch, no model): the prompt is exactly what
 the model runner sends (the template's generation prompt, then the prefill), the labels
-cover the target and the turn's end only, an example too long loses the start of its
-prompt and never its target, and the epochs' order is the seed's."""
+cover the target and the turn's end only, an example too long loses its earliest turns
+(then the start of its prompt) and never its target, and the epochs' order is the seed's."""
 
 from __future__ import annotations
 
@@ -84,6 +84,33 @@ def test_a_long_example_loses_the_start_of_its_prompt_and_a_long_target_is_skipp
     )
     skipped, fate = tokenized(line(target="y" * 40), tokenizer, max_tokens=40)
     assert skipped is None and fate == "skipped"
+
+
+def conversation(*turns: tuple[str, str], action: str = "now?", system: str = "sim") -> dict:
+    messages = [{"role": "system", "content": system}]
+    for said, seen in turns:
+        messages += [{"role": "user", "content": said}, {"role": "assistant", "content": seen}]
+    messages += [{"role": "user", "content": action}, {"role": "assistant", "content": "sunny"}]
+    return {"messages": messages, "meta": {"prefill": PREFILL}}
+
+
+def test_a_long_session_loses_its_earliest_turns_whole_and_keeps_the_system_prompt():
+    tokenizer = CharTokenizer()
+    long = conversation(("a" * 30, "A" * 30), ("b?", "B"), ("c?", "C"))
+    example, fate = tokenized(long, tokenizer, max_tokens=130)
+    assert fate == "truncated" and example is not None
+    shown = "".join(chr(i - 10) if i != 1 else "<e>" for i in example.input_ids)
+    # The first turn went whole, marked; the system prompt and the later turns stayed, as served.
+    assert shown.startswith("[system]sim<e>\n[user][1 earlier turns omitted]\n\nb?<e>\n")
+    assert "aaa" not in shown and "A" not in shown
+    assert shown.endswith("[user]now?<e>\n[assistant]" + PREFILL + "sunny<e>")
+    # Only a system prompt that does not fit beside the last action loses its start.
+    example, fate = tokenized(conversation(("b?", "B"), system="s" * 100), tokenizer, max_tokens=60)
+    assert fate == "truncated" and example is not None and len(example.input_ids) == 60
+    shown = "".join(chr(i - 10) if i != 1 else "<e>" for i in example.input_ids)
+    assert "b?" not in shown and shown.endswith(
+        "[1 earlier turns omitted]\n\nnow?<e>\n[assistant]" + PREFILL + "sunny<e>"
+    )
 
 
 def test_a_line_without_an_assistant_target_is_refused():
