@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import time
 
 import pytest
 from kit.launch import notes_server, records_of, simroute_executable, stdio_client, time_server, toolbox_server
@@ -172,7 +173,9 @@ async def test_metrics_count_what_the_noise_learner_did(make_config, tmp_path):
                 await client.call_tool("get_current_time", {"timezone": zone})
         samples: dict = {}
         async with httpx.AsyncClient(timeout=10) as http:
-            for _ in range(50):  # probes answer about a second after their call
+            # Probes answer about a second after their call; a loaded machine may take longer.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
                 samples = parsed((await http.get(f"http://127.0.0.1:{port}/metrics")).text)
                 if samples.get(("simroute_noise_pairs_total", (("outcome", "learned"),))) == 2:
                     break
