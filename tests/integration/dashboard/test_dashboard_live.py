@@ -97,12 +97,14 @@ def test_dashboard_without_a_port_listens_on_8766(tmp_path: Path):
     assert f"http://127.0.0.1:{DEFAULT_PORT}/dashboard" in log.read_text()  # and says so
 
 
+# Holds the store's write lock until a line (or the end) comes on its stdin: a loaded
+# machine may take longer than any fixed hold to make the calls.
 _HOLD_LOCK = """
-import sqlite3, sys, time
+import sqlite3, sys
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN IMMEDIATE")
 print("locked", flush=True)
-time.sleep(float(sys.argv[2]))
+sys.stdin.readline()
 """
 
 
@@ -118,14 +120,24 @@ async def test_metrics_show_the_spool_while_the_store_is_locked_and_empty_once_f
     with serving(config, tmp_path / "serve.log") as port:
         await echo(port, "warm")  # the store exists and is open
         holder = subprocess.Popen(
-            [sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db"), "4"], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", _HOLD_LOCK, str(tmp_path / "records.db")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert holder.stdout.readline().strip() == "locked"
         await echo(port, "spooled 1", "spooled 2")
         async with httpx.AsyncClient(timeout=10) as http:
-            locked = parsed((await http.get(f"http://127.0.0.1:{port}/metrics")).text)
-        spool_size = spool.stat().st_size
-        assert holder.wait(10) == 0
+            deadline = time.monotonic() + 30
+            while True:  # each record is spooled once the store's busy wait gives up on the lock
+                locked = parsed((await http.get(f"http://127.0.0.1:{port}/metrics")).text)
+                spool_size = spool.stat().st_size if spool.exists() else 0
+                settled = locked[("simroute_spool_bytes", ())] == spool_size
+                if (locked[("simroute_spooled_records_total", ())] >= 2 and settled) or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+        holder.communicate("release\n", timeout=10)
+        assert holder.returncode == 0
         assert (
             locked[("simroute_spooled_records_total", ())] >= 2
         )  # each record of both calls (a call may write more than one)
