@@ -71,7 +71,8 @@ async def main() -> None:
         simulator = FakeSimulator(delay=0.05)
         if args.gguf:
             from router.config import Config
-            from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_simulator
+            from router.runtime.example_lookup import ExampleLookup
+            from router.runtime.simulated_side import build_model_runner, build_simulator
 
             config = Config()
             examples = ExampleLookup(store)

@@ -34,7 +34,8 @@ from records.store.record_log import RecordLog
 from records.store.sqlite.store import SQLiteStore
 from router.config import Config
 from router.engine.engine import Engine
-from router.runtime.simulated_side import ExampleLookup, build_simulator
+from router.runtime.example_lookup import ExampleLookup
+from router.runtime.simulated_side import build_simulator
 
 SIZES = (100, 10_000, 100_000)
 ROUNDS = 5

@@ -48,6 +48,9 @@ def agreeing_with(prefill: str, text: str) -> str:
     return _CLOSING_PATTERN.sub(lambda m: PREFILLED_CLOSING.format(what=m.group("what"), marker=MARKER), text)
 
 
+_OMITTED_PATTERN = re.compile(re.escape(OMITTED).replace(re.escape("{count}"), r"\d+"))
+_EXAMPLE_NOTE_START = EXAMPLE_NOTE.split("{what}")[0]
+
 CountTokens = Callable[[str], int]
 # (user text, assistant text) of turn `number` (1-based)
 RenderTurn = Callable[[int, int], tuple[str, str]]
@@ -65,6 +68,15 @@ def best_last[T](scored: Iterable[tuple[float, T]], k: int) -> list[T]:
         return []
     ranked = sorted(enumerate(scored), key=lambda item: (item[1][0], -item[0]))
     return [candidate for _, (_, candidate) in ranked[-k:]]
+
+
+def is_demonstration(user_text: str) -> bool:
+    """Whether a prompt's user turn introduces a demonstration (an example turn), not
+    an earlier step of the session (an omission marker may come first)."""
+    first, _, rest = user_text.partition("\n\n")
+    if _OMITTED_PATTERN.fullmatch(first):
+        user_text = rest
+    return user_text.startswith(_EXAMPLE_NOTE_START)
 
 
 def render_observation(observation: str) -> str:

@@ -3,8 +3,9 @@
 The prompt of an example is the one the live simulator would have built for the
 call at that point of the session: the same history (what the agent was served,
 as stored: redacted), the same domain code (a `PromptBuilder` handed in, made
-from backends/world_model's domains by router/), and no demonstrations (they come
-from other sessions, and would carry test answers into the train side).
+from backends/world_model's domains by router/), and the same demonstrations
+(recorded answers of the same tool from other sessions), taken from the train
+side only, so that no test answer enters a prompt.
 
 Provenance-aware: the target is always a real observation, the served one or the
 real side of a shadowed call. A simulated or replayed observation is only ever
@@ -51,6 +52,10 @@ class Generation:
 
 
 class PromptBuilder(Protocol):
+    async def ready(self, call: Call) -> None:
+        """Fetches from the store what the prompt of `call` needs (its demonstrations),
+        before `prompt` is asked for it (prompts are built synchronously)."""
+
     def domain(self, channel: str) -> str | None:
         """The world-model domain of a channel (MCP, Terminal, Web…); None: none simulates it."""
 

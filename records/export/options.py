@@ -114,6 +114,13 @@ class ExportPlan:
     # Each file's lines by divergence, the largest first (records/export/lines.py);
     # otherwise in session order, as they are read.
     hardest_first: bool = False
+    # Prompts show the recorded answers of the same tool the served prompt shows
+    # (demonstrations), from train-side sessions only; off: the session's own turns only.
+    demonstrations: bool = True
+
+    def withheld(self, session: str) -> bool:
+        """Whether `session`'s answers are kept out of every prompt (the test side's)."""
+        return self.split.side(session) == "test"
 
     def __post_init__(self) -> None:
         if not self.formats:

@@ -112,6 +112,7 @@ async def export(
                     continue
                 if trajectory is not None:
                     trajectory.feed(record)
+                await builder.ready(record.call)
                 example = examples.feed(record)
                 if example is not None:
                     wrote = _write(example, side, plan, lines, seen, counts) or wrote
@@ -189,6 +190,9 @@ def card(
             else "the observation inside <predicted_observation> tags",
         },
         "filters": plan.filter.describe(),
+        "demonstrations": {"shown": plan.demonstrations, "from": "other sessions of the train side"}
+        if plan.demonstrations
+        else {"shown": False},
         "order": HARDEST_FIRST if plan.hardest_first else SESSION_ORDER,
         "split": {
             "by": "session",

@@ -74,6 +74,13 @@ def export(
         float, typer.Option(min=0.0, max=1.0, help="The share of sessions in the test split.")
     ] = 0.1,
     seed: Annotated[int, typer.Option(help="The split's seed: the same seed, the same split.")] = 0,
+    demonstrations: Annotated[
+        bool,
+        typer.Option(
+            help="Show in each prompt the recorded answers of the same tool the served prompt shows "
+            "(from train-side sessions only); off: the session's own turns only."
+        ),
+    ] = True,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a dataset already in OUT.")] = False,
 ) -> None:
     """Export records as world-model training data: real observations as targets, the
@@ -100,6 +107,7 @@ def export(
             ),
             split=SessionSplit(test_fraction=test_fraction, seed=seed),
             hardest_first=hardest_first,
+            demonstrations=demonstrations,
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
@@ -132,7 +140,7 @@ async def _run(cfg: Config, plan: Any, out: Path) -> dict[str, Any]:
 
     store = await cfg.open_store(read_only=True).open()
     try:
-        builder = LivePrompts(cfg, store)
+        builder = LivePrompts.for_plan(cfg, store, plan)
         with TerminalProgress("exporting", await store.count(), eta=True) as advance:
             counts = await export(store, builder, plan, out, progress=advance)
     except StoreError as exc:

@@ -19,6 +19,7 @@ from router.reports.compare_run import (
 )
 from router.reports.held_out import HeldOut
 from router.reports.model_compare import summarize
+from router.runtime.example_lookup import replay_keys
 
 
 class NoHeldOutCalls(ValueError):
@@ -73,21 +74,3 @@ async def compare_on_held_out(
         "rows": [row.as_json() for row in summarize(calls)],
         "calls": [call.as_json() for call in calls],
     }
-
-
-def replay_keys(cfg: Config, store: Any) -> Any:
-    """The call keys the router computes (replay's: ignored arguments, canonical HTTP,
-    token namespaces), so the example lookup finds what the live one finds."""
-    from backends.replay import ReplayBackend
-    from records.store.protocol import ReplaySource
-    from router.auth import configured_tokens
-
-    return ReplayBackend(
-        store,
-        ignore_arguments=cfg.replay.ignore_arguments,
-        canonical={"http": cfg.http_canonical()},
-        source=ReplaySource(cfg.replay.from_),
-        scheme_inputs=cfg.replay_key_scheme(),
-        namespaced=configured_tokens(cfg.service.tokens).enabled,
-        shared_namespaces=cfg.service.shared_namespaces,
-    )

@@ -1,7 +1,7 @@
 """`simroute compare-models`' run: each held-out session's calls replayed against
 each candidate world model, in step order, with the history the router would give
 it (the observations the agent saw before the call) and examples from the
-training side only (router/runtime/simulated_side.py ExampleLookup.withheld).
+training side only (router/runtime/example_lookup.py ExampleLookup.withheld).
 
 A candidate is built the way the router serves it (router/runtime/simulated_side.py): the
 config's world-model settings, with the candidate's GGUF file in-process or its
@@ -29,7 +29,8 @@ from router.config import Config
 from router.reports.compare_state import HistoryStates, end_to_end
 from router.reports.held_out import HeldOut, real_answer
 from router.reports.model_compare import CallResult
-from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_world_model_simulator
+from router.runtime.example_lookup import keyed_lookup
+from router.runtime.simulated_side import build_model_runner, build_world_model_simulator
 from router.runtime.training_prompts import DOMAINS
 from shadow.compare.divergence import compare
 
@@ -224,12 +225,8 @@ async def run_candidate(
     else by the world model alone."""
     cfg = candidate_config(config, candidate, temperature=temperature)
     model_runner = MeteredModelRunner(build_model_runner(cfg))
-    lookup = ExampleLookup(store)
+    lookup = keyed_lookup(store, keys, withheld=held_out.withheld)
     lookup.loop = asyncio.get_running_loop()
-    lookup.call_key_of = lambda call: keys.keys(call).replay
-    lookup.exact_key_of = lambda call: keys.keys(call).exact
-    lookup.visible = keys.visible
-    lookup.withheld = held_out.withheld
     simulator = build_world_model_simulator(cfg, store, model_runner, lookup)
     states = None
     if world_state:

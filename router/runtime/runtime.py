@@ -35,12 +35,13 @@ from router.http.listeners import RoutingParts
 from router.runtime.addon_chain import default_addons, shared_slices
 from router.runtime.collector import settle_after_start
 from router.runtime.deadlines import real_deadline_for, sim_deadline_for
+from router.runtime.example_lookup import keyed_lookup
 from router.runtime.fork_route import ChannelForks, mcp_forks, shell_forks
 from router.runtime.http_proxy import build_proxy
 from router.runtime.parts import door_parts
 from router.runtime.policy_chain import build_policies, replay_modes, virtual_servers
 from router.runtime.replica import replica_presence
-from router.runtime.simulated_side import ExampleLookup, build_model_runner, build_simulator, tools_of
+from router.runtime.simulated_side import build_model_runner, build_simulator, tools_of
 from router.runtime.trace_export import call_tracer, start_export, stop_export
 from router.runtime.world_model_adoption import AdoptionFollower
 from shadow.noise_learner import NoiseLearner
@@ -96,11 +97,7 @@ class Runtime:
         # an adopted model (`simroute tune --adopt`) replaces it between calls.
         self.world_model = SwappableRunner(build_model_runner(config))
         self.adoption = AdoptionFollower(config, self.world_model, self.shared_state.adopted_world_model())
-        self.examples = ExampleLookup(self.store)
-        self.examples.call_key_of = lambda call: self.replay.keys(call).replay
-        self.examples.exact_key_of = lambda call: self.replay.keys(call).exact
-        self.examples.visible = self.replay.visible
-        self.examples.namespaces = self.replay.visible_namespaces
+        self.examples = keyed_lookup(self.store, self.replay)
         self.simulator = build_simulator(
             config,
             self.store,

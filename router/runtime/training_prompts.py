@@ -1,21 +1,26 @@
 """The live world-model prompt code, for `simroute export`: the prompt of an
 exported example is built by the simulator the router serves with (the same
 domains, options and budget, from the same config), so training and serving
-never drift apart. Demonstrations from other sessions are left out (the example
-lookup has no event loop to query the store from): they would carry answers of
-held-out sessions into training prompts. A session's own earlier observations of
-the same call, which the live prompt also shows, stay."""
+never drift apart. With demonstrations (the default), a prompt shows the recorded
+real answers of the same tool the served prompt shows, from other sessions of the
+train side only: a test-side session's answer never enters a prompt, so neither
+side's lines carry a held-out answer (compare-models grounds its calls the same
+way). Without, only the session's own earlier observations of the same call,
+which the live prompt also shows, are shown.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from calls import Call, Observation, Session, Turn
 from records.export.examples import Generation
+from records.export.options import ExportPlan
 from records.store.protocol import RecordStore
 from router.config import Config
-from router.runtime.simulated_side import ExampleLookup, build_world_model_simulator
+from router.runtime.example_lookup import ExampleLookup, keyed_lookup, replay_keys
+from router.runtime.simulated_side import build_world_model_simulator
 
 # The AgentWorldBench domain each channel's simulation belongs to (an HTTP request is
 # put to the model as an MCP-style action: world-model-protocol, Domains).
@@ -33,9 +38,31 @@ class EstimatedTokens:
 class LivePrompts:
     """A `records.export.examples.PromptBuilder` made of the live simulator."""
 
-    def __init__(self, config: Config, store: RecordStore) -> None:
-        # No loop: the lookup answers no rows, so no other session's answer is shown.
-        self.simulator = build_world_model_simulator(config, store, EstimatedTokens(), ExampleLookup(store))
+    def __init__(
+        self,
+        config: Config,
+        store: RecordStore,
+        *,
+        demonstrations: bool = False,
+        withheld: Callable[[str], bool] = lambda session: False,
+    ) -> None:
+        # The prompt is built synchronously, inside the export's loop: the lookup has no
+        # loop to query the store from, and answers what `ready` prefetched (else nothing).
+        self.lookup = keyed_lookup(store, replay_keys(config, store), withheld=withheld) if demonstrations else None
+        self.simulator = build_world_model_simulator(
+            config, store, EstimatedTokens(), self.lookup or ExampleLookup(store)
+        )
+
+    @classmethod
+    def for_plan(cls, config: Config, store: RecordStore, plan: ExportPlan) -> LivePrompts:
+        """The prompts of `plan`'s export: its demonstrations from its train side only."""
+        return cls(config, store, demonstrations=plan.demonstrations, withheld=plan.withheld)
+
+    async def ready(self, call: Call) -> None:
+        """Fetches the demonstrations of `call`'s prompt, before `prompt` is asked for it."""
+        if self.lookup is not None and self.domain(call.channel) is not None:
+            self.lookup.forget()
+            await self.lookup.prefetch(call)
 
     @property
     def generation(self) -> Generation:

@@ -43,7 +43,7 @@ async def export_training_data(
         split=SessionSplit(test_fraction=settings.test_fraction, seed=settings.seed),
         hardest_first=settings.hardest_first,
     )
-    builder = LivePrompts(cfg, store)
+    builder = LivePrompts.for_plan(cfg, store, plan)
     counts = await export(store, builder, plan, out, progress=progress)
     dataset = card(
         counts,

@@ -5,9 +5,10 @@ loss is on the target only: the prompt's labels are `IGNORED`, as the model neve
 writes them. Pure (no torch): any tokenizer with a chat template will do.
 
 An example longer than `max_tokens` keeps its target whole and loses its session's
-earliest turns, whole, until it fits: the system prompt (the task, the tools, the
-recorded demonstrations the served prompt grounds the model in) and the latest turns
-stay, so the model learns to answer from what the served prompt shows it. Only when
+earliest turns, whole, until it fits, as the served prompt loses them: the system
+prompt (the task, the tools), the recorded demonstrations the served prompt grounds
+the model in and the latest turns stay, so the model learns to answer from what the
+served prompt shows it. Only when
 the system prompt and the last action alone do not fit is the start of the prompt cut.
 One whose target alone would not fit is skipped. Both are counted, for the model card."""
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from backends.world_model.prompt import OMITTED
+from backends.world_model.prompt import OMITTED, is_demonstration
 
 IGNORED = -100  # the label cross-entropy skips (PyTorch's ignore_index)
 _MIN_PROMPT = 8  # a target needs some prompt before it to be worth training on
@@ -106,20 +107,27 @@ def tokenized(line: dict[str, Any], tokenizer: ChatTokenizer, max_tokens: int) -
 
 
 def _history_turns(line: dict[str, Any]) -> int:
-    """The earlier turns (an action and its observation each) before the line's action."""
+    """The session's earlier turns (an action and its observation each) the line shows
+    before its demonstrations and its action: those a prompt leaves out, oldest first."""
     messages = line["messages"]
-    first = 1 if messages and messages[0]["role"] == "system" else 0
-    return max(0, len(messages) - first - 2) // 2
+    first = _after_system(messages)
+    pairs = messages[first:-2:2]  # the user message of each earlier turn and demonstration
+    return next((index for index, user in enumerate(pairs) if is_demonstration(user["content"])), len(pairs))
 
 
 def _without_earliest_turns(line: dict[str, Any], count: int) -> dict[str, Any]:
     """The line with its first `count` turns left out and marked, as the served prompt
     leaves them out when they do not fit (backends/world_model/prompt.py)."""
     messages = line["messages"]
-    first = 1 if messages and messages[0]["role"] == "system" else 0
+    first = _after_system(messages)
     kept = [dict(message) for message in messages[first + 2 * count :]]
     kept[0]["content"] = OMITTED.format(count=count) + "\n\n" + kept[0]["content"]
     return {**line, "messages": messages[:first] + kept}
+
+
+def _after_system(messages: list[dict[str, Any]]) -> int:
+    """The index of the first message after the system prompt."""
+    return 1 if messages and messages[0]["role"] == "system" else 0
 
 
 def tokenized_file(

@@ -19,6 +19,7 @@ from kit.model_stub import ModelStub
 from servers.http_upstream import serve_upstream
 from servers.web_pages import WebPages
 
+from backends.world_model.prompt import is_demonstration
 from records.export.options import SessionSplit
 
 pytestmark = pytest.mark.integration
@@ -103,7 +104,11 @@ def filled(tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def dataset(filled, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("dataset")
-    card = export_dataset(filled["config"], out, "--test-fraction", "0.5", "--seed", "7")
+    # Without demonstrations, a prompt is exactly what the live model was sent when the
+    # call was made (no other session was recorded before the golden one's calls): the
+    # sessions fall to a side by a hash of their random ids, and the recorded answers a
+    # prompt would show depend on which.
+    card = export_dataset(filled["config"], out, "--test-fraction", "0.5", "--seed", "7", "--no-demonstrations")
     files = {name: {side: written_lines(out, card, name, side) for side in ("train", "test")} for name in FORMATS}
     return {"out": out, "card": card, "files": files}
 
@@ -199,6 +204,47 @@ def test_prompt_turns_equal_the_prompts_the_live_world_model_was_sent(filled, da
     assert "(A real result of this server in another session" in last[-3]["content"]  # its own earlier answer, shown
     samples = [s for s in load_agentworldbench_both(dataset) if s["meta"]["session"] == filled["golden_session"]]
     assert samples and all(sample["messages"] in sent for sample in samples)
+
+
+def demonstrations(line: dict) -> list[str]:
+    """The recorded answers a `messages` line's prompt shows (the assistant turns after a
+    demonstration's note)."""
+    messages = line["messages"][:-1]
+    return [
+        answer["content"]
+        for action, answer in zip(messages, messages[1:], strict=False)
+        if action["role"] == "user" and answer["role"] == "assistant" and is_demonstration(action["content"])
+    ]
+
+
+def test_prompts_show_the_train_sides_recorded_answers_of_the_tool_and_never_the_test_sides(filled, tmp_path):
+    def session_of(text: str) -> str:
+        [session] = {row["session"] for row in filled["rows"] if row["arguments"].get("text") == text}
+        return session
+
+    beta_session, alpha_omega = session_of("beta"), session_of("omega")  # the secret's session; the replaying one
+    # A seed that puts the "beta" session on the test side and the golden and the replaying one on the train side.
+    seed = next(
+        seed
+        for seed in range(1000)
+        if SessionSplit(0.5, seed).side(beta_session) == "test"
+        and {SessionSplit(0.5, seed).side(s) for s in (filled["golden_session"], alpha_omega)} == {"train"}
+    )
+    card = export_dataset(
+        filled["config"], tmp_path, "--test-fraction", "0.5", "--seed", str(seed), "--format", "messages"
+    )
+    assert card["demonstrations"]["shown"] is True
+    exported = [line for path in card["files"]["messages"].values() if path for line in lines(tmp_path / path)]
+    everything = [answer for line in exported for answer in demonstrations(line)]
+    # The omega call (train side) is shown other sessions' answers of echo, the train side's:
+    omega = next(
+        line
+        for line in exported
+        if line["meta"]["session"] == alpha_omega and "omega" in line["messages"][-1]["content"]
+    )
+    assert any("alpha" in answer for answer in demonstrations(omega)), demonstrations(omega)
+    # ... and no prompt, on either side, shows an answer only the test-side session gave.
+    assert everything and not any("beta" in answer or "password" in answer for answer in everything)
 
 
 def test_only_real_observations_are_targets(dataset):

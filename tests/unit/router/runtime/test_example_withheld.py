@@ -10,7 +10,7 @@ from kit.export import fill_store
 
 from calls import call_key
 from records.store.sqlite.store import SQLiteStore
-from router.runtime.simulated_side import ExampleLookup
+from router.runtime.example_lookup import ExampleLookup
 
 
 async def rows_for(store, call, *, withheld=None, limit=4) -> list[dict]:

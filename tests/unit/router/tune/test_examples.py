@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from backends.world_model.prompt import EXAMPLE_NOTE
 from router.tune.examples import (
     IGNORED,
     TokenizedExample,
@@ -111,6 +112,22 @@ def test_a_long_session_loses_its_earliest_turns_whole_and_keeps_the_system_prom
     assert "b?" not in shown and shown.endswith(
         "[1 earlier turns omitted]\n\nnow?<e>\n[assistant]" + PREFILL + "sunny<e>"
     )
+
+
+def test_the_demonstrations_stay_when_the_session_loses_its_earliest_turns():
+    tokenizer = CharTokenizer()
+    demonstration = (EXAMPLE_NOTE.format(what="result") + "d?", "D" * 10)
+    long = conversation(("a" * 30, "A" * 30), ("b?", "B"), demonstration)
+    example, fate = tokenized(long, tokenizer, max_tokens=190)
+    assert fate == "truncated" and example is not None
+    shown = "".join(chr(i - 10) if i != 1 else "<e>" for i in example.input_ids)
+    assert "aaa" not in shown and "b?" in shown and "D" * 10 in shown
+    # Every session turn gone and still too long: the demonstration is not taken for a
+    # turn of the session (the start of the prompt is cut, the demonstration's end kept).
+    example, fate = tokenized(long, tokenizer, max_tokens=158)
+    shown = "".join(chr(i - 10) if i != 1 else "<e>" for i in example.input_ids)
+    assert fate == "truncated" and "[2 earlier turns omitted]" in shown and "D" * 10 in shown
+    assert "[3 earlier turns omitted]" not in shown
 
 
 def test_a_line_without_an_assistant_target_is_refused():
