@@ -89,8 +89,12 @@ class ReplayBackend:
         scheme_inputs: Any = None,
         namespaced: bool = False,
         shared_namespaces: Sequence[str] = (),
+        withheld: Callable[[str], bool] | None = None,
     ) -> None:
         self.store = store
+        # Sessions whose recordings are shown to no session (compare-models' held-out side,
+        # an export's test side): what is measured, never a source of answers.
+        self.withheld = withheld
         self.ignore_arguments = tuple(ignore_arguments)
         # Per channel: arguments -> their canonical form for keys.
         self.canonical = dict(canonical or {})
@@ -194,7 +198,10 @@ class ReplayBackend:
     def visible(self, session_id: str, recorded_in: str) -> bool:
         """Whether what session `recorded_in` recorded may be shown to session
         `session_id`: without tokens always; with tokens, from its own namespace or a
-        shared one (the same rule for replay and the world model's examples)."""
+        shared one (the same rule for replay and the world model's examples); never
+        from a `withheld` session."""
+        if self.withheld is not None and self.withheld(recorded_in):
+            return False
         if not self.namespaced:
             return True
         theirs = namespace_of(recorded_in)

@@ -45,7 +45,7 @@ async def compare_on_held_out(
     NoHeldOutCalls, and the store's and the judge's errors as they come."""
     store = await cfg.open_store(read_only=True).open()
     try:
-        keys = replay_keys(cfg, store)
+        keys = replay_keys(cfg, store, withheld=held_out.withheld)  # the training side's recordings only
         sessions = await held_out_sessions(store, held_out, max_sessions=max_sessions)
         found = await targets(store, sessions, max_calls=max_calls)
         if not found:
@@ -58,7 +58,6 @@ async def compare_on_held_out(
                 store,
                 candidate,
                 found,
-                held_out,
                 keys,
                 temperature=temperature,
                 on_prompt=on_prompt,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from backends.replay import ReplayBackend
 from backends.world_model.checks import check
 from backends.world_model.model_runner import Completion
 from backends.world_state.session import WorldState
@@ -26,11 +27,11 @@ from records.judge.run import JudgeModel, judge_pair
 from records.record import Record
 from records.store.protocol import RecordStore
 from router.config import Config
-from router.reports.compare_state import HistoryStates, end_to_end
+from router.reports.compare_state import HistoryStates
 from router.reports.held_out import HeldOut, real_answer
 from router.reports.model_compare import CallResult
 from router.runtime.example_lookup import keyed_lookup
-from router.runtime.simulated_side import build_model_runner, build_world_model_simulator
+from router.runtime.simulated_side import build_model_runner, build_world_model_simulator, with_world_state
 from router.runtime.training_prompts import DOMAINS
 from shadow.compare.divergence import compare
 
@@ -211,8 +212,7 @@ async def run_candidate(
     store: RecordStore,
     candidate: Candidate,
     found: Sequence[Target],
-    held_out: HeldOut,
-    keys: Any,
+    keys: ReplayBackend,
     *,
     temperature: float | None,
     on_prompt: Callable[[Candidate, Record, list[dict[str, Any]]], None] = lambda candidate, record, messages: None,
@@ -225,12 +225,12 @@ async def run_candidate(
     else by the world model alone."""
     cfg = candidate_config(config, candidate, temperature=temperature)
     model_runner = MeteredModelRunner(build_model_runner(cfg))
-    lookup = keyed_lookup(store, keys, withheld=held_out.withheld)
+    lookup = keyed_lookup(store, keys)
     lookup.loop = asyncio.get_running_loop()
     simulator = build_world_model_simulator(cfg, store, model_runner, lookup)
     states = None
     if world_state:
-        simulator = end_to_end(cfg, store, simulator, keys, held_out)
+        simulator = with_world_state(cfg, store, simulator, keys)
         states = HistoryStates()
     results = []
     try:

@@ -5,44 +5,17 @@ training session that made the same calls (`replay-aligned`); else by the model,
 the state the call touches (`model+state`) or not (`model`).
 
 Held-out sessions are never a source of answers: their recordings are what the answers
-are measured against (`TrainingSideReplay`), as the world model's examples come from the
-training side only (router/reports/compare_run.py)."""
+are measured against, so the replay keys the layer reads withhold them
+(router/runtime/example_lookup.py `replay_keys`), as the world model's examples do.
+This module holds the other piece: each held-out call's world state."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any
 
-from backends.replay import ReplayBackend
 from backends.world_state.session import WorldState
 from calls import Observation, Turn
-from records.store.protocol import RecordStore
-from router.config import Config
-from router.runtime.simulated_side import with_world_state
-
-
-class TrainingSideReplay:
-    """The replay backend's keys and namespaces, with the held-out sessions' recordings
-    never visible (aligned replay, identical answers and the HTTP recordings all ask
-    `visible` before they serve or learn a record)."""
-
-    def __init__(self, replay: ReplayBackend, withheld: Callable[[str], bool]) -> None:
-        self.replay = replay
-        self.withheld = withheld
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.replay, name)
-
-    def visible(self, session_id: str, recorded_in: str) -> bool:
-        return not self.withheld(recorded_in) and self.replay.visible(session_id, recorded_in)
-
-
-def end_to_end(config: Config, store: RecordStore, simulator: Any, keys: ReplayBackend, held_out: Any) -> Any:
-    """`simulator` behind the world-state layer as the router builds it, reading the
-    training side's recordings only."""
-    # Duck-typed: it is the replay backend in every respect the layer reads but one.
-    training_side = cast(ReplayBackend, TrainingSideReplay(keys, held_out.withheld))
-    return with_world_state(config, store, simulator, training_side)
 
 
 class HistoryStates:

@@ -88,24 +88,23 @@ class ExampleLookup:
         return shown
 
 
-def keyed_lookup(
-    store: RecordStore, keys: ReplayBackend, *, withheld: Callable[[str], bool] | None = None
-) -> ExampleLookup:
+def keyed_lookup(store: RecordStore, keys: ReplayBackend) -> ExampleLookup:
     """A lookup that finds what the router's finds: the call's replay and stored keys and the
-    token namespaces' visibility of `keys` (the router's replay backend), `withheld` sessions
-    (compare-models' held-out side, an export's test side) never shown."""
+    token namespaces' visibility of `keys` (the router's replay backend), and never a
+    session `keys` withholds (compare-models' held-out side, an export's test side)."""
     lookup = ExampleLookup(store)
     lookup.call_key_of = lambda call: keys.keys(call).replay
     lookup.exact_key_of = lambda call: keys.keys(call).exact
     lookup.visible = keys.visible
     lookup.namespaces = keys.visible_namespaces
-    lookup.withheld = withheld
+    lookup.withheld = keys.withheld
     return lookup
 
 
-def replay_keys(cfg: Config, store: RecordStore) -> ReplayBackend:
+def replay_keys(cfg: Config, store: RecordStore, *, withheld: Callable[[str], bool] | None = None) -> ReplayBackend:
     """The call keys the router computes (replay's: ignored arguments, canonical HTTP,
-    token namespaces), for a lookup outside a running router (export, compare-models)."""
+    token namespaces), for a lookup outside a running router (export, compare-models),
+    with the `withheld` sessions never visible."""
     from records.store.protocol import ReplaySource
     from router.auth import configured_tokens
 
@@ -117,4 +116,5 @@ def replay_keys(cfg: Config, store: RecordStore) -> ReplayBackend:
         scheme_inputs=cfg.replay_key_scheme(),
         namespaced=configured_tokens(cfg.service.tokens).enabled,
         shared_namespaces=cfg.service.shared_namespaces,
+        withheld=withheld,
     )

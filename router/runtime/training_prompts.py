@@ -48,7 +48,7 @@ class LivePrompts:
     ) -> None:
         # The prompt is built synchronously, inside the export's loop: the lookup has no
         # loop to query the store from, and answers what `ready` prefetched (else nothing).
-        self.lookup = keyed_lookup(store, replay_keys(config, store), withheld=withheld) if demonstrations else None
+        self.lookup = keyed_lookup(store, replay_keys(config, store, withheld=withheld)) if demonstrations else None
         self.simulator = build_world_model_simulator(
             config, store, EstimatedTokens(), self.lookup or ExampleLookup(store)
         )

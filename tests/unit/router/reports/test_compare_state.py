@@ -1,28 +1,27 @@
-"""`compare-models --end-to-end`'s pieces: held-out sessions never a source of answers,
+"""`compare-models --end-to-end`'s pieces: held-out sessions never a source of answers
+(the replay keys withhold them),
 and each held-out call's world state learnt from its session's real history before it."""
 
 from __future__ import annotations
 
+from backends.replay import ReplayBackend
 from calls import Call, Observation, Provenance, Turn
-from router.reports.compare_state import HistoryStates, TrainingSideReplay
-
-
-class Replay:
-    """The replay backend's visibility rule with tokens: one namespace per session prefix."""
-
-    def visible(self, session_id: str, recorded_in: str) -> bool:
-        return session_id.split("-")[0] == recorded_in.split("-")[0]
-
-    def visible_namespaces(self, session_id: str) -> tuple[str, ...]:
-        return (session_id.split("-")[0],)
+from router.reports.compare_state import HistoryStates
+from router.runtime.example_lookup import keyed_lookup
 
 
 def test_held_out_sessions_are_never_visible_and_the_rest_is_the_replay_backends():
-    side = TrainingSideReplay(Replay(), withheld=lambda session: session.endswith("held"))  # type: ignore[arg-type]
-    assert side.visible("a-1", "a-train")
-    assert not side.visible("a-1", "a-held")  # another held-out session: what is being measured
-    assert not side.visible("a-1", "b-train")  # the backend's own rule still holds
-    assert side.visible_namespaces("a-1") == ("a",)
+    keys = ReplayBackend(
+        None,  # type: ignore[arg-type]  # visibility reads no store
+        namespaced=True,
+        withheld=lambda session: session.endswith("held"),
+    )
+    assert keys.visible("a/1", "a/train")
+    assert not keys.visible("a/1", "a/held")  # another held-out session: what is being measured
+    assert not keys.visible("a/1", "b/train")  # the backend's own rule still holds
+    assert keys.visible_namespaces("a/1") == ("a/",)
+    lookup = keyed_lookup(None, keys)  # type: ignore[arg-type]
+    assert lookup.withheld is keys.withheld  # the examples' query asks for enough of the rest
 
 
 def shell(command: str, output: str, *, provenance: Provenance = Provenance.REAL, perturbed: bool = False) -> Turn:
