@@ -96,14 +96,29 @@ def tokenized(line: dict[str, Any], tokenizer: ChatTokenizer, max_tokens: int) -
         return None, "skipped"
     fate = ""
     room = max_tokens - len(target_ids)
-    dropped = 0
-    while len(prompt_ids) > room and dropped < _history_turns(line):
-        dropped += 1
-        shorter, _ = prompt_and_target(_without_earliest_turns(line, dropped), tokenizer)
-        prompt_ids, fate = tokenizer.encode(shorter, add_special_tokens=False), "truncated"
+    if len(prompt_ids) > room and _history_turns(line):
+        prompt_ids, fate = _fewest_turns_left_out(line, tokenizer, room), "truncated"
     if len(prompt_ids) > room:
         prompt_ids, fate = prompt_ids[len(prompt_ids) - room :], "truncated"
     return TokenizedExample(prompt_ids + target_ids, [IGNORED] * len(prompt_ids) + target_ids), fate
+
+
+def _fewest_turns_left_out(line: dict[str, Any], tokenizer: ChatTokenizer, room: int) -> list[int]:
+    """The prompt's ids with as few of the earliest turns left out as fit in `room`
+    (every one, if none does): a bisection, as leaving out more never lengthens it."""
+
+    def prompt_ids(count: int) -> list[int]:
+        prompt, _ = prompt_and_target(_without_earliest_turns(line, count), tokenizer)
+        return tokenizer.encode(prompt, add_special_tokens=False)
+
+    low, high = 1, _history_turns(line)  # the fewest that fit is within; all of them if none fits
+    while low < high:
+        middle = (low + high) // 2
+        if len(prompt_ids(middle)) <= room:
+            high = middle
+        else:
+            low = middle + 1
+    return prompt_ids(low)
 
 
 def _history_turns(line: dict[str, Any]) -> int:
