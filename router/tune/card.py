@@ -145,7 +145,8 @@ def _training(card: dict[str, Any]) -> list[str]:
         "",
         f"- candidate: `{candidate['file']}`, sha256 `{candidate['sha256']}`",
         f"- device: {training['device']}; examples trained on: {examples['trained']} of {examples['read']} "
-        f"({examples['truncated']} with the start of their prompt cut to fit, {examples['skipped']} skipped: "
+        f"({examples['truncated']} fitted to the token limit by leaving out earlier turns or cutting the prompt's "
+        f"start, {examples['skipped']} skipped: "
         f"their target alone did not fit), {examples['target_tokens']} target tokens",
         "",
         "| epoch | seconds | tokens | tokens/s | mean loss |",
