@@ -115,12 +115,14 @@ class ExportPlan:
     # otherwise in session order, as they are read.
     hardest_first: bool = False
     # Prompts show the recorded answers of the same tool the served prompt shows
-    # (demonstrations), from train-side sessions only; off: the session's own turns only.
+    # (demonstrations), from the exported namespaces' train-side sessions only; off: the
+    # session's own turns only.
     demonstrations: bool = True
 
     def withheld(self, session: str) -> bool:
-        """Whether `session`'s answers are kept out of every prompt (the test side's)."""
-        return self.split.side(session) == "test"
+        """Whether `session`'s answers are kept out of every prompt: the test side's, and
+        those of a token namespace the export was not asked for (a shared one included)."""
+        return not self.filter.in_scope(session) or self.split.side(session) == "test"
 
     def __post_init__(self) -> None:
         if not self.formats:
