@@ -149,12 +149,9 @@ async def _run(
 
     judge_model = None
     if judge is not None:
-        import os
-
-        from router.cli.judge import API_KEY_VARIABLE
         from router.runtime.judge_model import ModelRunnerJudge
 
-        judge_model = ModelRunnerJudge(judge[0], model=judge[1], api_key=os.environ.get(API_KEY_VARIABLE) or None)
+        judge_model = ModelRunnerJudge.from_environment(judge[0], model=judge[1])
     sink = prompts.open("w", encoding="utf-8") if prompts is not None else None
 
     def on_prompt(candidate: Any, record: Any, messages: list[dict[str, Any]]) -> None:

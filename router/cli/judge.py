@@ -7,7 +7,6 @@ through the model runners (router/runtime/judge_model.py)."""
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Annotated, Any
 
 import typer
@@ -24,8 +23,6 @@ from router.cli.common import (
 from router.cli.filter_options import ChannelOption, ServerOption, SessionOption, SinceOption, ToolOption, UntilOption
 from router.cli.progress import TerminalProgress
 from router.config import Config
-
-API_KEY_VARIABLE = "SIMROUTE_JUDGE_API_KEY"  # a key is never an option: it would show in `ps`
 
 
 def judge(
@@ -110,9 +107,7 @@ async def _run(
     from records.store.protocol import StoreError
     from router.runtime.judge_model import ModelRunnerJudge
 
-    judge_model = ModelRunnerJudge(
-        endpoint, model=model, api_key=os.environ.get(API_KEY_VARIABLE) or None, max_tokens=max_tokens
-    )
+    judge_model = ModelRunnerJudge.from_environment(endpoint, model=model, max_tokens=max_tokens)
     # Scores are written beside the records: the store is opened for writing only then.
     store = await cfg.open_store(read_only=not store_scores).open()
     try:

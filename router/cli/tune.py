@@ -91,6 +91,14 @@ def tune(
     eval_calls: Annotated[
         int | None, typer.Option(min=1, help="Evaluate on at most this many held-out calls (default: all).")
     ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            help="Also score the evaluation's simulated calls with a judge model at this OpenAI-compatible URL "
+            "(`simroute judge`'s prompt; its API key from SIMROUTE_JUDGE_API_KEY)."
+        ),
+    ] = None,
+    judge_model: Annotated[str, typer.Option(help="The judge model's name at --judge.")] = "default",
 ) -> None:
     """Fine-tune the configured GGUF world model on the store's records (or an export):
     the training data with the live prompts, split by session, a LoRA adapter (or a
@@ -117,6 +125,8 @@ def tune(
         )
     if data_only and resume:
         raise typer.BadParameter("--resume continues a training run: not with --data-only")
+    if data_only and judge is not None:
+        raise typer.BadParameter("--judge scores the evaluation: not with --data-only")
     if not data_only and (missing := missing_packages()):
         typer.echo(f"simroute: {install_hint(missing)}", err=True)
         raise typer.Exit(2)
@@ -142,7 +152,15 @@ def tune(
             err=True,
         )
     if tools is not None:
-        card = _train_and_evaluate(cfg, settings, out, tools, resume=resume, eval_calls=eval_calls)
+        card = _train_and_evaluate(
+            cfg,
+            settings,
+            out,
+            tools,
+            resume=resume,
+            eval_calls=eval_calls,
+            judge=(judge, judge_model) if judge is not None else None,
+        )
         raise typer.Exit(_adopt(cfg, out, decide(card, margin=margin, forced=adopt)))
 
 
@@ -311,10 +329,18 @@ def _tools_or_exit() -> Any:
 
 
 def _train_and_evaluate(
-    cfg: Config, settings: Any, out: Path, tools: Any, *, resume: bool, eval_calls: int | None
+    cfg: Config,
+    settings: Any,
+    out: Path,
+    tools: Any,
+    *,
+    resume: bool,
+    eval_calls: int | None,
+    judge: tuple[str, str] | None,
 ) -> dict[str, Any]:
     from contextlib import ExitStack
 
+    from records.judge.run import JudgeUnavailable
     from router.cli.progress import TerminalProgress
     from router.tune.convert import ConversionError
     from router.tune.run import evaluate_candidate, train_and_convert
@@ -336,9 +362,12 @@ def _train_and_evaluate(
         speed = ", ".join(f"epoch {e['epoch']}: {e['tokens_per_s']} tokens/s, loss {e['mean_loss']}" for e in epochs)
         say(f"trained on {card['training']['device']} ({speed}); candidate: {out / card['candidate']['file']}")
         say("evaluating the candidate against the base model on the held-out sessions")
-        card = evaluate_candidate(cfg, out, max_calls=eval_calls)
+        card = evaluate_candidate(cfg, out, max_calls=eval_calls, judge=judge)
     except (TrainingError, ConversionError, ValueError) as exc:
         say(str(exc))
+        raise typer.Exit(1) from exc
+    except JudgeUnavailable as exc:
+        say(f"the judge is unavailable: {exc} (the candidate is kept: {out / 'card.json'}, status trained)")
         raise typer.Exit(1) from exc
     off = card["evaluation"]["state_layer_off"]
     say(

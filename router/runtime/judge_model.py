@@ -5,6 +5,7 @@ deadline. The model runners' errors become the judge's at this boundary."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from backends.world_model.model_runner import ModelUnavailable, WorldModelError
@@ -12,9 +13,17 @@ from backends.world_model.openai_runner import OpenAICompatibleRunner
 from records.judge.prompt import VERDICT_SCHEMA
 from records.judge.run import JudgeError, JudgeUnavailable
 
+# The judge endpoint's API key: read from the environment, never an option (it would show in `ps`).
+API_KEY_VARIABLE = "SIMROUTE_JUDGE_API_KEY"
+
 
 class ModelRunnerJudge:
     """A `records.judge.run.JudgeModel` made of an OpenAI-compatible model runner."""
+
+    @classmethod
+    def from_environment(cls, endpoint: str, *, model: str, max_tokens: int = 256) -> ModelRunnerJudge:
+        """The judge at `endpoint`, with the API key `API_KEY_VARIABLE` holds (if any)."""
+        return cls(endpoint, model=model, api_key=os.environ.get(API_KEY_VARIABLE) or None, max_tokens=max_tokens)
 
     def __init__(
         self, endpoint: str, *, model: str, api_key: str | None = None, max_tokens: int = 256, seed: int = 0

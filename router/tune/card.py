@@ -165,7 +165,9 @@ def _held_out(evaluation: dict[str, Any]) -> list[str]:
         return []
     same = " (the world-state layer is off in the config: end to end is the same run)"
     note = same if evaluation.get("end_to_end_same_as_state_layer_off") else ""
-    return [f"{held['calls']} calls of {held['sessions']} sessions, greedy sampling{note}.", ""]
+    judge = evaluation.get("judge")
+    judged = f"; the judge: {judge['model']} (`simroute judge`'s prompt)" if judge else "; no judge (`--judge URL`)"
+    return [f"{held['calls']} calls of {held['sessions']} sessions, greedy sampling{judged}{note}.", ""]
 
 
 def _figure(value: float | None) -> str:

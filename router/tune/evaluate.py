@@ -18,6 +18,7 @@ from router.config import Config
 from router.reports.compare_held_out import compare_on_held_out
 from router.reports.compare_run import Candidate
 from router.reports.held_out import HeldOut, sessions_of_split
+from router.runtime.judge_model import ModelRunnerJudge
 from router.tune.figures import BASE, CANDIDATE, figures
 
 TEMPERATURE = 0.0
@@ -47,10 +48,18 @@ def on_every_core(cfg: Config) -> Config:
 
 
 async def evaluate(
-    cfg: Config, out: Path, model: Path, adapter: Path | None, *, max_calls: int | None = None
+    cfg: Config,
+    out: Path,
+    model: Path,
+    adapter: Path | None,
+    *,
+    max_calls: int | None = None,
+    judge: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """The card's `evaluation` section (router/tune/card.py), and each setting's calls in
-    `evaluation-<setting>.json` beside it. Raises ValueError when nothing is held out."""
+    `evaluation-<setting>.json` beside it; with `judge` (the judge model's URL and name),
+    each well-formed simulated call is also scored by it (`simroute judge`'s prompt).
+    Raises ValueError when nothing is held out, JudgeUnavailable when the judge is."""
     test = out / "test.jsonl"
     if not test.exists():
         raise ValueError("no held-out session (test.jsonl): raise --test-fraction to evaluate")
@@ -61,16 +70,28 @@ async def evaluate(
     if cfg.world_state.enabled:
         runs["end_to_end"] = cfg
     documents = {}
-    for setting, config in runs.items():
-        documents[setting] = await compare_on_held_out(
-            config, pair, held_out, max_calls=max_calls, temperature=TEMPERATURE, end_to_end=setting == "end_to_end"
-        )
-        _write(out / f"evaluation-{setting}.json", documents[setting])
+    judge_model = ModelRunnerJudge.from_environment(judge[0], model=judge[1]) if judge is not None else None
+    try:
+        for setting, config in runs.items():
+            documents[setting] = await compare_on_held_out(
+                config,
+                pair,
+                held_out,
+                max_calls=max_calls,
+                temperature=TEMPERATURE,
+                judge=judge_model,
+                end_to_end=setting == "end_to_end",
+            )
+            _write(out / f"evaluation-{setting}.json", documents[setting])
+    finally:
+        if judge_model is not None:
+            await judge_model.aclose()
     documents.setdefault("end_to_end", documents["state_layer_off"])
     held = documents["state_layer_off"]["held_out"]
     return {
         "held_out": {"sessions": held["sessions"], "calls": held["calls"]},
         "temperature": TEMPERATURE,
+        "judge": {"model": judge[1]} if judge is not None else None,
         "end_to_end_same_as_state_layer_off": not cfg.world_state.enabled,
         **{setting: figures(document["calls"]) for setting, document in documents.items()},
     }

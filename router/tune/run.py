@@ -61,16 +61,20 @@ def train_and_convert(
     return card
 
 
-def evaluate_candidate(cfg: Config, out: Path, *, max_calls: int | None = None) -> dict[str, Any]:
-    """Fills the card's evaluation (status `evaluated`); returns the card."""
+def evaluate_candidate(
+    cfg: Config, out: Path, *, max_calls: int | None = None, judge: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """Fills the card's evaluation (status `evaluated`); returns the card. `judge`: the
+    judge model's URL and name, when the simulated calls are also judged."""
     from router.tune.evaluate import evaluate
 
     card = read_card(out)
     candidate = out / card["candidate"]["file"]
     if card["candidate"]["kind"] == "adapter":
-        evaluation = asyncio.run(evaluate(cfg, out, cfg.model_path, candidate, max_calls=max_calls))
+        model, adapter = cfg.model_path, candidate
     else:
-        evaluation = asyncio.run(evaluate(cfg, out, candidate, None, max_calls=max_calls))
+        model, adapter = candidate, None
+    evaluation = asyncio.run(evaluate(cfg, out, model, adapter, max_calls=max_calls, judge=judge))
     card |= {"status": "evaluated", "evaluation": evaluation}
     write_card(card, out)
     return card

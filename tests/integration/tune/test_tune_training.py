@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit.judge import judge_stub
 from kit.launch import model_path, simroute_executable
 from kit.tiny_llama import write_tiny_llama
 from kit.tune_run import simroute_tune, store_config
@@ -51,7 +52,9 @@ def tune(*args: str):
 
 def test_a_run_trains_converts_and_evaluates_an_adapter(tiny_run, tmp_path):
     out = tmp_path / "run"
-    done = tune(str(out), "--config", str(tiny_run), *TRAINING)
+    with judge_stub() as judge:
+        done = tune(str(out), "--config", str(tiny_run), *TRAINING, "--judge", judge.url, "--judge-model", "grader")
+        judged = len(judge.bodies)
     assert done.returncode == 0, done.stderr
     assert "held-out fidelity" in done.stderr
 
@@ -81,6 +84,12 @@ def test_a_run_trains_converts_and_evaluates_an_adapter(tiny_run, tmp_path):
         "lora_path": str(adapter),
     }
     assert len(calls["calls"]) == 8  # the same four calls, each model
+    # The judge scored every well-formed simulated answer of both settings, and nothing else.
+    assert card["evaluation"]["judge"] == {"model": "grader"}
+    every = calls["calls"] + json.loads((out / "evaluation-end_to_end.json").read_text())["calls"]
+    well_formed = [call for call in every if call["well_formed"]]
+    assert judged == len(well_formed) > 0
+    assert all(call["judge_score"] is not None for call in well_formed)
     text = (out / "MODEL_CARD.md").read_text()
     assert "## Training" in text and card["candidate"]["sha256"] in text and "| fidelity | " in text
 

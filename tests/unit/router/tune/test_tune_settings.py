@@ -88,3 +88,14 @@ def test_a_resumed_run_keeps_its_recorded_hyperparameters_and_may_raise_the_epoc
     same = resumed(asked, recorded.describe(), None)
     assert same.hyperparameters == recorded.hyperparameters and same.output == "merged"
     assert resumed(asked, recorded.describe(), 4).hyperparameters.epochs == 4
+
+
+@pytest.mark.parametrize("judge", [{"model": "grader"}, None])
+def test_the_model_card_says_which_judge_scored_the_calls(tmp_path, judge):
+    card = model_card(
+        dataset=DATASET, settings=settings(), base_model=tmp_path / "base.gguf", version="0", created="now"
+    )
+    card["evaluation"] |= {"held_out": {"sessions": 1, "calls": 2}, "judge": judge}
+    text = markdown(card)
+    assert ("the judge: grader" in text) == (judge is not None)
+    assert ("no judge (`--judge URL`)" in text) == (judge is None)
