@@ -145,7 +145,8 @@ async def export_at_sizes(
     """One store (`sqlite`, or `redis` at `redis_url`) grown to each of `sizes` in turn and
     exported at each, once per order asked for (`session`: as read; `hardest-first`): the
     order, records, seconds, records a second and peak resident MB per size and order
-    (each also handed to `measured` as soon as it is measured)."""
+    (each also handed to `measured` as soon as it is measured). Exported without
+    demonstrations: the measure is of the records' streaming."""
     from records.store.redis.store import RedisStore
     from records.store.sqlite.store import SQLiteStore
 
@@ -167,7 +168,9 @@ async def export_at_sizes(
             held = size
             for order in orders:
                 args = ("--hardest-first",) if order == "hardest-first" else ()
-                seconds, peak_mb, card = measured_export(config, folder / "out", *args)
+                # The records' streaming is measured: demonstrations would add one store
+                # query per exported call, a cost of their own (docs/training-data.md, Scale).
+                seconds, peak_mb, card = measured_export(config, folder / "out", "--no-demonstrations", *args)
                 assert card["counts"]["records_read"] == size and card["order"]["by"] == (
                     "divergence" if args else "session"
                 )
