@@ -190,7 +190,7 @@ def card(
             else "the observation inside <predicted_observation> tags",
         },
         "filters": plan.filter.describe(),
-        "demonstrations": {"shown": plan.demonstrations, "from": "other sessions of the train side"}
+        "demonstrations": {"shown": plan.demonstrations, "from": "other train-side sessions of the exported namespaces"}
         if plan.demonstrations
         else {"shown": False},
         "order": HARDEST_FIRST if plan.hardest_first else SESSION_ORDER,
